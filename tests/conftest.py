@@ -1,0 +1,96 @@
+"""Shared fixtures. Every test runs with its own TOLARIA_HOME and must leave no process behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_AGENT = ROOT / "tests" / "fakes" / "fake_agent.py"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def marked_processes(home_prefix: str | None = None) -> list[psutil.Process]:
+    """Live (non-zombie) processes that carry TOLARIA_STREAM_ID: agent processes of some run.
+
+    With ``home_prefix``, only those whose TOLARIA_HOME lies under it (this test session's temp
+    folder), so a benchmark or a real Tolaria running on the same machine is not counted.
+    """
+    found = []
+    home_needle = f"TOLARIA_HOME={home_prefix}".encode() if home_prefix else None
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        if b"TOLARIA_STREAM_ID=" not in env:
+            continue
+        if home_needle is not None and not any(v.startswith(home_needle) for v in env.split(b"\0")):
+            continue
+        try:
+            proc = psutil.Process(int(entry))
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _live_children() -> list[psutil.Process]:
+    out = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                out.append(child)
+        except psutil.Error:
+            continue
+    return out
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Fail any test that leaves an agent process (or any child of the test process) alive."""
+    prefix = str(tmp_path_factory.getbasetemp())
+    before = {p.pid for p in marked_processes(prefix)} | {p.pid for p in _live_children()}
+    yield
+    deadline = time.monotonic() + 3.0
+    leaked: list[psutil.Process] = []
+    while time.monotonic() < deadline:
+        leaked = [p for p in marked_processes(prefix) + _live_children() if p.pid not in before]
+        if not leaked:
+            return
+        time.sleep(0.05)
+    names = []
+    for proc in leaked:
+        try:
+            names.append(f"{proc.pid} {' '.join(proc.cmdline())[:80]}")
+            proc.send_signal(signal.SIGKILL)
+        except psutil.Error:
+            continue
+    pytest.fail("test left processes alive:\n  " + "\n  ".join(names))
+
+
+@pytest.fixture(autouse=True)
+def tolaria_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("TOLARIA_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def fake_agent_argv() -> list[str]:
+    return [sys.executable, str(FAKE_AGENT)]

@@ -1,0 +1,316 @@
+"""A misbehaving fake coding agent for tests: ``python tests/fakes/fake_agent.py MODE [PROMPT]``.
+
+A real process that prints Claude Code's stream-json (``--output-format stream-json --verbose``,
+see tests/fixtures/claude/) with session id ``fake-session``, then misbehaves as MODE asks: hangs,
+floods, prints oversized or malformed lines, crashes, ignores SIGTERM, or leaves processes behind
+(a tool in a new session, a grandchild holding stdout, a setsid double-fork daemon, a deep tree).
+The mode may also come from ``FAKE_AGENT_MODE``. Every line is flushed as soon as it is written.
+Modes that spawn processes write their pids (one per line) to ``FAKE_PIDFILE`` if it is set; the
+file appears complete (written then renamed) only once every pid exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+SESSION = "fake-session"
+EX_USAGE = 64
+
+# One level of the tree3 / ignore_term_tree modes: `python -c LEVEL DEPTH IGNORE`. Each level
+# starts the next one, reads back the pids of its subtree, reports them (with its own) to its
+# parent on stdout, then sleeps. Level 2 gets a new session, level 3 its own process group, so a
+# stop that only signals the agent's process group misses them.
+LEVEL = """\
+import os, signal, subprocess, sys, time
+depth, ignore = int(sys.argv[1]), sys.argv[2] == "1"
+for signum in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(signum, signal.SIG_IGN if ignore else signal.SIG_DFL)
+pids = [str(os.getpid())]
+if depth < 3:
+    where = {"start_new_session": True} if depth == 1 else {"process_group": 0}
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[3], str(depth + 1), sys.argv[2],
+                              sys.argv[3]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, **where)
+    pids += child.stdout.readline().decode().split()
+print(" ".join(pids), flush=True)
+time.sleep(300)
+"""
+
+
+# --- output helpers -------------------------------------------------------------------------
+
+
+def write(data: bytes) -> None:
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def emit(obj: dict[str, Any]) -> None:
+    obj.setdefault("session_id", SESSION)
+    write(json.dumps(obj, ensure_ascii=False).encode() + b"\n")
+
+
+def init() -> None:
+    emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": SESSION,
+          "model": "fake-model", "tools": ["Bash"]})
+
+
+def assistant(block: dict[str, Any], message_id: str = "msg_fake_1") -> None:
+    emit({"type": "assistant", "parent_tool_use_id": None, "message": {
+        "id": message_id, "type": "message", "role": "assistant", "model": "fake-model",
+        "content": [block], "stop_reason": None}})
+
+
+def text(value: str, message_id: str = "msg_fake_1") -> None:
+    assistant({"type": "text", "text": value}, message_id)
+
+
+def tool_use(tool_id: str, command: str) -> None:
+    assistant({"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}})
+
+
+def tool_result(tool_id: str, content: str, is_error: bool = False) -> None:
+    emit({"type": "user", "parent_tool_use_id": None, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": tool_id, "content": content,
+         "is_error": is_error}]}})
+
+
+def result(value: str, *, is_error: bool = False, terminal_reason: str = "completed") -> None:
+    emit({"type": "result", "subtype": "success", "is_error": is_error, "result": value,
+          "stop_reason": "end_turn", "terminal_reason": terminal_reason, "session_id": SESSION,
+          "num_turns": 1, "usage": {"input_tokens": 3, "output_tokens": 5},
+          "total_cost_usd": 0.001, "duration_ms": 12})
+
+
+def hang() -> NoReturn:
+    """Sleep forever, silently (signals with a handler or a default action still apply)."""
+    while True:
+        signal.pause()
+
+
+def ignore_term_and_int() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def write_pidfile(pids: list[int]) -> None:
+    path = os.environ.get("FAKE_PIDFILE")
+    if not path:
+        return
+    with open(path + ".tmp", "w") as fh:
+        fh.write("".join(f"{pid}\n" for pid in pids))
+    os.replace(path + ".tmp", path)  # readers never see a half-written file
+
+
+# --- modes ----------------------------------------------------------------------------------
+
+
+def normal(prompt: str) -> None:
+    init()
+    text("Hello from fake")
+    tool_use("toolu_fake_1", "echo hi")
+    tool_result("toolu_fake_1", "hi")
+    text("Finished.", "msg_fake_2")
+    result("Finished.")
+
+
+def slow_start(prompt: str) -> None:
+    time.sleep(1.5)
+    normal(prompt)
+
+
+def hang_mode(prompt: str) -> None:
+    init()
+    hang()
+
+
+def flood(prompt: str) -> None:
+    init()
+    count = int(os.environ.get("FAKE_FLOOD_LINES", "20000"))
+    filler = "lorem ipsum " * 84  # ~1 KB per line
+    for i in range(count):
+        text(f"flood {i}: {filler}", f"msg_flood_{i}")
+    result(f"flooded {count} lines")
+
+
+def oversized(prompt: str) -> None:
+    init()
+    remaining = int(float(os.environ.get("FAKE_OVERSIZED_MB", "100")) * 1024 * 1024)
+    chunk = b"x" * (1024 * 1024)
+    while remaining > 0:  # in chunks: the fake itself stays small
+        write(chunk[:remaining])
+        remaining -= len(chunk)
+    write(b"\n")
+    text("after oversized", "msg_fake_2")
+    result("after oversized")
+
+
+def malformed(prompt: str) -> None:
+    init()
+    write(b'{"type":"assistant", "message": {\n')
+    write(b"not json at all\n")
+    write(b"\xff\xfe\x00garbage\n")
+    write(b"[1,2,3]\n")
+    write(b'{"type":"assistant","message":"wrong-type"}\n')
+    write(b'{"type":"user","message":{"content":[{"type":"tool_result"}]}}\n')
+    text("still alive", "msg_fake_2")
+    result("still alive")
+
+
+def crash(prompt: str) -> None:
+    init()
+    text("about to crash")
+    write(b'{"type":"assist')  # half a line, no newline
+    os._exit(3)
+
+
+def stderr_exit(prompt: str) -> None:
+    for i in range(1, 6):
+        print(f"fake error line {i}", file=sys.stderr, flush=True)
+    print("FATAL: model exploded", file=sys.stderr, flush=True)
+    init()
+    sys.exit(2)
+
+
+def error_result(prompt: str) -> None:
+    init()
+    result("Invalid API key · Fix external API key", is_error=True, terminal_reason="api_error")
+    sys.exit(1)
+
+
+def ignore_term(prompt: str) -> None:
+    ignore_term_and_int()  # before init: a test may signal as soon as it sees init
+    init()
+    text("ignoring SIGTERM and SIGINT")
+    hang()
+
+
+def tool(prompt: str) -> None:
+    init()
+    text("I'll run a tool.")
+    tool_use("toolu_fake_1", "sleep 300")
+    # Like real CLIs: the tool runs in a new session, out of reach of our process group.
+    child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             start_new_session=True)
+    write_pidfile([child.pid])
+    text("tool started", "msg_fake_2")
+    hang()
+
+
+def grandchild_stdout(prompt: str) -> None:
+    init()
+    # Inherits our stdout: the reader sees no EOF while it lives, even after we exit.
+    child = subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
+    write_pidfile([child.pid])
+    text("leaving a grandchild on stdout")
+    result("leaving a grandchild on stdout")
+    sys.exit(0)
+
+
+def daemon(prompt: str) -> None:
+    init()
+    read_fd, write_fd = os.pipe()
+    if os.fork() == 0:  # intermediate: new session, fork the daemon, exit at once
+        os.close(read_fd)
+        os.setsid()
+        pid = os.fork()
+        if pid:
+            os.write(write_fd, f"{pid}\n".encode())
+            os._exit(0)
+        os.close(write_fd)
+        os.chdir("/")
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        os.closerange(3, 4096)  # holds no pipe of whoever started the agent
+        time.sleep(300)
+        os._exit(0)
+    os.close(write_fd)
+    os.wait()  # the intermediate; its child is now an orphan (reparented to init or a reaper)
+    with os.fdopen(read_fd) as fh:
+        daemon_pid = int(fh.read().strip())
+    write_pidfile([daemon_pid])
+    text("daemon started")
+    if os.environ.get("FAKE_EXIT_AFTER_DAEMON") == "1":
+        result("daemon started")
+        sys.exit(0)
+    hang()
+
+
+def tree(ignore: bool) -> None:
+    if ignore:
+        ignore_term_and_int()
+    init()
+    flag = "1" if ignore else "0"
+    child = subprocess.Popen([sys.executable, "-c", LEVEL, "1", flag, LEVEL],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+    assert child.stdout is not None
+    pids = [int(pid) for pid in child.stdout.readline().split()]
+    write_pidfile(pids)
+    text("tree ready")
+    hang()
+
+
+def tree3(prompt: str) -> None:
+    tree(ignore=False)
+
+
+def ignore_term_tree(prompt: str) -> None:
+    tree(ignore=True)
+
+
+def echo_stdin(prompt: str) -> None:
+    init()
+    data = sys.stdin.read()
+    text(data)
+    result(data)
+
+
+def lines(prompt: str) -> None:
+    for i in range(1, 6):
+        write(f"line {i}\n".encode())
+    code = os.environ.get("FAKE_EXIT_CODE")
+    if code:
+        print("oops", file=sys.stderr, flush=True)
+        sys.exit(int(code))
+
+
+def print_env(prompt: str) -> None:
+    init()
+    text(json.dumps({"TOLARIA_STREAM_ID": os.environ.get("TOLARIA_STREAM_ID"),
+                     "argv": sys.argv}))
+    result("printed env")
+
+
+MODES: dict[str, Callable[[str], None]] = {
+    "normal": normal, "slow_start": slow_start, "hang": hang_mode, "flood": flood,
+    "oversized": oversized, "malformed": malformed, "crash": crash, "stderr_exit": stderr_exit,
+    "error_result": error_result, "ignore_term": ignore_term, "tool": tool,
+    "grandchild_stdout": grandchild_stdout, "daemon": daemon, "tree3": tree3,
+    "ignore_term_tree": ignore_term_tree, "echo_stdin": echo_stdin, "lines": lines,
+    "print_env": print_env,
+}
+
+
+def main() -> int:
+    mode = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("FAKE_AGENT_MODE", "")
+    prompt = sys.argv[2] if len(sys.argv) > 2 else ""
+    run = MODES.get(mode)
+    if run is None:
+        print(f"usage: fake_agent.py MODE [PROMPT]  (or FAKE_AGENT_MODE=MODE)\n"
+              f"unknown mode {mode!r}; modes: {', '.join(MODES)}", file=sys.stderr)
+        return EX_USAGE
+    run(prompt)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

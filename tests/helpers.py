@@ -1,0 +1,205 @@
+"""Helpers for core tests: manifests for the fake agents and an event collector."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import sys
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tolaria.core.adapters import Manifest, StopPolicy
+from tolaria.core.events import Done, Event, TextDelta
+from tolaria.core.registry import ProcessRegistry
+from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.stream_id import new_stream_id
+
+FAKE_AGENT = Path(__file__).resolve().parent / "fakes" / "fake_agent.py"
+
+
+def fake_manifest(mode: str, protocol: str = "claude-stream-json", polite: str = "none",
+                  env: dict[str, str] | None = None, window_ms: int = 300) -> Manifest:
+    return Manifest(
+        id=f"fake-{mode.replace('_', '-')}",
+        name=f"Fake agent ({mode})",
+        protocol=protocol,
+        command=(sys.executable, str(FAKE_AGENT), mode, "{prompt}"),
+        env=env or {},
+        stop=StopPolicy(polite=polite, polite_window_ms=window_ms),
+    )
+
+
+@dataclass
+class Collector:
+    events: list[Event] = field(default_factory=list)
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+    def text(self) -> str:
+        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+
+    @property
+    def done(self) -> Done:
+        last = self.events[-1]
+        assert isinstance(last, Done), f"last event is {last.kind}, not done"
+        return last
+
+    def of(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.kind == kind]
+
+
+# --- async tests on plain asyncio, and process checks (used by tests/core) --------------------
+
+
+def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """Run an ``async def`` test on a fresh plain asyncio loop (no pytest-asyncio needed).
+
+    Fixtures still work: pytest reads the wrapped signature through ``__wrapped__``.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
+async def wait_until(predicate: Callable[[], object], within: float = 10.0,
+                     what: str = "condition") -> None:
+    """Poll ``predicate`` on the running loop until it is truthy; fail after ``within`` s."""
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within} s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def marker_pids(stream_id: str) -> list[int]:
+    """Live (non-zombie) pids whose environment holds exactly ``TOLARIA_STREAM_ID=stream_id``.
+
+    Scans /proc/*/environ directly, independently of tolaria.core.proctree.
+    """
+    needle = f"TOLARIA_STREAM_ID={stream_id}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+            if needle not in env:
+                continue
+            with open(f"/proc/{entry}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X"):
+            found.append(int(entry))
+    return found
+
+
+def is_gone(proc: psutil.Process) -> bool:
+    """A process counts as gone once it has exited (a zombie has exited)."""
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def pid_gone(pid: int) -> bool:
+    """``is_gone`` for a bare pid (when the process could not be bound while it lived)."""
+    try:
+        return is_gone(psutil.Process(pid))
+    except psutil.NoSuchProcess:
+        return True
+
+
+def read_pidfile(path: Path | str, timeout: float = 10.0) -> list[psutil.Process]:
+    """Block until the fake agent's FAKE_PIDFILE exists; bind each pid to its process at once."""
+    deadline = time.monotonic() + timeout
+    path = Path(path)
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pidfile {path} not written within {timeout} s")
+        time.sleep(0.01)
+    procs = []
+    for line in path.read_text().split():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            procs.append(psutil.Process(int(line)))
+    return procs
+
+
+async def wait_pidfile(path: Path | str, within: float = 10.0) -> list[psutil.Process]:
+    """``read_pidfile`` without blocking the loop."""
+    path = Path(path)
+    await wait_until(path.exists, within, f"pidfile {path}")
+    return read_pidfile(path, timeout=0)
+
+
+def assert_run_gone(stream_id: str, procs: Sequence[psutil.Process] = ()) -> None:
+    """Every given process has exited and no process of the run (by marker) is alive: *now*."""
+    alive = [p.pid for p in procs if not is_gone(p)]
+    assert not alive, f"processes of {stream_id} still alive: {alive}"
+    marked = marker_pids(stream_id)
+    assert not marked, f"processes with TOLARIA_STREAM_ID={stream_id} still alive: {marked}"
+
+
+def assert_done_once_last(collector: Collector) -> Done:
+    kinds = collector.kinds()
+    assert kinds.count("done") == 1, kinds[-20:]
+    return collector.done
+
+
+@dataclass
+class LiveRun:
+    """A run of ``stream_ai_agent`` started as a task on the running loop."""
+
+    stream_id: str
+    registry: ProcessRegistry
+    collector: Collector
+    task: asyncio.Task[Done]
+
+    def abort(self) -> bool:
+        return self.registry.abort(self.stream_id)
+
+    def state(self) -> str | None:
+        for info in self.registry.live():
+            if info["stream_id"] == self.stream_id:
+                return str(info["state"])
+        return None
+
+    async def finish(self, within: float = 15.0) -> Done:
+        """Await ``done``; then check it is the one terminal event, and last."""
+        done = await asyncio.wait_for(asyncio.shield(self.task), within)
+        assert self.collector.events
+        assert self.collector.events[-1] is done
+        assert_done_once_last(self.collector)
+        return done
+
+    async def wait_for_kind(self, kind: str, within: float = 10.0) -> None:
+        await wait_until(lambda: kind in self.collector.kinds(), within, f"a {kind} event")
+
+
+def start_run(manifest: Manifest, prompt: str = "hi", *, cwd: str | Path | None = None,
+              env: dict[str, str] | None = None, grace_s: float = 0.5,
+              registry: ProcessRegistry | None = None, stream_id: str | None = None,
+              collector: Collector | None = None) -> LiveRun:
+    """Start a run as a task (call from inside a running loop)."""
+    registry = registry if registry is not None else ProcessRegistry()
+    stream_id = stream_id or new_stream_id()
+    collector = collector if collector is not None else Collector()
+    request = RunRequest(manifest, prompt, None if cwd is None else str(cwd), env or {})
+    task = asyncio.ensure_future(
+        stream_ai_agent(request, stream_id, collector, registry=registry, grace_s=grace_s))
+    return LiveRun(stream_id, registry, collector, task)

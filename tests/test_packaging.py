@@ -1,0 +1,59 @@
+"""A real `pip install` of the wheel ships adapters/ and resources/ and runs the demo agent."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_wheel_ships_data_and_runs_from_a_fresh_venv(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)],
+        check=True, timeout=500, cwd=tmp_path,
+    )
+    (wheel,) = wheels.glob("tolaria-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for top in ("adapters", "resources"):
+        shipped = {n for n in names if n.startswith(f"tolaria/_data/{top}/")}
+        in_repo = {f"tolaria/_data/{top}/{p.relative_to(ROOT / top)}"
+                   for p in (ROOT / top).rglob("*") if p.is_file()}
+        assert in_repo and in_repo <= shipped, f"{top}/ missing from the wheel"
+    assert "tolaria/demo_agent.py" in names
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+                   check=True, timeout=300)
+    # Runtime dependencies come from this environment (no download); the package itself only
+    # from the wheel. A .pth line adds a path without processing the .pth files inside it, so an
+    # editable install of the checkout does not leak in.
+    site = subprocess.run([str(py), "-c", "import site; print(site.getsitepackages()[0])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    deps_dir = Path(psutil.__file__).resolve().parent.parent
+    Path(site, "tolaria_test_deps.pth").write_text(f"{deps_dir}\n")
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env = {**os.environ, "TOLARIA_DEMO_TOOL_SECONDS": "0.1", "TOLARIA_DEMO_DELAY": "0"}
+    where = subprocess.run([str(py), "-c", "import tolaria; print(tolaria.__file__)"],
+                           capture_output=True, text=True, cwd=outside, env=env, check=True)
+    assert where.stdout.startswith(str(venv)), where.stdout
+    run = subprocess.run([str(venv / "bin" / "tolaria"), "run", "--agent", "demo", "hello"],
+                         capture_output=True, text=True, cwd=outside, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "```python" in run.stdout
+    agents = subprocess.run([str(venv / "bin" / "tolaria"), "agents", "--json"],
+                            capture_output=True, text=True, cwd=outside, env=env, timeout=60)
+    assert '"demo"' in agents.stdout and "tolaria-demo-agent" in agents.stdout

@@ -1,0 +1,196 @@
+"""The ``tolaria`` command: no subcommand opens the window; subcommands run headless.
+
+Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input.
+``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from typing import Any
+
+from tolaria import __version__
+from tolaria.core import control, discovery
+from tolaria.core.adapters import AdapterSet, load_adapters
+from tolaria.core.events import (
+    STOP_CANCELLED,
+    STOP_END_TURN,
+    Done,
+    Error,
+    Event,
+    TextDelta,
+    ToolDone,
+    ToolStart,
+    to_dict,
+)
+from tolaria.core.registry import default_registry
+from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.stream_id import InvalidStreamId, new_stream_id, validate_stream_id
+
+EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tolaria", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"tolaria {__version__}")
+    p.add_argument("--agent", help="agent to preselect in the window")
+    p.add_argument("--cwd", help="working folder to preselect in the window")
+    sub = p.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run one agent turn headless and stream it")
+    run.add_argument("--agent", required=True, dest="run_agent", help="adapter id (see `tolaria agents`)")
+    run.add_argument("--cwd", dest="run_cwd", help="working folder of the agent")
+    run.add_argument("--stream-id", help="use this stream id instead of a new one")
+    run.add_argument("--json", action="store_true", help="one JSON event per line")
+    run.add_argument("--grace", type=float, default=2.0,
+                     help="seconds between SIGTERM and SIGKILL when stopping (default 2)")
+    run.add_argument("prompt")
+    agents = sub.add_parser("agents", help="list adapters with detected path and version")
+    agents.add_argument("--json", action="store_true")
+    streams = sub.add_parser("streams", help="list live runs of every Tolaria process")
+    streams.add_argument("--json", action="store_true")
+    abort = sub.add_parser("abort", help="stop a run owned by any Tolaria process")
+    abort.add_argument("stream_id")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        return _cmd_run(args)
+    if args.command == "agents":
+        return asyncio.run(_cmd_agents(args.json))
+    if args.command == "streams":
+        return asyncio.run(_cmd_streams(args.json))
+    if args.command == "abort":
+        return asyncio.run(_cmd_abort(args.stream_id))
+    return _open_window(args)
+
+
+def _open_window(args: argparse.Namespace) -> int:
+    print("tolaria: the chat window is not built yet; use `tolaria run --agent demo \"hello\"`.",
+          file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _report_manifest_errors(adapters: AdapterSet) -> None:
+    for err in adapters.errors:
+        print(f"tolaria: broken adapter manifest: {err}", file=sys.stderr)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    adapters = load_adapters()
+    try:
+        manifest = adapters.get(args.run_agent)
+    except KeyError as exc:
+        _report_manifest_errors(adapters)
+        print(f"tolaria: {exc.args[0]}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        stream_id = validate_stream_id(args.stream_id) if args.stream_id else new_stream_id()
+    except InvalidStreamId as exc:
+        print(f"tolaria: invalid --stream-id: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    request = RunRequest(manifest=manifest, prompt=args.prompt, cwd=args.run_cwd)
+    printer = _JsonPrinter() if args.json else _TextPrinter()
+    done = asyncio.run(_run_with_control(request, stream_id, printer, args.grace))
+    if done.stop_reason == STOP_END_TURN:
+        return EXIT_OK
+    if done.stop_reason == STOP_CANCELLED:
+        return EXIT_CANCELLED
+    return EXIT_ERROR
+
+
+async def _run_with_control(request: RunRequest, stream_id: str, printer: Any, grace: float) -> Done:
+    loop = asyncio.get_running_loop()
+    registry = default_registry()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, registry.abort, stream_id)
+    server = control.ControlServer(registry)
+    await server.start()
+    try:
+        return await stream_ai_agent(request, stream_id, printer, registry=registry, grace_s=grace)
+    finally:
+        await server.close()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+class _JsonPrinter:
+    def __call__(self, event: Event) -> None:
+        sys.stdout.write(json.dumps(to_dict(event), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+class _TextPrinter:
+    """Text to stdout; tool calls, errors and the final status to stderr."""
+
+    def __init__(self) -> None:
+        self._after_tool = False
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            if self._after_tool:
+                sys.stdout.write("\n\n")
+                self._after_tool = False
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        elif isinstance(event, ToolStart):
+            self._after_tool = True
+            summary = json.dumps(event.input, ensure_ascii=False)[:120]
+            print(f"\n[tool {event.name}: {summary}]", file=sys.stderr, flush=True)
+        elif isinstance(event, ToolDone):
+            status = "failed" if event.is_error else "done"
+            print(f"[tool {status}]", file=sys.stderr, flush=True)
+        elif isinstance(event, Error):
+            print(f"\nerror: {event.message}", file=sys.stderr, flush=True)
+        elif isinstance(event, Done):
+            sys.stdout.write("\n")
+            survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)
+            extra = f"; still alive: {survivors}" if survivors else ""
+            print(f"[done: {event.stop_reason}, {event.duration_ms} ms{extra}]", file=sys.stderr,
+                  flush=True)
+
+
+async def _cmd_agents(as_json: bool) -> int:
+    adapters = load_adapters()
+    found = await discovery.detect_all(list(adapters.manifests.values()))
+    errors = [{"file": str(e.path), "key": e.key, "reason": e.reason} for e in adapters.errors]
+    if as_json:
+        print(json.dumps({"agents": [d.__dict__ for d in found], "errors": errors}, indent=2))
+        return EXIT_OK
+    for d in found:
+        state = d.version or ("available" if d.path and not d.error else "")
+        print(f"{d.agent:<12} {d.name:<28} {state}  {d.path or ''}")
+        if d.error:
+            print(f"{'':<12} ! {d.error}")
+    for e in adapters.errors:
+        print(f"broken manifest: {e}")
+    return EXIT_OK
+
+
+async def _cmd_streams(as_json: bool) -> int:
+    streams = await control.list_streams()
+    if as_json:
+        print(json.dumps(streams, indent=2))
+    elif not streams:
+        print("no live runs")
+    else:
+        for s in streams:
+            print(f"{s['stream_id']}  {s['agent']:<10} {s['state']:<9} {s.get('cwd') or ''}")
+    return EXIT_OK
+
+
+async def _cmd_abort(stream_id: str) -> int:
+    try:
+        validate_stream_id(stream_id)
+    except InvalidStreamId as exc:
+        print(f"tolaria: {exc}", file=sys.stderr)
+        print("false")
+        return EXIT_BAD_INPUT
+    stopped = await control.abort_remote(stream_id)
+    print("true" if stopped else "false")
+    return EXIT_OK if stopped else EXIT_ERROR

@@ -1,0 +1,208 @@
+"""Adapter manifests: one TOML file per agent CLI, data not code.
+
+Built-in manifests ship in ``adapters/``; user manifests live in ``<config>/adapters/*.toml``
+(``$TOLARIA_HOME/adapters`` when set) and override a built-in of the same id. A broken manifest
+is reported with its file, key and reason while the others still load.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tolaria import paths
+
+PROTOCOLS = ("lines", "claude-stream-json")
+POLITE_STOPS = ("none", "sigint", "sigterm")
+_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_PLACEHOLDER_RE = re.compile(r"\{(prompt|cwd|python)\}")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KNOWN_KEYS = {
+    "id", "name", "protocol", "command", "env", "version_command", "install_hint",
+    "description", "stop",
+}
+_STOP_KEYS = {"polite", "polite_window_ms"}
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be used: names the file, the key and the reason."""
+
+    def __init__(self, path: Path | None, key: str | None, reason: str) -> None:
+        self.path = path
+        self.key = key
+        self.reason = reason
+        where = str(path) if path else "<manifest>"
+        super().__init__(f"{where}: {key}: {reason}" if key else f"{where}: {reason}")
+
+
+@dataclass(frozen=True)
+class StopPolicy:
+    #: How to ask the agent to stop before the tree kill: a signal to the agent's own pid.
+    polite: str = "none"
+    #: How long the polite request may take before the tree is killed anyway.
+    polite_window_ms: int = 1000
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    name: str
+    protocol: str
+    command: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    version_command: tuple[str, ...] | None = None
+    install_hint: str = ""
+    description: str = ""
+    stop: StopPolicy = field(default_factory=StopPolicy)
+    source: Path | None = None
+    builtin: bool = False
+
+    @property
+    def takes_prompt_on_stdin(self) -> bool:
+        return not any("{prompt}" in part for part in self.command)
+
+
+def substitute(template: tuple[str, ...], *, prompt: str = "", cwd: str = "") -> list[str]:
+    """Fill ``{prompt}``, ``{cwd}`` and ``{python}`` into an argv template.
+
+    Each template element stays exactly one argument: the prompt is never split or passed
+    through a shell, whatever characters it holds.
+    """
+    values = {"prompt": prompt, "cwd": cwd, "python": sys.executable}
+    # One pass, so a prompt that itself contains "{cwd}" is left exactly as typed.
+    return [_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], part) for part in template]
+
+
+def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool = False) -> Manifest:
+    def fail(key: str | None, reason: str) -> ManifestError:
+        return ManifestError(path, key, reason)
+
+    unknown = sorted(set(data) - _KNOWN_KEYS)
+    if unknown:
+        raise fail(unknown[0], f"unknown key (known keys: {', '.join(sorted(_KNOWN_KEYS))})")
+    ident = data.get("id")
+    if not isinstance(ident, str) or _ID_RE.fullmatch(ident) is None:
+        raise fail("id", f"must be 1-64 characters of a-z, 0-9 and '-', got {ident!r}")
+    name = data.get("name", ident)
+    if not isinstance(name, str) or not name.strip():
+        raise fail("name", "must be a non-empty string")
+    protocol = data.get("protocol")
+    if protocol not in PROTOCOLS:
+        raise fail("protocol", f"must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    command = _argv(data.get("command"), "command", fail)
+    version_command = None
+    if "version_command" in data:
+        version_command = _argv(data["version_command"], "version_command", fail)
+    env = data.get("env", {})
+    if not isinstance(env, dict):
+        raise fail("env", "must be a table of NAME = \"value\"")
+    for key, value in env.items():
+        if _ENV_NAME_RE.fullmatch(key) is None:
+            raise fail(f"env.{key}", "is not a valid environment variable name")
+        if not isinstance(value, str):
+            raise fail(f"env.{key}", f"must be a string, got {type(value).__name__}")
+    stop = _stop_policy(data.get("stop", {}), fail)
+    for key in ("install_hint", "description"):
+        if not isinstance(data.get(key, ""), str):
+            raise fail(key, "must be a string")
+    return Manifest(
+        id=ident,
+        name=name,
+        protocol=protocol,
+        command=command,
+        env=dict(env),
+        version_command=version_command,
+        install_hint=data.get("install_hint", ""),
+        description=data.get("description", ""),
+        stop=stop,
+        source=path,
+        builtin=builtin,
+    )
+
+
+def _argv(value: object, key: str, fail: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise fail(key, "must be a non-empty list of strings (an argv, never a shell line)")
+    for i, part in enumerate(value):
+        if not isinstance(part, str):
+            raise fail(f"{key}[{i}]", f"must be a string, got {type(part).__name__}")
+    if not value[0].strip():
+        raise fail(f"{key}[0]", "the program must not be empty")
+    if "{prompt}" in value[0]:
+        raise fail(f"{key}[0]", "the program cannot be the prompt")
+    return tuple(value)
+
+
+def _stop_policy(value: object, fail: Any) -> StopPolicy:
+    if not isinstance(value, dict):
+        raise fail("stop", "must be a table")
+    unknown = sorted(set(value) - _STOP_KEYS)
+    if unknown:
+        raise fail(f"stop.{unknown[0]}", "unknown key")
+    polite = value.get("polite", "none")
+    if polite not in POLITE_STOPS:
+        raise fail("stop.polite", f"must be one of {', '.join(POLITE_STOPS)}, got {polite!r}")
+    window = value.get("polite_window_ms", 1000)
+    if not isinstance(window, int) or isinstance(window, bool) or not 0 <= window <= 60_000:
+        raise fail("stop.polite_window_ms", "must be a whole number of milliseconds, 0 to 60000")
+    return StopPolicy(polite=polite, polite_window_ms=window)
+
+
+def load_manifest_file(path: Path, builtin: bool = False) -> Manifest:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ManifestError(path, None, f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ManifestError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(path, None, f"invalid TOML: {exc}") from exc
+    return parse_manifest(data, path, builtin=builtin)
+
+
+@dataclass
+class AdapterSet:
+    manifests: dict[str, Manifest]
+    errors: list[ManifestError]
+
+    def get(self, agent_id: str) -> Manifest:
+        try:
+            return self.manifests[agent_id]
+        except KeyError:
+            known = ", ".join(sorted(self.manifests)) or "none"
+            broken = [e for e in self.errors if e.path and e.path.stem == agent_id]
+            if broken:
+                raise KeyError(f"agent {agent_id!r} has a broken manifest: {broken[0]}") from None
+            raise KeyError(f"unknown agent {agent_id!r} (known: {known})") from None
+
+
+def builtin_adapters_dir() -> Path:
+    return paths.package_data("adapters")
+
+
+def load_adapters(
+    builtin_dir: Path | None = None, user_dir: Path | None = None
+) -> AdapterSet:
+    """Every manifest, built-ins first, user files overriding by id; errors collected, not raised."""
+    manifests: dict[str, Manifest] = {}
+    errors: list[ManifestError] = []
+    for folder, builtin in (
+        (builtin_dir or builtin_adapters_dir(), True),
+        (user_dir or paths.user_adapters_dir(), False),
+    ):
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.toml")):
+            try:
+                manifest = load_manifest_file(path, builtin=builtin)
+            except ManifestError as exc:
+                errors.append(exc)
+                continue
+            manifests[manifest.id] = manifest
+    return AdapterSet(manifests, errors)

@@ -1,0 +1,144 @@
+"""The events a run emits, as frozen dataclasses. See docs/adr/0003-event-model.md.
+
+Every event carries the ``stream_id`` of its run. A run emits exactly one ``Done``, always last;
+nothing of that stream is emitted after it. ``to_dict``/``event_from_dict`` give the JSON form
+used by ``tolaria run --json``, the control socket and the conversation store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: ClassVar[str] = "event"
+    stream_id: str
+
+
+@dataclass(frozen=True)
+class Init(Event):
+    """The agent started and told us its session id (``None`` when it has none)."""
+
+    kind: ClassVar[str] = "init"
+    agent: str = ""
+    session_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    kind: ClassVar[str] = "text_delta"
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class ThinkingDelta(Event):
+    kind: ClassVar[str] = "thinking_delta"
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class ToolStart(Event):
+    kind: ClassVar[str] = "tool_start"
+    tool_id: str = ""
+    name: str = ""
+    input: Any = None
+
+
+@dataclass(frozen=True)
+class ToolDone(Event):
+    kind: ClassVar[str] = "tool_done"
+    tool_id: str = ""
+    output: str = ""
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Usage(Event):
+    kind: ClassVar[str] = "usage"
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Diagnostic(Event):
+    """Something that is not conversation: a stderr line, a non-JSON stdout line, a note."""
+
+    kind: ClassVar[str] = "diagnostic"
+    source: str = "stderr"
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    """The agent (or Tolaria on its behalf) reports a failure the user must see."""
+
+    kind: ClassVar[str] = "error"
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Survivor:
+    """A process of the run still alive after the stop gave up on it."""
+
+    pid: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Done(Event):
+    """The one terminal event of a run, always last."""
+
+    kind: ClassVar[str] = "done"
+    stop_reason: str = "end_turn"
+    exit_code: int | None = None
+    duration_ms: int = 0
+    survivors: tuple[Survivor, ...] = field(default_factory=tuple)
+
+
+STOP_END_TURN = "end_turn"
+STOP_CANCELLED = "cancelled"
+STOP_ERROR = "error"
+STOP_MAX_ITERATIONS = "max_iterations"
+
+EventCallback = Callable[[Event], None]
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done)
+}
+
+
+def to_dict(event: Event) -> dict[str, Any]:
+    """JSON-ready dict: ``stream_id``, ``kind`` and the event's own fields."""
+    out: dict[str, Any] = {"stream_id": event.stream_id, "kind": event.kind}
+    for f in dataclasses.fields(event):
+        if f.name == "stream_id":
+            continue
+        value = getattr(event, f.name)
+        if f.name == "survivors":
+            value = [{"pid": s.pid, "name": s.name} for s in value]
+        out[f.name] = value
+    return out
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Inverse of ``to_dict``; raises ValueError on an unknown kind or bad fields."""
+    kind = data.get("kind")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise ValueError(f"unknown event kind {kind!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {k: v for k, v in data.items() if k in names}
+    if cls is Done:
+        kwargs["survivors"] = tuple(
+            Survivor(pid=int(s["pid"]), name=str(s["name"])) for s in kwargs.get("survivors", ())
+        )
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"bad {kind} event: {exc}") from exc

@@ -1,0 +1,29 @@
+"""Runtimes turn an agent's stdout lines into core events.
+
+A runtime is a small stateful parser, one per run: ``feed(line)`` returns the events of one
+stdout line, ``outcome()`` says how the turn ended according to the protocol (``None`` when the
+agent never said). The runner decides the final status from that and from whether a stop was
+requested; exit codes alone are never trusted.
+"""
+
+from __future__ import annotations
+
+from tolaria.core.runtimes.base import Outcome, Runtime
+from tolaria.core.runtimes.claude import ClaudeStreamJson
+from tolaria.core.runtimes.lines import PlainLines
+
+RUNTIMES: dict[str, type[Runtime]] = {
+    "lines": PlainLines,
+    "claude-stream-json": ClaudeStreamJson,
+}
+
+
+def make_runtime(protocol: str, stream_id: str, agent: str) -> Runtime:
+    try:
+        cls = RUNTIMES[protocol]
+    except KeyError:
+        raise ValueError(f"no runtime for protocol {protocol!r}") from None
+    return cls(stream_id=stream_id, agent=agent)
+
+
+__all__ = ["RUNTIMES", "Outcome", "Runtime", "make_runtime"]

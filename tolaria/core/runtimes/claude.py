@@ -1,0 +1,174 @@
+"""Claude Code's ``--output-format stream-json`` dialect (also Qwen Code's, nearly).
+
+Mapped from real captured output (tests/fixtures/claude/). With ``--include-partial-messages``
+Claude prints ``stream_event`` deltas *and then* the complete ``assistant`` message with the same
+message id; text and thinking of such a message are emitted once, from the deltas.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tolaria.core.events import (
+    STOP_CANCELLED,
+    STOP_END_TURN,
+    STOP_ERROR,
+    Diagnostic,
+    Event,
+    Init,
+    TextDelta,
+    ThinkingDelta,
+    ToolDone,
+    ToolStart,
+    Usage,
+)
+from tolaria.core.runtimes.base import Outcome, Runtime
+
+_PREVIEW = 200
+
+
+def _preview(line: str) -> str:
+    return line if len(line) <= _PREVIEW else line[:_PREVIEW] + f"... ({len(line)} chars)"
+
+
+class ClaudeStreamJson(Runtime):
+    def __init__(self, stream_id: str, agent: str) -> None:
+        super().__init__(stream_id, agent)
+        self._streamed_messages: set[str] = set()
+        self._current_message: str | None = None
+        self.session_id: str | None = None
+
+    def feed(self, line: str) -> list[Event]:
+        stripped = line.strip()
+        if not stripped:
+            return []
+        try:
+            data = json.loads(stripped)
+        except (json.JSONDecodeError, RecursionError):
+            return [self._diag(f"ignored non-JSON line: {_preview(stripped)}")]
+        if not isinstance(data, dict):
+            return [self._diag(f"ignored JSON that is not an object: {_preview(stripped)}")]
+        try:
+            return self._dispatch(data)
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            return [self._diag(f"ignored malformed {data.get('type')!r} event ({exc}): "
+                               f"{_preview(stripped)}")]
+
+    def _diag(self, message: str) -> Diagnostic:
+        return Diagnostic(self.stream_id, source="stdout", message=message)
+
+    def _dispatch(self, data: dict[str, Any]) -> list[Event]:
+        kind = data.get("type")
+        if kind == "system":
+            return self._system(data)
+        if kind == "stream_event":
+            return self._stream_event(data.get("event"))
+        if kind == "assistant":
+            return self._assistant(data["message"])
+        if kind == "user":
+            return self._user(data["message"])
+        if kind == "result":
+            return self._result(data)
+        return []
+
+    def _system(self, data: dict[str, Any]) -> list[Event]:
+        subtype = data.get("subtype")
+        if subtype == "init":
+            sid = data.get("session_id")
+            self.session_id = sid if isinstance(sid, str) else None
+            return [Init(self.stream_id, agent=self.agent, session_id=self.session_id)]
+        if subtype == "api_retry":
+            return [self._diag(f"API retry: {json.dumps(data)[:_PREVIEW]}")]
+        return []
+
+    def _stream_event(self, event: object) -> list[Event]:
+        if not isinstance(event, dict):
+            raise TypeError("event is not an object")
+        etype = event.get("type")
+        if etype == "message_start":
+            message = event.get("message") or {}
+            mid = message.get("id") if isinstance(message, dict) else None
+            self._current_message = mid if isinstance(mid, str) else None
+            if self._current_message:
+                self._streamed_messages.add(self._current_message)
+            return []
+        if etype == "content_block_delta":
+            delta = event["delta"]
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                return [TextDelta(self.stream_id, text=str(delta["text"]))]
+            if dtype == "thinking_delta":
+                return [ThinkingDelta(self.stream_id, text=str(delta["thinking"]))]
+        return []
+
+    def _assistant(self, message: dict[str, Any]) -> list[Event]:
+        streamed = message.get("id") in self._streamed_messages
+        out: list[Event] = []
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text" and not streamed:
+                out.append(TextDelta(self.stream_id, text=str(block.get("text", ""))))
+            elif btype == "thinking" and not streamed:
+                out.append(ThinkingDelta(self.stream_id, text=str(block.get("thinking", ""))))
+            elif btype == "tool_use":
+                out.append(ToolStart(self.stream_id, tool_id=str(block.get("id", "")),
+                                     name=str(block.get("name", "")), input=block.get("input")))
+        return out
+
+    def _user(self, message: dict[str, Any]) -> list[Event]:
+        content = message.get("content")
+        if not isinstance(content, list):
+            return []
+        out: list[Event] = []
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool_id = block.get("tool_use_id")
+            if not isinstance(tool_id, str):
+                raise ValueError("tool_result without tool_use_id")
+            out.append(ToolDone(self.stream_id, tool_id=tool_id,
+                                output=_content_text(block.get("content")),
+                                is_error=bool(block.get("is_error", False))))
+        return out
+
+    def _result(self, data: dict[str, Any]) -> list[Event]:
+        out: list[Event] = []
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            cost = data.get("total_cost_usd")
+            out.append(Usage(
+                self.stream_id,
+                input_tokens=_int_or_none(usage.get("input_tokens")),
+                output_tokens=_int_or_none(usage.get("output_tokens")),
+                cost_usd=float(cost) if isinstance(cost, int | float) else None,
+            ))
+        if data.get("terminal_reason") == "aborted_tools":
+            self._outcome = Outcome(STOP_CANCELLED)
+        elif data.get("is_error"):
+            message = data.get("result") or "; ".join(map(str, data.get("errors") or [])) \
+                or f"agent reported an error ({data.get('subtype')})"
+            self._outcome = Outcome(STOP_ERROR, error=str(message))
+        else:
+            self._outcome = Outcome(STOP_END_TURN)
+        return out
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for item in content:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                parts.append(item["text"])
+            elif isinstance(item, str):
+                parts.append(item)
+        return "\n".join(parts)
+    return "" if content is None else json.dumps(content)[:10_000]

@@ -1,0 +1,51 @@
+"""Stream ids: the request-scoped name a run's events travel on, and its cancellation handle.
+
+The UI never sees a pid: it holds only the stream id, and the backend maps a *validated* id to
+the processes of that run. See docs/adr/0001-stream-id-contract.md.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+PREFIX = "ai-agent-stream-"
+MAX_SUFFIX = 64
+MAX_LENGTH = 80
+_SUFFIX_RE = re.compile(r"[A-Za-z0-9-]{1,64}")
+
+
+class InvalidStreamId(ValueError):
+    """A string that is not a valid ``ai-agent-stream-*`` id."""
+
+
+def new_stream_id() -> str:
+    """A fresh id: the prefix and 32 lowercase hex characters."""
+    return PREFIX + secrets.token_hex(16)
+
+
+def validate_stream_id(value: object) -> str:
+    """Return ``value`` unchanged when it is a valid stream id, else raise InvalidStreamId."""
+    if not isinstance(value, str):
+        raise InvalidStreamId(f"stream id must be a string, not {type(value).__name__}")
+    if len(value) > MAX_LENGTH:
+        raise InvalidStreamId(f"stream id is {len(value)} characters long; the limit is {MAX_LENGTH}")
+    if not value.startswith(PREFIX):
+        raise InvalidStreamId(f"stream id {value[:40]!r} does not start with {PREFIX!r}")
+    suffix = value[len(PREFIX) :]
+    if not suffix:
+        raise InvalidStreamId(f"stream id has nothing after {PREFIX!r}")
+    if _SUFFIX_RE.fullmatch(suffix) is None:
+        raise InvalidStreamId(
+            f"stream id {value[:80]!r} may only contain A-Z, a-z, 0-9 and '-' after the prefix "
+            f"(1 to {MAX_SUFFIX} characters)"
+        )
+    return value
+
+
+def is_valid_stream_id(value: object) -> bool:
+    try:
+        validate_stream_id(value)
+    except InvalidStreamId:
+        return False
+    return True
