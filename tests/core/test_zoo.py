@@ -7,6 +7,7 @@ run's TOLARIA_STREAM_ID marker in /proc, immediately, without any extra waiting.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -471,3 +472,29 @@ async def test_abort_kills_a_daemon_that_scrubbed_its_environment(tmp_path: Path
         await wait_until(lambda: is_gone(daemon), what="the daemon to die")
     assert done.stop_reason == "cancelled"
     assert not survived, f"daemon {daemon.pid} survived the stop; survivors={done.survivors}"
+
+
+@async_test
+async def test_stop_spares_the_apps_own_adopted_orphans(tmp_path: Path) -> None:
+    """A process the app itself started (e.g. a browser via xdg-open) that double-forked and was
+    adopted by us must survive a Stop, even when it is born during the run."""
+    pidfile = tmp_path / "pids"
+    run = start_run(fake_manifest("tool"), env={"FAKE_PIDFILE": str(pidfile)}, grace_s=GRACE)
+    await wait_pidfile(pidfile)
+    assert os.environ.get("TOLARIA_APP_CHILD") == str(os.getpid())
+    out = tmp_path / "bg.pid"
+    # sh starts sleep in the background and exits: sleep is re-parented to us (subreaper).
+    launcher = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", f"sleep 30 >/dev/null 2>&1 & echo $! > {out}")
+    await launcher.wait()
+    background = psutil.Process(int(out.read_text()))
+    await wait_until(lambda: background.ppid() == os.getpid(), what="adoption")
+    try:
+        assert run.abort() is True
+        done = await run.finish()
+        assert done.stop_reason == "cancelled"
+        assert not is_gone(background), "Stop killed a process that was not the run's"
+    finally:
+        background.kill()
+        await wait_until(lambda: is_gone(background), what="cleanup")
+        os.waitpid(background.pid, 0)

@@ -8,6 +8,7 @@ import os
 import signal
 from dataclasses import dataclass
 
+from tolaria.core import proctree
 from tolaria.core.adapters import Manifest, substitute
 from tolaria.core.runner import resolve_program
 

@@ -31,6 +31,10 @@ import psutil
 from tolaria.core.events import Survivor
 
 ENV_MARKER = "TOLARIA_STREAM_ID"
+#: Set in this process's own environment once it is a subreaper, so everything it (or Qt, or a
+#: library) starts for itself inherits it; agents' environments drop it. An adopted orphan
+#: carrying it (a browser started through xdg-open, say) is never taken for a run's process.
+APP_CHILD_MARKER = "TOLARIA_APP_CHILD"
 #: Children this process spawned on purpose (agents, probes): never taken for adopted orphans.
 _own_children: set[int] = set()
 
@@ -42,6 +46,8 @@ def remember_own_child(pid: int) -> None:
 def forget_own_child(pid: int) -> None:
     _own_children.discard(pid)
 _PR_SET_CHILD_SUBREAPER = 36
+#: How often a stop re-scans for processes forked while it waits (known pids are polled faster).
+_RESCAN_S = 0.05
 _subreaper_enabled: bool | None = None
 
 
@@ -59,6 +65,8 @@ def enable_child_subreaper() -> bool:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             _subreaper_enabled = bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+            if _subreaper_enabled:
+                os.environ[APP_CHILD_MARKER] = str(os.getpid())
         except (OSError, AttributeError):
             _subreaper_enabled = False
     return _subreaper_enabled
@@ -69,6 +77,29 @@ def _alive(proc: psutil.Process) -> bool:
         return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
+
+
+_HAS_PROC = os.path.isdir("/proc")
+
+
+def _env_value(env: bytes, needle: bytes) -> bytes | None:
+    at = env.find(needle)
+    while at > 0 and env[at - 1] != 0:
+        at = env.find(needle, at + 1)
+    if at < 0:
+        return None
+    end = env.find(b"\0", at)
+    return env[at + len(needle) : end if end >= 0 else len(env)]
+
+
+def _read_markers(entry: str, needle: bytes, app_needle: bytes) -> tuple[bytes | None, bool]:
+    """(TOLARIA_STREAM_ID value, whether TOLARIA_APP_CHILD is set) of /proc/<entry>/environ."""
+    try:
+        with open(f"/proc/{entry}/environ", "rb") as fh:
+            env = fh.read()
+    except OSError:
+        return None, True  # unreadable: never claim it as an orphan
+    return _env_value(env, needle), _env_value(env, app_needle) is not None
 
 
 def processes_with_marker(stream_id: str) -> list[psutil.Process]:
@@ -114,60 +145,85 @@ class TreeKiller:
 
     def snapshot(self) -> list[psutil.Process]:
         """Add every currently visible process of the run to ``known``; return the live ones."""
-        candidates: list[psutil.Process] = []
-        if self.root is not None and _alive(self.root):
-            candidates.append(self.root)
-            with contextlib.suppress(psutil.Error):
-                candidates.extend(self.root.children(recursive=True))
-        candidates.extend(processes_with_marker(self.stream_id))
-        candidates.extend(self._adopted_orphans())
-        # Descendants of anything known (a marker-less grandchild of a daemon, say).
-        for proc in list(candidates):
-            with contextlib.suppress(psutil.Error):
-                candidates.extend(proc.children(recursive=True))
+        pids = self._scan_proc() if _HAS_PROC else self._scan_psutil()
+        me = os.getpid()
         own_pgid = os.getpgid(0)
-        for proc in candidates:
+        for pid in pids:
+            if pid == me:
+                continue
             try:
-                key = (proc.pid, proc.create_time())
+                proc = self.root if self.root is not None and self.root.pid == pid else psutil.Process(pid)
+                key = (pid, proc.create_time())
             except psutil.Error:
                 continue
-            if proc.pid == os.getpid():
-                continue
             self.known.setdefault(key, proc)
-            with contextlib.suppress(OSError, psutil.Error):
-                pgid = os.getpgid(proc.pid)
+            with contextlib.suppress(OSError):
+                pgid = os.getpgid(pid)
                 if pgid > 1 and pgid != own_pgid:
                     self.groups.add(pgid)
         return self.alive()
 
-    def _adopted_orphans(self) -> list[psutil.Process]:
-        """Our own children that we did not spawn: orphans re-parented to us (subreaper).
+    def _scan_proc(self) -> set[int]:
+        """One pass over /proc: the root's and marked processes' descendants, and adopted orphans.
 
-        One that carries this run's marker was found already; one that carries another run's
-        marker is not ours; one whose environment was scrubbed is claimed only while this is
-        the only live run (it cannot belong to another) and it was born after the run started.
+        Reading each process's stat and environ once keeps a snapshot at a few milliseconds
+        even on a desktop with hundreds of processes.
         """
-        if not _subreaper_enabled:
-            return []
-        found = []
-        try:
-            children = psutil.Process().children()
-        except psutil.Error:
-            return []
-        for child in children:
-            if child.pid in _own_children or not _alive(child):
+        me = os.getpid()
+        needle = ENV_MARKER.encode() + b"="
+        mine = self.stream_id.encode()
+        app_needle = APP_CHILD_MARKER.encode() + b"="
+        children: dict[int, list[int]] = {}
+        seeds: set[int] = set()
+        orphans: list[int] = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
                 continue
+            pid = int(entry)
             try:
-                if child.create_time() < self.since - 1.0:
-                    continue
-                with open(f"/proc/{child.pid}/environ", "rb") as fh:
-                    env = fh.read().split(b"\0")
-            except (OSError, psutil.Error):
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    stat = fh.read()
+                fields = stat[stat.rfind(b")") + 2 :].split()
+                state, ppid = fields[0], int(fields[1])
+            except (OSError, IndexError, ValueError):
                 continue
-            if any(v.startswith(ENV_MARKER.encode() + b"=") for v in env):
+            children.setdefault(ppid, []).append(pid)
+            if state == b"Z" or pid == me:
                 continue
-            if self.sole_run():
-                found.append(child)
+            marker, app_child = _read_markers(entry, needle, app_needle)
+            if marker == mine:
+                seeds.add(pid)
+            elif ppid == me and marker is None and not app_child and pid not in _own_children:
+                orphans.append(pid)
+        if self.root is not None and _alive(self.root):
+            seeds.add(self.root.pid)
+        if _subreaper_enabled and orphans and self.sole_run():
+            # Compare on psutil's clock (boot time + start ticks): an orphan born before the
+            # agent itself cannot be the run's.
+            born = self.since - 1.0
+            with contextlib.suppress(psutil.Error, AttributeError):
+                born = self.root.create_time() if self.root is not None else born
+            for pid in orphans:
+                with contextlib.suppress(psutil.Error):
+                    if psutil.Process(pid).create_time() >= born:
+                        seeds.add(pid)
+        found: set[int] = set()
+        stack = list(seeds)
+        while stack:
+            pid = stack.pop()
+            if pid in found or pid == me:
+                continue
+            found.add(pid)
+            stack.extend(children.get(pid, ()))
+        return found
+
+    def _scan_psutil(self) -> set[int]:
+        """Portable fallback (no /proc): descendants of the root."""
+        found: set[int] = set()
+        if self.root is not None and _alive(self.root):
+            found.add(self.root.pid)
+            with contextlib.suppress(psutil.Error):
+                found.update(c.pid for c in self.root.children(recursive=True))
         return found
 
     def alive(self) -> list[psutil.Process]:
@@ -197,18 +253,27 @@ class TreeKiller:
         """
         self.snapshot()
         self.signal_all(signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if not self._resnapshot_and_resignal(signal.SIGTERM):
-                return self._finish()
-            await asyncio.sleep(poll)
+        if await self._wait_gone(signal.SIGTERM, grace, poll):
+            return self._finish()
         self.signal_all(signal.SIGKILL)
-        deadline = time.monotonic() + verify
-        while time.monotonic() < deadline:
-            if not self._resnapshot_and_resignal(signal.SIGKILL):
-                return self._finish()
-            await asyncio.sleep(poll)
+        await self._wait_gone(signal.SIGKILL, verify, poll)
         return self._finish()
+
+    async def _wait_gone(self, sig: int, timeout: float, poll: float) -> bool:
+        """Poll the known processes; every ~50 ms rescan for new ones and signal them too.
+
+        Returns True once nothing of the run is alive and a final rescan finds nothing new.
+        """
+        deadline = time.monotonic() + timeout
+        next_scan = time.monotonic() + _RESCAN_S
+        while True:
+            if not self.alive() or time.monotonic() >= next_scan:
+                if not self._resnapshot_and_resignal(sig):
+                    return True
+                next_scan = time.monotonic() + _RESCAN_S
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(poll)
 
     def _resnapshot_and_resignal(self, sig: int) -> bool:
         before = set(self.known)

@@ -101,6 +101,7 @@ class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 
 def build_env(manifest: Manifest, stream_id: str, extra: Mapping[str, str]) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop(proctree.APP_CHILD_MARKER, None)
     env.update({k: os.path.expandvars(v) for k, v in manifest.env.items()})
     env.update(extra)
     # Every process of the run inherits this marker, so the tree can be found even after a
