@@ -71,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _open_window(args: argparse.Namespace) -> int:
-    print("tolaria: the chat window is not built yet; use `tolaria run --agent demo \"hello\"`.",
-          file=sys.stderr)
-    return EXIT_BAD_INPUT
+    # Imported here: the headless subcommands must not pay for (or need) Qt.
+    from tolaria.app import run
+
+    return run(agent=args.agent, cwd=args.cwd)
 
 
 def _report_manifest_errors(adapters: AdapterSet) -> None:
@@ -83,10 +84,10 @@ def _report_manifest_errors(adapters: AdapterSet) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     adapters = load_adapters()
+    _report_manifest_errors(adapters)
     try:
         manifest = adapters.get(args.run_agent)
     except KeyError as exc:
-        _report_manifest_errors(adapters)
         print(f"tolaria: {exc.args[0]}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:

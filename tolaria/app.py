@@ -1,0 +1,163 @@
+"""The composition root: QApplication, the asyncio loop, wiring, and an orderly shutdown.
+
+Shutdown order matters (see STYLE.md): the app does not quit when its window closes; ``main``
+waits for the window's ``closed`` fact, then stops every run (trees gone, pipes closed), closes
+the control socket and the store, and only then returns and lets the loop end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+from tolaria import __version__
+from tolaria.core.adapters import load_adapters
+from tolaria.core.control import ControlServer
+from tolaria.core.registry import ProcessRegistry
+from tolaria.core.runner import DEFAULT_GRACE_S
+from tolaria.core.store import Store
+from tolaria.qt import loop
+from tolaria.qt.bridge import Bridge
+from tolaria.qt.compat import protect_singletons
+from tolaria.qt.controller import ChatController
+from tolaria.qt.tasks import TaskSet
+from tolaria.settings import load_settings
+from tolaria.ui import theme
+from tolaria.ui.main_window import MainWindow
+
+log = logging.getLogger(__name__)
+
+DEFAULT_AGENT = "demo"
+
+
+class Tolaria:
+    """Everything one window needs, built in dependency order; ``start``/``shutdown`` are async."""
+
+    def __init__(self, *, agent: str | None = None, cwd: str | None = None,
+                 grace_s: float = DEFAULT_GRACE_S, store_path: Path | None = None) -> None:
+        self.settings, problems = load_settings()
+        self.adapters = load_adapters()
+        problems += [f"broken adapter manifest: {e}" for e in self.adapters.errors]
+        self.preselect = agent is not None or cwd is not None
+        self.default_agent = DEFAULT_AGENT
+        if agent is not None:
+            if agent in self.adapters.manifests:
+                self.default_agent = agent
+            else:
+                problems.append(f"--agent {agent!r} is not a known agent; using "
+                                f"{DEFAULT_AGENT!r} (known: "
+                                f"{', '.join(sorted(self.adapters.manifests))})")
+        self.default_cwd = os.getcwd()
+        if cwd is not None:
+            if os.path.isdir(cwd):
+                self.default_cwd = os.path.abspath(cwd)
+            else:
+                problems.append(f"--cwd {cwd!r} is not a folder; using {self.default_cwd}")
+        self.registry = ProcessRegistry()
+        self.store = Store(store_path)
+        self.tasks = TaskSet()
+        self.bridge = Bridge()
+        self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
+                                         self.tasks, grace_s=grace_s)
+        self.control = ControlServer(self.registry)
+        self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
+                                 default_cwd=self.default_cwd)
+        self.window.set_manifests(list(self.adapters.manifests.values()))
+        self.window.attach(self.bridge)
+        self._wire()
+        self._closed: asyncio.Future[None] | None = None
+        self._control_started = False
+
+    def _wire(self) -> None:
+        w, c = self.window, self.controller
+        w.new_chat_requested.connect(c.new_conversation)
+        w.open_requested.connect(c.open_conversation)
+        w.send_requested.connect(c.send)
+        w.stop_requested.connect(c.stop)
+        w.stop_all_requested.connect(c.stop_all)
+        w.rename_requested.connect(c.rename)
+        w.delete_requested.connect(c.delete)
+        w.agent_change_requested.connect(c.set_agent)
+        w.cwd_change_requested.connect(c.set_cwd)
+        w.closed.connect(self._on_window_closed)
+
+    async def start(self) -> None:
+        """Listen for ``tolaria streams``/``abort``, show the window, open a conversation."""
+        try:
+            await self.control.start()
+            self._control_started = True
+        except OSError as exc:
+            self.bridge.problem_reported.emit(f"control socket unavailable: {exc}")
+        conversations = self.controller.load()
+        latest = conversations[0] if conversations else None
+        if latest is None or (self.preselect and self.store.turns(latest.id)):
+            latest = self.controller.new_conversation(self.default_agent, self.default_cwd)
+        elif self.preselect:
+            self.controller.set_agent(latest.id, self.default_agent)
+            self.controller.set_cwd(latest.id, self.default_cwd)
+        self.window.show()
+        self.window.open_conversation(latest.id)
+        self.tasks.spawn(self.controller.detect_agents(), name="detect-agents")
+
+    def _on_window_closed(self) -> None:
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(None)
+
+    async def wait_closed(self) -> None:
+        if not self.window.isVisible():
+            return
+        self._closed = asyncio.get_running_loop().create_future()
+        await self._closed
+
+    async def shutdown(self) -> None:
+        """Stop every run and wait for their trees to be gone, then close socket and store."""
+        self.window.hide()
+        try:
+            await self.controller.shutdown()
+        finally:
+            if self._control_started:
+                await self.control.close()
+            self.store.close()
+
+
+async def main(agent: str | None = None, cwd: str | None = None) -> int:
+    app = Tolaria(agent=agent, cwd=cwd)
+    running = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        running.add_signal_handler(sig, app.window.force_close)
+    try:
+        await app.start()
+        await app.wait_closed()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            running.remove_signal_handler(sig)
+        await app.shutdown()
+    return 0
+
+
+def make_qapplication(argv: Sequence[str] | None = None) -> QApplication:
+    protect_singletons()
+    existing = QApplication.instance()
+    qapp = existing if isinstance(existing, QApplication) else QApplication(
+        list(argv) if argv is not None else sys.argv[:1])
+    qapp.setApplicationName("Tolaria")
+    qapp.setApplicationVersion(__version__)
+    qapp.setDesktopFileName("tolaria")
+    qapp.setWindowIcon(theme.app_icon())
+    # We quit when *we* have stopped every run, not when the last window closes.
+    qapp.setQuitOnLastWindowClosed(False)
+    return qapp
+
+
+def run(agent: str | None = None, cwd: str | None = None) -> int:
+    """``tolaria`` with no subcommand."""
+    logging.basicConfig(level=logging.WARNING, format="tolaria: %(levelname)s %(name)s: %(message)s")
+    make_qapplication()
+    return loop.run(main(agent, cwd))

@@ -1,0 +1,127 @@
+"""The whole backend -> UI signal surface: core callbacks in, Qt signals out.
+
+Run signals carry the ``stream_id`` first. The bridge is also the gate that keeps late events out
+of the views: it forwards events only for streams it has opened and not yet seen finish, and once
+a stop was requested it forwards no more conversation content (text, thinking, tools) of that
+stream, only what explains the ending (errors, diagnostics, usage) and the final ``Done``.
+
+Events are forwarded in batches, once per event-loop turn: the core may hand over hundreds of
+deltas from one read of the agent's pipe, and consecutive text (or thinking) deltas are merged
+into one event, so a flood costs one signal per read instead of one per line. Order is kept, and
+a pending batch is always flushed before ``run_stopping`` and ``run_finished``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from tolaria.core.events import Done, Event, TextDelta, ThinkingDelta, ToolDone, ToolStart
+
+_OPEN = "open"
+_STOPPING = "stopping"
+#: What a stopped run may still say: the rest is the agent talking after the user said stop.
+_CONTENT = (TextDelta, ThinkingDelta, ToolStart, ToolDone)
+_DELTAS = (TextDelta, ThinkingDelta)
+#: A merged delta is cut at about this many characters (views chunk their text anyway).
+_MERGE_LIMIT = 256 * 1024
+
+
+class _Merged:
+    """Consecutive deltas of one kind, joined once when the batch is flushed."""
+
+    __slots__ = ("cls", "parts", "size", "stream_id")
+
+    def __init__(self, event: TextDelta | ThinkingDelta) -> None:
+        self.cls = type(event)
+        self.stream_id = event.stream_id
+        self.parts = [event.text]
+        self.size = len(event.text)
+
+    def event(self) -> Event:
+        return self.cls(self.stream_id, text="".join(self.parts))
+
+
+class Bridge(QObject):
+    #: A turn started: stream_id, conversation id, the stored Turn.
+    run_started = Signal(str, int, object)
+    #: An event of a live run, for views and the store: stream_id, Event (never a Done).
+    event_received = Signal(str, object)
+    #: A stop of this stream was requested; its remaining content is dropped: stream_id.
+    run_stopping = Signal(str)
+    #: The run ended; nothing of this stream follows: stream_id, Done.
+    run_finished = Signal(str, object)
+    #: A conversation was created or changed: Conversation.
+    conversation_saved = Signal(object)
+    #: A conversation was deleted: conversation id.
+    conversation_deleted = Signal(int)
+    #: The stored turns of a conversation, for its view: conversation id, list[(Turn, [Event])].
+    history_loaded = Signal(int, object)
+    #: Agent detection finished: list[Detection].
+    agents_detected = Signal(object)
+    #: Something the user must read that belongs to no turn: message.
+    problem_reported = Signal(str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._streams: dict[str, str] = {}
+        self._pending: dict[str, list[Event | _Merged]] = {}
+        self._flusher = QTimer(self)
+        self._flusher.setSingleShot(True)
+        self._flusher.setInterval(0)
+        self._flusher.timeout.connect(self.flush)
+
+    def open_stream(self, stream_id: str) -> Callable[[Event], None]:
+        """Start accepting events of ``stream_id``; returns the callback for the runner."""
+        self._streams[stream_id] = _OPEN
+        return self.deliver
+
+    def mark_stopping(self, stream_id: str) -> bool:
+        """Stop forwarding content of ``stream_id``; False if the stream is not live."""
+        if self._streams.get(stream_id) != _OPEN:
+            return False
+        self._flush_stream(stream_id)  # what arrived before the stop is still shown
+        self._streams[stream_id] = _STOPPING
+        self.run_stopping.emit(stream_id)
+        return True
+
+    def is_live(self, stream_id: str) -> bool:
+        return stream_id in self._streams
+
+    def deliver(self, event: Event) -> None:
+        """The runner's ``on_event``: filter and batch. Called on the loop (GUI) thread."""
+        stream_id = event.stream_id
+        state = self._streams.get(stream_id)
+        if state is None:
+            return  # late: the stream finished (or was never opened here)
+        if isinstance(event, Done):
+            self._flush_stream(stream_id)
+            del self._streams[stream_id]
+            self.run_finished.emit(stream_id, event)
+            return
+        if state == _STOPPING and isinstance(event, _CONTENT):
+            return
+        batch = self._pending.setdefault(stream_id, [])
+        last = batch[-1] if batch else None
+        if isinstance(event, _DELTAS):
+            if isinstance(last, _Merged) and last.cls is type(event) and last.size < _MERGE_LIMIT:
+                last.parts.append(event.text)
+                last.size += len(event.text)
+            else:
+                batch.append(_Merged(event))
+        else:
+            batch.append(event)
+        if not self._flusher.isActive():
+            self._flusher.start()
+
+    def flush(self) -> None:
+        """Emit every pending batch now (normally done once per event-loop turn)."""
+        for stream_id in list(self._pending):
+            self._flush_stream(stream_id)
+
+    def _flush_stream(self, stream_id: str) -> None:
+        batch = self._pending.pop(stream_id, None)
+        for item in batch or ():
+            self.event_received.emit(stream_id,
+                                     item.event() if isinstance(item, _Merged) else item)

@@ -1,0 +1,86 @@
+"""User settings: ``settings.toml`` in the config folder, read once at startup.
+
+A broken file never stops the app: the defaults are used and the problems are returned so the
+window can show them. Writes are atomic (a temp file in the same folder, then rename), so a crash
+mid-write leaves the old file intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from tolaria import paths
+
+FILENAME = "settings.toml"
+DEFAULT_STOP = "Esc"
+DEFAULT_STOP_ALL = "Shift+Esc"
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: Key sequence (Qt's portable text form, e.g. "Esc", "Ctrl+.") that stops the current chat.
+    stop_shortcut: str = DEFAULT_STOP
+    #: Key sequence that stops every running chat.
+    stop_all_shortcut: str = DEFAULT_STOP_ALL
+
+
+def settings_path() -> Path:
+    return paths.config_dir() / FILENAME
+
+
+def load_settings(path: Path | None = None) -> tuple[Settings, list[str]]:
+    """The settings and the problems found (each a sentence naming the file and key)."""
+    path = path or settings_path()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Settings(), []
+    except OSError as exc:
+        return Settings(), [f"{path}: cannot read: {exc.strerror or exc}; using defaults"]
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return Settings(), [f"{path}: not valid TOML ({exc}); using defaults"]
+    return _parse(data, path)
+
+
+def _parse(data: dict[str, Any], path: Path) -> tuple[Settings, list[str]]:
+    settings, errors = Settings(), []
+    shortcuts = data.get("shortcuts", {})
+    if not isinstance(shortcuts, dict):
+        return settings, [f"{path}: [shortcuts] must be a table; using defaults"]
+    for key, attr in (("stop", "stop_shortcut"), ("stop_all", "stop_all_shortcut")):
+        if key not in shortcuts:
+            continue
+        value = shortcuts[key]
+        if isinstance(value, str) and value.strip():
+            settings = replace(settings, **{attr: value.strip()})
+        else:
+            errors.append(f"{path}: shortcuts.{key} must be a key sequence such as \"Esc\" "
+                          f"or \"Ctrl+.\", got {value!r}; using {getattr(settings, attr)!r}")
+    return settings, errors
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> None:
+    path = path or settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"shortcuts": {"stop": settings.stop_shortcut, "stop_all": settings.stop_all_shortcut}}
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            tomli_w.dump(data, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

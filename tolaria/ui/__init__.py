@@ -1,0 +1,1 @@
+"""Widgets: they emit intents (``*_requested``) and render facts; they never call the core."""

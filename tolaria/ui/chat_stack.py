@@ -1,0 +1,115 @@
+"""The chat panes, one per opened conversation, and the routing of run facts to them.
+
+Each pane receives only the facts of its own stream ids: the stack keeps stream id -> pane, so
+switching conversations never stops or mixes runs, and a hidden pane keeps its run going.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QStackedWidget, QWidget
+
+from tolaria.core.events import Done, Event
+from tolaria.core.store import Conversation, Turn
+from tolaria.ui.chat_pane import ChatPane
+
+
+class ChatStack(QStackedWidget):
+    #: Send a prompt: conversation id, prompt.
+    send_requested = Signal(int, str)
+    #: Stop the conversation's running turn: conversation id.
+    stop_requested = Signal(int)
+    #: A pane was created and needs its stored transcript: conversation id.
+    open_requested = Signal(int)
+
+    def __init__(self, stop_hint: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._panes: dict[int, ChatPane] = {}
+        self._pane_of_stream: dict[str, ChatPane] = {}
+        self._agent_names: dict[str, str] = {}
+        self._stop_hint = stop_hint
+
+    # -- panes ----------------------------------------------------------------------------------
+    def set_agent_names(self, names: dict[str, str]) -> None:
+        self._agent_names = dict(names)
+
+    def agent_name(self, agent: str) -> str:
+        return self._agent_names.get(agent, agent)
+
+    def set_stop_hint(self, hint: str) -> None:
+        self._stop_hint = hint
+        for pane in self._panes.values():
+            pane.set_stop_hint(hint)
+
+    def show_conversation(self, conversation: Conversation) -> ChatPane:
+        pane = self._panes.get(conversation.id)
+        if pane is None:
+            pane = ChatPane(conversation.id, self.agent_name(conversation.agent),
+                            self._stop_hint, self)
+            pane.send_requested.connect(self.send_requested)
+            pane.stop_requested.connect(self.stop_requested)
+            self._panes[conversation.id] = pane
+            self.addWidget(pane)
+            self.open_requested.emit(conversation.id)
+        self.setCurrentWidget(pane)
+        return pane
+
+    def pane(self, conversation_id: int) -> ChatPane | None:
+        return self._panes.get(conversation_id)
+
+    def current_pane(self) -> ChatPane | None:
+        widget = self.currentWidget()
+        return widget if isinstance(widget, ChatPane) else None
+
+    def conversation_changed(self, conversation: Conversation) -> None:
+        pane = self._panes.get(conversation.id)
+        if pane is not None and pane.running_stream is None:
+            pane.set_agent_name(self.agent_name(conversation.agent))
+
+    def remove(self, conversation_id: int) -> None:
+        pane = self._panes.pop(conversation_id, None)
+        if pane is None:
+            return
+        for stream_id, owner in list(self._pane_of_stream.items()):
+            if owner is pane:
+                del self._pane_of_stream[stream_id]
+        self.removeWidget(pane)
+        pane.deleteLater()
+
+    def running_count(self) -> int:
+        return len(self._pane_of_stream)
+
+    def is_running(self, conversation_id: int) -> bool:
+        pane = self._panes.get(conversation_id)
+        return pane is not None and pane.running_stream is not None
+
+    # -- facts from the bridge ----------------------------------------------------------------
+    def on_run_started(self, stream_id: str, conversation_id: int, turn: Turn) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is None:
+            return
+        self._pane_of_stream[stream_id] = pane
+        pane.run_started(stream_id, turn, self.agent_name(turn.agent))
+
+    def on_event(self, stream_id: str, event: Event) -> None:
+        pane = self._pane_of_stream.get(stream_id)
+        if pane is not None:
+            pane.apply_event(stream_id, event)
+
+    def on_run_stopping(self, stream_id: str) -> None:
+        pane = self._pane_of_stream.get(stream_id)
+        if pane is not None:
+            pane.run_stopping(stream_id)
+
+    def on_run_finished(self, stream_id: str, done: Done) -> None:
+        pane = self._pane_of_stream.pop(stream_id, None)
+        if pane is not None:
+            pane.run_finished(stream_id, done)
+
+    def on_history_loaded(self, conversation_id: int,
+                          history: Sequence[tuple[Turn, Sequence[Event]]]) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.load_history(history, self._agent_names)

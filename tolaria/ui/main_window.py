@@ -1,0 +1,310 @@
+"""The main window: layout and wiring only.
+
+It forwards the user's intents (``*_requested``) and routes the bridge's facts to the sidebar,
+the header and the chat panes. Stop shortcuts act only when no popup, menu, completer or modal
+dialog owns the keyboard.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tolaria.core.adapters import Manifest
+from tolaria.core.discovery import Detection
+from tolaria.core.events import Done, Event
+from tolaria.core.store import Conversation, Turn
+from tolaria.qt.bridge import Bridge
+from tolaria.settings import DEFAULT_STOP, DEFAULT_STOP_ALL, Settings
+from tolaria.ui import theme
+from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.chat_stack import ChatStack
+from tolaria.ui.header import ChatHeader
+from tolaria.ui.sidebar import Sidebar
+
+
+def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> QKeySequence:
+    seq = QKeySequence(text)
+    if seq.isEmpty() or not seq.toString():  # unknown key names parse to an empty text
+        problems.append(f"shortcuts.{name} = {text!r} is not a key sequence Qt understands; "
+                        f"using {default!r}")
+        seq = QKeySequence(default)
+    return seq
+
+
+class MainWindow(QMainWindow):
+    #: Create a conversation: agent id, working folder.
+    new_chat_requested = Signal(str, str)
+    #: A conversation's view was created and needs its stored transcript: id.
+    open_requested = Signal(int)
+    #: Send a prompt: conversation id, prompt.
+    send_requested = Signal(int, str)
+    #: Stop a conversation's running turn: conversation id.
+    stop_requested = Signal(int)
+    #: Stop every running turn.
+    stop_all_requested = Signal()
+    #: Rename a conversation: id, title.
+    rename_requested = Signal(int, str)
+    #: Delete a conversation (stopping its run first): id.
+    delete_requested = Signal(int)
+    #: Use another agent in a conversation: id, agent id.
+    agent_change_requested = Signal(int, str)
+    #: Use another working folder in a conversation: id, path.
+    cwd_change_requested = Signal(int, str)
+    #: The window was closed (after the user confirmed stopping the running turns).
+    closed = Signal()
+
+    def __init__(self, settings: Settings, problems: Sequence[str] = (), *,
+                 default_agent: str = "demo", default_cwd: str | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("mainWindow")
+        self.setWindowTitle("Tolaria")
+        self.setWindowIcon(theme.app_icon())
+        self.resize(1100, 720)
+        self.default_agent = default_agent
+        self.default_cwd = default_cwd or os.getcwd()
+        self._conversations: dict[int, Conversation] = {}
+        self._conversation_of_stream: dict[str, int] = {}
+        self._want_new = 0
+        self._quit_confirmed = False
+        self._quit_box: QMessageBox | None = None
+        problems = list(problems)
+        stop_key = parse_shortcut(settings.stop_shortcut, DEFAULT_STOP, "stop", problems)
+        stop_all_key = parse_shortcut(settings.stop_all_shortcut, DEFAULT_STOP_ALL, "stop_all",
+                                      problems)
+
+        self.sidebar = Sidebar(self)
+        self.header = ChatHeader(self)
+        self.stack = ChatStack(stop_key.toString(QKeySequence.SequenceFormat.NativeText), self)
+        right = QWidget(self)
+        column = QVBoxLayout(right)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.header)
+        column.addWidget(self.stack, 1)
+        splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        splitter.addWidget(self.sidebar)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([250, 850])
+        splitter.setChildrenCollapsible(False)
+        self.setCentralWidget(splitter)
+        self._problems = QLabel(self)
+        self._problems.setObjectName("settingsProblems")
+        self._problems.setWordWrap(True)
+        self._problems.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        self.statusBar().addWidget(self._problems, 1)
+        self.show_problems(problems)
+
+        self.new_action = self._action("&New chat", QKeySequence(QKeySequence.StandardKey.New),
+                                       self._on_new_action_triggered)
+        self.quit_action = self._action("&Quit", QKeySequence(QKeySequence.StandardKey.Quit),
+                                        self.close)
+        self.stop_action = self._action("&Stop", stop_key, self._on_stop_action_triggered)
+        self.stop_all_action = self._action("Stop &all runs", stop_all_key,
+                                            self._on_stop_all_action_triggered)
+        file_menu = self.menuBar().addMenu("&File")
+        file_menu.addAction(self.new_action)
+        file_menu.addAction(self.sidebar.rename_action)
+        file_menu.addAction(self.sidebar.delete_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        run_menu = self.menuBar().addMenu("&Run")
+        run_menu.addAction(self.stop_action)
+        run_menu.addAction(self.stop_all_action)
+
+        self.sidebar.new_chat_requested.connect(self._on_new_action_triggered)
+        self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
+        self.sidebar.activate_requested.connect(self._on_sidebar_activate_requested)
+        self.sidebar.rename_requested.connect(self.rename_requested)
+        self.sidebar.delete_requested.connect(self.delete_requested)
+        self.header.agent_change_requested.connect(self._on_header_agent_change_requested)
+        self.header.cwd_change_requested.connect(self._on_header_cwd_change_requested)
+        self.stack.send_requested.connect(self.send_requested)
+        self.stack.stop_requested.connect(self.stop_requested)
+        self.stack.open_requested.connect(self.open_requested)
+
+    def _action(self, text: str, key: QKeySequence, slot: object) -> QAction:
+        action = QAction(text, self)
+        action.setShortcut(key)
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    def attach(self, bridge: Bridge) -> None:
+        """Render the bridge's facts."""
+        bridge.conversation_saved.connect(self._on_bridge_conversation_saved)
+        bridge.conversation_deleted.connect(self._on_bridge_conversation_deleted)
+        bridge.history_loaded.connect(self.stack.on_history_loaded)
+        bridge.run_started.connect(self._on_bridge_run_started)
+        bridge.event_received.connect(self._on_bridge_event_received)
+        bridge.run_stopping.connect(self.stack.on_run_stopping)
+        bridge.run_finished.connect(self._on_bridge_run_finished)
+        bridge.agents_detected.connect(self._on_bridge_agents_detected)
+        bridge.problem_reported.connect(self._on_bridge_problem_reported)
+
+    def set_manifests(self, manifests: Sequence[Manifest]) -> None:
+        self.header.agent_picker.set_manifests(manifests)
+        self.stack.set_agent_names({m.id: m.name for m in manifests})
+
+    def show_problems(self, problems: Sequence[str]) -> None:
+        self._problems.setText("\n".join(f"⚠ {p}" for p in problems))
+        self._problems.setVisible(bool(problems))
+
+    # -- queries --------------------------------------------------------------------------------
+    def current_conversation_id(self) -> int | None:
+        pane = self.stack.current_pane()
+        return pane.conversation_id if pane is not None else None
+
+    def current_pane(self) -> ChatPane | None:
+        return self.stack.current_pane()
+
+    def running_count(self) -> int:
+        return self.stack.running_count()
+
+    # -- intents ------------------------------------------------------------------------------
+    def _on_new_action_triggered(self) -> None:
+        current = self._conversations.get(self.current_conversation_id() or -1)
+        agent = current.agent if current else self.default_agent
+        cwd = (current.cwd if current else None) or self.default_cwd
+        self._want_new += 1
+        self.new_chat_requested.emit(agent, cwd)
+
+    def _keyboard_is_free(self) -> bool:
+        """No popup (menu, combo box list, completer) and no modal dialog owns the keys."""
+        return (QApplication.activePopupWidget() is None
+                and QApplication.activeModalWidget() is None)
+
+    def _on_stop_action_triggered(self) -> None:
+        if not self._keyboard_is_free():
+            return
+        pane = self.stack.current_pane()
+        if pane is not None and pane.running_stream is not None:
+            self.stop_requested.emit(pane.conversation_id)
+
+    def _on_stop_all_action_triggered(self) -> None:
+        if self._keyboard_is_free():
+            self.stop_all_requested.emit()
+
+    def _on_sidebar_open_requested(self, conversation_id: int) -> None:
+        conversation = self._conversations.get(conversation_id)
+        if conversation is None:
+            return
+        self.stack.show_conversation(conversation)
+        self.header.show_conversation(conversation)
+        self.setWindowTitle(f"{conversation.title} — Tolaria")
+
+    def _on_sidebar_activate_requested(self, conversation_id: int) -> None:
+        pane = self.stack.pane(conversation_id)
+        if pane is not None:
+            pane.composer.setFocus()
+
+    def _on_header_agent_change_requested(self, agent: str) -> None:
+        conversation_id = self.current_conversation_id()
+        if conversation_id is not None:
+            self.agent_change_requested.emit(conversation_id, agent)
+
+    def _on_header_cwd_change_requested(self, path: str) -> None:
+        conversation_id = self.current_conversation_id()
+        if conversation_id is not None:
+            self.cwd_change_requested.emit(conversation_id, path)
+
+    # -- facts --------------------------------------------------------------------------------
+    def open_conversation(self, conversation_id: int, focus: bool = True) -> None:
+        self.sidebar.select(conversation_id)
+        self._on_sidebar_open_requested(conversation_id)
+        pane = self.stack.pane(conversation_id)
+        if focus and pane is not None:
+            pane.composer.setFocus()
+
+    def _on_bridge_conversation_saved(self, conversation: Conversation) -> None:
+        is_new = conversation.id not in self._conversations
+        self._conversations[conversation.id] = conversation
+        self.sidebar.conversation_saved(conversation)
+        self.stack.conversation_changed(conversation)
+        if is_new and self._want_new:
+            self._want_new -= 1
+            self.open_conversation(conversation.id)
+        elif conversation.id == self.current_conversation_id():
+            self.header.show_conversation(conversation)
+            self.setWindowTitle(f"{conversation.title} — Tolaria")
+
+    def _on_bridge_conversation_deleted(self, conversation_id: int) -> None:
+        self._conversations.pop(conversation_id, None)
+        self.stack.remove(conversation_id)
+        self.sidebar.conversation_deleted(conversation_id)  # selects a neighbour, if any
+        if not self._conversations:
+            self._on_new_action_triggered()
+
+    def _on_bridge_run_started(self, stream_id: str, conversation_id: int, turn: Turn) -> None:
+        self._conversation_of_stream[stream_id] = conversation_id
+        self.sidebar.set_running(conversation_id, True)
+        self.stack.on_run_started(stream_id, conversation_id, turn)
+
+    def _on_bridge_event_received(self, stream_id: str, event: Event) -> None:
+        self.stack.on_event(stream_id, event)
+
+    def _on_bridge_run_finished(self, stream_id: str, done: Done) -> None:
+        conversation_id = self._conversation_of_stream.pop(stream_id, None)
+        if conversation_id is not None:
+            self.sidebar.set_running(conversation_id, False)
+        self.stack.on_run_finished(stream_id, done)
+
+    def _on_bridge_agents_detected(self, detections: Sequence[Detection]) -> None:
+        self.header.agent_picker.set_detections(detections)
+
+    def _on_bridge_problem_reported(self, message: str) -> None:
+        self.statusBar().showMessage(message, 10_000)
+
+    # -- closing ------------------------------------------------------------------------------
+    def closeEvent(self, event: QCloseEvent) -> None:
+        running = self.running_count()
+        if running and not self._quit_confirmed:
+            event.ignore()
+            self._ask_to_quit(running)
+            return
+        event.accept()
+        self.closed.emit()
+
+    def _ask_to_quit(self, running: int) -> None:
+        if self._quit_box is not None:
+            return
+        chats = "1 chat is" if running == 1 else f"{running} chats are"
+        box = QMessageBox(QMessageBox.Icon.Warning, "Quit Tolaria",
+                          f"{chats} still running. Stop and quit?", parent=self)
+        box.setObjectName("quitDialog")
+        box.setInformativeText("Every running agent and the processes it started are stopped.")
+        quit_button = box.addButton("Stop and Quit", QMessageBox.ButtonRole.AcceptRole)
+        quit_button.setObjectName("quitConfirmButton")
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+
+        def on_finished(_result: int) -> None:
+            self._quit_box = None
+            if box.clickedButton() is quit_button:
+                self._quit_confirmed = True
+                self.close()
+
+        box.finished.connect(on_finished)
+        self._quit_box = box
+        box.open()
+
+    def force_close(self) -> None:
+        """Close without asking (SIGINT/SIGTERM in the terminal): runs are stopped on the way out."""
+        self._quit_confirmed = True
+        self.close()

@@ -1,0 +1,206 @@
+"""Markdown rendering with Qt's own parser, a small code highlighter, and chunking.
+
+Re-rendering a growing answer costs time proportional to its size, so a long answer is cut into
+chunks at safe places (a blank line outside a code fence when there is one): sealed chunks are
+rendered once, only the short live tail is rendered again as text streams in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from PySide6.QtGui import (
+    QColor,
+    QSyntaxHighlighter,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
+
+from tolaria.ui import theme
+
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+@dataclass(frozen=True)
+class Split:
+    sealed: str
+    rest: str
+
+
+def _fence_state(text: str) -> tuple[str | None, list[tuple[int, bool]]]:
+    """(opening line of a fence still open at the end, [(offset of each line start, in_fence)])."""
+    opener: str | None = None
+    marker = ""
+    starts: list[tuple[int, bool]] = []
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        starts.append((pos, opener is not None))
+        m = _FENCE_RE.match(line.rstrip("\n"))
+        if m:
+            if opener is None:
+                opener, marker = line.rstrip("\n"), m.group(1)
+            elif m.group(1).startswith(marker[0]) and len(m.group(1)) >= len(marker) \
+                    and not m.group(2).strip():
+                opener = None
+        pos += len(line)
+    return opener, starts
+
+
+def split_markdown(text: str, limit: int) -> Split | None:
+    """Cut ``text`` (longer than ``limit``) into a sealed head and a live rest, or None.
+
+    Prefers the last blank line outside a code fence in the second half of the window; inside a
+    fence the fence is closed in the head and reopened in the rest; failing both, the cut is at
+    the last line break or space (a paragraph may then be split in two, visually harmless).
+    """
+    if len(text) <= limit:
+        return None
+    window = text[: limit]
+    _opener, starts = _fence_state(window)
+    floor = limit // 2
+    # A blank line outside a fence: the line starting at `offset` is empty.
+    for offset, in_fence in reversed(starts):
+        if offset < floor:
+            break
+        if not in_fence and text.startswith("\n", offset) and offset > 0:
+            return Split(text[:offset].rstrip("\n"), text[offset:].lstrip("\n"))
+    cut = window.rfind("\n", floor)
+    if cut < 0:
+        cut = window.rfind(" ", floor)
+    if cut < 0:
+        cut = limit
+    head = text[:cut]
+    rest = text[cut + 1:] if text.startswith("\n", cut) else text[cut:]
+    opener, _ = _fence_state(head)
+    # (A fence line longer than the cut could make the rest grow: then do not reopen it.)
+    if opener is not None and len(opener) < floor // 2:
+        fence = _FENCE_RE.match(opener)
+        close = fence.group(1) if fence else "```"
+        return Split(head + "\n" + close, opener + "\n" + rest)
+    return Split(head, rest)
+
+
+# -- highlighting ------------------------------------------------------------------------------
+
+_KEYWORDS = {
+    "python": "and as assert async await break class continue def del elif else except False "
+              "finally for from global if import in is lambda None nonlocal not or pass raise "
+              "return True try while with yield self",
+    "js": "async await break case catch class const continue default delete do else export "
+          "extends false finally for function if import in instanceof let new null of return "
+          "super switch this throw true try typeof undefined var void while yield interface type",
+    "sh": "if then else elif fi for in do done while until case esac function return export "
+          "local echo cd exit set unset source",
+    "rust": "as async await break const continue crate else enum extern false fn for if impl "
+            "in let loop match mod move mut pub ref return self Self static struct super trait "
+            "true type unsafe use where while",
+    "go": "break case chan const continue default defer else fallthrough for func go goto if "
+          "import interface map package range return select struct switch type var nil true false",
+    "c": "auto break case char const continue default do double else enum extern float for goto "
+         "if int long register return short signed sizeof static struct switch typedef union "
+         "unsigned void volatile while class public private protected template typename "
+         "namespace new delete this true false nullptr bool",
+}
+_ALIASES = {
+    "py": "python", "python3": "python", "javascript": "js", "ts": "js", "typescript": "js",
+    "jsx": "js", "tsx": "js", "json": "js", "bash": "sh", "shell": "sh", "zsh": "sh",
+    "console": "sh", "rs": "rust", "golang": "go", "cpp": "c", "c++": "c", "java": "c",
+    "cs": "c", "csharp": "c", "h": "c", "hpp": "c", "kotlin": "c", "swift": "c",
+}
+_HASH_COMMENT = {"python", "sh"}
+_STRING_RE = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`")
+_NUMBER_RE = re.compile(r"\b(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?)\b")
+
+
+class CodeHighlighter(QSyntaxHighlighter):
+    """Colours keywords, strings, numbers and comments inside fenced code blocks."""
+
+    def __init__(self, document: QTextDocument) -> None:
+        super().__init__(document)
+        dark = theme.is_dark()
+        self._formats = {
+            "keyword": self._fmt("#c678dd" if dark else "#8959a8", bold=True),
+            "string": self._fmt("#98c379" if dark else "#718c00"),
+            "number": self._fmt("#d19a66" if dark else "#f5871f"),
+            "comment": self._fmt("#7f848e" if dark else "#8e908c", italic=True),
+        }
+        self._keyword_res: dict[str, re.Pattern[str]] = {}
+
+    @staticmethod
+    def _fmt(color: str, *, bold: bool = False, italic: bool = False) -> QTextCharFormat:
+        fmt = QTextCharFormat()
+        fmt.setForeground(QColor(color))
+        if bold:
+            fmt.setFontWeight(700)
+        fmt.setFontItalic(italic)
+        return fmt
+
+    def _keywords(self, lang: str) -> re.Pattern[str] | None:
+        family = _ALIASES.get(lang, lang)
+        if family not in _KEYWORDS:
+            return None
+        if family not in self._keyword_res:
+            words = "|".join(sorted(_KEYWORDS[family].split(), key=len, reverse=True))
+            self._keyword_res[family] = re.compile(rf"\b(?:{words})\b")
+        return self._keyword_res[family]
+
+    def highlightBlock(self, text: str) -> None:
+        fmt = self.currentBlock().blockFormat()
+        if not fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
+            return
+        lang = fmt.stringProperty(QTextFormat.Property.BlockCodeLanguage).strip().lower()
+        family = _ALIASES.get(lang, lang)
+        keywords = self._keywords(lang)
+        if keywords is not None:
+            for m in keywords.finditer(text):
+                self.setFormat(m.start(), m.end() - m.start(), self._formats["keyword"])
+        for m in _NUMBER_RE.finditer(text):
+            self.setFormat(m.start(), m.end() - m.start(), self._formats["number"])
+        strings = [(m.start(), m.end()) for m in _STRING_RE.finditer(text)]
+        for start, end in strings:
+            self.setFormat(start, end - start, self._formats["string"])
+        comment = "#" if family in _HASH_COMMENT else "//" if family in _KEYWORDS else None
+        if comment:
+            idx = text.find(comment)
+            while idx >= 0 and any(s <= idx < e for s, e in strings):
+                idx = text.find(comment, idx + 1)
+            if idx >= 0:
+                self.setFormat(idx, len(text) - idx, self._formats["comment"])
+
+
+def render_markdown(document: QTextDocument, text: str) -> None:
+    """Replace ``document``'s content with ``text`` rendered as markdown; style code blocks."""
+    document.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+    if "```" not in text and "~~~" not in text:
+        return
+    cursor = QTextCursor(document)
+    background = theme.code_background()
+    mono = theme.mono_font()
+    fence = QTextFormat.Property.BlockCodeFence
+    block = document.begin()
+    cursor.beginEditBlock()
+    while block.isValid():
+        if block.blockFormat().hasProperty(fence):
+            cursor.setPosition(block.position())
+            fmt = QTextBlockFormat(block.blockFormat())
+            fmt.setBackground(background)
+            fmt.setLeftMargin(6)
+            fmt.setRightMargin(6)
+            # No gaps between the lines of one block: the background must be continuous.
+            previous, following = block.previous(), block.next()
+            if previous.isValid() and previous.blockFormat().hasProperty(fence):
+                fmt.setTopMargin(0)
+            if following.isValid() and following.blockFormat().hasProperty(fence):
+                fmt.setBottomMargin(0)
+            cursor.setBlockFormat(fmt)
+            cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock,
+                                QTextCursor.MoveMode.KeepAnchor)
+            char = QTextCharFormat()
+            char.setFontFamilies([mono.family()])
+            cursor.mergeCharFormat(char)
+        block = block.next()
+    cursor.endEditBlock()

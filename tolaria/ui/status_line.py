@@ -1,0 +1,82 @@
+"""The line under the composer: agent, a spinner and elapsed time while a turn runs, then the
+final duration and usage."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+
+from tolaria.ui import theme
+
+_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class StatusLine(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("statusLine")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(2, 0, 2, 0)
+        layout.setSpacing(6)
+        self._spinner = QLabel(self)
+        self._spinner.setObjectName("spinner")
+        self._spinner.setStyleSheet(f"color: {theme.css(theme.accent())};")
+        self._spinner.hide()
+        self._label = QLabel(self)
+        self._label.setObjectName("statusText")
+        self._label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        layout.addWidget(self._spinner)
+        layout.addWidget(self._label, 1)
+        self._timer = QTimer(self)
+        self._timer.setInterval(100)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._agent = ""
+        self._summary = ""
+        self._started = 0.0
+        self._frame = 0
+        self._verb = "Running"
+
+    @property
+    def text(self) -> str:
+        return self._label.text()
+
+    @property
+    def running(self) -> bool:
+        return self._timer.isActive()
+
+    def set_idle(self, agent_name: str, summary: str | None = None) -> None:
+        """Show the agent (and the last turn's summary, kept unless a new one is given)."""
+        self._agent = agent_name
+        if summary is not None:
+            self._summary = summary
+        if not self.running:
+            self._show_summary()
+
+    def _show_summary(self) -> None:
+        self._label.setText(f"{self._agent} · {self._summary}" if self._summary else self._agent)
+
+    def start(self, agent_name: str) -> None:
+        self._agent = agent_name
+        self._started = time.monotonic()
+        self._verb = "Running"
+        self._spinner.show()
+        self._timer.start()
+        self._on_timer_timeout()
+
+    def stopping(self) -> None:
+        self._verb = "Stopping"
+        self._on_timer_timeout()
+
+    def finish(self, summary: str) -> None:
+        self._timer.stop()
+        self._spinner.hide()
+        self._summary = summary
+        self._show_summary()
+
+    def _on_timer_timeout(self) -> None:
+        self._frame = (self._frame + 1) % len(_FRAMES)
+        self._spinner.setText(_FRAMES[self._frame])
+        elapsed = time.monotonic() - self._started
+        self._label.setText(f"{self._agent} · {self._verb} · {elapsed:.1f} s")

@@ -1,0 +1,339 @@
+"""One turn in the transcript: the prompt, then what the agent did, then how it ended.
+
+Events are queued as they arrive and applied by the transcript's frame timer in time-boxed
+batches (``drain``): consecutive text deltas are merged, so a flood costs one render per frame,
+not one per delta. When text arrives faster than it can be shown, the oldest unseen text is
+dropped from the queue (and counted as "not shown"); the store keeps all of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from tolaria.core.events import (
+    STOP_CANCELLED,
+    STOP_END_TURN,
+    Diagnostic,
+    Error,
+    Event,
+    Survivor,
+    TextDelta,
+    ThinkingDelta,
+    ToolDone,
+    ToolStart,
+    Usage,
+)
+from tolaria.ui import theme
+from tolaria.ui.blocks import (
+    CHUNK_CHARS,
+    MAX_CHUNKS,
+    ErrorCard,
+    MarkdownSegment,
+    ThinkingBlock,
+    ToolCard,
+)
+
+W = TypeVar("W", bound=QWidget)
+
+#: Unseen text kept queued at most; beyond this the oldest queued text is dropped.
+MAX_PENDING_TEXT = CHUNK_CHARS * MAX_CHUNKS
+_STDERR_LINES = 40
+
+STATUS_RUNNING = "running"
+STATUS_COMPLETED = "completed"
+STATUS_CANCELLED = "cancelled"
+STATUS_FAILED = "failed"
+STATUS_INTERRUPTED = "interrupted"
+
+_STATUS_WORDS = {
+    STATUS_COMPLETED: "Completed",
+    STATUS_CANCELLED: "Stopped",
+    STATUS_FAILED: "Failed",
+    STATUS_INTERRUPTED: "Interrupted",
+}
+#: What a tool without a result became when the turn ended so.
+_PENDING_TOOL = {STATUS_CANCELLED: "cancelled", STATUS_INTERRUPTED: "interrupted"}
+
+
+def status_from_stop_reason(stop_reason: str) -> str:
+    if stop_reason == STOP_END_TURN:
+        return STATUS_COMPLETED
+    if stop_reason == STOP_CANCELLED:
+        return STATUS_CANCELLED
+    return STATUS_FAILED
+
+
+def format_duration(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes} min {secs:02d} s"
+
+
+def format_usage(input_tokens: int | None, output_tokens: int | None,
+                 cost_usd: float | None) -> str:
+    parts = []
+    if input_tokens is not None or output_tokens is not None:
+        parts.append(f"{input_tokens or 0:,} in / {output_tokens or 0:,} out tokens")
+    if cost_usd is not None:
+        parts.append(f"${cost_usd:.4f}")
+    return " · ".join(parts)
+
+
+@dataclass
+class _Text:
+    kind: str  # "text" | "thinking"
+    parts: list[str] = field(default_factory=list)
+    size: int = 0
+    dropped: int = 0
+
+    def take(self, limit: int) -> str:
+        whole = "".join(self.parts)
+        head, rest = whole[:limit], whole[limit:]
+        self.parts = [rest] if rest else []
+        self.size = len(rest)
+        return head
+
+
+@dataclass(frozen=True)
+class Ending:
+    status: str
+    duration_ms: int | None = None
+    survivors: Sequence[Survivor] = ()
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class TurnView(QWidget):
+    def __init__(self, prompt: str, agent_name: str, stream_id: str,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("turnView")
+        self.stream_id = stream_id
+        self.status = STATUS_RUNNING
+        self.received_chars = 0
+        self._queue: deque[_Text | Event | Ending] = deque()
+        self._pending_text = 0
+        self._tools: dict[str, ToolCard] = {}
+        self._errors: list[ErrorCard] = []
+        self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        #: The latest usage the agent reported (kept as it arrives, not when applied).
+        self.usage: Usage | None = None
+        self._last: QWidget | None = None
+        self.ending: Ending | None = None
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 12)
+        layout.setSpacing(4)
+        you = self._caption("You")
+        layout.addWidget(you)
+        bubble = QLabel(prompt, self)
+        bubble.setObjectName("promptBubble")
+        bubble.setWordWrap(True)
+        bubble.setTextFormat(Qt.TextFormat.PlainText)
+        bubble.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bubble.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        bubble.setStyleSheet(f"QLabel#promptBubble {{ background: "
+                             f"{theme.css(theme.prompt_background())}; border-radius: 8px;"
+                             f" padding: 8px 10px; }}")
+        layout.addWidget(bubble)
+        layout.addWidget(self._caption(agent_name))
+        self._blocks = QVBoxLayout()
+        self._blocks.setSpacing(6)
+        layout.addLayout(self._blocks)
+        self.footer = QLabel(self)
+        self.footer.setObjectName("turnStatus")
+        self.footer.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        self.footer.setText("Working…")
+        layout.addWidget(self.footer)
+        self.survivors_label = QLabel(self)
+        self.survivors_label.setObjectName("survivors")
+        self.survivors_label.setWordWrap(True)
+        self.survivors_label.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        self.survivors_label.hide()
+        layout.addWidget(self.survivors_label)
+
+    def _caption(self, text: str) -> QLabel:
+        label = QLabel(text, self)
+        font = label.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 0.9)
+        label.setFont(font)
+        label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        return label
+
+    # -- queueing (cheap, called per event) ---------------------------------------------------
+    def enqueue(self, event: Event) -> None:
+        if isinstance(event, TextDelta | ThinkingDelta):
+            kind = "text" if isinstance(event, TextDelta) else "thinking"
+            last = self._queue[-1] if self._queue else None
+            if not (isinstance(last, _Text) and last.kind == kind):
+                last = _Text(kind)
+                self._queue.append(last)
+            last.parts.append(event.text)
+            last.size += len(event.text)
+            self.received_chars += len(event.text)
+            if kind == "text":
+                self._pending_text += len(event.text)
+                if self._pending_text > MAX_PENDING_TEXT:
+                    self._drop_oldest_text()
+            return
+        if isinstance(event, Usage):
+            self.usage = event
+        self._queue.append(event)
+
+    def end(self, ending: Ending) -> None:
+        self._queue.append(ending)
+
+    def mark_stopping(self) -> None:
+        if self.status == STATUS_RUNNING:
+            self.footer.setText("Stopping…")
+
+    def _drop_oldest_text(self) -> None:
+        """Drop queued text from the oldest end until half the allowance is left."""
+        excess = self._pending_text - MAX_PENDING_TEXT // 2
+        for item in self._queue:
+            if excess <= 0:
+                break
+            if not (isinstance(item, _Text) and item.kind == "text") or item.size == 0:
+                continue
+            whole = "".join(item.parts)
+            cut = min(excess, len(whole))
+            item.parts = [whole[cut:]]
+            item.size = len(whole) - cut
+            item.dropped += cut
+            self._pending_text -= cut
+            excess -= cut
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._queue)
+
+    # -- applying (time-boxed, called by the frame timer) ---------------------------------------
+    def drain(self, deadline: float) -> bool:
+        """Apply queued events until ``deadline`` (perf_counter); True if work remains."""
+        touched: dict[int, MarkdownSegment | ThinkingBlock] = {}
+        while self._queue:
+            item = self._queue[0]
+            if isinstance(item, _Text):
+                widget = self._text_block(item.kind)
+                if item.dropped and isinstance(widget, MarkdownSegment):
+                    widget.elide_all(item.dropped)
+                    item.dropped = 0
+                chunk = item.take(CHUNK_CHARS)
+                if item.kind == "text":
+                    self._pending_text -= len(chunk)
+                widget.append(chunk)
+                touched[id(widget)] = widget
+                if not item.parts:
+                    self._queue.popleft()
+            else:
+                self._queue.popleft()
+                if isinstance(item, Ending):
+                    self._apply_ending(item)
+                else:
+                    self._apply(item)
+            if time.perf_counter() >= deadline:
+                break
+        for widget in touched.values():
+            widget.refresh()
+        return bool(self._queue)
+
+    def _add_block(self, widget: QWidget) -> None:
+        self._blocks.addWidget(widget)
+        self._last = widget
+
+    def _text_block(self, kind: str) -> MarkdownSegment | ThinkingBlock:
+        cls = MarkdownSegment if kind == "text" else ThinkingBlock
+        if isinstance(self._last, cls):
+            return self._last
+        widget = cls(self)
+        self._add_block(widget)
+        return widget
+
+    def _apply(self, event: Event) -> None:
+        if isinstance(event, ToolStart):
+            card = ToolCard(event.tool_id, event.name, event.input, self)
+            self._tools[event.tool_id] = card
+            self._add_block(card)
+        elif isinstance(event, ToolDone):
+            known = self._tools.get(event.tool_id)
+            if known is None:  # a result without a start: still show it
+                known = ToolCard(event.tool_id, "tool", None, self)
+                self._tools[event.tool_id] = known
+                self._add_block(known)
+            known.finish(event.output, event.is_error)
+        elif isinstance(event, Error):
+            error = ErrorCard(event.message, list(self._stderr), self)
+            self._errors.append(error)
+            self._add_block(error)
+        elif isinstance(event, Diagnostic) and event.source == "stderr":
+            self._stderr.append(event.message)
+            for error in self._errors:
+                error.set_stderr(list(self._stderr))
+
+    def _apply_ending(self, ending: Ending) -> None:
+        self.ending = ending
+        self.status = ending.status
+        for card in self._tools.values():
+            if card.status == "running":
+                card.set_status(_PENDING_TOOL.get(ending.status, "unfinished"))
+        words = _STATUS_WORDS.get(ending.status, ending.status.capitalize())
+        duration = format_duration(ending.duration_ms)
+        if ending.status == STATUS_INTERRUPTED:
+            line = "Interrupted: Tolaria closed while this turn was running"
+        elif ending.status == STATUS_COMPLETED:
+            line = f"{words} in {duration}" if duration else words
+        else:
+            line = f"{words} after {duration}" if duration else words
+        usage = self.usage
+        extra = format_usage(
+            ending.input_tokens if ending.input_tokens is not None else
+            (usage.input_tokens if usage else None),
+            ending.output_tokens if ending.output_tokens is not None else
+            (usage.output_tokens if usage else None),
+            ending.cost_usd if ending.cost_usd is not None else (usage.cost_usd if usage else None))
+        self.footer.setText(f"{line} · {extra}" if extra else line)
+        color = theme.warning_color() if ending.status in (STATUS_CANCELLED, STATUS_INTERRUPTED) \
+            else theme.error_colors()[2] if ending.status == STATUS_FAILED else theme.muted_text()
+        self.footer.setStyleSheet(f"color: {theme.css(color)};")
+        self.footer.setAccessibleName(f"Turn status: {line}")
+        if ending.survivors:
+            names = ", ".join(f"{s.name} (pid {s.pid})" for s in ending.survivors)
+            self.survivors_label.setText(f"⚠ Still running after the stop: {names}. Tolaria "
+                                         "could not end these processes; end them yourself.")
+            self.survivors_label.show()
+
+    # -- inspection (tests, copy) --------------------------------------------------------------
+    def text(self) -> str:
+        """The answer text applied so far (what the transcript shows, in source form)."""
+        return "\n\n".join(w.source_text() for w in self._widgets(MarkdownSegment))
+
+    def tool_cards(self) -> list[ToolCard]:
+        return list(self._tools.values())
+
+    def error_cards(self) -> list[ErrorCard]:
+        return list(self._errors)
+
+    def thinking_blocks(self) -> list[ThinkingBlock]:
+        return self._widgets(ThinkingBlock)
+
+    def _widgets(self, cls: type[W]) -> list[W]:
+        out = []
+        for i in range(self._blocks.count()):
+            item = self._blocks.itemAt(i)
+            widget = item.widget() if item is not None else None
+            if isinstance(widget, cls):
+                out.append(widget)
+        return out
