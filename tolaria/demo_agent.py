@@ -70,9 +70,11 @@ def _env_float(name: str, default: float) -> float:
 
 
 class DemoAgent:
-    def __init__(self, prompt: str) -> None:
+    def __init__(self, prompt: str, resume: str | None = None) -> None:
         self.prompt = prompt
-        self.session_id = str(uuid.uuid4())
+        # Like `claude --resume ID`: the same session continues.
+        self.resumed = resume is not None
+        self.session_id = resume or str(uuid.uuid4())
         self.delay = _env_float("TOLARIA_DEMO_DELAY", 0.02)
         self.tool_seconds = _env_float("TOLARIA_DEMO_TOOL_SECONDS", 6.0)
         self.started = time.monotonic()
@@ -154,6 +156,8 @@ class DemoAgent:
         brief = brief if len(brief) <= 60 else brief[:57] + "..."
         asked = f'"{brief}"' if brief else "an empty prompt"
         about = f"You asked {asked}." if brief else "Your prompt was empty, so here is a tour."
+        if self.resumed:
+            about = f"(Continuing session {self.session_id[:8]}.) " + about
         # First API message: thinking, text and a tool call, each block streamed then printed whole.
         first = self.message_start()
         self.stream_block(first, 0, "thinking", f"The user sent {asked}. This is the offline "
@@ -201,7 +205,12 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["--version"]:
         print(f"tolaria-demo-agent {VERSION}")
         return 0
-    agent = DemoAgent(" ".join(args))
+    resume = None
+    if "--resume" in args:
+        at = args.index("--resume")
+        resume = args[at + 1] if at + 1 < len(args) else None
+        args = args[:at] + args[at + 2 :]
+    agent = DemoAgent(" ".join(args), resume)
     signal.signal(signal.SIGINT, _on_sigint)
     # Like claude: SIGTERM ends the agent with 143 and no result line; the tool is left behind.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signal.SIGTERM))

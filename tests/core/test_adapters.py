@@ -112,3 +112,12 @@ def test_substitute_keeps_prompt_as_one_argument() -> None:
 def test_substitute_is_single_pass() -> None:
     argv = substitute(("a", "--p={prompt}"), prompt="{cwd} and {python}", cwd="/x")
     assert argv == ["a", "--p={cwd} and {python}"]
+
+
+def test_resume_must_name_the_session(tmp_path: Path) -> None:
+    base = 'id = "x"\nprotocol = "lines"\ncommand = ["x", "{prompt}"]\n'
+    ok = load_manifest_file(write(tmp_path, "ok.toml", base + 'resume = ["--resume", "{session_id}"]'))
+    assert ok.resume == ("--resume", "{session_id}")
+    assert substitute(ok.resume, session_id="abc") == ["--resume", "abc"]
+    with pytest.raises(ManifestError, match="session_id"):
+        load_manifest_file(write(tmp_path, "bad.toml", base + 'resume = ["--resume"]'))

@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 from helpers import (
+    Collector,
     FAKE_AGENT,
     assert_run_gone,
     async_test,
@@ -498,3 +499,21 @@ async def test_stop_spares_the_apps_own_adopted_orphans(tmp_path: Path) -> None:
         background.kill()
         await wait_until(lambda: is_gone(background), what="cleanup")
         os.waitpid(background.pid, 0)
+
+
+@async_test
+async def test_resume_arguments_are_appended_only_with_a_session_id() -> None:
+    manifest = dataclasses.replace(fake_manifest("print_env"), resume=("--resume", "{session_id}"))
+    fresh = start_run(manifest, "hello")
+    await fresh.finish()
+    assert json.loads(fresh.collector.text())["argv"][1:] == ["print_env", "hello"]
+
+    from tolaria.core.registry import ProcessRegistry
+    from tolaria.core.runner import RunRequest, stream_ai_agent
+    from tolaria.core.stream_id import new_stream_id
+
+    collector = Collector()
+    request = RunRequest(manifest=manifest, prompt="again", session_id="sess-42")
+    done = await stream_ai_agent(request, new_stream_id(), collector, registry=ProcessRegistry())
+    assert done.stop_reason == "end_turn"
+    assert json.loads(collector.text())["argv"][1:] == ["print_env", "again", "--resume", "sess-42"]

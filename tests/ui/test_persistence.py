@@ -35,18 +35,22 @@ def test_restart_restores_conversations_and_transcripts(start_app, qtbot) -> Non
     assert "Completed" in view.footer.text()
 
 
-def test_follow_up_sends_the_previous_conversation(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_follow_up_resumes_the_agents_own_session(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
     drv = start_app()
     drv.send("first question")
     drv.wait_finished()
-    drv.send("second question")
-    turn = drv.wait_finished()
-    # The demo echoes the start of its prompt: the preamble came first.
-    assert 'You asked "Previous conversation: User: first question' in turn.text()
     conversation = drv.app.store.get_conversation(drv.pane.conversation_id)
     assert conversation is not None and conversation.agent_session_id
+    first_session = conversation.agent_session_id
+    drv.send("second question")
+    turn = drv.wait_finished()
+    # The demo adapter declares `resume`: the follow-up continues the same agent session
+    # (`--resume ID`) and the prompt goes alone, without a history preamble.
+    assert f"Continuing session {first_session[:8]}" in turn.text()
+    assert 'You asked "second question"' in turn.text()
     stored = drv.app.store.turns(conversation.id)
     assert [t.prompt for t in stored] == ["first question", "second question"]
+    assert [t.session_id for t in stored] == [first_session, first_session]
 
 
 def test_turn_left_running_by_a_crash_shows_interrupted(start_app, home: Path, qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -19,11 +19,11 @@ from tolaria import paths
 PROTOCOLS = ("lines", "claude-stream-json")
 POLITE_STOPS = ("none", "sigint", "sigterm")
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-_PLACEHOLDER_RE = re.compile(r"\{(prompt|cwd|python)\}")
+_PLACEHOLDER_RE = re.compile(r"\{(prompt|cwd|python|session_id)\}")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KNOWN_KEYS = {
     "id", "name", "protocol", "command", "env", "version_command", "install_hint",
-    "description", "stop",
+    "description", "stop", "resume",
 }
 _STOP_KEYS = {"polite", "polite_window_ms"}
 
@@ -58,6 +58,9 @@ class Manifest:
     install_hint: str = ""
     description: str = ""
     stop: StopPolicy = field(default_factory=StopPolicy)
+    #: Arguments appended to ``command`` to continue the agent's own session
+    #: (``{session_id}`` is filled in); empty when the agent cannot resume.
+    resume: tuple[str, ...] = ()
     source: Path | None = None
     builtin: bool = False
 
@@ -66,13 +69,14 @@ class Manifest:
         return not any("{prompt}" in part for part in self.command)
 
 
-def substitute(template: tuple[str, ...], *, prompt: str = "", cwd: str = "") -> list[str]:
+def substitute(template: tuple[str, ...], *, prompt: str = "", cwd: str = "",
+               session_id: str = "") -> list[str]:
     """Fill ``{prompt}``, ``{cwd}`` and ``{python}`` into an argv template.
 
     Each template element stays exactly one argument: the prompt is never split or passed
     through a shell, whatever characters it holds.
     """
-    values = {"prompt": prompt, "cwd": cwd, "python": sys.executable}
+    values = {"prompt": prompt, "cwd": cwd, "python": sys.executable, "session_id": session_id}
     # One pass, so a prompt that itself contains "{cwd}" is left exactly as typed.
     return [_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], part) for part in template]
 
@@ -106,6 +110,11 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         if not isinstance(value, str):
             raise fail(f"env.{key}", f"must be a string, got {type(value).__name__}")
     stop = _stop_policy(data.get("stop", {}), fail)
+    resume: tuple[str, ...] = ()
+    if "resume" in data:
+        resume = _argv(data["resume"], "resume", fail)
+        if not any("{session_id}" in part for part in resume):
+            raise fail("resume", "must contain {session_id}")
     for key in ("install_hint", "description"):
         if not isinstance(data.get(key, ""), str):
             raise fail(key, "must be a string")
@@ -119,6 +128,7 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         install_hint=data.get("install_hint", ""),
         description=data.get("description", ""),
         stop=stop,
+        resume=resume,
         source=path,
         builtin=builtin,
     )

@@ -64,6 +64,8 @@ class RunRequest:
     cwd: str | None = None
     #: Extra environment for this run only (on top of the manifest's ``[env]``).
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Continue this agent session (only used when the manifest has ``resume`` arguments).
+    session_id: str | None = None
 
 
 class _Emitter:
@@ -184,6 +186,8 @@ class _Turn:
         if cwd is not None and not Path(cwd).is_dir():
             return self._fail(f"working folder {cwd} does not exist or is not a folder")
         argv = substitute(self.manifest.command, prompt=self.request.prompt, cwd=cwd or os.getcwd())
+        if self.request.session_id and self.manifest.resume:
+            argv += substitute(self.manifest.resume, session_id=self.request.session_id)
         env = build_env(self.manifest, sid, self.request.env)
         program = resolve_program(argv[0], env)
         if program is None:

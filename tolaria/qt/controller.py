@@ -135,7 +135,15 @@ class ChatController(QObject):
         if conversation is None:
             return None
         earlier = self.store.turns(conversation_id)
-        full_prompt = build_prompt(self._exchanges(earlier), prompt)
+        manifest = self.adapters.manifests.get(conversation.agent)
+        # Continue the agent's own session where the adapter can (Claude `--resume`): it keeps
+        # the whole context, tools included. Otherwise the history travels in the prompt.
+        resume_id = None
+        if (manifest is not None and manifest.resume and conversation.agent_session_id
+                and earlier and earlier[-1].agent == conversation.agent
+                and earlier[-1].session_id == conversation.agent_session_id):
+            resume_id = conversation.agent_session_id
+        full_prompt = prompt if resume_id else build_prompt(self._exchanges(earlier), prompt)
         stream_id = new_stream_id()
         turn = self.store.start_turn(conversation_id, stream_id, conversation.agent, prompt)
         if not earlier and conversation.title == DEFAULT_TITLE and prompt.strip():
@@ -145,7 +153,6 @@ class ChatController(QObject):
         self._conversation_of[stream_id] = conversation_id
         self.bridge.run_started.emit(stream_id, conversation_id, turn)
         self._save(lambda: self.store.get_conversation(conversation_id) or conversation)
-        manifest = self.adapters.manifests.get(conversation.agent)
         if manifest is None:
             known = ", ".join(sorted(self.adapters.manifests)) or "none"
             on_event(Error(stream_id, message=f"Unknown agent {conversation.agent!r} "
@@ -153,7 +160,7 @@ class ChatController(QObject):
             on_event(Done(stream_id, stop_reason=STOP_ERROR))
             return stream_id
         cwd = conversation.cwd if conversation.cwd else os.getcwd()
-        request = RunRequest(manifest=manifest, prompt=full_prompt, cwd=cwd)
+        request = RunRequest(manifest=manifest, prompt=full_prompt, cwd=cwd, session_id=resume_id)
         self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
         return stream_id
 
