@@ -619,3 +619,14 @@ def test_sigkill_loses_at_most_the_last_moments(db: Path) -> None:
                 f"{must_have} events were appended >150 ms before the kill, only {persisted} kept"
             )
 
+
+
+def test_ids_of_deleted_conversations_are_never_reused() -> None:
+    store = Store()
+    try:
+        first = store.create_conversation("a", "demo", None)
+        store.delete_conversation(first.id)
+        second = store.create_conversation("b", "demo", None)
+        assert second.id != first.id
+    finally:
+        store.close()

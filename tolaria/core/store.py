@@ -94,11 +94,11 @@ _TURN_COLS = ", ".join(f.name for f in dataclasses.fields(Turn))
 # agent may split a UTF-16 pair across two deltas, and the transcript must come back exact.
 _MIGRATIONS: list[tuple[str, ...]] = [
     (
-        """CREATE TABLE conversations (id INTEGER PRIMARY KEY, title TEXT NOT NULL,
+        """CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL,
             agent TEXT NOT NULL, cwd TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
             agent_session_id TEXT)""",
         "CREATE INDEX conversations_by_update ON conversations (updated_at, id)",
-        """CREATE TABLE turns (id INTEGER PRIMARY KEY,
+        """CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT,
             conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
             stream_id TEXT NOT NULL UNIQUE, agent TEXT NOT NULL, prompt TEXT NOT NULL,
             status TEXT NOT NULL, stop_reason TEXT, started_at REAL NOT NULL, finished_at REAL,
