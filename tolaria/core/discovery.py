@@ -34,6 +34,8 @@ async def probe_version(argv: list[str], timeout: float = PROBE_TIMEOUT_S) -> tu
         )
     except OSError as exc:
         return None, f"cannot run {argv[0]}: {exc.strerror or exc}"
+    # Ours on purpose: a stop of some run must never take it for an adopted orphan.
+    proctree.remember_own_child(proc.pid)
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
@@ -41,6 +43,8 @@ async def probe_version(argv: list[str], timeout: float = PROBE_TIMEOUT_S) -> tu
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
         return None, f"version probe timed out after {timeout:g} s"
+    finally:
+        proctree.forget_own_child(proc.pid)
     text = out.decode(errors="replace").strip()
     first = text.splitlines()[0] if text else ""
     if proc.returncode != 0:

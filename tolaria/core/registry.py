@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tolaria.core import proctree
 from tolaria.core.stream_id import validate_stream_id
 
 PENDING = "pending"  # registered, agent not spawned yet
@@ -58,6 +59,9 @@ class Run:
 
 class ProcessRegistry:
     def __init__(self) -> None:
+        # Become subreaper now, before anything is spawned, so every child the app starts for
+        # itself inherits the app-child marker and is never mistaken for a run's orphan.
+        proctree.enable_child_subreaper()
         self._lock = threading.Lock()
         self._runs: dict[str, Run] = {}
 
