@@ -22,6 +22,8 @@ from tolaria import paths
 FILENAME = "settings.toml"
 DEFAULT_STOP = "Esc"
 DEFAULT_STOP_ALL = "Shift+Esc"
+DEFAULT_RESTART = "Ctrl+R"
+DEFAULT_WATCHDOG_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class Settings:
     stop_shortcut: str = DEFAULT_STOP
     #: Key sequence that stops every running chat.
     stop_all_shortcut: str = DEFAULT_STOP_ALL
+    #: Seconds without any output from a running turn before the window offers to restart it
+    #: (``[behaviour] watchdog_seconds``); it only offers, it never restarts by itself.
+    watchdog_seconds: float = DEFAULT_WATCHDOG_S
 
 
 def settings_path() -> Path:
@@ -62,17 +67,29 @@ def _parse(data: dict[str, Any], path: Path) -> tuple[Settings, list[str]]:
             continue
         value = shortcuts[key]
         if isinstance(value, str) and value.strip():
-            settings = replace(settings, **{attr: value.strip()})
+            changes: dict[str, Any] = {attr: value.strip()}
+            settings = replace(settings, **changes)
         else:
             errors.append(f"{path}: shortcuts.{key} must be a key sequence such as \"Esc\" "
                           f"or \"Ctrl+.\", got {value!r}; using {getattr(settings, attr)!r}")
+    behaviour = data.get("behaviour", {})
+    if not isinstance(behaviour, dict):
+        errors.append(f"{path}: [behaviour] must be a table; using defaults")
+    elif "watchdog_seconds" in behaviour:
+        value = behaviour["watchdog_seconds"]
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            settings = replace(settings, watchdog_seconds=float(value))
+        else:
+            errors.append(f"{path}: behaviour.watchdog_seconds must be a positive number of "
+                          f"seconds, got {value!r}; using {settings.watchdog_seconds:g}")
     return settings, errors
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
     path = path or settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"shortcuts": {"stop": settings.stop_shortcut, "stop_all": settings.stop_all_shortcut}}
+    data = {"shortcuts": {"stop": settings.stop_shortcut, "stop_all": settings.stop_all_shortcut},
+            "behaviour": {"watchdog_seconds": settings.watchdog_seconds}}
     fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

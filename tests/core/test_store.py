@@ -630,3 +630,39 @@ def test_ids_of_deleted_conversations_are_never_reused() -> None:
         assert second.id != first.id
     finally:
         store.close()
+
+
+def test_markers_record_operator_actions_and_go_with_their_conversation(store: Store) -> None:
+    from tolaria.core.store import MARKER_MESSAGES_DELIVERED, MARKER_TURN_RESTARTED
+
+    conv = store.create_conversation("c", "demo", None)
+    turn = store.start_turn(conv.id, SID, "demo", "p")
+    queued = store.add_marker(conv.id, "message_queued", data={"id": 1, "text": "later"})
+    delivered = store.add_marker(conv.id, MARKER_MESSAGES_DELIVERED, turn_id=turn.id,
+                                 data={"messages": ["later"]})
+    store.add_marker(conv.id, MARKER_TURN_RESTARTED, turn_id=turn.id)
+    assert queued is not None and delivered is not None
+    assert queued.created_at < delivered.created_at
+    assert [m.kind for m in store.markers(conv.id)] == [
+        "message_queued", MARKER_MESSAGES_DELIVERED, MARKER_TURN_RESTARTED]
+    assert store.markers(conv.id, MARKER_MESSAGES_DELIVERED) == [delivered]
+    assert store.add_marker(conv.id + 1000, "message_queued") is None  # no such conversation
+    store.delete_conversation(conv.id)
+    assert store.markers(conv.id) == []
+
+
+def test_a_version_1_database_gains_markers(db: Path) -> None:
+    from tolaria.core.store import _MIGRATIONS
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(db)) as conn:
+        for statement in _MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO conversations (title, agent, created_at, updated_at)"
+                     " VALUES ('old', 'demo', 1, 1)")
+        conn.execute("PRAGMA user_version = 1")
+        conn.commit()
+    with closing(Store(db)) as store:
+        (conv,) = store.list_conversations()
+        assert store.add_marker(conv.id, "stop_requested") is not None
+        assert [m.kind for m in store.markers(conv.id)] == ["stop_requested"]

@@ -290,13 +290,30 @@ def print_env(prompt: str) -> None:
     result("printed env")
 
 
+def ask(prompt: str) -> None:
+    """Answers with a question and calls no tool: the turn waits for the operator."""
+    init()
+    text("Which file should I change?")
+    result("Which file should I change?")
+
+
+def hang_once(prompt: str) -> None:
+    """Hangs silently the first time (marks ``FAKE_ONCE_FILE``), then behaves normally."""
+    path = os.environ["FAKE_ONCE_FILE"]
+    if not os.path.exists(path):
+        with open(path, "w") as fh:
+            fh.write(prompt)
+        hang_mode(prompt)
+    normal(prompt)
+
+
 MODES: dict[str, Callable[[str], None]] = {
     "normal": normal, "slow_start": slow_start, "hang": hang_mode, "flood": flood,
     "oversized": oversized, "malformed": malformed, "crash": crash, "stderr_exit": stderr_exit,
     "error_result": error_result, "ignore_term": ignore_term, "tool": tool,
     "grandchild_stdout": grandchild_stdout, "daemon": daemon, "tree3": tree3,
     "ignore_term_tree": ignore_term_tree, "echo_stdin": echo_stdin, "lines": lines,
-    "print_env": print_env,
+    "print_env": print_env, "ask": ask, "hang_once": hang_once,
 }
 
 

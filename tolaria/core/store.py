@@ -36,8 +36,21 @@ from tolaria.core.events import (
     event_from_dict,
     to_dict,
 )
+from tolaria.core.markers import (  # re-exported: the store's API
+    MARKER_MESSAGE_QUEUED,
+    MARKER_MESSAGE_UNQUEUED,
+    MARKER_MESSAGES_DELIVERED,
+    MARKER_STOP_REQUESTED,
+    MARKER_TURN_RESTARTED,
+    Marker,
+    MarkerLog,
+)
 
 log = logging.getLogger(__name__)
+
+__all__ = ["MARKER_MESSAGES_DELIVERED", "MARKER_MESSAGE_QUEUED", "MARKER_MESSAGE_UNQUEUED",
+           "MARKER_STOP_REQUESTED", "MARKER_TURN_RESTARTED", "Conversation", "Marker", "Store",
+           "Turn"]
 
 STATUS_RUNNING = "running"
 STATUS_COMPLETED = "completed"
@@ -111,6 +124,14 @@ _MIGRATIONS: list[tuple[str, ...]] = [
             seq INTEGER NOT NULL, kind TEXT NOT NULL, payload NOT NULL, created_at REAL NOT NULL,
             PRIMARY KEY (turn_id, seq))""",
     ),
+    (
+        # Operator actions (queue, deliver, restart, stop) with their time: the audit record.
+        """CREATE TABLE markers (id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            turn_id INTEGER REFERENCES turns (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL)""",
+        "CREATE INDEX markers_by_conversation ON markers (conversation_id, id)",
+    ),
 ]
 SCHEMA_VERSION = len(_MIGRATIONS)
 
@@ -176,7 +197,7 @@ def _decode(payload: str | bytes) -> Event:
 _STATUS_BY_STOP = {STOP_END_TURN: STATUS_COMPLETED, STOP_CANCELLED: STATUS_CANCELLED}
 
 
-class Store:
+class Store(MarkerLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
     def __init__(self, path: Path | None = None, flush_interval: float = 0.05) -> None:

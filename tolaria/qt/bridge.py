@@ -62,6 +62,16 @@ class Bridge(QObject):
     agents_detected = Signal(object)
     #: Something the user must read that belongs to no turn: message.
     problem_reported = Signal(str)
+    #: The messages waiting for a conversation's running turn to end changed: conversation id,
+    #: list[QueuedMessage] (in delivery order; empty when none wait).
+    queue_changed = Signal(int, object)
+    #: Queued messages went to the agent as the prompt of a new turn: conversation id,
+    #: stream id of that turn, list of the delivered QueuedMessage ids.
+    messages_delivered = Signal(int, str, object)
+    #: A turn was abandoned and its prompt re-run: conversation id, old stream id, new stream id.
+    turn_restarted = Signal(int, str, str)
+    #: The operator markers of a conversation, after ``history_loaded``: id, list[Marker].
+    markers_loaded = Signal(int, object)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

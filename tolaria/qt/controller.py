@@ -3,6 +3,18 @@
 One controller serves every conversation. Each conversation runs at most one turn at a time,
 under its own stream id; several conversations may run at once. Stopping, deleting and
 shutting down always go through the registry, which waits until the run's tree is gone.
+
+Operator control of in-flight work (issue 6): a message sent while a turn runs is queued and
+becomes the next turn's prompt when the running one ends (a Stop ends it at once); "Restart turn"
+stops the running turn the normal way and re-runs its ``Launch`` unchanged. Both happen one
+event-loop turn after ``run_finished``, so every view has seen the old run end first. Each such
+action is recorded as a store marker (``message_queued``, ``messages_delivered``,
+``stop_requested``, ``turn_restarted``).
+
+A stopped turn stays in the history of the next prompt with its partial output: the preamble
+marks it "[stopped by the user]" (tolaria/qt/history.py). When the adapter resumes the agent's own
+session instead, the agent keeps what it did itself and nothing extra is sent. A restarted
+(abandoned) turn is left out of the next prompts' history: its re-run took its place.
 """
 
 from __future__ import annotations
@@ -12,17 +24,27 @@ import os
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QTimer
 
 from tolaria.core import discovery
 from tolaria.core.adapters import AdapterSet
 from tolaria.core.events import STOP_ERROR, Done, Error, Event, TextDelta
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import DEFAULT_GRACE_S, RunRequest, stream_ai_agent
-from tolaria.core.store import Conversation, Store, Turn
+from tolaria.core.store import (
+    MARKER_MESSAGE_QUEUED,
+    MARKER_MESSAGE_UNQUEUED,
+    MARKER_MESSAGES_DELIVERED,
+    MARKER_STOP_REQUESTED,
+    MARKER_TURN_RESTARTED,
+    Conversation,
+    Store,
+    Turn,
+)
 from tolaria.core.stream_id import new_stream_id
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.history import MAX_TURNS, Exchange, build_prompt
+from tolaria.qt.inflight import Launch, MessageQueues, QueuedMessage, join_messages
 from tolaria.qt.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -51,6 +73,12 @@ class ChatController(QObject):
         self._running: dict[int, str] = {}
         self._conversation_of: dict[str, int] = {}
         self._deleting: set[int] = set()
+        self._launches: dict[str, Launch] = {}
+        self._turn_ids: dict[str, int] = {}
+        #: streams being stopped to be re-run (stream id -> its launch)
+        self._restarting: dict[str, Launch] = {}
+        self.queues = MessageQueues()
+        self._closing = False
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_finished.connect(self._on_bridge_run_finished)
 
@@ -82,6 +110,7 @@ class ChatController(QObject):
         history = [(turn, self.store.events(turn.id))
                    for turn in self.store.turns(conversation_id)]
         self.bridge.history_loaded.emit(conversation_id, history)
+        self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
 
     def rename(self, conversation_id: int, title: str) -> None:
         title = " ".join(title.split())
@@ -123,6 +152,7 @@ class ChatController(QObject):
             self._deleting.discard(conversation_id)
 
     def _delete_now(self, conversation_id: int) -> None:
+        self.queues.take(conversation_id)
         self.store.delete_conversation(conversation_id)
         self.bridge.conversation_deleted.emit(conversation_id)
 
@@ -134,7 +164,7 @@ class ChatController(QObject):
         conversation = self.store.get_conversation(conversation_id)
         if conversation is None:
             return None
-        earlier = self.store.turns(conversation_id)
+        earlier = self.answered_turns(conversation_id)
         manifest = self.adapters.manifests.get(conversation.agent)
         # Continue the agent's own session where the adapter can (Claude `--resume`): it keeps
         # the whole context, tools included. Otherwise the history travels in the prompt.
@@ -144,23 +174,34 @@ class ChatController(QObject):
                 and earlier[-1].session_id == conversation.agent_session_id):
             resume_id = conversation.agent_session_id
         full_prompt = prompt if resume_id else build_prompt(self._exchanges(earlier), prompt)
-        stream_id = new_stream_id()
-        turn = self.store.start_turn(conversation_id, stream_id, conversation.agent, prompt)
         if not earlier and conversation.title == DEFAULT_TITLE and prompt.strip():
             self.store.rename_conversation(conversation_id, title_from_prompt(prompt))
+        cwd = conversation.cwd if conversation.cwd else os.getcwd()
+        return self._launch(Launch(conversation_id, prompt, full_prompt, resume_id,
+                                   conversation.agent, cwd))
+
+    def _launch(self, launch: Launch) -> str:
+        conversation_id = launch.conversation_id
+        stream_id = new_stream_id()
+        turn = self.store.start_turn(conversation_id, stream_id, launch.agent, launch.prompt)
+        self._launches[stream_id] = launch
+        self._turn_ids[stream_id] = turn.id
+        manifest = self.adapters.manifests.get(launch.agent)
         on_event = self.bridge.open_stream(stream_id)
         self._running[conversation_id] = stream_id
         self._conversation_of[stream_id] = conversation_id
         self.bridge.run_started.emit(stream_id, conversation_id, turn)
-        self._save(lambda: self.store.get_conversation(conversation_id) or conversation)
+        saved = self.store.get_conversation(conversation_id)
+        if saved is not None:
+            self.bridge.conversation_saved.emit(saved)
         if manifest is None:
             known = ", ".join(sorted(self.adapters.manifests)) or "none"
-            on_event(Error(stream_id, message=f"Unknown agent {conversation.agent!r} "
+            on_event(Error(stream_id, message=f"Unknown agent {launch.agent!r} "
                                               f"(known: {known}). Pick another agent."))
             on_event(Done(stream_id, stop_reason=STOP_ERROR))
             return stream_id
-        cwd = conversation.cwd if conversation.cwd else os.getcwd()
-        request = RunRequest(manifest=manifest, prompt=full_prompt, cwd=cwd, session_id=resume_id)
+        request = RunRequest(manifest=manifest, prompt=launch.full_prompt, cwd=launch.cwd,
+                             session_id=launch.resume_id)
         self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
         return stream_id
 
@@ -184,15 +225,102 @@ class ChatController(QObject):
         if stream_id is None:
             return False
         self.bridge.mark_stopping(stream_id)
-        return self.registry.abort(stream_id)
+        aborted = self.registry.abort(stream_id)
+        self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
+        return aborted
+
+    def restart(self, conversation_id: int) -> bool:
+        """Abandon the running turn (the normal stop: polite, then the tree killed) and re-run
+        its prompt with the same history and settings once it has ended."""
+        stream_id = self._running.get(conversation_id)
+        launch = self._launches.get(stream_id) if stream_id is not None else None
+        if stream_id is None or launch is None or stream_id in self._restarting:
+            return False
+        self._restarting[stream_id] = launch
+        self.bridge.mark_stopping(stream_id)
+        self.registry.abort(stream_id)
+        self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
+                   {"stream_id": stream_id, "for": "restart"})
+        return True
+
+    # -- queued messages ------------------------------------------------------------------------
+    def queue(self, conversation_id: int, text: str) -> QueuedMessage | None:
+        """Queue ``text`` behind the running turn (sent at once if none runs)."""
+        if not text.strip() or conversation_id in self._deleting:
+            return None
+        message = self.queues.add(conversation_id, text)
+        self._mark(conversation_id, MARKER_MESSAGE_QUEUED, None,
+                   {"id": message.id, "text": text})
+        self.bridge.queue_changed.emit(conversation_id, self.queues.get(conversation_id))
+        if conversation_id not in self._running:
+            self._deliver(conversation_id)
+        return message
+
+    def unqueue(self, conversation_id: int, message_id: int) -> QueuedMessage | None:
+        """Take a queued message back before delivery (to remove or edit it)."""
+        message = self.queues.remove(conversation_id, message_id)
+        if message is not None:
+            self._mark(conversation_id, MARKER_MESSAGE_UNQUEUED, None,
+                       {"id": message.id, "text": message.text})
+            self.bridge.queue_changed.emit(conversation_id, self.queues.get(conversation_id))
+        return message
+
+    def _deliver(self, conversation_id: int) -> str | None:
+        # Taken before sending: a run that ends at once (unknown agent) must not redeliver them.
+        messages = self.queues.take(conversation_id)
+        if not messages:
+            return None
+        stream_id = self.send(conversation_id, join_messages(messages))
+        if stream_id is None:
+            self.queues.restore(conversation_id, messages)
+            return None
+        self._mark(conversation_id, MARKER_MESSAGES_DELIVERED, stream_id,
+                   {"ids": [m.id for m in messages], "messages": [m.text for m in messages]})
+        self.bridge.queue_changed.emit(conversation_id, [])
+        self.bridge.messages_delivered.emit(conversation_id, stream_id, [m.id for m in messages])
+        return stream_id
+
+    def _after_finish(self, conversation_id: int, stream_id: str) -> None:
+        """One loop turn after ``run_finished``: re-run a restarted turn, or deliver the queue."""
+        restart = self._restarting.pop(stream_id, None)
+        if self._closing or conversation_id in self._deleting or conversation_id in self._running:
+            return
+        if self.store.get_conversation(conversation_id) is None:
+            return
+        if restart is not None:
+            new_stream = self._launch(restart)
+            self._mark(conversation_id, MARKER_TURN_RESTARTED, stream_id,
+                       {"stream_id": stream_id, "restarted_as": new_stream})
+            self.bridge.turn_restarted.emit(conversation_id, stream_id, new_stream)
+            return
+        self._deliver(conversation_id)
+
+    def _mark(self, conversation_id: int, kind: str, stream_id: str | None,
+              data: object = None) -> None:
+        turn_id = self._turn_ids.get(stream_id) if stream_id is not None else None
+        if turn_id is None and stream_id is not None:
+            turn = self.store.turn_by_stream(stream_id)
+            turn_id = turn.id if turn is not None else None
+        self.store.add_marker(conversation_id, kind, turn_id=turn_id,
+                              data=data if data is not None else {"stream_id": stream_id})
+
+    def answered_turns(self, conversation_id: int) -> list[Turn]:
+        """The conversation's turns without the abandoned (restarted) attempts."""
+        abandoned = {m.turn_id for m in self.store.markers(conversation_id, MARKER_TURN_RESTARTED)}
+        return [t for t in self.store.turns(conversation_id) if t.id not in abandoned]
 
     def stop_all(self) -> list[str]:
-        for stream_id in list(self._running.values()):
+        running = list(self._running.items())
+        for _conversation_id, stream_id in running:
             self.bridge.mark_stopping(stream_id)
-        return self.registry.abort_all()
+        aborted = self.registry.abort_all()
+        for conversation_id, stream_id in running:  # recorded after the stop went out
+            self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
+        return aborted
 
     async def shutdown(self) -> None:
         """Stop every run and wait until their trees are gone; end the other tasks."""
+        self._closing = True  # no restart or queued delivery starts a run now
         for stream_id in list(self._running.values()):
             self.bridge.mark_stopping(stream_id)
         await self.registry.abort_all_and_wait()
@@ -213,10 +341,15 @@ class ChatController(QObject):
         if isinstance(done, Done):
             self.store.append_event(done)
         conversation_id = self._conversation_of.pop(stream_id, None)
+        self._launches.pop(stream_id, None)
+        self._turn_ids.pop(stream_id, None)
         if conversation_id is None:
             return
         if self._running.get(conversation_id) == stream_id:
             del self._running[conversation_id]
+        if stream_id in self._restarting or self.queues.get(conversation_id):
+            # After every view has seen this run end (the next loop turn).
+            QTimer.singleShot(0, self, lambda: self._after_finish(conversation_id, stream_id))
         if conversation_id not in self._deleting:
             conversation = self.store.get_conversation(conversation_id)
             if conversation is not None:

@@ -1,6 +1,6 @@
 """The "Previous conversation:" preamble sent with a follow-up prompt.
 
-Until adapters learn to resume a session, a follow-up carries the earlier turns in its prompt.
+For adapters that cannot resume their own session, a follow-up carries the earlier turns in its prompt.
 The prompt travels as one argv element, and Linux caps one argument at 128 KiB
 (MAX_ARG_STRLEN), so the preamble is bounded: newest turns first, each answer clipped.
 """

@@ -1,4 +1,7 @@
-"""One conversation: its transcript, composer, Send/Stop button and status line.
+"""One conversation: its transcript, composer, Send/Stop and Restart buttons, and status line.
+
+While a turn runs the composer stays usable: what is sent then is queued (shown as chips) and
+delivered by the controller as the next turn.
 
 A pane renders the facts of its own streams only (the chat stack routes them by stream id) and
 emits intents; it never starts or stops anything itself.
@@ -12,8 +15,12 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from tolaria.core.events import Done, Event
-from tolaria.core.store import Turn
+from tolaria.core.store import MARKER_TURN_RESTARTED, Marker, Turn
+from tolaria.qt.inflight import QueuedMessage
+from tolaria.settings import DEFAULT_WATCHDOG_S
 from tolaria.ui.composer import Composer
+from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
+from tolaria.ui.queue_chips import QueuedChips
 from tolaria.ui.status_line import StatusLine
 from tolaria.ui.transcript import TranscriptView
 from tolaria.ui.turn_view import (
@@ -31,9 +38,16 @@ class ChatPane(QWidget):
     send_requested = Signal(int, str)
     #: The user asked to stop this conversation's running turn: conversation id.
     stop_requested = Signal(int)
+    #: The user sent a message while a turn runs: conversation id, text.
+    queue_requested = Signal(int, str)
+    #: The user took a queued message back (removed, or to edit it): conversation id, message id.
+    unqueue_requested = Signal(int, int)
+    #: The user asked to abandon the running turn and re-run its prompt: conversation id.
+    restart_requested = Signal(int)
 
     def __init__(self, conversation_id: int, agent_name: str, stop_hint: str = "Esc",
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *,
+                 watchdog_seconds: float = DEFAULT_WATCHDOG_S) -> None:
         super().__init__(parent)
         self.setObjectName("chatPane")
         self.conversation_id = conversation_id
@@ -45,6 +59,10 @@ class ChatPane(QWidget):
         layout.setSpacing(6)
         self.transcript = TranscriptView(self)
         layout.addWidget(self.transcript, 1)
+        self.queued_chips = QueuedChips(self)
+        self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
+        self.queued_chips.remove_requested.connect(self._on_queued_chips_remove_requested)
+        layout.addWidget(self.queued_chips)
         row = QHBoxLayout()
         row.setContentsMargins(12, 0, 12, 0)
         self.composer = Composer(self)
@@ -55,21 +73,52 @@ class ChatPane(QWidget):
         self.button.setMinimumWidth(84)
         self.button.clicked.connect(self._on_button_clicked)
         row.addWidget(self.button)
+        self.restart_button = QPushButton("Restart turn", self)
+        self.restart_button.setObjectName("restartButton")
+        self.restart_button.setAccessibleName("Restart turn")
+        self.restart_button.setToolTip("Stop this turn and run its prompt again (Ctrl+R)")
+        self.restart_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Expanding)
+        self.restart_button.clicked.connect(self._on_restart_button_clicked)
+        row.addWidget(self.restart_button)
         layout.addLayout(row)
         self.status_line = StatusLine(self)
         self.status_line.setContentsMargins(12, 0, 12, 0)
         layout.addWidget(self.status_line)
+        self.watchdog = WatchdogNotice(watchdog_seconds, self)
+        self.watchdog.setContentsMargins(12, 0, 12, 0)
+        self.watchdog.restart_requested.connect(self._on_restart_button_clicked)
+        layout.addWidget(self.watchdog)
+        self.awaiting = AwaitingNotice(self)
+        self.awaiting.setContentsMargins(12, 0, 12, 0)
+        layout.addWidget(self.awaiting)
+        self._tracker = AwaitTracker()
         self.setFocusProxy(self.composer)
         self._show_running(False)
         self.status_line.set_idle(agent_name)
 
     # -- intents ------------------------------------------------------------------------------
     def _on_composer_submit_requested(self) -> None:
-        if self.running_stream is not None:
-            return  # one turn at a time; Stop is the button's job while a turn runs
         prompt = self.composer.toPlainText()
-        if prompt.strip():
+        if not prompt.strip():
+            return
+        if self.running_stream is not None:  # one turn at a time: the message waits its turn
+            self.composer.clear()
+            self.queue_requested.emit(self.conversation_id, prompt)
+        else:
             self.send_requested.emit(self.conversation_id, prompt)
+
+    def _on_restart_button_clicked(self) -> None:
+        if self.running_stream is not None:
+            self.restart_requested.emit(self.conversation_id)
+
+    def _on_queued_chips_edit_requested(self, message_id: int, text: str) -> None:
+        typed = self.composer.toPlainText()
+        self.composer.setPlainText(f"{text}\n{typed}" if typed.strip() else text)
+        self.composer.setFocus()
+        self.unqueue_requested.emit(self.conversation_id, message_id)
+
+    def _on_queued_chips_remove_requested(self, message_id: int) -> None:
+        self.unqueue_requested.emit(self.conversation_id, message_id)
 
     def _on_button_clicked(self) -> None:
         if self.running_stream is not None:
@@ -78,6 +127,7 @@ class ChatPane(QWidget):
             self._on_composer_submit_requested()
 
     def _show_running(self, running: bool) -> None:
+        self.restart_button.setVisible(running)
         if running:
             self.button.setObjectName("stopButton")
             self.button.setText("Stop")
@@ -102,7 +152,9 @@ class ChatPane(QWidget):
                      agent_names: dict[str, str]) -> None:
         """Rebuild the transcript of stored turns (applied progressively by the frame timer)."""
         last_summary = ""
+        last: tuple[Turn, Sequence[Event]] | None = None
         for turn, events in history:
+            last = (turn, events)
             if self.transcript.turn(turn.stream_id) is not None:
                 continue
             view = self.transcript.add_turn(turn.prompt, agent_names.get(turn.agent, turn.agent),
@@ -121,13 +173,36 @@ class ChatPane(QWidget):
             self.transcript.schedule(view)
         if last_summary:
             self.status_line.set_idle(self._agent_name, last_summary)
+        if last is not None and self.running_stream is None:
+            self.awaiting.setVisible(AwaitTracker().feed_all(last[1]).awaits_operator(
+                last[0].status))
+
+    def load_markers(self, markers: Sequence[Marker]) -> None:
+        for marker in markers:
+            if marker.kind == MARKER_TURN_RESTARTED and isinstance(marker.data, dict):
+                view = self.transcript.turn(str(marker.data.get("stream_id")))
+                if view is not None:
+                    view.collapse_restarted()
+
+    def set_queue(self, messages: Sequence[QueuedMessage]) -> None:
+        self.queued_chips.set_messages(messages)
+
+    def turn_restarted(self, old_stream: str) -> None:
+        view = self.transcript.turn(old_stream)
+        if view is not None:
+            view.collapse_restarted()
 
     def run_started(self, stream_id: str, turn: Turn, agent_name: str) -> None:
         self.running_stream = stream_id
         self.transcript.add_turn(turn.prompt, agent_name, stream_id)
-        self.composer.clear()
+        if self.composer.toPlainText() == turn.prompt:
+            # It was sent from the composer; a delivered queue or a restart leaves what is typed.
+            self.composer.clear()
         self._show_running(True)
         self.status_line.start(agent_name)
+        self.awaiting.hide()
+        self._tracker = AwaitTracker()
+        self.watchdog.arm()
 
     def apply_event(self, stream_id: str, event: Event) -> None:
         view = self.transcript.turn(stream_id)
@@ -135,6 +210,9 @@ class ChatPane(QWidget):
             return
         view.enqueue(event)
         self.transcript.schedule(view)
+        if stream_id == self.running_stream:
+            self._tracker.feed(event)
+            self.watchdog.arm()  # output: the silence starts again
 
     def run_stopping(self, stream_id: str) -> None:
         view = self.transcript.turn(stream_id)
@@ -142,6 +220,7 @@ class ChatPane(QWidget):
             view.mark_stopping()
         if stream_id == self.running_stream:
             self.status_line.stopping()
+            self.watchdog.disarm()
 
     def run_finished(self, stream_id: str, done: Done) -> None:
         view = self.transcript.turn(stream_id)
@@ -153,6 +232,8 @@ class ChatPane(QWidget):
         if stream_id == self.running_stream:
             self.running_stream = None
             self._show_running(False)
+            self.watchdog.disarm()
+            self.awaiting.setVisible(self._tracker.awaits_operator(ending.status))
             usage = view.usage if view is not None else None
             self.status_line.finish(self._summary(ending, usage.input_tokens if usage else None,
                                                   usage.output_tokens if usage else None,

@@ -12,7 +12,9 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
 
 from tolaria.core.events import Done, Event
-from tolaria.core.store import Conversation, Turn
+from tolaria.core.store import Conversation, Marker, Turn
+from tolaria.qt.inflight import QueuedMessage
+from tolaria.settings import DEFAULT_WATCHDOG_S
 from tolaria.ui.chat_pane import ChatPane
 
 
@@ -23,9 +25,17 @@ class ChatStack(QStackedWidget):
     stop_requested = Signal(int)
     #: A pane was created and needs its stored transcript: conversation id.
     open_requested = Signal(int)
+    #: Queue a message behind the running turn: conversation id, text.
+    queue_requested = Signal(int, str)
+    #: Take a queued message back: conversation id, message id.
+    unqueue_requested = Signal(int, int)
+    #: Abandon the running turn and re-run its prompt: conversation id.
+    restart_requested = Signal(int)
 
-    def __init__(self, stop_hint: str, parent: QWidget | None = None) -> None:
+    def __init__(self, stop_hint: str, parent: QWidget | None = None, *,
+                 watchdog_seconds: float = DEFAULT_WATCHDOG_S) -> None:
         super().__init__(parent)
+        self._watchdog_seconds = watchdog_seconds
         self._panes: dict[int, ChatPane] = {}
         self._pane_of_stream: dict[str, ChatPane] = {}
         self._agent_names: dict[str, str] = {}
@@ -47,9 +57,12 @@ class ChatStack(QStackedWidget):
         pane = self._panes.get(conversation.id)
         if pane is None:
             pane = ChatPane(conversation.id, self.agent_name(conversation.agent),
-                            self._stop_hint, self)
+                            self._stop_hint, self, watchdog_seconds=self._watchdog_seconds)
             pane.send_requested.connect(self.send_requested)
             pane.stop_requested.connect(self.stop_requested)
+            pane.queue_requested.connect(self.queue_requested)
+            pane.unqueue_requested.connect(self.unqueue_requested)
+            pane.restart_requested.connect(self.restart_requested)
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)
@@ -113,3 +126,18 @@ class ChatStack(QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.load_history(history, self._agent_names)
+
+    def on_markers_loaded(self, conversation_id: int, markers: Sequence[Marker]) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.load_markers(markers)
+
+    def on_queue_changed(self, conversation_id: int, messages: Sequence[QueuedMessage]) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.set_queue(messages)
+
+    def on_turn_restarted(self, conversation_id: int, old_stream: str, _new_stream: str) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.turn_restarted(old_stream)

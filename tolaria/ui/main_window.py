@@ -27,7 +27,7 @@ from tolaria.core.discovery import Detection
 from tolaria.core.events import Done, Event
 from tolaria.core.store import Conversation, Turn
 from tolaria.qt.bridge import Bridge
-from tolaria.settings import DEFAULT_STOP, DEFAULT_STOP_ALL, Settings
+from tolaria.settings import DEFAULT_RESTART, DEFAULT_STOP, DEFAULT_STOP_ALL, Settings
 from tolaria.ui import theme
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
@@ -55,6 +55,12 @@ class MainWindow(QMainWindow):
     stop_requested = Signal(int)
     #: Stop every running turn.
     stop_all_requested = Signal()
+    #: Queue a message behind a conversation's running turn: conversation id, text.
+    queue_requested = Signal(int, str)
+    #: Take a queued message back before delivery: conversation id, message id.
+    unqueue_requested = Signal(int, int)
+    #: Abandon a conversation's running turn and re-run its prompt: conversation id.
+    restart_requested = Signal(int)
     #: Rename a conversation: id, title.
     rename_requested = Signal(int, str)
     #: Delete a conversation (stopping its run first): id.
@@ -88,7 +94,8 @@ class MainWindow(QMainWindow):
 
         self.sidebar = Sidebar(self)
         self.header = ChatHeader(self)
-        self.stack = ChatStack(stop_key.toString(QKeySequence.SequenceFormat.NativeText), self)
+        self.stack = ChatStack(stop_key.toString(QKeySequence.SequenceFormat.NativeText), self,
+                               watchdog_seconds=settings.watchdog_seconds)
         right = QWidget(self)
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
@@ -116,6 +123,8 @@ class MainWindow(QMainWindow):
         self.stop_action = self._action("&Stop", stop_key, self._on_stop_action_triggered)
         self.stop_all_action = self._action("Stop &all runs", stop_all_key,
                                             self._on_stop_all_action_triggered)
+        self.restart_action = self._action("&Restart turn", QKeySequence(DEFAULT_RESTART),
+                                           self._on_restart_action_triggered)
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.sidebar.rename_action)
@@ -125,6 +134,7 @@ class MainWindow(QMainWindow):
         run_menu = self.menuBar().addMenu("&Run")
         run_menu.addAction(self.stop_action)
         run_menu.addAction(self.stop_all_action)
+        run_menu.addAction(self.restart_action)
 
         self.sidebar.new_chat_requested.connect(self._on_new_action_triggered)
         self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
@@ -136,6 +146,9 @@ class MainWindow(QMainWindow):
         self.stack.send_requested.connect(self.send_requested)
         self.stack.stop_requested.connect(self.stop_requested)
         self.stack.open_requested.connect(self.open_requested)
+        self.stack.queue_requested.connect(self.queue_requested)
+        self.stack.unqueue_requested.connect(self.unqueue_requested)
+        self.stack.restart_requested.connect(self.restart_requested)
 
     def _action(self, text: str, key: QKeySequence, slot: object) -> QAction:
         action = QAction(text, self)
@@ -156,6 +169,9 @@ class MainWindow(QMainWindow):
         bridge.run_finished.connect(self._on_bridge_run_finished)
         bridge.agents_detected.connect(self._on_bridge_agents_detected)
         bridge.problem_reported.connect(self._on_bridge_problem_reported)
+        bridge.markers_loaded.connect(self.stack.on_markers_loaded)
+        bridge.queue_changed.connect(self.stack.on_queue_changed)
+        bridge.turn_restarted.connect(self.stack.on_turn_restarted)
 
     def set_manifests(self, manifests: Sequence[Manifest]) -> None:
         self.header.agent_picker.set_manifests(manifests)
@@ -195,6 +211,13 @@ class MainWindow(QMainWindow):
         pane = self.stack.current_pane()
         if pane is not None and pane.running_stream is not None:
             self.stop_requested.emit(pane.conversation_id)
+
+    def _on_restart_action_triggered(self) -> None:
+        if not self._keyboard_is_free():
+            return
+        pane = self.stack.current_pane()
+        if pane is not None and pane.running_stream is not None:
+            self.restart_requested.emit(pane.conversation_id)
 
     def _on_stop_all_action_triggered(self) -> None:
         if self._keyboard_is_free():

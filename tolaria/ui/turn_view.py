@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from tolaria.core.events import (
     STOP_CANCELLED,
@@ -149,9 +149,29 @@ class TurnView(QWidget):
                              f" padding: 8px 10px; }}")
         layout.addWidget(bubble)
         layout.addWidget(self._caption(agent_name))
-        self._blocks = QVBoxLayout()
+        #: What the agent did; hidden when the turn was abandoned by a restart.
+        self.body = QWidget(self)
+        self._blocks = QVBoxLayout(self.body)
+        self._blocks.setContentsMargins(0, 0, 0, 0)
         self._blocks.setSpacing(6)
-        layout.addLayout(self._blocks)
+        layout.addWidget(self.body)
+        self.restarted = False
+        self._restart_row = QWidget(self)
+        row = QHBoxLayout(self._restart_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        note = QLabel("Abandoned: this turn was restarted.", self._restart_row)
+        note.setObjectName("restartedNote")
+        note.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        row.addWidget(note)
+        self.abandoned_toggle = QPushButton("Show attempt", self._restart_row)
+        self.abandoned_toggle.setObjectName("abandonedToggle")
+        self.abandoned_toggle.setFlat(True)
+        self.abandoned_toggle.setCheckable(True)
+        self.abandoned_toggle.toggled.connect(self._on_abandoned_toggle_toggled)
+        row.addWidget(self.abandoned_toggle)
+        row.addStretch(1)
+        self._restart_row.hide()
+        layout.addWidget(self._restart_row)
         self.footer = QLabel(self)
         self.footer.setObjectName("turnStatus")
         self.footer.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
@@ -195,6 +215,19 @@ class TurnView(QWidget):
 
     def end(self, ending: Ending) -> None:
         self._queue.append(ending)
+
+    def collapse_restarted(self) -> None:
+        """This attempt was abandoned by "Restart turn": keep it, collapsed, under a note."""
+        if self.restarted:
+            return
+        self.restarted = True
+        self._restart_row.show()
+        self.abandoned_toggle.setChecked(False)
+        self.body.hide()
+
+    def _on_abandoned_toggle_toggled(self, shown: bool) -> None:
+        self.body.setVisible(shown)
+        self.abandoned_toggle.setText("Hide attempt" if shown else "Show attempt")
 
     def mark_stopping(self) -> None:
         if self.status == STATUS_RUNNING:
@@ -258,7 +291,7 @@ class TurnView(QWidget):
         cls = MarkdownSegment if kind == "text" else ThinkingBlock
         if isinstance(self._last, cls):
             return self._last
-        widget = cls(self)
+        widget = cls(self.body)
         self._add_block(widget)
         return widget
 

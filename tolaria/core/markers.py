@@ -1,0 +1,77 @@
+"""Operator markers: what the user did to a conversation's in-flight work, with its time.
+
+Queueing and delivering messages, stopping and restarting turns are rows of the store's
+``markers`` table (schema version 2), next to the turns and their events: the transcript is the
+audit record. ``MarkerLog`` is the part of ``Store`` that reads and writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+#: Marker kinds (operator actions recorded in the transcript).
+MARKER_MESSAGE_QUEUED = "message_queued"
+MARKER_MESSAGE_UNQUEUED = "message_unqueued"
+MARKER_MESSAGES_DELIVERED = "messages_delivered"
+MARKER_TURN_RESTARTED = "turn_restarted"
+MARKER_STOP_REQUESTED = "stop_requested"
+
+
+@dataclass(frozen=True)
+class Marker:
+    """An operator action on a conversation (and, when it concerns one, a turn)."""
+
+    id: int
+    conversation_id: int
+    turn_id: int | None
+    kind: str
+    data: Any  # JSON value
+    created_at: float
+
+
+class MarkerLog:
+    """Mixed into ``Store``, which provides the connection, its lock and transactions."""
+
+    _conn: sqlite3.Connection
+    _db_lock: threading.RLock
+
+    def _tx(self) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def _tick(self) -> float:
+        raise NotImplementedError
+
+    def _query(self, sql: str, *args: object, flush: bool = False) -> list[Any]:
+        raise NotImplementedError
+
+    def add_marker(self, conversation_id: int, kind: str, *, turn_id: int | None = None,
+                   data: Any = None) -> Marker | None:
+        """Record an operator action; None (nothing written) if the conversation is gone."""
+        with self._db_lock:
+            try:
+                with self._tx():
+                    now = self._tick()
+                    cur = self._conn.execute(
+                        "INSERT INTO markers (conversation_id, turn_id, kind, data, created_at)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (conversation_id, turn_id, kind, json.dumps(data, default=str), now))
+            except sqlite3.IntegrityError:  # the conversation (or turn) was deleted
+                return None
+        assert cur.lastrowid is not None
+        return Marker(cur.lastrowid, conversation_id, turn_id, kind, data, now)
+
+    def markers(self, conversation_id: int, kind: str | None = None) -> list[Marker]:
+        """Oldest first; only ``kind`` if given."""
+        sql = ("SELECT id, conversation_id, turn_id, kind, data, created_at FROM markers"
+               " WHERE conversation_id = ?")
+        args: tuple[object, ...] = (conversation_id,)
+        if kind is not None:
+            sql += " AND kind = ?"
+            args += (kind,)
+        rows = self._query(sql + " ORDER BY id", *args)
+        return [Marker(i, c, t, k, json.loads(d), at) for i, c, t, k, d, at in rows]

@@ -1,0 +1,95 @@
+"""Calm notices under a conversation's composer: the no-output watchdog and "waiting for you".
+
+Neither acts by itself. The watchdog only offers "Restart turn?" when a running turn has been
+silent for the configured time (``[behaviour] watchdog_seconds``); the awaiting notice only says
+that the agent ended its turn by asking or answering rather than acting, so the next message is
+what moves the conversation on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtWidgets import QLabel, QWidget
+
+from tolaria.core.events import Event, TextDelta, ToolStart
+from tolaria.ui import theme
+
+STATUS_COMPLETED = "completed"
+_TAIL = 400
+
+
+class AwaitTracker:
+    """Follows one turn's events: did it act (call a tool), and how does its text end?"""
+
+    def __init__(self) -> None:
+        self.tools = 0
+        self.tail = ""
+
+    def feed(self, event: Event) -> None:
+        if isinstance(event, ToolStart):
+            self.tools += 1
+        elif isinstance(event, TextDelta):
+            self.tail = (self.tail + event.text)[-_TAIL:]
+
+    def feed_all(self, events: Iterable[Event]) -> AwaitTracker:
+        for event in events:
+            self.feed(event)
+        return self
+
+    def awaits_operator(self, status: str) -> bool:
+        """A completed turn that called no tool, or whose last words are a question."""
+        if status != STATUS_COMPLETED:
+            return False
+        return self.tools == 0 or self.tail.rstrip().endswith("?")
+
+
+class AwaitingNotice(QLabel):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("The agent is waiting for your reply.", parent)
+        self.setObjectName("awaitingNotice")
+        self.setAccessibleName("Waiting for your reply")
+        self.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        self.hide()
+
+
+class WatchdogNotice(QLabel):
+    """"No output for N s — Restart turn?" after ``seconds`` of silence from the running turn."""
+
+    #: The user clicked "Restart turn?" in the notice.
+    restart_requested = Signal()
+
+    def __init__(self, seconds: float, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("watchdogNotice")
+        self.seconds = seconds
+        self.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        self.linkActivated.connect(self._on_link_activated)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(max(1, round(seconds * 1000)))
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self.hide()
+
+    @property
+    def armed(self) -> bool:
+        return self._timer.isActive()
+
+    def arm(self) -> None:
+        """(Re)start counting silence from now; hides the notice (output arrived)."""
+        self.hide()
+        self._timer.start()
+
+    def disarm(self) -> None:
+        self._timer.stop()
+        self.hide()
+
+    def _on_timer_timeout(self) -> None:
+        shown = f"{self.seconds:.0f}" if self.seconds >= 1 else f"{self.seconds:g}"
+        self.setText(f'No output for {shown} s — <a href="restart">Restart turn?</a>')
+        self.setAccessibleName(f"No output for {shown} seconds. Restart turn?")
+        self.show()
+
+    def _on_link_activated(self, _link: str) -> None:
+        self.restart_requested.emit()
