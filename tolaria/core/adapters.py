@@ -16,7 +16,10 @@ from typing import Any
 
 from tolaria import paths
 
-PROTOCOLS = ("lines", "claude-stream-json")
+#: ``openai-chat`` is not a CLI: Tolaria itself talks to an OpenAI-compatible endpoint
+#: (tolaria/core/openai_chat.py), so it has ``base_url``/``model`` instead of a ``command``.
+OPENAI_CHAT = "openai-chat"
+PROTOCOLS = ("lines", "claude-stream-json", OPENAI_CHAT)
 POLITE_STOPS = ("none", "sigint", "sigterm")
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _PLACEHOLDER_RE = re.compile(r"\{(prompt|cwd|python|session_id)\}")
@@ -25,6 +28,7 @@ _KNOWN_KEYS = {
     "id", "name", "protocol", "command", "env", "version_command", "install_hint",
     "description", "stop", "resume",
 }
+_CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations"}
 _STOP_KEYS = {"polite", "polite_window_ms"}
 
 
@@ -63,6 +67,12 @@ class Manifest:
     resume: tuple[str, ...] = ()
     source: Path | None = None
     builtin: bool = False
+    #: protocol ``openai-chat`` only: endpoint, model, the environment variable holding the API
+    #: key (never the key itself), and the tool rounds allowed per turn.
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    max_iterations: int = 8
 
     @property
     def takes_prompt_on_stdin(self) -> bool:
@@ -85,9 +95,10 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
     def fail(key: str | None, reason: str) -> ManifestError:
         return ManifestError(path, key, reason)
 
-    unknown = sorted(set(data) - _KNOWN_KEYS)
+    known = _KNOWN_KEYS | _CHAT_KEYS if data.get("protocol") == OPENAI_CHAT else _KNOWN_KEYS
+    unknown = sorted(set(data) - known)
     if unknown:
-        raise fail(unknown[0], f"unknown key (known keys: {', '.join(sorted(_KNOWN_KEYS))})")
+        raise fail(unknown[0], f"unknown key (known keys: {', '.join(sorted(known))})")
     ident = data.get("id")
     if not isinstance(ident, str) or _ID_RE.fullmatch(ident) is None:
         raise fail("id", f"must be 1-64 characters of a-z, 0-9 and '-', got {ident!r}")
@@ -97,7 +108,12 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
     protocol = data.get("protocol")
     if protocol not in PROTOCOLS:
         raise fail("protocol", f"must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    command = _argv(data.get("command"), "command", fail)
+    chat: dict[str, Any] = {}
+    if protocol == OPENAI_CHAT:
+        chat = _chat_keys(data, fail)
+        command: tuple[str, ...] = ()
+    else:
+        command = _argv(data.get("command"), "command", fail)
     version_command = None
     if "version_command" in data:
         version_command = _argv(data["version_command"], "version_command", fail)
@@ -131,7 +147,28 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         resume=resume,
         source=path,
         builtin=builtin,
+        **chat,
     )
+
+
+def _chat_keys(data: dict[str, Any], fail: Any) -> dict[str, Any]:
+    for key in ("command", "version_command", "resume"):
+        if key in data:
+            raise fail(key, "not used by protocol openai-chat (it has base_url and model)")
+    base_url = data.get("base_url")
+    if not isinstance(base_url, str) or not re.match(r"https?://[^\s/]+", base_url):
+        raise fail("base_url", f"must be an http:// or https:// URL, got {base_url!r}")
+    model = data.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise fail("model", "must be a non-empty string")
+    key_env = data.get("api_key_env", "")
+    if not isinstance(key_env, str) or (key_env and _ENV_NAME_RE.fullmatch(key_env) is None):
+        raise fail("api_key_env", "must be the name of an environment variable (not the key)")
+    iterations = data.get("max_iterations", 8)
+    if not isinstance(iterations, int) or isinstance(iterations, bool) or not 0 <= iterations <= 100:
+        raise fail("max_iterations", "must be a whole number, 0 to 100")
+    return {"base_url": base_url.rstrip("/"), "model": model, "api_key_env": key_env,
+            "max_iterations": iterations}
 
 
 def _argv(value: object, key: str, fail: Any) -> tuple[str, ...]:

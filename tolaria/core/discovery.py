@@ -9,7 +9,7 @@ import signal
 from dataclasses import dataclass
 
 from tolaria.core import proctree
-from tolaria.core.adapters import Manifest, substitute
+from tolaria.core.adapters import OPENAI_CHAT, Manifest, substitute
 from tolaria.core.runner import resolve_program
 
 PROBE_TIMEOUT_S = 5.0
@@ -53,6 +53,11 @@ async def probe_version(argv: list[str], timeout: float = PROBE_TIMEOUT_S) -> tu
 
 
 async def detect(manifest: Manifest, timeout: float = PROBE_TIMEOUT_S) -> Detection:
+    if manifest.protocol == OPENAI_CHAT:
+        # A model endpoint, not a program: report where it is; nothing to probe locally.
+        missing = manifest.api_key_env and not os.environ.get(manifest.api_key_env)
+        return Detection(manifest.id, manifest.name, manifest.protocol, manifest.base_url, None,
+                         f"set {manifest.api_key_env} to your API key" if missing else None)
     argv = substitute(manifest.command, prompt="", cwd=os.getcwd())
     path = resolve_program(argv[0], os.environ)
     if path is None:

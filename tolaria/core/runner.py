@@ -20,11 +20,12 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 
 from tolaria.core import proctree
-from tolaria.core.adapters import Manifest, substitute
+from tolaria.core.adapters import OPENAI_CHAT, Manifest, substitute
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -47,6 +48,9 @@ from tolaria.core.registry import (
 )
 from tolaria.core.runtimes import make_runtime
 from tolaria.core.stream_id import validate_stream_id
+
+if TYPE_CHECKING:
+    from tolaria.core.chat_turn import ChatTurn
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +142,14 @@ async def stream_ai_agent(
     run = Run(stream_id, request.manifest.id, asyncio.get_running_loop(), cwd=request.cwd)
     registry.register(run)
     emit = _Emitter(on_event)
-    turn = _Turn(run, request, emit, registry, grace_s, max_line)
+    turn: _Turn | ChatTurn
+    if request.manifest.protocol == OPENAI_CHAT:
+        # No CLI: Tolaria runs the model's tool loop itself, registered like any other run.
+        from tolaria.core.chat_turn import ChatTurn  # (needs httpx)
+
+        turn = ChatTurn(run, request, emit, registry, grace_s)
+    else:
+        turn = _Turn(run, request, emit, registry, grace_s, max_line)
     try:
         done = await turn.execute()
         emit(done)
