@@ -19,7 +19,12 @@ from tolaria import paths
 #: ``openai-chat`` is not a CLI: Tolaria itself talks to an OpenAI-compatible endpoint
 #: (tolaria/core/openai_chat.py), so it has ``base_url``/``model`` instead of a ``command``.
 OPENAI_CHAT = "openai-chat"
-PROTOCOLS = ("lines", "claude-stream-json", OPENAI_CHAT)
+#: ``acp`` agents speak the Agent Client Protocol (JSON-RPC on stdio; tolaria/core/acp_turn.py).
+ACP = "acp"
+PROTOCOLS = ("lines", "claude-stream-json", OPENAI_CHAT, ACP)
+#: How an ``acp`` agent's ``session/request_permission`` is answered: "safe" does not allow
+#: (until the chat can ask the user), "full" allows.
+PERMISSION_MODES = ("safe", "full")
 POLITE_STOPS = ("none", "sigint", "sigterm")
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _PLACEHOLDER_RE = re.compile(r"\{(prompt|cwd|python|session_id)\}")
@@ -29,6 +34,7 @@ _KNOWN_KEYS = {
     "description", "stop", "resume",
 }
 _CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations"}
+_ACP_KEYS = {"permissions"}
 _STOP_KEYS = {"polite", "polite_window_ms"}
 
 
@@ -73,6 +79,8 @@ class Manifest:
     model: str = ""
     api_key_env: str = ""
     max_iterations: int = 8
+    #: protocol ``acp`` only: one of PERMISSION_MODES.
+    permissions: str = "safe"
 
     @property
     def takes_prompt_on_stdin(self) -> bool:
@@ -95,7 +103,8 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
     def fail(key: str | None, reason: str) -> ManifestError:
         return ManifestError(path, key, reason)
 
-    known = _KNOWN_KEYS | _CHAT_KEYS if data.get("protocol") == OPENAI_CHAT else _KNOWN_KEYS
+    known = {OPENAI_CHAT: _KNOWN_KEYS | _CHAT_KEYS, ACP: _KNOWN_KEYS | _ACP_KEYS}.get(
+        str(data.get("protocol")), _KNOWN_KEYS)
     unknown = sorted(set(data) - known)
     if unknown:
         raise fail(unknown[0], f"unknown key (known keys: {', '.join(sorted(known))})")
@@ -108,12 +117,18 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
     protocol = data.get("protocol")
     if protocol not in PROTOCOLS:
         raise fail("protocol", f"must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
-    chat: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     if protocol == OPENAI_CHAT:
-        chat = _chat_keys(data, fail)
+        extra = _chat_keys(data, fail)
         command: tuple[str, ...] = ()
     else:
         command = _argv(data.get("command"), "command", fail)
+    if protocol == ACP:
+        permissions = data.get("permissions", "safe")
+        if permissions not in PERMISSION_MODES:
+            raise fail("permissions", f"must be one of {', '.join(PERMISSION_MODES)}, "
+                                      f"got {permissions!r}")
+        extra["permissions"] = permissions
     version_command = None
     if "version_command" in data:
         version_command = _argv(data["version_command"], "version_command", fail)
@@ -147,7 +162,7 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         resume=resume,
         source=path,
         builtin=builtin,
-        **chat,
+        **extra,
     )
 
 

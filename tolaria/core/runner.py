@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from tolaria.core import proctree
-from tolaria.core.adapters import OPENAI_CHAT, Manifest, substitute
+from tolaria.core.adapters import ACP, OPENAI_CHAT, Manifest, substitute
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -50,6 +50,8 @@ from tolaria.core.runtimes import make_runtime
 from tolaria.core.stream_id import validate_stream_id
 
 if TYPE_CHECKING:
+    from tolaria.core.acp_turn import AcpTurn
+    from tolaria.core.acp_updates import PermissionCallback
     from tolaria.core.chat_turn import ChatTurn
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,9 @@ class RunRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     #: Continue this agent session (only used when the manifest has ``resume`` arguments).
     session_id: str | None = None
+    #: ACP agents with ``permissions = "safe"``: asked for each permission request (the chosen
+    #: option id, or None to cancel it); without it "safe" rejects. Answered None on Stop.
+    on_permission: PermissionCallback | None = None
 
 
 class _Emitter:
@@ -142,12 +147,17 @@ async def stream_ai_agent(
     run = Run(stream_id, request.manifest.id, asyncio.get_running_loop(), cwd=request.cwd)
     registry.register(run)
     emit = _Emitter(on_event)
-    turn: _Turn | ChatTurn
+    turn: _Turn | ChatTurn | AcpTurn
     if request.manifest.protocol == OPENAI_CHAT:
         # No CLI: Tolaria runs the model's tool loop itself, registered like any other run.
         from tolaria.core.chat_turn import ChatTurn  # (needs httpx)
 
         turn = ChatTurn(run, request, emit, registry, grace_s)
+    elif request.manifest.protocol == ACP:
+        # JSON-RPC over the agent's stdio, with a cooperative cancel (session/cancel).
+        from tolaria.core.acp_turn import AcpTurn
+
+        turn = AcpTurn(run, request, emit, registry, grace_s, max_line)
     else:
         turn = _Turn(run, request, emit, registry, grace_s, max_line)
     try:

@@ -1,0 +1,411 @@
+"""The runner's side of an ACP agent (protocol ``acp``): one turn over the Agent Client Protocol.
+
+The agent is spawned here, not by the SDK: the SDK's spawner strips the environment (no
+``TOLARIA_STREAM_ID``, so the tree could not be found) and never reads stderr (an agent that
+writes a lot to stderr before answering ``initialize`` then hangs). We hand the child's stdin and
+stdout to ``acp.connect_to_agent`` and drain stderr ourselves. Stop asks first (``session/cancel``,
+the only stop that also ends the agent's running tool) and kills the tree only if the agent does
+not answer ``stopReason: cancelled`` within the manifest's polite window. One agent process per
+run for now, so the tree is always killed at the end. See docs/adr/0006-acp-runtime.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import psutil
+
+from tolaria import __version__
+from tolaria.core import proctree
+from tolaria.core.acp_updates import (
+    PermissionChoice,
+    PermissionRequest,
+    UpdateMapper,
+    result_usage,
+    stop_reason,
+)
+from tolaria.core.adapters import substitute
+from tolaria.core.events import (
+    STOP_CANCELLED,
+    STOP_ERROR,
+    Diagnostic,
+    Done,
+    Error,
+    EventCallback,
+    Init,
+    Survivor,
+)
+from tolaria.core.linereader import read_lines
+from tolaria.core.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
+
+if TYPE_CHECKING:
+    from acp import Client
+    from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+
+    from tolaria.core.runner import RunRequest, _ExitProtocol
+
+log = logging.getLogger(__name__)
+
+_DRAIN_S = 1.0
+_STDERR_TAIL = 20
+_ALLOW = ("allow_once", "allow_always")
+_REJECT = ("reject_once", "reject_always")
+
+
+class _Client:
+    """What the SDK calls into for the agent's requests and notifications."""
+
+    def __init__(self, turn: AcpTurn) -> None:
+        self._turn = turn
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self._turn.on_update(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    async def request_permission(self, session_id: str, tool_call: ToolCallUpdate,
+                                 options: list[PermissionOption],
+                                 **kwargs: Any) -> RequestPermissionResponse:
+        return await self._turn.on_permission(tool_call, options)
+
+
+class AcpTurn:
+    """One runner turn of an ACP agent: registered like any run, so ``abort`` stops it."""
+
+    def __init__(self, run: Run, request: RunRequest, emit: EventCallback,
+                 registry: ProcessRegistry, grace_s: float, max_line: int) -> None:
+        self.run = run
+        self.request = request
+        self.manifest = request.manifest
+        self.emit = emit
+        self.registry = registry
+        self.grace_s = grace_s
+        self.max_line = max_line
+        self.started = time.monotonic()
+        self.mapper = UpdateMapper(run.stream_id)
+        self.session_id: str | None = None
+        self.stopping = False
+        #: Permission requests waiting for ``request.on_permission``; Stop answers them None.
+        self.pending_permissions: set[asyncio.Future[str | None]] = set()
+        self.survivors: list[Survivor] = []
+        self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
+
+    def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
+        return Done(self.run.stream_id, stop_reason=stop_reason, exit_code=exit_code,
+                    duration_ms=int((time.monotonic() - self.started) * 1000),
+                    survivors=tuple(self.survivors))
+
+    def _fail(self, message: str) -> Done:
+        self.emit(Error(self.run.stream_id, message=message))
+        return self._done(STOP_ERROR)
+
+    async def execute(self) -> Done:
+        from tolaria.core.runner import _ExitProtocol, build_env, resolve_program
+
+        sid, manifest = self.run.stream_id, self.manifest
+        if self.run.stop_requested:
+            return self._done(STOP_CANCELLED)
+        cwd = self.request.cwd or os.getcwd()
+        if not Path(cwd).is_dir():
+            return self._fail(f"working folder {cwd} does not exist or is not a folder")
+        cwd = str(Path(cwd).resolve())  # ACP wants an absolute path
+        try:
+            import acp  # noqa: F401
+        except ImportError as exc:
+            return self._fail(f"ACP agents need the agent-client-protocol package ({exc})")
+        argv = substitute(manifest.command, prompt=self.request.prompt, cwd=cwd)
+        env = build_env(manifest, sid, self.request.env)
+        program = resolve_program(argv[0], env)
+        if program is None:
+            hint = f" Install it with: {manifest.install_hint}" if manifest.install_hint else ""
+            return self._fail(f"{manifest.name}: program {argv[0]!r} not found on PATH.{hint}")
+        argv[0] = program
+        if self.run.stop_requested:
+            return self._done(STOP_CANCELLED)
+        loop = asyncio.get_running_loop()
+        try:
+            # Own session: a Ctrl+C in our terminal does not reach the agent, and its group
+            # can be signalled as a whole. stdin/stdout carry JSON-RPC; stderr is drained.
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ExitProtocol(limit=2**16, loop=loop), *argv,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
+        except OSError as exc:
+            return self._fail(f"{manifest.name}: cannot start {argv[0]}: {exc.strerror or exc}")
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
+        proctree.remember_own_child(proc.pid)
+        try:
+            return await self._supervise(proc, protocol, cwd)
+        finally:
+            transport.close()
+
+    async def _supervise(self, proc: asyncio.subprocess.Process, protocol: _ExitProtocol,
+                         cwd: str) -> Done:
+        import acp
+
+        sid = self.run.stream_id
+        try:
+            root: psutil.Process | None = psutil.Process(proc.pid)
+        except psutil.Error:
+            root = None
+        killer = proctree.TreeKiller(sid, root, since=self.run.started_at,
+                                     sole_run=lambda: self.registry.live_count() == 1)
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        stderr = asyncio.ensure_future(read_lines(proc.stderr, self._on_stderr,
+                                                  self._on_oversized_err, self.max_line))
+        # _Client implements the two methods an agent may call here (fs and terminal are not
+        # advertised); the SDK answers anything else with "method not found".
+        conn = acp.connect_to_agent(cast("Client", _Client(self)), proc.stdin, proc.stdout)
+        self.registry.transition(self.run, RUNNING)
+        converse = asyncio.ensure_future(self._converse(conn, cwd))
+        stop = asyncio.ensure_future(self.run.stop_event.wait())
+        task_cancelled = False
+        try:
+            await asyncio.wait({converse, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # Whoever awaits this turn was cancelled: the tree must still go first.
+            self.registry.force_stop(self.run)
+            task_cancelled = True
+        cancelled = self.registry.transition(self.run, FINISHING) == STOPPING
+        wind_down = asyncio.ensure_future(
+            self._wind_down(conn, converse, killer, proc, protocol, stderr, cancelled))
+        while True:
+            try:
+                exit_code = await asyncio.shield(wind_down)
+                break
+            except asyncio.CancelledError:
+                task_cancelled = True
+                if wind_down.done():
+                    exit_code = wind_down.result()
+                    break
+        stop.cancel()
+        done = self._final(converse, cancelled, exit_code)
+        if task_cancelled:
+            self.emit(done)
+            raise asyncio.CancelledError
+        return done
+
+    async def _converse(self, conn: Any, cwd: str) -> dict[str, Any]:
+        """initialize, session/new (or session/load), session/prompt: the prompt's result."""
+        from acp import PROTOCOL_VERSION, RequestError
+        from acp.schema import (
+            ClientCapabilities,
+            FileSystemCapabilities,
+            Implementation,
+            TextContentBlock,
+        )
+        from pydantic import ValidationError
+
+        sid = self.run.stream_id
+        init = await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                terminal=False),
+            client_info=Implementation(name="tolaria", title="Tolaria", version=__version__))
+        caps = init.agent_capabilities
+        wanted = self.request.session_id
+        session = None
+        if wanted and caps is not None and caps.load_session:
+            # The agent replays the old conversation as updates: not news for this turn.
+            self.mapper.muted = True
+            try:
+                await conn.load_session(cwd=cwd, session_id=wanted, mcp_servers=[])
+                session = wanted
+            except RequestError as exc:
+                self.emit(Diagnostic(sid, source="acp", message=f"could not load session "
+                                                                f"{wanted} ({exc}); starting a new one"))
+            finally:
+                self.mapper.muted = False
+        elif wanted:
+            self.emit(Diagnostic(sid, source="acp", message="the agent cannot load an earlier "
+                                                            "session; starting a new one"))
+        if session is None:
+            session = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+        self.session_id = session
+        self.emit(Init(sid, agent=self.manifest.id, session_id=session))
+        try:
+            response = await conn.prompt(session_id=session,
+                                         prompt=[TextContentBlock(type="text",
+                                                                  text=self.request.prompt)])
+        except ValidationError as exc:
+            # An answer we cannot parse (another protocol version) still ends the turn.
+            self.emit(Diagnostic(sid, source="acp", message=f"unexpected session/prompt result: "
+                                                            f"{str(exc)[:300]}"))
+            return {}
+        result: dict[str, Any] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return result
+
+    async def _wind_down(self, conn: Any, converse: asyncio.Future[dict[str, Any]],
+                         killer: proctree.TreeKiller, proc: asyncio.subprocess.Process,
+                         protocol: _ExitProtocol, stderr: asyncio.Future[None],
+                         cancelled: bool) -> int | None:
+        """Stop politely if asked, then always end the tree (the process is per run)."""
+        try:
+            if cancelled:
+                await self._polite_stop(conn, converse)
+            elif converse.done() and (converse.cancelled() or converse.exception() is not None):
+                # The pipe closes a moment before the exit is reported: give it that moment,
+                # so a crash is reported with its own exit code rather than our kill's.
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(protocol.exited.wait(), 0.5)
+            exited_alone = protocol.exited.is_set()
+            self.survivors = await killer.kill(self.grace_s)
+            if not converse.done():
+                converse.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(converse), 1)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), 1)
+            _, pending = await asyncio.wait({stderr}, timeout=_DRAIN_S)
+            if pending:
+                stderr.cancel()
+                self.emit(Diagnostic(self.run.stream_id, source="tolaria",
+                                     message="stderr still held open after the run ended; "
+                                             "stopped reading it"))
+            # Not proc.wait(): on 3.11 it also waits for the pipes, which a survivor may hold.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(protocol.exited.wait(), timeout=5)
+            code = proc.returncode
+            if not exited_alone or code is None:
+                return None
+            return 128 - code if code < 0 else code
+        finally:
+            proctree.forget_own_child(proc.pid)
+
+    async def _polite_stop(self, conn: Any, converse: asyncio.Future[dict[str, Any]]) -> None:
+        sid = self.run.stream_id
+        self.stopping = True  # permission requests from now on are answered "cancelled"
+        for pending in self.pending_permissions:
+            if not pending.done():
+                pending.set_result(None)
+        for event in self.mapper.cancel_open_tools():
+            self.emit(event)
+        if converse.done() or self.session_id is None:
+            return  # nothing to cancel yet (still starting) or already over
+        window = self.manifest.stop.polite_window_ms / 1000
+        try:
+            await asyncio.wait_for(conn.cancel(session_id=self.session_id), window)
+        except Exception as exc:
+            self.emit(Diagnostic(sid, source="tolaria",
+                                 message=f"could not send session/cancel ({exc}); "
+                                         "ending the agent's processes"))
+            return
+        await asyncio.wait({converse}, timeout=window)
+        if not converse.done():
+            self.emit(Diagnostic(sid, source="tolaria",
+                                 message=f"{self.manifest.name} did not end the turn within "
+                                         f"{window * 1000:.0f} ms of session/cancel; "
+                                         "ending its processes"))
+
+    def _final(self, converse: asyncio.Future[dict[str, Any]], cancelled: bool,
+               exit_code: int | None) -> Done:
+        from acp import RequestError
+
+        sid = self.run.stream_id
+        if cancelled:
+            return self._done(STOP_CANCELLED, exit_code)
+        exc = None if converse.cancelled() else converse.exception()
+        if converse.cancelled() or exc is not None:
+            for event in self.mapper.close_open_tools("the turn ended before this tool finished"):
+                self.emit(event)
+        if exc is None and not converse.cancelled():
+            result = converse.result()
+            usage = result_usage(sid, result)
+            if usage is not None:
+                self.emit(usage)
+            return self._done(stop_reason(result), exit_code)
+        name = self.manifest.name
+        if isinstance(exc, RequestError):
+            message = f"{name}: {exc}"
+        elif isinstance(exc, ConnectionError) or converse.cancelled():
+            code = "" if exit_code is None else f" (exit code {exit_code})"
+            message = f"{name} exited before the turn ended{code}"
+        else:
+            log.error("ACP turn %s failed", sid, exc_info=exc)
+            message = f"{name}: {type(exc).__name__}: {exc}"
+        tail = "\n".join(self.stderr_tail)
+        self.emit(Error(sid, message=f"{message}\n{tail}" if tail else message))
+        return self._done(STOP_ERROR, exit_code)
+
+    # -- called by the SDK (through _Client) ---------------------------------------------------
+    def on_update(self, update: dict[str, Any]) -> None:
+        for event in self.mapper.feed(update):
+            self.emit(event)
+
+    async def on_permission(self, tool_call: ToolCallUpdate,
+                            options: list[PermissionOption]) -> RequestPermissionResponse:
+        from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+        sid = self.run.stream_id
+        title = tool_call.title or tool_call.tool_call_id
+        full = self.manifest.permissions == "full"
+        hook = self.request.on_permission
+        option_id: str | None = None
+        if self.stopping:
+            pass
+        elif full or hook is None:
+            option = _pick(options, _ALLOW if full else _REJECT)
+            if option is not None:
+                option_id = option.option_id
+                message = (f"allowed {title!r} ({option.name}): permissions = \"full\"" if full
+                           else f"rejected {title!r}: permissions = \"safe\" and no one to ask "
+                                "(set permissions = \"full\" in the agent's manifest to allow)")
+                self.emit(Diagnostic(sid, source="permission", message=message))
+        else:
+            option_id = await self._ask(hook, PermissionRequest(
+                sid, tool_call.tool_call_id, title, tool_call.raw_input,
+                tuple(PermissionChoice(o.option_id, o.name, str(o.kind)) for o in options)))
+            if option_id not in {o.option_id for o in options}:
+                option_id = None
+        if option_id is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=option_id))
+
+    async def _ask(self, hook: Any, request: PermissionRequest) -> str | None:
+        """The hook's answer, or None once Stop answered for it (or the hook failed)."""
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self.pending_permissions.add(answer)
+
+        async def consult() -> None:
+            try:
+                choice = await hook(request)
+            except Exception as exc:
+                log.exception("permission callback failed for %s", request.stream_id)
+                self.emit(Diagnostic(request.stream_id, source="permission",
+                                     message=f"permission prompt failed ({exc}); not allowed"))
+                choice = None
+            if not answer.done():
+                answer.set_result(choice)
+
+        asker = asyncio.ensure_future(consult())
+        try:
+            return await answer
+        finally:
+            self.pending_permissions.discard(answer)
+            asker.cancel()
+
+    # -- stderr --------------------------------------------------------------------------------
+    def _on_stderr(self, line: str) -> None:
+        line = line[:4096]
+        self.stderr_tail.append(line)
+        self.emit(Diagnostic(self.run.stream_id, source="stderr", message=line))
+
+    def _on_oversized_err(self, size: int) -> None:
+        self.emit(Diagnostic(self.run.stream_id, source="stderr",
+                             message=f"dropped a stderr line of {size} bytes (limit {self.max_line})"))
+
+
+def _pick(options: list[PermissionOption], kinds: tuple[str, ...]) -> PermissionOption | None:
+    for kind in kinds:
+        for option in options:
+            if option.kind == kind:
+                return option
+    return None
+

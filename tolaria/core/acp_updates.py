@@ -1,0 +1,175 @@
+"""ACP ``session/update`` payloads to core events. No I/O, no SDK: plain dicts as on the wire.
+
+Kept apart from the turn so the same mapper parses real captured sessions in the tests
+(tests/fixtures/acp/) and the SDK's models (dumped back to wire form) at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tolaria.core.events import (
+    STOP_CANCELLED,
+    STOP_END_TURN,
+    Diagnostic,
+    Event,
+    TextDelta,
+    ThinkingDelta,
+    ToolDone,
+    ToolStart,
+    Usage,
+)
+
+#: Stop reasons of ``session/prompt`` (ACP v1); any other value is passed through as given.
+STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
+CANCELLED_TOOL_OUTPUT = "cancelled"
+_MAX_OUTPUT = 64_000
+#: Updates that describe the session, not the conversation: nothing to show in a turn.
+_QUIET = {"available_commands_update", "current_mode_update", "config_option_update",
+          "session_info_update", "user_message_chunk"}
+
+
+@dataclass(frozen=True)
+class PermissionChoice:
+    """One answer the agent offers: ``kind`` is allow_once, allow_always, reject_once or
+    reject_always."""
+
+    option_id: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    """The agent asks before running a tool (``session/request_permission``)."""
+
+    stream_id: str
+    tool_id: str
+    title: str
+    input: Any
+    choices: tuple[PermissionChoice, ...]
+
+
+#: Answers a PermissionRequest with the chosen ``option_id``, or None to cancel it.
+PermissionCallback = Callable[[PermissionRequest], Awaitable[str | None]]
+
+
+def stop_reason(result: Mapping[str, Any] | None) -> str:
+    """The Done stop reason for a ``session/prompt`` result.
+
+    An agent on a protocol version without ``stopReason`` still ended the turn by answering.
+    """
+    reason = (result or {}).get("stopReason")
+    if not isinstance(reason, str) or not reason:
+        return STOP_END_TURN
+    return STOP_CANCELLED if reason == "cancelled" else reason
+
+
+def result_usage(stream_id: str, result: Mapping[str, Any] | None) -> Usage | None:
+    usage = (result or {}).get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+    return Usage(stream_id, input_tokens=_int(usage.get("inputTokens")),
+                 output_tokens=_int(usage.get("outputTokens")))
+
+
+class UpdateMapper:
+    """Stateful: remembers which tool calls are open so Stop can close them as cancelled."""
+
+    def __init__(self, stream_id: str) -> None:
+        self.stream_id = stream_id
+        #: tool call id -> title, for calls started and not finished.
+        self.open_tools: dict[str, str] = {}
+        self._closed_tools: set[str] = set()
+        #: While an agent replays history (``session/load``), nothing is a new event.
+        self.muted = False
+
+    def feed(self, update: Mapping[str, Any]) -> list[Event]:
+        if self.muted:
+            return []
+        kind = update.get("sessionUpdate")
+        sid = self.stream_id
+        if kind in ("agent_message_chunk", "agent_thought_chunk"):
+            block = update.get("content")
+            if not isinstance(block, Mapping):
+                return []
+            if block.get("type") != "text":
+                return [Diagnostic(sid, source="acp",
+                                   message=f"agent sent {block.get('type')!r} content (not shown)")]
+            text = block.get("text")
+            if not isinstance(text, str) or not text:
+                return []
+            return [TextDelta(sid, text=text) if kind == "agent_message_chunk"
+                    else ThinkingDelta(sid, text=text)]
+        if kind in ("tool_call", "tool_call_update"):
+            return self._tool(update)
+        if kind == "plan":
+            entries = update.get("entries") or []
+            lines = [f"[{e.get('status', '?')}] {e.get('content', '')}"
+                     for e in entries if isinstance(e, Mapping)]
+            return [Diagnostic(sid, source="plan", message="\n".join(lines))]
+        if kind == "usage_update":
+            cost = update.get("cost")
+            amount = None
+            if isinstance(cost, Mapping) and cost.get("currency", "USD") == "USD":
+                amount = cost.get("amount")
+            return [Usage(sid, cost_usd=float(amount) if isinstance(amount, int | float) else None)]
+        if kind in _QUIET or not isinstance(kind, str):
+            return []
+        return [Diagnostic(sid, source="acp", message=f"unhandled session update {kind!r}")]
+
+    def cancel_open_tools(self) -> list[Event]:
+        """Stop: every unfinished tool call ends now, as an error saying it was cancelled."""
+        return self.close_open_tools(CANCELLED_TOOL_OUTPUT)
+
+    def close_open_tools(self, output: str) -> list[Event]:
+        events: list[Event] = [ToolDone(self.stream_id, tool_id=tool_id, output=output,
+                                        is_error=True)
+                               for tool_id in self.open_tools]
+        self._closed_tools.update(self.open_tools)
+        self.open_tools.clear()
+        return events
+
+    def _tool(self, update: Mapping[str, Any]) -> list[Event]:
+        tool_id = update.get("toolCallId")
+        if not isinstance(tool_id, str) or tool_id in self._closed_tools:
+            return []  # late news of a call already closed (by Stop): the turn has moved on
+        events: list[Event] = []
+        if tool_id not in self.open_tools:
+            title = str(update.get("title") or update.get("kind") or "tool")
+            self.open_tools[tool_id] = title
+            events.append(ToolStart(self.stream_id, tool_id=tool_id, name=title,
+                                    input=update.get("rawInput")))
+        status = update.get("status")
+        if status in ("completed", "failed"):
+            del self.open_tools[tool_id]
+            self._closed_tools.add(tool_id)
+            events.append(ToolDone(self.stream_id, tool_id=tool_id, output=_tool_output(update),
+                                   is_error=status == "failed"))
+        return events
+
+
+def _tool_output(update: Mapping[str, Any]) -> str:
+    parts: list[str] = []
+    for item in update.get("content") or []:
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "content":
+            block = item.get("content")
+            if isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        elif item.get("type") == "diff":
+            parts.append(f"edited {item.get('path', '?')}")
+        elif item.get("type") == "terminal":
+            parts.append(f"[terminal {item.get('terminalId', '?')}]")
+    if not parts and update.get("rawOutput") is not None:
+        raw = update["rawOutput"]
+        parts.append(raw if isinstance(raw, str) else json.dumps(raw))
+    return "\n".join(parts)[:_MAX_OUTPUT]
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
