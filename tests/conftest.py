@@ -49,11 +49,20 @@ def marked_processes(home_prefix: str | None = None) -> list[psutil.Process]:
     return found
 
 
+def _is_watchdog(proc: psutil.Process) -> bool:
+    """The app's one long-lived watchdog (tolaria.core.watchdog): not a leak."""
+    try:
+        with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+            return b"TOLARIA_WATCHDOG=1" in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def _live_children() -> list[psutil.Process]:
     out = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE:
+            if child.status() != psutil.STATUS_ZOMBIE and not _is_watchdog(child):
                 out.append(child)
         except psutil.Error:
             continue

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tolaria.core import proctree
+from tolaria.core import proctree, watchdog
 from tolaria.core.stream_id import validate_stream_id
 
 PENDING = "pending"  # registered, agent not spawned yet
@@ -71,12 +71,17 @@ class ProcessRegistry:
             if run.stream_id in self._runs:
                 raise DuplicateStreamError(f"stream {run.stream_id} already has a live run")
             self._runs[run.stream_id] = run
+        # Before anything is spawned: should the app die from here on, its watchdog ends the run.
+        watchdog.run_started(run.stream_id)
 
     def unregister(self, run: Run) -> None:
         with self._lock:
             run.state = FINISHED
-            if self._runs.get(run.stream_id) is run:
+            mine = self._runs.get(run.stream_id) is run
+            if mine:
                 del self._runs[run.stream_id]
+        if mine:
+            watchdog.run_ended(run.stream_id)
         if not run.finished.done():
             run.finished.set_result(None)
 
