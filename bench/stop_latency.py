@@ -189,8 +189,9 @@ class Monitor:
 def own_child(pid: int) -> None:
     """Tell Tolaria a child of ours is not an orphan it may claim (as the app must for its own).
 
-    A Tolaria stop treats a marker-less child of this process born after (run start - 1 s) as an
-    adopted orphan of the run and kills it, unless it was registered this way.
+    A Tolaria stop claims a child of this process as an adopted orphan of the run only when it
+    carries neither a stream-id nor the app-child marker and was born after the agent; children
+    started before the registry existed lack the app-child marker, so register them explicitly.
     """
     remember = getattr(proctree, "remember_own_child", None)
     if remember is not None:

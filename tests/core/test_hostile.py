@@ -89,10 +89,7 @@ def _ask_as(uid: int, path: Path, request: bytes) -> str:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.settimeout(10)
                 sock.connect(str(path))
-                # A refused peer is answered without being read: the server may have closed
-                # before our request is sent. Its answer is still there to read.
-                with contextlib.suppress(BrokenPipeError):
-                    sock.sendall(request)
+                sock.sendall(request)
                 answer = sock.recv(65536).decode(errors="replace")
             os.write(write_fd, answer.encode())
         except BaseException as exc:

@@ -65,13 +65,15 @@ class ControlServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             uid = _peer_uid(writer.get_extra_info("socket"))
+            try:
+                # Read the request even when refusing, so the client gets the answer rather
+                # than a broken pipe.
+                line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
+            except (TimeoutError, ValueError, ConnectionError):
+                line = b""
             if uid is not None and uid != os.getuid():
                 reply: dict[str, Any] = {"ok": False, "error": "refused: another user"}
             else:
-                try:
-                    line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
-                except (TimeoutError, ValueError, ConnectionError):
-                    line = b""
                 reply = await self._answer(line)
             writer.write(json.dumps(reply).encode() + b"\n")
             await writer.drain()
