@@ -14,13 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import time
-from collections import deque
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-
-import psutil
 
 from tolaria import __version__
 from tolaria.core import proctree
@@ -31,7 +25,7 @@ from tolaria.core.acp_updates import (
     result_usage,
     stop_reason,
 )
-from tolaria.core.adapters import substitute
+from tolaria.core.agent_process import ExitProtocol, ProcessTurn
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_ERROR,
@@ -40,16 +34,15 @@ from tolaria.core.events import (
     Error,
     EventCallback,
     Init,
-    Survivor,
 )
 from tolaria.core.linereader import read_lines
-from tolaria.core.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
+from tolaria.core.registry import ProcessRegistry, Run
 
 if TYPE_CHECKING:
     from acp import Client
     from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
-    from tolaria.core.runner import RunRequest, _ExitProtocol
+    from tolaria.core.runner import RunRequest
 
 log = logging.getLogger(__name__)
 
@@ -74,121 +67,47 @@ class _Client:
         return await self._turn.on_permission(tool_call, options)
 
 
-class AcpTurn:
+class AcpTurn(ProcessTurn):
     """One runner turn of an ACP agent: registered like any run, so ``abort`` stops it."""
+
+    absolute_cwd = True  # ACP wants an absolute path
 
     def __init__(self, run: Run, request: RunRequest, emit: EventCallback,
                  registry: ProcessRegistry, grace_s: float, max_line: int) -> None:
-        self.run = run
-        self.request = request
-        self.manifest = request.manifest
-        self.emit = emit
-        self.registry = registry
-        self.grace_s = grace_s
-        self.max_line = max_line
-        self.started = time.monotonic()
+        super().__init__(run, request, emit, registry, grace_s, max_line)
         self.mapper = UpdateMapper(run.stream_id)
         self.session_id: str | None = None
         self.stopping = False
         #: Permission requests waiting for ``request.on_permission``; Stop answers them None.
         self.pending_permissions: set[asyncio.Future[str | None]] = set()
-        self.survivors: list[Survivor] = []
-        self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
 
-    def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
-        return Done(self.run.stream_id, stop_reason=stop_reason, exit_code=exit_code,
-                    duration_ms=int((time.monotonic() - self.started) * 1000),
-                    survivors=tuple(self.survivors))
-
-    def _fail(self, message: str) -> Done:
-        self.emit(Error(self.run.stream_id, message=message))
-        return self._done(STOP_ERROR)
-
-    async def execute(self) -> Done:
-        from tolaria.core.runner import _ExitProtocol, build_env, resolve_program
-
-        sid, manifest = self.run.stream_id, self.manifest
-        if self.run.stop_requested:
-            return self._done(STOP_CANCELLED)
-        cwd = self.request.cwd or os.getcwd()
-        if not Path(cwd).is_dir():
-            return self._fail(f"working folder {cwd} does not exist or is not a folder")
-        cwd = str(Path(cwd).resolve())  # ACP wants an absolute path
+    def _not_ready(self) -> str | None:
         try:
             import acp  # noqa: F401
         except ImportError as exc:
-            return self._fail(f"ACP agents need the agent-client-protocol package ({exc})")
-        argv = substitute(manifest.command, prompt=self.request.prompt, cwd=cwd)
-        env = build_env(manifest, sid, self.request.env)
-        program = resolve_program(argv[0], env)
-        if program is None:
-            hint = f" Install it with: {manifest.install_hint}" if manifest.install_hint else ""
-            return self._fail(f"{manifest.name}: program {argv[0]!r} not found on PATH.{hint}")
-        argv[0] = program
-        if self.run.stop_requested:
-            return self._done(STOP_CANCELLED)
-        loop = asyncio.get_running_loop()
-        try:
-            # Own session: a Ctrl+C in our terminal does not reach the agent, and its group
-            # can be signalled as a whole. stdin/stdout carry JSON-RPC; stderr is drained.
-            transport, protocol = await loop.subprocess_exec(
-                lambda: _ExitProtocol(limit=2**16, loop=loop), *argv,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
-        except OSError as exc:
-            return self._fail(f"{manifest.name}: cannot start {argv[0]}: {exc.strerror or exc}")
-        proc = asyncio.subprocess.Process(transport, protocol, loop)
-        proctree.remember_own_child(proc.pid)
-        try:
-            return await self._supervise(proc, protocol, cwd)
-        finally:
-            transport.close()
+            return f"ACP agents need the agent-client-protocol package ({exc})"
+        return None
 
-    async def _supervise(self, proc: asyncio.subprocess.Process, protocol: _ExitProtocol,
+    async def _supervise(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol,
                          cwd: str) -> Done:
         import acp
 
-        sid = self.run.stream_id
-        try:
-            root: psutil.Process | None = psutil.Process(proc.pid)
-        except psutil.Error:
-            root = None
-        killer = proctree.TreeKiller(sid, root, since=self.run.started_at,
-                                     sole_run=lambda: self.registry.live_count() == 1)
+        killer = self._killer(proc)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         stderr = asyncio.ensure_future(read_lines(proc.stderr, self._on_stderr,
                                                   self._on_oversized_err, self.max_line))
         # _Client implements the two methods an agent may call here (fs and terminal are not
         # advertised); the SDK answers anything else with "method not found".
         conn = acp.connect_to_agent(cast("Client", _Client(self)), proc.stdin, proc.stdout)
-        self.registry.transition(self.run, RUNNING)
         converse = asyncio.ensure_future(self._converse(conn, cwd))
         stop = asyncio.ensure_future(self.run.stop_event.wait())
-        task_cancelled = False
-        try:
-            await asyncio.wait({converse, stop}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            # Whoever awaits this turn was cancelled: the tree must still go first.
-            self.registry.force_stop(self.run)
-            task_cancelled = True
-        cancelled = self.registry.transition(self.run, FINISHING) == STOPPING
-        wind_down = asyncio.ensure_future(
-            self._wind_down(conn, converse, killer, proc, protocol, stderr, cancelled))
-        while True:
-            try:
-                exit_code = await asyncio.shield(wind_down)
-                break
-            except asyncio.CancelledError:
-                task_cancelled = True
-                if wind_down.done():
-                    exit_code = wind_down.result()
-                    break
+
+        async def wind_down(cancelled: bool) -> int | None:
+            return await self._wind_down(conn, converse, killer, proc, protocol, stderr, cancelled)
+
+        exit_code, cancelled, task_cancelled = await self._settle({converse, stop}, wind_down)
         stop.cancel()
-        done = self._final(converse, cancelled, exit_code)
-        if task_cancelled:
-            self.emit(done)
-            raise asyncio.CancelledError
-        return done
+        return self._report(self._final(converse, cancelled, exit_code), task_cancelled)
 
     async def _converse(self, conn: Any, cwd: str) -> dict[str, Any]:
         """initialize, session/new (or session/load), session/prompt: the prompt's result."""
@@ -243,40 +162,37 @@ class AcpTurn:
 
     async def _wind_down(self, conn: Any, converse: asyncio.Future[dict[str, Any]],
                          killer: proctree.TreeKiller, proc: asyncio.subprocess.Process,
-                         protocol: _ExitProtocol, stderr: asyncio.Future[None],
+                         protocol: ExitProtocol, stderr: asyncio.Future[None],
                          cancelled: bool) -> int | None:
         """Stop politely if asked, then always end the tree (the process is per run)."""
-        try:
-            if cancelled:
-                await self._polite_stop(conn, converse)
-            elif converse.done() and (converse.cancelled() or converse.exception() is not None):
-                # The pipe closes a moment before the exit is reported: give it that moment,
-                # so a crash is reported with its own exit code rather than our kill's.
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(protocol.exited.wait(), 0.5)
-            exited_alone = protocol.exited.is_set()
-            self.survivors = await killer.kill(self.grace_s)
-            if not converse.done():
-                converse.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(converse), 1)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), 1)
-            _, pending = await asyncio.wait({stderr}, timeout=_DRAIN_S)
-            if pending:
-                stderr.cancel()
-                self.emit(Diagnostic(self.run.stream_id, source="tolaria",
-                                     message="stderr still held open after the run ended; "
-                                             "stopped reading it"))
-            # Not proc.wait(): on 3.11 it also waits for the pipes, which a survivor may hold.
+        if cancelled:
+            await self._polite_stop(conn, converse)
+        elif converse.done() and (converse.cancelled() or converse.exception() is not None):
+            # The pipe closes a moment before the exit is reported: give it that moment,
+            # so a crash is reported with its own exit code rather than our kill's.
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(protocol.exited.wait(), timeout=5)
-            code = proc.returncode
-            if not exited_alone or code is None:
-                return None
-            return 128 - code if code < 0 else code
-        finally:
-            proctree.forget_own_child(proc.pid)
+                await asyncio.wait_for(protocol.exited.wait(), 0.5)
+        exited_alone = protocol.exited.is_set()
+        self.survivors = await killer.kill(self.grace_s)
+        if not converse.done():
+            converse.cancel()
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(converse), 1)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conn.close(), 1)
+        _, pending = await asyncio.wait({stderr}, timeout=_DRAIN_S)
+        if pending:
+            stderr.cancel()
+            self.emit(Diagnostic(self.run.stream_id, source="tolaria",
+                                 message="stderr still held open after the run ended; "
+                                         "stopped reading it"))
+        # Not proc.wait(): on 3.11 it also waits for the pipes, which a survivor may hold.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(protocol.exited.wait(), timeout=5)
+        code = proc.returncode
+        if not exited_alone or code is None:
+            return None
+        return 128 - code if code < 0 else code
 
     async def _polite_stop(self, conn: Any, converse: asyncio.Future[dict[str, Any]]) -> None:
         sid = self.run.stream_id
@@ -390,16 +306,6 @@ class AcpTurn:
         finally:
             self.pending_permissions.discard(answer)
             asker.cancel()
-
-    # -- stderr --------------------------------------------------------------------------------
-    def _on_stderr(self, line: str) -> None:
-        line = line[:4096]
-        self.stderr_tail.append(line)
-        self.emit(Diagnostic(self.run.stream_id, source="stderr", message=line))
-
-    def _on_oversized_err(self, size: int) -> None:
-        self.emit(Diagnostic(self.run.stream_id, source="stderr",
-                             message=f"dropped a stderr line of {size} bytes (limit {self.max_line})"))
 
 
 def _pick(options: list[PermissionOption], kinds: tuple[str, ...]) -> PermissionOption | None:

@@ -63,7 +63,7 @@ class ChatTurn:
         return self._done(STOP_ERROR)
 
     async def execute(self) -> Done:
-        from tolaria.core.runner import build_env
+        from tolaria.core.agent_process import build_env
 
         sid, manifest = self.run.stream_id, self.manifest
         if self.run.stop_requested:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from tolaria.core import proctree
 from tolaria.core.adapters import OPENAI_CHAT, Manifest, substitute
-from tolaria.core.runner import resolve_program
+from tolaria.core.agent_process import resolve_program
 
 PROBE_TIMEOUT_S = 5.0
 

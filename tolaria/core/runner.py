@@ -12,20 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import shutil
 import signal
-import time
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import psutil
-
 from tolaria.core import proctree
-from tolaria.core.adapters import ACP, OPENAI_CHAT, Manifest, substitute
+from tolaria.core.adapters import ACP, OPENAI_CHAT, Manifest
+from tolaria.core.agent_process import ExitProtocol, ProcessTurn
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -35,13 +29,9 @@ from tolaria.core.events import (
     Error,
     Event,
     EventCallback,
-    Survivor,
 )
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
 from tolaria.core.registry import (
-    FINISHING,
-    RUNNING,
-    STOPPING,
     ProcessRegistry,
     Run,
     default_registry,
@@ -59,7 +49,6 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 2.0
 #: How long readers may take to reach EOF once every process of the run is gone.
 _DRAIN_S = 1.0
-_STDERR_TAIL = 20
 _SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM}
 
 
@@ -93,38 +82,6 @@ class _Emitter:
             self._callback(event)
         except Exception:
             log.exception("event callback failed for %s", event.kind)
-
-
-class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """Tells us the moment the agent exits, even while a grandchild still holds its stdout.
-
-    (On Python 3.11 ``Process.wait()`` only returns once every pipe is closed.)
-    """
-
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited = asyncio.Event()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        self.exited.set()
-
-
-def build_env(manifest: Manifest, stream_id: str, extra: Mapping[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop(proctree.APP_CHILD_MARKER, None)
-    env.update({k: os.path.expandvars(v) for k, v in manifest.env.items()})
-    env.update(extra)
-    # Every process of the run inherits this marker, so the tree can be found even after a
-    # tool leaves it with setsid + double fork, and leak checks can name the run.
-    env[proctree.ENV_MARKER] = stream_id
-    return env
-
-
-def resolve_program(program: str, env: Mapping[str, str]) -> str | None:
-    if os.sep in program:
-        return program if os.access(program, os.X_OK) and os.path.isfile(program) else None
-    return shutil.which(program, path=env.get("PATH", os.defpath))
 
 
 async def stream_ai_agent(
@@ -171,87 +128,21 @@ async def stream_ai_agent(
         registry.unregister(run)
 
 
-class _Turn:
-    def __init__(self, run: Run, request: RunRequest, emit: _Emitter, registry: ProcessRegistry,
-                 grace_s: float, max_line: int) -> None:
-        self.run = run
-        self.request = request
-        self.manifest = request.manifest
-        self.emit = emit
-        self.registry = registry
-        self.grace_s = grace_s
-        self.max_line = max_line
-        self.started = time.monotonic()
-        self.stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL)
+class _Turn(ProcessTurn):
+    """A CLI agent whose stdout a runtime parses line by line."""
+
+    def __init__(self, run: Run, request: RunRequest, emit: EventCallback,
+                 registry: ProcessRegistry, grace_s: float, max_line: int) -> None:
+        super().__init__(run, request, emit, registry, grace_s, max_line)
         self.runtime = make_runtime(self.manifest.protocol, run.stream_id, self.manifest.id)
-        self.survivors: list[Survivor] = []
 
-    def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
-        return Done(
-            self.run.stream_id,
-            stop_reason=stop_reason,
-            exit_code=exit_code,
-            duration_ms=int((time.monotonic() - self.started) * 1000),
-            survivors=tuple(self.survivors),
-        )
+    def _stdin(self) -> int:
+        return (asyncio.subprocess.PIPE if self.manifest.takes_prompt_on_stdin
+                else asyncio.subprocess.DEVNULL)
 
-    def _fail(self, message: str) -> Done:
-        self.emit(Error(self.run.stream_id, message=message))
-        return self._done(STOP_ERROR)
-
-    async def execute(self) -> Done:
-        sid = self.run.stream_id
-        if self.run.stop_requested:
-            return self._done(STOP_CANCELLED)
-        cwd = self.request.cwd
-        if cwd is not None and not Path(cwd).is_dir():
-            return self._fail(f"working folder {cwd} does not exist or is not a folder")
-        argv = substitute(self.manifest.command, prompt=self.request.prompt, cwd=cwd or os.getcwd())
-        if self.request.session_id and self.manifest.resume:
-            argv += substitute(self.manifest.resume, session_id=self.request.session_id)
-        env = build_env(self.manifest, sid, self.request.env)
-        program = resolve_program(argv[0], env)
-        if program is None:
-            hint = f" Install it with: {self.manifest.install_hint}" if self.manifest.install_hint else ""
-            return self._fail(f"{self.manifest.name}: program {argv[0]!r} not found on PATH.{hint}")
-        argv[0] = program
-        if self.run.stop_requested:
-            return self._done(STOP_CANCELLED)
-        loop = asyncio.get_running_loop()
-        stdin = asyncio.subprocess.PIPE if self.manifest.takes_prompt_on_stdin else asyncio.subprocess.DEVNULL
-        try:
-            # start_new_session: the agent gets its own session and process group, so a Ctrl+C
-            # in our terminal does not reach it and its group can be signalled as a whole.
-            transport, protocol = await loop.subprocess_exec(
-                lambda: _ExitProtocol(limit=2**16, loop=loop),
-                *argv,
-                stdin=stdin,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            return self._fail(f"{self.manifest.name}: cannot start {argv[0]}: {exc.strerror or exc}")
-        proc = asyncio.subprocess.Process(transport, protocol, loop)
-        proctree.remember_own_child(proc.pid)
-        try:
-            return await self._supervise(proc, protocol)
-        finally:
-            transport.close()
-
-    async def _supervise(self, proc: asyncio.subprocess.Process, protocol: _ExitProtocol) -> Done:
-        sid = self.run.stream_id
-        try:
-            root: psutil.Process | None = psutil.Process(proc.pid)
-        except psutil.Error:
-            root = None
-        killer = proctree.TreeKiller(sid, root, since=self.run.started_at,
-                                     sole_run=lambda: self.registry.live_count() == 1)
-        # From here an abort is handled by the stop path below (if it came during the spawn,
-        # stop_event is already set and the child is killed at once).
-        self.registry.transition(self.run, RUNNING)
+    async def _supervise(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol,
+                         cwd: str) -> Done:
+        killer = self._killer(proc)
         assert proc.stdout is not None and proc.stderr is not None
         readers = [
             asyncio.ensure_future(read_lines(proc.stdout, self._on_stdout, self._on_oversized,
@@ -264,38 +155,8 @@ class _Turn:
             feeder = asyncio.ensure_future(self._feed_stdin(proc.stdin))
         exited = asyncio.ensure_future(protocol.exited.wait())
         stop = asyncio.ensure_future(self.run.stop_event.wait())
-        task_cancelled = False
-        try:
-            await asyncio.wait({exited, stop}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            # Whoever awaits this turn was cancelled (shutdown, a closed chat). The tree must
-            # still go: finish the stop below, report done, then re-raise.
-            self.registry.force_stop(self.run)
-            task_cancelled = True
-        # Decide under the registry lock: either a stop got in first, or it is now too late.
-        cancelled = self.registry.transition(self.run, FINISHING) == STOPPING
-        wind_down = asyncio.ensure_future(self._wind_down(proc, protocol, killer, readers, cancelled))
-        while True:
-            try:
-                await asyncio.shield(wind_down)
-                break
-            except asyncio.CancelledError:
-                task_cancelled = True
-                if wind_down.done():
-                    break
-        for task in (exited, stop, feeder, *readers):
-            if task is not None and not task.done():
-                task.cancel()
-        done = self._final(proc.returncode, cancelled)
-        if task_cancelled:
-            self.emit(done)
-            raise asyncio.CancelledError
-        return done
 
-    async def _wind_down(self, proc: asyncio.subprocess.Process, protocol: _ExitProtocol,
-                         killer: proctree.TreeKiller, readers: list[asyncio.Task[None]],
-                         cancelled: bool) -> None:
-        try:
+        async def wind_down(cancelled: bool) -> None:
             if cancelled:
                 await self._polite_stop(proc, protocol)
             # Whether stopped or finished on its own, the run owns everything it started:
@@ -305,8 +166,12 @@ class _Turn:
             # Not proc.wait(): on 3.11 it also waits for the pipes, which a survivor may hold.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(protocol.exited.wait(), timeout=5)
-        finally:
-            proctree.forget_own_child(proc.pid)
+
+        _, cancelled, task_cancelled = await self._settle({exited, stop}, wind_down)
+        for task in (exited, stop, feeder, *readers):
+            if task is not None and not task.done():
+                task.cancel()
+        return self._report(self._final(proc.returncode, cancelled), task_cancelled)
 
     async def _feed_stdin(self, stdin: asyncio.StreamWriter) -> None:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
@@ -314,7 +179,7 @@ class _Turn:
             await stdin.drain()
             stdin.close()
 
-    async def _polite_stop(self, proc: asyncio.subprocess.Process, protocol: _ExitProtocol) -> None:
+    async def _polite_stop(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol) -> None:
         sig = _SIGNALS.get(self.manifest.stop.polite)
         if sig is None or protocol.exited.is_set():
             return
@@ -332,6 +197,8 @@ class _Turn:
 
     def _final(self, returncode: int | None, cancelled: bool) -> Done:
         exit_code = None if returncode is None else (128 - returncode if returncode < 0 else returncode)
+        for event in self.runtime.finish():
+            self.emit(event)
         if cancelled:
             return self._done(STOP_CANCELLED, exit_code)
         outcome = self.runtime.outcome()
@@ -353,18 +220,9 @@ class _Turn:
         for event in self.runtime.feed(line):
             self.emit(event)
 
-    def _on_stderr(self, line: str) -> None:
-        line = line[:4096]
-        self.stderr_tail.append(line)
-        self.emit(Diagnostic(self.run.stream_id, source="stderr", message=line))
-
     def _on_oversized(self, size: int) -> None:
         self.emit(Diagnostic(self.run.stream_id, source="stdout",
                              message=f"dropped an output line of {size} bytes (limit {self.max_line})"))
-
-    def _on_oversized_err(self, size: int) -> None:
-        self.emit(Diagnostic(self.run.stream_id, source="stderr",
-                             message=f"dropped a stderr line of {size} bytes (limit {self.max_line})"))
 
 
 def abort_ai_agent_stream(stream_id: str, registry: ProcessRegistry | None = None) -> bool:
