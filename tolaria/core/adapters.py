@@ -21,7 +21,9 @@ from tolaria import paths
 OPENAI_CHAT = "openai-chat"
 #: ``acp`` agents speak the Agent Client Protocol (JSON-RPC on stdio; tolaria/core/acp_turn.py).
 ACP = "acp"
-PROTOCOLS = ("lines", "claude-stream-json", OPENAI_CHAT, ACP)
+#: Protocols parsed by a runtime (tolaria/core/runtimes/), plus the two Tolaria drives itself.
+PROTOCOLS = ("lines", "claude-stream-json", "qwen-stream-json", "codex-exec-json",
+             "gemini-stream-json", "opencode-json", OPENAI_CHAT, ACP)
 #: How an ``acp`` agent's ``session/request_permission`` is answered: "safe" does not allow
 #: (until the chat can ask the user), "full" allows.
 PERMISSION_MODES = ("safe", "full")

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 from tolaria.core.runtimes.base import Outcome, Runtime
 from tolaria.core.runtimes.claude import ClaudeStreamJson
+from tolaria.core.runtimes.codex import CodexExecJson
+from tolaria.core.runtimes.gemini import GeminiStreamJson
 from tolaria.core.runtimes.lines import PlainLines
+from tolaria.core.runtimes.opencode import OpencodeJson
+from tolaria.core.runtimes.qwen import QwenStreamJson
 
 RUNTIMES: dict[str, type[Runtime]] = {
     "lines": PlainLines,
     "claude-stream-json": ClaudeStreamJson,
+    "qwen-stream-json": QwenStreamJson,
+    "codex-exec-json": CodexExecJson,
+    "gemini-stream-json": GeminiStreamJson,
+    "opencode-json": OpencodeJson,
 }
 
 

@@ -27,5 +27,9 @@ class Runtime:
     def feed(self, line: str) -> list[Event]:
         raise NotImplementedError
 
+    def finish(self) -> list[Event]:
+        """Events still held back when stdout ends (called once, before the outcome is read)."""
+        return []
+
     def outcome(self) -> Outcome | None:
         return self._outcome

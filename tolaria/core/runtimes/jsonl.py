@@ -1,0 +1,59 @@
+"""Shared plumbing for JSON-lines dialects: one JSON object per stdout line.
+
+Anything that is not a JSON object, or an object whose fields have unexpected types, becomes a
+``Diagnostic`` naming the line: a parser never raises on what an agent prints.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tolaria.core.events import Diagnostic, Event
+from tolaria.core.runtimes.base import Runtime
+
+_PREVIEW = 200
+
+
+def preview(line: str) -> str:
+    return line if len(line) <= _PREVIEW else line[:_PREVIEW] + f"... ({len(line)} chars)"
+
+
+def int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def as_dict(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} is not an object")
+    return value
+
+
+class JsonLinesRuntime(Runtime):
+    """Subclasses implement ``dispatch(data)`` for one decoded JSON object."""
+
+    def feed(self, line: str) -> list[Event]:
+        stripped = line.strip()
+        if not stripped:
+            return []
+        try:
+            data = json.loads(stripped)
+        except (json.JSONDecodeError, RecursionError):
+            return [self.diag(f"ignored non-JSON line: {preview(stripped)}")]
+        if not isinstance(data, dict):
+            return [self.diag(f"ignored JSON that is not an object: {preview(stripped)}")]
+        try:
+            return self.dispatch(data)
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            return [self.diag(f"ignored malformed {data.get('type')!r} event ({exc}): "
+                              f"{preview(stripped)}")]
+
+    def dispatch(self, data: dict[str, Any]) -> list[Event]:
+        raise NotImplementedError
+
+    def diag(self, message: str) -> Diagnostic:
+        return Diagnostic(self.stream_id, source="stdout", message=message)
