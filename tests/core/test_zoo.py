@@ -462,7 +462,8 @@ async def test_abort_kills_a_daemon_that_scrubbed_its_environment(tmp_path: Path
                                  shutil.which("sleep") or "/bin/sleep", str(pidfile), "{prompt}"))
     run = start_run(manifest, grace_s=GRACE)
     (daemon,) = await wait_pidfile(pidfile)
-    assert daemon.environ() == {}
+    # The pid is written by the intermediate process, possibly before the daemon's execve.
+    await wait_until(lambda: daemon.environ() == {}, what="the daemon's exec with no environment")
     assert daemon.ppid() == os.getpid()  # adopted by us, the child subreaper
     assert run.abort() is True
     done = await run.finish()
