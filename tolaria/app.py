@@ -27,6 +27,7 @@ from tolaria.qt import loop
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
+from tolaria.qt.fanout import FanOutController
 from tolaria.qt.tasks import TaskSet
 from tolaria.settings import load_settings
 from tolaria.ui import theme
@@ -66,6 +67,7 @@ class Tolaria:
         self.bridge = Bridge()
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
                                          self.tasks, grace_s=grace_s)
+        self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.control = ControlServer(self.registry)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
@@ -89,7 +91,13 @@ class Tolaria:
         w.delete_requested.connect(c.delete)
         w.agent_change_requested.connect(c.set_agent)
         w.cwd_change_requested.connect(c.set_cwd)
+        w.fan_out_requested.connect(self._on_window_fan_out_requested)
+        w.stop_job_requested.connect(self.fanout.stop_job)
         w.closed.connect(self._on_window_closed)
+
+    def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str) -> None:
+        names = {m.id: m.name for m in self.adapters.manifests.values()}
+        self.fanout.start_job(prompt, agents, cwd, names)
 
     async def start(self) -> None:
         """Listen for ``tolaria streams``/``abort``, show the window, open a conversation."""
@@ -122,6 +130,8 @@ class Tolaria:
     async def shutdown(self) -> None:
         """Stop every run and wait for their trees to be gone, then close socket and store."""
         self.window.hide()
+        for view in self.window.fan_out_views.values():
+            view.hide()
         try:
             await self.controller.shutdown()
         finally:

@@ -20,6 +20,9 @@ MARKER_MESSAGE_UNQUEUED = "message_unqueued"
 MARKER_MESSAGES_DELIVERED = "messages_delivered"
 MARKER_TURN_RESTARTED = "turn_restarted"
 MARKER_STOP_REQUESTED = "stop_requested"
+#: A turn started as one member of a fan-out job (one prompt sent to several agents at once);
+#: data: ``{"job_id", "prompt", "agent", "stream_id"}``, on the member turn.
+MARKER_FANOUT_JOB = "fanout_job"
 
 
 @dataclass(frozen=True)
@@ -74,4 +77,10 @@ class MarkerLog:
             sql += " AND kind = ?"
             args += (kind,)
         rows = self._query(sql + " ORDER BY id", *args)
+        return [Marker(i, c, t, k, json.loads(d), at) for i, c, t, k, d, at in rows]
+
+    def markers_of_kind(self, kind: str) -> list[Marker]:
+        """Every conversation's markers of ``kind``, oldest first (e.g. the fan-out jobs)."""
+        rows = self._query("SELECT id, conversation_id, turn_id, kind, data, created_at FROM markers"
+                           " WHERE kind = ? ORDER BY id", kind)
         return [Marker(i, c, t, k, json.loads(d), at) for i, c, t, k, d, at in rows]

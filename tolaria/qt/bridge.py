@@ -72,6 +72,10 @@ class Bridge(QObject):
     turn_restarted = Signal(int, str, str)
     #: The operator markers of a conversation, after ``history_loaded``: id, list[Marker].
     markers_loaded = Signal(int, object)
+    #: A fan-out job's conversations exist; its runs start right after: FanOutJob.
+    job_created = Signal(object)
+    #: A fan-out job's status changed (running, completed, cancelled, failed): job id, status.
+    job_changed = Signal(str, str)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

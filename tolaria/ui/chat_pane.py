@@ -204,6 +204,18 @@ class ChatPane(QWidget):
         self._tracker = AwaitTracker()
         self.watchdog.arm()
 
+    def adopt_run(self, stream_id: str) -> bool:
+        """Follow a running turn started in another view (a fan-out job's pane): its stored
+        part was just loaded as history; the rest arrives live. False if it is not shown here."""
+        if self.running_stream is not None or self.transcript.turn(stream_id) is None:
+            return False
+        self.running_stream = stream_id
+        self._show_running(True)
+        self.status_line.start(self._agent_name)
+        self.awaiting.hide()
+        self.watchdog.arm()
+        return True
+
     def apply_event(self, stream_id: str, event: Event) -> None:
         view = self.transcript.turn(stream_id)
         if view is None:

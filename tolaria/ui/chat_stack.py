@@ -94,6 +94,9 @@ class ChatStack(QStackedWidget):
     def running_count(self) -> int:
         return len(self._pane_of_stream)
 
+    def running_streams(self) -> set[str]:
+        return set(self._pane_of_stream)
+
     def is_running(self, conversation_id: int) -> bool:
         pane = self._panes.get(conversation_id)
         return pane is not None and pane.running_stream is not None
@@ -105,6 +108,12 @@ class ChatStack(QStackedWidget):
             return
         self._pane_of_stream[stream_id] = pane
         pane.run_started(stream_id, turn, self.agent_name(turn.agent))
+
+    def adopt_run(self, stream_id: str, conversation_id: int) -> None:
+        """Route a run that started while this conversation had no pane here (fan-out jobs)."""
+        pane = self._panes.get(conversation_id)
+        if pane is not None and stream_id not in self._pane_of_stream and pane.adopt_run(stream_id):
+            self._pane_of_stream[stream_id] = pane
 
     def on_event(self, stream_id: str, event: Event) -> None:
         pane = self._pane_of_stream.get(stream_id)

@@ -27,10 +27,13 @@ from tolaria.core.discovery import Detection
 from tolaria.core.events import Done, Event
 from tolaria.core.store import Conversation, Turn
 from tolaria.qt.bridge import Bridge
+from tolaria.qt.fanout import FanOutJob
 from tolaria.settings import DEFAULT_RESTART, DEFAULT_STOP, DEFAULT_STOP_ALL, Settings
 from tolaria.ui import theme
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
+from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
+from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
 from tolaria.ui.sidebar import Sidebar
 
@@ -69,6 +72,10 @@ class MainWindow(QMainWindow):
     agent_change_requested = Signal(int, str)
     #: Use another working folder in a conversation: id, path.
     cwd_change_requested = Signal(int, str)
+    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder.
+    fan_out_requested = Signal(str, object, str)
+    #: Stop every running member of a fan-out job: job id.
+    stop_job_requested = Signal(str)
     #: The window was closed (after the user confirmed stopping the running turns).
     closed = Signal()
 
@@ -87,6 +94,11 @@ class MainWindow(QMainWindow):
         self._want_new = 0
         self._quit_confirmed = False
         self._quit_box: QMessageBox | None = None
+        self._bridge: Bridge | None = None
+        self._stop_hint = ""
+        #: job id -> its side-by-side view (fan-out jobs started in this session)
+        self.fan_out_views: dict[str, FanOutView] = {}
+        self.fan_out_dialog: FanOutDialog | None = None
         problems = list(problems)
         stop_key = parse_shortcut(settings.stop_shortcut, DEFAULT_STOP, "stop", problems)
         stop_all_key = parse_shortcut(settings.stop_all_shortcut, DEFAULT_STOP_ALL, "stop_all",
@@ -94,6 +106,7 @@ class MainWindow(QMainWindow):
 
         self.sidebar = Sidebar(self)
         self.header = ChatHeader(self)
+        self._stop_hint = stop_key.toString(QKeySequence.SequenceFormat.NativeText)
         self.stack = ChatStack(stop_key.toString(QKeySequence.SequenceFormat.NativeText), self,
                                watchdog_seconds=settings.watchdog_seconds)
         right = QWidget(self)
@@ -125,6 +138,8 @@ class MainWindow(QMainWindow):
                                             self._on_stop_all_action_triggered)
         self.restart_action = self._action("&Restart turn", QKeySequence(DEFAULT_RESTART),
                                            self._on_restart_action_triggered)
+        self.fan_out_action = self._action("Ask several agents…", QKeySequence("Ctrl+Shift+N"),
+                                           self._on_fan_out_action_triggered)
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addAction(self.new_action)
         file_menu.addAction(self.sidebar.rename_action)
@@ -135,6 +150,8 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.stop_action)
         run_menu.addAction(self.stop_all_action)
         run_menu.addAction(self.restart_action)
+        run_menu.addSeparator()
+        run_menu.addAction(self.fan_out_action)
 
         self.sidebar.new_chat_requested.connect(self._on_new_action_triggered)
         self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
@@ -160,6 +177,8 @@ class MainWindow(QMainWindow):
 
     def attach(self, bridge: Bridge) -> None:
         """Render the bridge's facts."""
+        self._bridge = bridge
+        bridge.job_created.connect(self._on_bridge_job_created)
         bridge.conversation_saved.connect(self._on_bridge_conversation_saved)
         bridge.conversation_deleted.connect(self._on_bridge_conversation_deleted)
         bridge.history_loaded.connect(self.stack.on_history_loaded)
@@ -190,7 +209,10 @@ class MainWindow(QMainWindow):
         return self.stack.current_pane()
 
     def running_count(self) -> int:
-        return self.stack.running_count()
+        streams = self.stack.running_streams()
+        for view in self.fan_out_views.values():
+            streams |= view.running_streams()
+        return len(streams)
 
     # -- intents ------------------------------------------------------------------------------
     def _on_new_action_triggered(self) -> None:
@@ -223,11 +245,28 @@ class MainWindow(QMainWindow):
         if self._keyboard_is_free():
             self.stop_all_requested.emit()
 
+    def _on_fan_out_action_triggered(self) -> None:
+        if self.fan_out_dialog is None:
+            self.fan_out_dialog = FanOutDialog(self)
+            self.fan_out_dialog.fan_out_requested.connect(self._on_fan_out_dialog_requested)
+        self.fan_out_dialog.set_agents(agents_of(self.header.agent_picker))
+        self.fan_out_dialog.show()
+        self.fan_out_dialog.raise_()
+        self.fan_out_dialog.activateWindow()
+
+    def _on_fan_out_dialog_requested(self, prompt: str, agents: list[str]) -> None:
+        current = self._conversations.get(self.current_conversation_id() or -1)
+        cwd = (current.cwd if current else None) or self.default_cwd
+        self.fan_out_requested.emit(prompt, agents, cwd)
+
     def _on_sidebar_open_requested(self, conversation_id: int) -> None:
         conversation = self._conversations.get(conversation_id)
         if conversation is None:
             return
-        self.stack.show_conversation(conversation)
+        self.stack.show_conversation(conversation)  # loads the stored transcript at once
+        for stream_id, owner in list(self._conversation_of_stream.items()):
+            if owner == conversation_id:  # e.g. a fan-out member still running
+                self.stack.adopt_run(stream_id, conversation_id)
         self.header.show_conversation(conversation)
         self.setWindowTitle(f"{conversation.title} — Tolaria")
 
@@ -286,6 +325,20 @@ class MainWindow(QMainWindow):
         if conversation_id is not None:
             self.sidebar.set_running(conversation_id, False)
         self.stack.on_run_finished(stream_id, done)
+
+    def _on_bridge_job_created(self, job: FanOutJob) -> None:
+        names = {m.agent: self.stack.agent_name(m.agent) for m in job.members}
+        view = FanOutView(job, names, self._stop_hint, self)
+        view.stop_requested.connect(self.stop_requested)
+        view.stop_job_requested.connect(self.stop_job_requested)
+        view.send_requested.connect(self.send_requested)
+        view.queue_requested.connect(self.queue_requested)
+        view.unqueue_requested.connect(self.unqueue_requested)
+        view.restart_requested.connect(self.restart_requested)
+        if self._bridge is not None:
+            view.attach(self._bridge)
+        self.fan_out_views[job.job_id] = view
+        view.show()
 
     def _on_bridge_agents_detected(self, detections: Sequence[Detection]) -> None:
         self.header.agent_picker.set_detections(detections)

@@ -1,0 +1,112 @@
+"""The "Ask several agents…" dialog: pick agents and type one prompt for all of them (a fan-out job).
+
+Non-modal (shown, never ``exec()``-ed: a nested loop inside the qasync loop would deadlock the
+running turns); confirming emits an intent and hides the dialog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+
+def agents_of(picker: QComboBox) -> list[tuple[str, str, bool]]:
+    """(agent id, shown name, usable) of the header's agent picker: the same list, names and
+    detection results (an agent that is not installed is listed, not usable)."""
+    model = picker.model()
+    agents = []
+    for row in range(picker.count()):
+        agent = picker.itemData(row)
+        usable = bool(model.flags(model.index(row, 0)) & Qt.ItemFlag.ItemIsEnabled)
+        if isinstance(agent, str):
+            agents.append((agent, picker.itemText(row), usable))
+    return agents
+
+
+class FanOutDialog(QDialog):
+    #: Send one prompt to several agents at once: prompt, list of agent ids.
+    fan_out_requested = Signal(str, object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("fanOutDialog")
+        self.setWindowTitle("Ask several agents")
+        self.setModal(False)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Agents:", self))
+        self.agents = QListWidget(self)
+        self.agents.setObjectName("fanOutAgents")
+        self.agents.itemChanged.connect(self._refresh)
+        layout.addWidget(self.agents)
+        layout.addWidget(QLabel("Prompt (sent to each agent in its own new chat):", self))
+        self.prompt = QPlainTextEdit(self)
+        self.prompt.setObjectName("fanOutPrompt")
+        self.prompt.textChanged.connect(self._refresh)
+        layout.addWidget(self.prompt, 1)
+        buttons = QDialogButtonBox(self)
+        self.ask_button = QPushButton("Ask", self)
+        self.ask_button.setObjectName("fanOutAskButton")
+        self.ask_button.setDefault(True)
+        buttons.addButton(self.ask_button, QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self._on_buttons_accepted)
+        buttons.rejected.connect(self.hide)
+        layout.addWidget(buttons)
+        self.resize(480, 420)
+        self._refresh()
+
+    def set_agents(self, agents: Sequence[tuple[str, str, bool]]) -> None:
+        """(agent id, shown name, usable); unusable agents are listed but cannot be checked."""
+        checked = set(self.selected_agents())
+        self.agents.blockSignals(True)
+        self.agents.clear()
+        for agent, name, usable in agents:
+            item = QListWidgetItem(name, self.agents)
+            item.setData(Qt.ItemDataRole.UserRole, agent)
+            flags = Qt.ItemFlag.ItemIsUserCheckable
+            if usable:
+                flags |= Qt.ItemFlag.ItemIsEnabled
+            item.setFlags(flags)
+            item.setCheckState(Qt.CheckState.Checked if usable and agent in checked
+                               else Qt.CheckState.Unchecked)
+        self.agents.blockSignals(False)
+        self._refresh()
+
+    def set_checked(self, agents: Sequence[str]) -> None:
+        for row in range(self.agents.count()):
+            item = self.agents.item(row)
+            usable = bool(item.flags() & Qt.ItemFlag.ItemIsEnabled)
+            wanted = usable and item.data(Qt.ItemDataRole.UserRole) in agents
+            item.setCheckState(Qt.CheckState.Checked if wanted else Qt.CheckState.Unchecked)
+
+    def selected_agents(self) -> list[str]:
+        return [str(item.data(Qt.ItemDataRole.UserRole))
+                for item in (self.agents.item(r) for r in range(self.agents.count()))
+                if item.checkState() == Qt.CheckState.Checked
+                and item.flags() & Qt.ItemFlag.ItemIsEnabled]
+
+    def _refresh(self) -> None:
+        self.ask_button.setEnabled(bool(self.prompt.toPlainText().strip())
+                                   and bool(self.selected_agents()))
+
+    def _on_buttons_accepted(self) -> None:
+        prompt = self.prompt.toPlainText()
+        agents = self.selected_agents()
+        if not prompt.strip() or not agents:
+            return
+        self.hide()
+        self.prompt.clear()
+        self.fan_out_requested.emit(prompt, agents)
