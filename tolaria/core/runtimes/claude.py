@@ -14,7 +14,6 @@ from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
     STOP_ERROR,
-    Diagnostic,
     Event,
     Init,
     TextDelta,
@@ -23,42 +22,18 @@ from tolaria.core.events import (
     ToolStart,
     Usage,
 )
-from tolaria.core.runtimes.base import Outcome, Runtime
-
-_PREVIEW = 200
-
-
-def _preview(line: str) -> str:
-    return line if len(line) <= _PREVIEW else line[:_PREVIEW] + f"... ({len(line)} chars)"
+from tolaria.core.runtimes.base import Outcome
+from tolaria.core.runtimes.jsonl import JsonLinesRuntime, int_or_none, preview
 
 
-class ClaudeStreamJson(Runtime):
+class ClaudeStreamJson(JsonLinesRuntime):
     def __init__(self, stream_id: str, agent: str) -> None:
         super().__init__(stream_id, agent)
         self._streamed_messages: set[str] = set()
         self._current_message: str | None = None
         self.session_id: str | None = None
 
-    def feed(self, line: str) -> list[Event]:
-        stripped = line.strip()
-        if not stripped:
-            return []
-        try:
-            data = json.loads(stripped)
-        except (json.JSONDecodeError, RecursionError):
-            return [self._diag(f"ignored non-JSON line: {_preview(stripped)}")]
-        if not isinstance(data, dict):
-            return [self._diag(f"ignored JSON that is not an object: {_preview(stripped)}")]
-        try:
-            return self._dispatch(data)
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            return [self._diag(f"ignored malformed {data.get('type')!r} event ({exc}): "
-                               f"{_preview(stripped)}")]
-
-    def _diag(self, message: str) -> Diagnostic:
-        return Diagnostic(self.stream_id, source="stdout", message=message)
-
-    def _dispatch(self, data: dict[str, Any]) -> list[Event]:
+    def dispatch(self, data: dict[str, Any]) -> list[Event]:
         kind = data.get("type")
         if kind == "system":
             return self._system(data)
@@ -79,7 +54,7 @@ class ClaudeStreamJson(Runtime):
             self.session_id = sid if isinstance(sid, str) else None
             return [Init(self.stream_id, agent=self.agent, session_id=self.session_id)]
         if subtype == "api_retry":
-            return [self._diag(f"API retry: {json.dumps(data)[:_PREVIEW]}")]
+            return [self.diag(f"API retry: {preview(json.dumps(data))}")]
         return []
 
     def _stream_event(self, event: object) -> list[Event]:
@@ -141,8 +116,8 @@ class ClaudeStreamJson(Runtime):
             cost = data.get("total_cost_usd")
             out.append(Usage(
                 self.stream_id,
-                input_tokens=_int_or_none(usage.get("input_tokens")),
-                output_tokens=_int_or_none(usage.get("output_tokens")),
+                input_tokens=int_or_none(usage.get("input_tokens")),
+                output_tokens=int_or_none(usage.get("output_tokens")),
                 cost_usd=float(cost) if isinstance(cost, int | float) else None,
             ))
         if data.get("terminal_reason") == "aborted_tools":
@@ -154,10 +129,6 @@ class ClaudeStreamJson(Runtime):
         else:
             self._outcome = Outcome(STOP_END_TURN)
         return out
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _content_text(content: object) -> str:
