@@ -11,14 +11,15 @@ from collections.abc import Sequence
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
 
-from tolaria.core.events import Done, Event
+from tolaria.core.events import Event
 from tolaria.core.store import Conversation, Marker, Turn
 from tolaria.qt.inflight import QueuedMessage
 from tolaria.settings import DEFAULT_WATCHDOG_S
 from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.stream_routing import PaneRouting
 
 
-class ChatStack(QStackedWidget):
+class ChatStack(PaneRouting, QStackedWidget):
     #: Send a prompt: conversation id, prompt.
     send_requested = Signal(int, str)
     #: Stop the conversation's running turn: conversation id.
@@ -114,21 +115,6 @@ class ChatStack(QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None and stream_id not in self._pane_of_stream and pane.adopt_run(stream_id):
             self._pane_of_stream[stream_id] = pane
-
-    def on_event(self, stream_id: str, event: Event) -> None:
-        pane = self._pane_of_stream.get(stream_id)
-        if pane is not None:
-            pane.apply_event(stream_id, event)
-
-    def on_run_stopping(self, stream_id: str) -> None:
-        pane = self._pane_of_stream.get(stream_id)
-        if pane is not None:
-            pane.run_stopping(stream_id)
-
-    def on_run_finished(self, stream_id: str, done: Done) -> None:
-        pane = self._pane_of_stream.pop(stream_id, None)
-        if pane is not None:
-            pane.run_finished(stream_id, done)
 
     def on_history_loaded(self, conversation_id: int,
                           history: Sequence[tuple[Turn, Sequence[Event]]]) -> None:

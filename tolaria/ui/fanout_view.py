@@ -20,17 +20,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.core.events import Done, Event
 from tolaria.core.store import Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.fanout import JOB_RUNNING, FanOutJob
 from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.stream_routing import PaneRouting
 
 _STATUS_WORDS = {"running": "Running", "completed": "Completed", "cancelled": "Stopped",
                  "failed": "Failed"}
 
 
-class FanOutView(QWidget):
+class FanOutView(PaneRouting, QWidget):
     #: Stop one member's running turn: conversation id.
     stop_requested = Signal(int)
     #: Stop every running member of this job: job id.
@@ -145,17 +145,3 @@ class FanOutView(QWidget):
                         for m in self.job.members)
         self.job = replace(self.job, members=members)
 
-    def on_event(self, stream_id: str, event: Event) -> None:
-        pane = self._pane_of_stream.get(stream_id)
-        if pane is not None:
-            pane.apply_event(stream_id, event)
-
-    def on_run_stopping(self, stream_id: str) -> None:
-        pane = self._pane_of_stream.get(stream_id)
-        if pane is not None:
-            pane.run_stopping(stream_id)
-
-    def on_run_finished(self, stream_id: str, done: Done) -> None:
-        pane = self._pane_of_stream.pop(stream_id, None)
-        if pane is not None:
-            pane.run_finished(stream_id, done)

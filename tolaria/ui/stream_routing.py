@@ -1,0 +1,27 @@
+"""Routing a run's events to the one pane that shows it (main window and fan-out view alike)."""
+
+from __future__ import annotations
+
+from tolaria.core.events import Done, Event
+from tolaria.ui.chat_pane import ChatPane
+
+
+class PaneRouting:
+    """Mixin: ``_pane_of_stream`` maps a live stream id to its pane; late events find nothing."""
+
+    _pane_of_stream: dict[str, ChatPane]
+
+    def on_event(self, stream_id: str, event: Event) -> None:
+        pane = self._pane_of_stream.get(stream_id)
+        if pane is not None:
+            pane.apply_event(stream_id, event)
+
+    def on_run_stopping(self, stream_id: str) -> None:
+        pane = self._pane_of_stream.get(stream_id)
+        if pane is not None:
+            pane.run_stopping(stream_id)
+
+    def on_run_finished(self, stream_id: str, done: Done) -> None:
+        pane = self._pane_of_stream.pop(stream_id, None)
+        if pane is not None:
+            pane.run_finished(stream_id, done)
