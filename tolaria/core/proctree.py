@@ -245,14 +245,21 @@ class TreeKiller:
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
 
-    async def kill(self, grace: float, verify: float = 2.0, poll: float = 0.005) -> list[Survivor]:
+    async def kill(self, grace: float, verify: float = 2.0, poll: float = 0.005, *,
+                   root_had_grace: bool = False) -> list[Survivor]:
         """SIGTERM everything, SIGKILL what is left after ``grace`` s; return survivors.
 
         New processes spawned while we wait (a parent that ignores SIGTERM and keeps forking)
-        are picked up by re-snapshotting on every poll.
+        are picked up by re-snapshotting on every poll. ``root_had_grace``: the agent was
+        already asked to stop (its polite window ran out), so it gets SIGKILL at once instead of
+        a second grace period; its tools still get SIGTERM first. (Measured: Qwen Code cancels
+        its tool on SIGTERM, then takes ~7 s to exit.)
         """
         self.snapshot()
         self.signal_all(signal.SIGTERM)
+        if root_had_grace and self.root is not None and _alive(self.root):
+            with contextlib.suppress(psutil.Error):
+                self.root.send_signal(signal.SIGKILL)
         if await self._wait_gone(signal.SIGTERM, grace, poll):
             return self._finish()
         self.signal_all(signal.SIGKILL)

@@ -161,7 +161,10 @@ class _Turn(ProcessTurn):
                 await self._polite_stop(proc, protocol)
             # Whether stopped or finished on its own, the run owns everything it started:
             # leftovers (a tool in its own session, a daemon) are ended with it.
-            self.survivors = await killer.kill(self.grace_s)
+            # After a polite request that the agent did not finish within its window, the
+            # agent gets no second grace period (its tools still do).
+            self.survivors = await killer.kill(
+                self.grace_s, root_had_grace=cancelled and self.manifest.stop.polite != "none")
             await self._drain(readers)
             # Not proc.wait(): on 3.11 it also waits for the pipes, which a survivor may hold.
             with contextlib.suppress(asyncio.TimeoutError):
