@@ -228,6 +228,33 @@ async def test_ignored_interrupt_falls_back_to_sigint(tmp_path: Path) -> None:
 
 
 @async_test
+async def test_refused_interrupt_falls_back_to_sigint_at_once(tmp_path: Path) -> None:
+    run, agent, tool = await start_tool_turn(
+        tmp_path, stream_manifest("--refuse-interrupt", window_ms=3000))
+    t0 = time.monotonic()
+    assert run.abort()
+    done = await run.finish()
+    assert done.stop_reason == "cancelled"
+    assert time.monotonic() - t0 < 2.0  # not the 3 s window: the refusal is an answer
+    notes = [d.message for d in run.collector.of("diagnostic") if isinstance(d, Diagnostic)]
+    assert any("refused the interrupt: not now" in n for n in notes), notes
+    assert done.exit_code == 0  # SIGINT: the fake printed its result and exited 0
+    assert_run_gone(run.stream_id, [agent, tool])
+
+
+@async_test
+async def test_cancelled_caller_still_interrupts_and_ends_the_tree(tmp_path: Path) -> None:
+    """A closed chat cancels the task awaiting the turn: the stop path runs all the same."""
+    run, agent, tool = await start_tool_turn(tmp_path, stream_manifest(window_ms=2000))
+    run.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run.task
+    assert run.collector.done.stop_reason == "cancelled"
+    assert [json.loads(w)["type"] for w in stdin_lines(tmp_path)] == ["user", "control_request"]
+    assert_run_gone(run.stream_id, [agent, tool])
+
+
+@async_test
 async def test_deaf_agent_is_tree_killed_and_its_tool_too(tmp_path: Path) -> None:
     run, agent, tool = await start_tool_turn(
         tmp_path, stream_manifest("--ignore-interrupt", "--ignore-sigint", window_ms=200))

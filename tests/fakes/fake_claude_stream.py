@@ -1,7 +1,7 @@
 """A fake Claude Code in streaming-input mode (``-p --input-format stream-json``), for tests.
 
 ``python tests/fakes/fake_claude_stream.py [--ignore-interrupt] [--ignore-sigint] [--linger]
-[--crash] [ARGS...]`` reads stream-json lines from stdin and answers with lines replayed from the
+[--refuse-interrupt] [--crash] [ARGS...]`` reads stream-json lines from stdin and answers with lines replayed from the
 real capture tests/fixtures/claude/claude_streamin.jsonl (only the model text and ids differ):
 
 - a ``user`` message: ``system/init``, then, when the text contains ``RUN_SLEEP``, the captured
@@ -14,8 +14,9 @@ real capture tests/fixtures/claude/claude_streamin.jsonl (only the model text an
 - SIGINT (as real Claude): the tool is killed, the aborted ``result`` printed, exit 0.
 - end of stdin: exit 0 (with ``--linger``: never exits by itself).
 
-Misbehaving on purpose: ``--ignore-interrupt`` never answers an interrupt, ``--ignore-sigint``
-ignores SIGINT, ``--crash`` exits 3 right after ``system/init``.
+Misbehaving on purpose: ``--ignore-interrupt`` never answers an interrupt, ``--refuse-interrupt``
+answers it with an error ``control_response``, ``--ignore-sigint`` ignores SIGINT, ``--crash``
+exits 3 right after ``system/init``.
 
 Every stdin line is appended verbatim to ``$FAKE_LOG/stdin.jsonl`` and the argv is written to
 ``$FAKE_LOG/argv.json`` (when ``FAKE_LOG`` is set); the agent and tool pids go to
@@ -105,6 +106,7 @@ def end_aborted(session: str) -> None:
 
 def main(argv: list[str]) -> int:
     ignore_interrupt = "--ignore-interrupt" in argv
+    refuse_interrupt = "--refuse-interrupt" in argv
     linger = "--linger" in argv
     crash = "--crash" in argv
     session = argv[argv.index("--resume") + 1] if "--resume" in argv else SESSION
@@ -124,6 +126,9 @@ def main(argv: list[str]) -> int:
         data = json.loads(raw)
         if data["type"] == "user":
             on_user(data, session, crash)
+        elif data["type"] == "control_request" and refuse_interrupt:
+            emit({"type": "control_response", "response": {
+                "subtype": "error", "request_id": data["request_id"], "error": "not now"}})
         elif data["type"] == "control_request" and not ignore_interrupt:
             was_running = tool is not None
             kill_tool()

@@ -173,7 +173,8 @@ class StreamInputTurn(_Turn):
     async def _sigint(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol,
                       window: float) -> None:
         self._close_stdin()
-        with contextlib.suppress(ProcessLookupError):
+        # ValueError: no SIGINT to send on Windows; the tree kill follows anyway.
+        with contextlib.suppress(ProcessLookupError, ValueError):
             proc.send_signal(signal.SIGINT)
         await _wait_any([protocol.exited], window)
 
