@@ -31,8 +31,7 @@ from tolaria.core.events import Diagnostic, Done
 from tolaria.core.registry import FINISHING
 from tolaria.core.runner import _Turn
 
-#: The line types that end (``result``) or answer (``control_response``) on Claude's stdout.
-_RESULT = "result"
+#: Claude's answer to a control request (here: our interrupt).
 _CONTROL_RESPONSE = "control_response"
 
 
@@ -69,6 +68,8 @@ class StreamInputTurn(_Turn):
         #: Set when Claude refuses our interrupt (a ``control_response`` with an error).
         self._refused = asyncio.Event()
         self._interrupt_id = f"tolaria-interrupt-{uuid.uuid4().hex[:12]}"
+        self._interrupt_sent = False
+        self._exited: asyncio.Event | None = None
         self._linger: asyncio.TimerHandle | None = None
 
     def _stdin(self) -> int:
@@ -76,6 +77,7 @@ class StreamInputTurn(_Turn):
 
     async def _supervise(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol,
                          cwd: str) -> Done:
+        self._exited = protocol.exited
         try:
             return await super()._supervise(proc, protocol, cwd)
         finally:
@@ -99,7 +101,7 @@ class StreamInputTurn(_Turn):
         super()._on_stdout(line)
         if not self._result.is_set() and self.runtime.outcome() is not None:
             self._on_result()
-        elif _CONTROL_RESPONSE in line:
+        elif self._interrupt_sent and _CONTROL_RESPONSE in line:
             self._on_control_response(line)
 
     def _on_result(self) -> None:
@@ -111,6 +113,8 @@ class StreamInputTurn(_Turn):
                                                              self._end_lingering)
 
     def _end_lingering(self) -> None:
+        if self.run.stop_event.is_set() or (self._exited is not None and self._exited.is_set()):
+            return  # already winding down
         self.emit(Diagnostic(self.run.stream_id, source="tolaria",
                              message=f"{self.manifest.name} did not exit within "
                                      f"{self.exit_after_result_s:g} s of its result; "
@@ -157,6 +161,7 @@ class StreamInputTurn(_Turn):
             return False
         try:
             writer.write(interrupt_request(self._interrupt_id))
+            self._interrupt_sent = True
             await asyncio.wait_for(writer.drain(), window)
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
             return protocol.exited.is_set()
