@@ -27,13 +27,18 @@ PROTOCOLS = ("lines", "claude-stream-json", "qwen-stream-json", "codex-exec-json
 #: How an ``acp`` agent's ``session/request_permission`` is answered: "safe" does not allow
 #: (until the chat can ask the user), "full" allows.
 PERMISSION_MODES = ("safe", "full")
-POLITE_STOPS = ("none", "sigint", "sigterm")
+POLITE_STOPS = ("none", "sigint", "sigterm", "interrupt")
+#: How the prompt reaches the agent. "text": as the ``{prompt}`` argument, or raw on stdin when
+#: the command has none. "claude-stream-json": one stream-json user message on stdin, which keeps
+#: stdin open for the in-band ``interrupt`` stop (tolaria/core/stream_input.py, ADR 0007).
+INPUT_MODES = ("text", "claude-stream-json")
+CLAUDE_STREAM_INPUT = "claude-stream-json"
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _PLACEHOLDER_RE = re.compile(r"\{(prompt|cwd|python|session_id)\}")
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KNOWN_KEYS = {
     "id", "name", "protocol", "command", "env", "version_command", "install_hint",
-    "description", "stop", "resume",
+    "description", "stop", "resume", "input",
 }
 _CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations"}
 _ACP_KEYS = {"permissions"}
@@ -53,7 +58,8 @@ class ManifestError(ValueError):
 
 @dataclass(frozen=True)
 class StopPolicy:
-    #: How to ask the agent to stop before the tree kill: a signal to the agent's own pid.
+    #: How to ask the agent to stop before the tree kill: a signal to the agent's own pid, or
+    #: "interrupt" (a stream-json control request on its stdin; needs that input mode).
     polite: str = "none"
     #: How long the polite request may take before the tree is killed anyway.
     polite_window_ms: int = 1000
@@ -83,6 +89,8 @@ class Manifest:
     max_iterations: int = 8
     #: protocol ``acp`` only: one of PERMISSION_MODES.
     permissions: str = "safe"
+    #: One of INPUT_MODES.
+    input: str = "text"
 
     @property
     def takes_prompt_on_stdin(self) -> bool:
@@ -143,6 +151,7 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         if not isinstance(value, str):
             raise fail(f"env.{key}", f"must be a string, got {type(value).__name__}")
     stop = _stop_policy(data.get("stop", {}), fail)
+    extra["input"] = _input_mode(data, protocol, command, stop, fail)
     resume: tuple[str, ...] = ()
     if "resume" in data:
         resume = _argv(data["resume"], "resume", fail)
@@ -214,6 +223,26 @@ def _stop_policy(value: object, fail: Any) -> StopPolicy:
     if not isinstance(window, int) or isinstance(window, bool) or not 0 <= window <= 60_000:
         raise fail("stop.polite_window_ms", "must be a whole number of milliseconds, 0 to 60000")
     return StopPolicy(polite=polite, polite_window_ms=window)
+
+
+def _input_mode(data: dict[str, Any], protocol: str, command: tuple[str, ...],
+                stop: StopPolicy, fail: Any) -> str:
+    mode = data.get("input", "text")
+    if mode not in INPUT_MODES:
+        raise fail("input", f"must be one of {', '.join(INPUT_MODES)}, got {mode!r}")
+    if mode == CLAUDE_STREAM_INPUT:
+        if protocol != "claude-stream-json":
+            raise fail("input", f"\"{CLAUDE_STREAM_INPUT}\" needs protocol = "
+                                f"\"claude-stream-json\" (the turn ends at its result line), "
+                                f"got {protocol!r}")
+        if any("{prompt}" in part for part in command):
+            raise fail("command", f"must not contain {{prompt}} with input = "
+                                  f"\"{CLAUDE_STREAM_INPUT}\": the prompt is written to stdin "
+                                  "as a stream-json user message")
+    elif stop.polite == "interrupt":
+        raise fail("stop.polite", f"\"interrupt\" is written to the agent's stdin, so it needs "
+                                  f"input = \"{CLAUDE_STREAM_INPUT}\"")
+    return str(mode)
 
 
 def load_manifest_file(path: Path, builtin: bool = False) -> Manifest:

@@ -115,6 +115,10 @@ async def stream_ai_agent(
         from tolaria.core.acp_turn import AcpTurn
 
         turn = AcpTurn(run, request, emit, registry, grace_s, max_line)
+    elif request.manifest.input == "claude-stream-json":  # prompt + interrupt on stdin (ADR 0007)
+        from tolaria.core.stream_input import StreamInputTurn
+
+        turn = StreamInputTurn(run, request, emit, registry, grace_s, max_line)
     else:
         turn = _Turn(run, request, emit, registry, grace_s, max_line)
     try:
