@@ -293,6 +293,30 @@ async def test_codex_under_bun_says_bun(user: User) -> None:
 
 
 @async_test
+async def test_codex_through_a_pnpm_shim(user: User) -> None:
+    """pnpm's bin folder holds ``sh`` shims, its packages live in a virtual store."""
+    pnpm_home = user.home / ".local" / "share" / "pnpm"
+    modules = pnpm_home / "global" / "5" / "node_modules"
+    store = modules / ".pnpm" / "@openai+codex@0.171.0" / "node_modules"
+    _, binary, package = codex_package(store, nested=False)
+    (modules / ".modules.yaml").write_text("layoutVersion: 5\n")
+    link(modules / "@openai" / "codex", package)
+    executable(pnpm_home / "codex", """#!/bin/sh
+basedir=$(dirname "$(echo "$0" | sed -e 's,\\\\,/,g')")
+if [ -x "$basedir/node" ]; then
+  exec "$basedir/node"  "$basedir/global/5/node_modules/@openai/codex/bin/codex.js" "$@"
+else
+  exec node  "$basedir/global/5/node_modules/@openai/codex/bin/codex.js" "$@"
+fi
+""")
+    found = await find("codex")
+    assert (found.program, found.source, found.native) == (str(binary), locate.SOURCE_PNPM, True)
+    env = dict(found.set_env)
+    assert env["CODEX_MANAGED_BY_PNPM"] == "1"
+    assert env["CODEX_MANAGED_PACKAGE_ROOT"] == str(package)
+
+
+@async_test
 async def test_codex_without_its_native_binary_keeps_the_wrapper(user: User) -> None:
     prefix = user.home / ".npm-global"
     wrapper, binary, _ = codex_package(prefix / "lib" / "node_modules", nested=True, native=False)

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ from pathlib import Path
 
 #: How far up from the wrapper script we look for its package.json.
 _MAX_PACKAGE_DEPTH = 6
+#: A shim is a few lines; anything longer is some other program.
+_SHIM_MAX_BYTES = 4096
+_SHIM_TARGET = re.compile(r'"\$basedir/([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -101,17 +105,39 @@ def node_platform() -> tuple[str, str]:
 def find_native(program: str, rules: Mapping[str, NativeRule] | None = None) -> NativeLaunch | None:
     """The native binary behind ``program`` if it is a known npm wrapper, else None.
 
-    ``program`` is the path where the command was found (often a symlink in a ``bin`` folder);
-    its real path leads to the wrapper's package.
+    ``program`` is the path where the command was found: often a symlink in a ``bin`` folder,
+    whose real path leads to the wrapper's package, or a pnpm shell shim naming the script.
     """
     rules = RULES if rules is None else rules
     real = Path(os.path.realpath(program))
     if "node_modules" not in real.parts:
-        return None
+        shimmed = _shim_script(real)
+        if shimmed is None:
+            return None
+        real = shimmed
     package_dir, name = _owning_package(real)
     if package_dir is None or name is None or name not in rules:
         return None
     return _apply(rules[name], package_dir, program)
+
+
+def _shim_script(shim: Path) -> Path | None:
+    """The script a pnpm (cmd-shim) ``sh`` shim starts: ``exec node "$basedir/.../x.js" "$@"``.
+
+    pnpm puts such shell scripts in its bin folder instead of symlinks.
+    """
+    try:
+        with open(shim, "rb") as fh:
+            head = fh.read(_SHIM_MAX_BYTES)
+    except OSError:
+        return None
+    if not head.startswith(b"#!/bin/sh"):
+        return None
+    for match in _SHIM_TARGET.finditer(head.decode(errors="replace")):
+        target = Path(os.path.realpath(shim.parent / match.group(1)))
+        if "node_modules" in target.parts and target.is_file():
+            return target
+    return None
 
 
 def _owning_package(script: Path) -> tuple[Path | None, str | None]:
