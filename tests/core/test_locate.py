@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import psutil
 import pytest
 from helpers import async_test, pid_gone
 from installs import (
@@ -231,7 +230,6 @@ async def test_a_hanging_login_shell_times_out_and_leaves_nothing(user: User,
     assert "did not print its PATH within 1 s" in message
     shell_pid, sleep_pid = (int(p) for p in pidfile.read_text().split())
     assert pid_gone(shell_pid) and pid_gone(sleep_pid), "the shell and its child were killed"
-    assert psutil.Process().children(recursive=True) == []
     # The failure is cached too: the next lookup does not wait again.
     started = time.monotonic()
     await missing(shell_timeout=1.0)
