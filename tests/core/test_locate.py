@@ -72,12 +72,25 @@ def _under_home(*parts: str) -> Callable[[User], Path]:
     return lambda user: user.home.joinpath(*parts)
 
 
+def _var(name: str, *parts: str) -> Callable[[User], Path]:
+    """A folder named by an install variable (``$NAME/parts...``), somewhere unusual."""
+    def make(user: User) -> Path:
+        root = user.home / "opt" / name.lower()
+        user.monkeypatch.setenv(name, str(root))
+        return root.joinpath(*parts)
+    return make
+
+
 KINDS: list[tuple[str, Callable[[User], Path], str]] = [
     ("npm-config-prefix", _npm_prefix_env, locate.SOURCE_NPM),
     ("npmrc-prefix", _npmrc, locate.SOURCE_NPM),
     ("npm-global", _under_home(".npm-global", "bin"), locate.SOURCE_NPM),
     ("local-bin", _under_home(".local", "bin"), locate.SOURCE_LOCAL),
     ("linuxbrew", _under_home(".linuxbrew", "bin"), locate.SOURCE_HOMEBREW),
+    ("homebrew-prefix", _var("HOMEBREW_PREFIX", "bin"), locate.SOURCE_HOMEBREW),
+    ("nvm-dir", _var("NVM_DIR", "versions", "node", "v21.0.0", "bin"), locate.SOURCE_NVM),
+    ("bun-install", _var("BUN_INSTALL", "bin"), locate.SOURCE_BUN),
+    ("volta-home", _var("VOLTA_HOME", "bin"), locate.SOURCE_VOLTA),
     ("nvm-bin", _nvm_bin, locate.SOURCE_NVM),
     ("nvm-versions", _under_home(".nvm", "versions", "node", "v22.3.0", "bin"), locate.SOURCE_NVM),
     ("bun", _under_home(".bun", "bin"), locate.SOURCE_BUN),

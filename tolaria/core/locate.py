@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tolaria.core import login_shell
@@ -177,15 +177,17 @@ class _Search:
         self.program = program
         self.not_executable: str | None = None
 
-    def scan(self, folders: list[str]) -> Iterator[tuple[str, str]]:
+    def first(self, folders: list[str]) -> tuple[str, str] | None:
+        """(folder, program path) of the first folder holding a runnable ``program``."""
         for folder in folders:
             hit = _in(folder, self.program)
             if hit is not None:
-                yield folder, hit
-            elif self.not_executable is None:
+                return folder, hit
+            if self.not_executable is None:
                 candidate = os.path.join(folder, self.program)
                 if os.path.isfile(candidate):
                     self.not_executable = candidate
+        return None
 
 
 def _checked_path(program: str) -> str:
@@ -221,8 +223,9 @@ async def find_program(program: str, env: Mapping[str, str], *, use_login_shell:
         return _location(_checked_path(program), SOURCE_GIVEN, None)
     search = _Search(program)
     on_path = path_entries(env.get("PATH", os.defpath))
-    for _folder, hit in search.scan(on_path):
-        return _location(hit, SOURCE_PATH, None)
+    hit = search.first(on_path)
+    if hit is not None:
+        return _location(hit[1], SOURCE_PATH, None)
     searched = set(on_path)
     shell_note = ""
     if use_login_shell:
@@ -230,12 +233,14 @@ async def find_program(program: str, env: Mapping[str, str], *, use_login_shell:
         if answer.path is None:
             shell_note = f" (could not read it: {answer.error})"
         shell_dirs = [d for d in path_entries(answer.path) if d not in searched]
-        for folder, hit in search.scan(shell_dirs):
-            return _location(hit, SOURCE_LOGIN_SHELL, folder)
+        hit = search.first(shell_dirs)
+        if hit is not None:
+            return _location(hit[1], SOURCE_LOGIN_SHELL, hit[0])
         searched.update(shell_dirs)
     extra = [(f, s) for f, s in install_folders(env) if f not in searched]
-    for folder, hit in search.scan([f for f, _ in extra]):
-        return _location(hit, dict(extra)[folder], folder)
+    hit = search.first([f for f, _ in extra])
+    if hit is not None:
+        return _location(hit[1], dict(extra)[hit[0]], hit[0])
     if search.not_executable is not None:
         raise ProgramNotFound(f"found {search.not_executable}, but it is not executable "
                               "(chmod +x it, or reinstall)")
