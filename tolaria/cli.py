@@ -165,7 +165,10 @@ async def _cmd_agents(as_json: bool) -> int:
         return EXIT_OK
     for d in found:
         state = d.version or ("available" if d.path and not d.error else "")
-        print(f"{d.agent:<12} {d.name:<28} {state}  {d.path or ''}")
+        where = f"  [{d.source}]" if d.source else ""
+        print(f"{d.agent:<12} {d.name:<28} {state}  {d.path or ''}{where}")
+        if d.native:
+            print(f"{'':<12}   native binary of the wrapper {d.found_at}")
         if d.error:
             print(f"{'':<12} ! {d.error}")
     for e in adapters.errors:

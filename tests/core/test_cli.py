@@ -324,8 +324,10 @@ def test_streams_lists_nothing_when_idle(tolaria_home: Path, work: Path) -> None
 def test_agents_json_with_claude_absent(tolaria_home: Path, work: Path, tmp_path: Path) -> None:
     empty_bin = tmp_path / "bin"
     empty_bin.mkdir()
-    result = tolaria("agents", "--json", env=cli_env(tolaria_home, PATH=str(empty_bin)),
-                     cwd=work)
+    # Discovery also asks the login shell and looks in ~/.local/bin, nvm...: a bare user.
+    bare = cli_env(tolaria_home, PATH=str(empty_bin), HOME=str(tmp_path),
+                   SHELL=str(tmp_path / "no-shell"))
+    result = tolaria("agents", "--json", env=bare, cwd=work)
     assert result.returncode == 0, result.stderr
     agents = {a["agent"]: a for a in json.loads(result.stdout)["agents"]}
     demo, claude = agents["demo"], agents["claude"]

@@ -1,6 +1,6 @@
 """What every turn that spawns an agent process shares (CLI runtimes and ACP).
 
-Spawning (own session, the run's environment marker, the program resolved on the run's PATH),
+Spawning (own session, the run's environment marker, the program located by ``locate``),
 and the end of a turn: wait for the agent or a stop, decide under the registry lock whether it
 was stopped, then wind down in a shielded task so that even a cancelled caller never leaves the
 tree alive, and report ``done`` exactly once.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psutil
 
-from tolaria.core import proctree
+from tolaria.core import locate, proctree
 from tolaria.core.adapters import Manifest, substitute
 from tolaria.core.events import (
     STOP_CANCELLED,
@@ -66,6 +66,8 @@ def build_env(manifest: Manifest, stream_id: str, extra: Mapping[str, str]) -> d
 
 
 def resolve_program(program: str, env: Mapping[str, str]) -> str | None:
+    """``program`` on ``env``'s PATH only (or as given, with a folder); see ``locate`` for the
+    full search that spawning uses."""
     if os.sep in program:
         return program if os.access(program, os.X_OK) and os.path.isfile(program) else None
     return shutil.which(program, path=env.get("PATH", os.defpath))
@@ -128,11 +130,14 @@ class ProcessTurn:
         if self.request.session_id and manifest.resume:
             argv += substitute(manifest.resume, session_id=self.request.session_id)
         env = build_env(manifest, sid, self.request.env)
-        program = resolve_program(argv[0], env)
-        if program is None:
-            hint = f" Install it with: {manifest.install_hint}" if manifest.install_hint else ""
-            return self._fail(f"{manifest.name}: program {argv[0]!r} not found on PATH.{hint}")
-        argv[0] = program
+        try:
+            found = await self._locate(argv[0], env)
+        except locate.ProgramNotFound as exc:
+            hint = f"; install it with: {manifest.install_hint}" if manifest.install_hint else ""
+            return self._fail(f"{manifest.name}: {exc}{hint}")
+        if found is None:
+            return self._done(STOP_CANCELLED)
+        argv[0], env = found.program, found.environment(env)
         if self.run.stop_requested:
             return self._done(STOP_CANCELLED)
         loop = asyncio.get_running_loop()
@@ -152,6 +157,20 @@ class ProcessTurn:
         finally:
             proctree.forget_own_child(proc.pid)
             transport.close()
+
+    async def _locate(self, program: str, env: Mapping[str, str]) -> locate.Location | None:
+        """Find the program beyond PATH (login shell, nvm, Homebrew...; a wrapper script gives
+        way to its native binary). None if a stop came first: asking the login shell can take
+        seconds, a stop must not wait for it."""
+        lookup = asyncio.ensure_future(locate.find_program(program, env))
+        stopped = asyncio.ensure_future(self.run.stop_event.wait())
+        try:
+            await asyncio.wait({lookup, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not lookup.done():
+                lookup.cancel()
+        return lookup.result() if lookup.done() else None
 
     def _killer(self, proc: asyncio.subprocess.Process) -> proctree.TreeKiller:
         """The run's tree killer; from here an abort is handled by the stop path (an abort
