@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import async_test, pid_gone
+from helpers import Collector, async_test, pid_gone
 from installs import (
     PROGRAM,
     User,
@@ -27,7 +28,11 @@ from installs import (
 )
 
 from tolaria.core import locate, login_shell
+from tolaria.core.adapters import Manifest
 from tolaria.core.native import find_native
+from tolaria.core.registry import ProcessRegistry
+from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.stream_id import new_stream_id
 
 
 @pytest.fixture
@@ -341,3 +346,46 @@ def test_programs_outside_node_modules_have_no_native_rule(tmp_path: Path) -> No
     script = version_script(tmp_path / "bin", name="codex")
     (tmp_path / "package.json").write_text('{"name": "@openai/codex"}')
     assert find_native(str(script)) is None
+
+
+def qwen_package(prefix: Path) -> tuple[Path, Path]:
+    """``@qwen-code/qwen-code`` under ``prefix`` (npm -g layout) with a stand-in ``node`` beside
+    its bin entry: ``node --expose-gc SCRIPT ARGS`` runs SCRIPT with Python."""
+    package = prefix / "lib" / "node_modules" / "@qwen-code" / "qwen-code"
+    (package).mkdir(parents=True)
+    (package / "package.json").write_text('{"name": "@qwen-code/qwen-code", '
+                                          '"bin": {"qwen": "cli-entry.js"}}')
+    wrapper = executable(package / "cli-entry.js", "#!/bin/sh\necho 'the launcher ran'\n")
+    executable(package / "cli.js", "import os, sys\n"
+               "print('agent', os.path.basename(sys.argv[0]), sys.argv[1:], "
+               "os.environ.get('QWEN_CODE_CLI'))\n")
+    executable(prefix / "bin" / "node",
+               f'#!/bin/sh\n[ "$1" = "--expose-gc" ] && shift\nexec "{sys.executable}" "$@"\n')
+    return link(prefix / "bin" / "qwen", wrapper), package / "cli.js"
+
+
+@async_test
+async def test_qwen_launcher_gives_way_to_node_running_its_cli(user: User) -> None:
+    """Qwen's bin (cli-entry.js) relaunches ``node --expose-gc cli.js`` as a child and waits: the
+    run spawns that command itself, with the node found beside the launcher (nvm, Homebrew)."""
+    prefix = user.home / ".npm-global"
+    entry, script = qwen_package(prefix)
+    found = await find("qwen")
+    assert found.native
+    assert found.program == str(prefix / "bin" / "node")
+    assert found.argv(["-p", "hi"]) == [found.program, "--expose-gc", str(script), "-p", "hi"]
+    assert dict(found.set_env)["QWEN_CODE_CLI"] == str(entry)
+
+    manifest = Manifest(id="qwenish", name="Qwen-ish", protocol="lines",
+                        command=("qwen", "{prompt}"))
+    events = Collector()
+    done = await stream_ai_agent(RunRequest(manifest, "--not-a-flag"), new_stream_id(), events,
+                                 registry=ProcessRegistry())
+    assert done.stop_reason == "end_turn", events.events
+    assert events.text().strip() == f"agent cli.js ['--not-a-flag'] {entry}"
+
+
+def test_qwen_rule_needs_its_script(tmp_path: Path) -> None:
+    entry, script = qwen_package(tmp_path / "prefix")
+    script.unlink()
+    assert find_native(str(entry)) is None

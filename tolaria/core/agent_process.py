@@ -137,7 +137,7 @@ class ProcessTurn:
             return self._fail(f"{manifest.name}: {exc}{hint}")
         if found is None:
             return self._done(STOP_CANCELLED)
-        argv[0], env = found.program, found.environment(env)
+        argv, env = found.argv(argv[1:]), found.environment(env)
         if self.run.stop_requested:
             return self._done(STOP_CANCELLED)
         loop = asyncio.get_running_loop()

@@ -102,9 +102,11 @@ async def detect(manifest: Manifest, timeout: float = PROBE_TIMEOUT_S) -> Detect
         except locate.ProgramNotFound as exc:
             error = f"version command: {exc}"
         else:
-            version, error = await probe_version([vfound.program, *vargv[1:]], timeout,
+            version, error = await probe_version(vfound.argv(vargv[1:]), timeout,
                                                  vfound.environment(os.environ))
-    return Detection(manifest.id, manifest.name, manifest.protocol, found.program, version, error,
+    # For a script relaunched under its interpreter (qwen: node cli.js), the script is the agent.
+    shown = found.args[-1] if found.args else found.program
+    return Detection(manifest.id, manifest.name, manifest.protocol, shown, version, error,
                      source=found.source, found_at=found.found_at, native=found.native)
 
 

@@ -67,6 +67,13 @@ class Location:
     unset_env: tuple[str, ...] = ()
     #: Whether ``program`` is the native binary behind the wrapper at ``found_at``.
     native: bool = False
+    #: Arguments to put between ``program`` and the command's own (an interpreter's options
+    #: and the script, when the wrapper relaunches a script: see native.NativeRule).
+    args: tuple[str, ...] = ()
+
+    def argv(self, rest: list[str]) -> list[str]:
+        """The argv to spawn for a command whose arguments after the program are ``rest``."""
+        return [self.program, *self.args, *rest]
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """``env`` as the program should get it."""
@@ -207,7 +214,7 @@ def _location(found: str, source: str, folder: str | None) -> Location:
     if native is None:
         return Location(found, found, source, path_dirs)
     return Location(native.program, found, source, (*path_dirs, *native.path_dirs),
-                    tuple(native.env.items()), native.unset, native=True)
+                    tuple(native.env.items()), native.unset, native=True, args=native.args)
 
 
 async def find_program(program: str, env: Mapping[str, str], *, use_login_shell: bool = True,

@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,10 @@ class NativeRule:
     env: Mapping[str, str] = field(default_factory=dict)
     #: Variables the wrapper removes before setting ``env``.
     unset: tuple[str, ...] = ()
+    #: For a wrapper that relaunches a script under an interpreter (``node --expose-gc
+    #: cli.js``): that interpreter and its options; ``binary`` is then the script, found in the
+    #: wrapper's own package (``{package_dir}``) on every platform.
+    interpreter: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,8 @@ class NativeLaunch:
     env: Mapping[str, str]
     unset: tuple[str, ...]
     path_dirs: tuple[str, ...]
+    #: Arguments between ``program`` and the command's own (an interpreter's options + script).
+    args: tuple[str, ...] = ()
 
 
 _CODEX_MANAGERS = ("CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_BY_BUN", "CODEX_MANAGED_BY_PNPM",
@@ -89,6 +96,18 @@ RULES: dict[str, NativeRule] = {
         path_dirs=("{vendor}/{triple}/path",),
         env={"CODEX_MANAGED_PACKAGE_ROOT": "{package_dir}", "CODEX_MANAGED_BY_{MANAGER}": "1"},
         unset=_CODEX_MANAGERS,
+    ),
+    # Read from @qwen-code/qwen-code 0.24.4 cli-entry.js: for a prompt it runs
+    # `node --expose-gc cli.js ARGS` as a child (spawnSync) and waits, so the pid held would be
+    # the launcher's; a signal to it leaves the agent and its tool running (measured).
+    "@qwen-code/qwen-code": NativeRule(
+        package="@qwen-code/qwen-code",
+        targets={},
+        platform_package="",
+        vendor_dirs=(),
+        binary="{package_dir}/cli.js",
+        env={"QWEN_CODE_CLI": "{wrapper}"},
+        interpreter=("node", "--expose-gc"),
     ),
 }
 
@@ -156,6 +175,8 @@ def _owning_package(script: Path) -> tuple[Path | None, str | None]:
 
 
 def _apply(rule: NativeRule, package_dir: Path, program: str) -> NativeLaunch | None:
+    if rule.interpreter:
+        return _apply_interpreted(rule, package_dir, program)
     plat, arch = node_platform()
     triple = rule.targets.get((plat, arch))
     if triple is None:
@@ -176,6 +197,22 @@ def _apply(rule: NativeRule, package_dir: Path, program: str) -> NativeLaunch | 
                    for k, v in rule.env.items()}
             return NativeLaunch(binary, rule.package, env, rule.unset, path_dirs)
     return None
+
+
+def _apply_interpreted(rule: NativeRule, package_dir: Path, program: str) -> NativeLaunch | None:
+    """The script the wrapper relaunches, under the interpreter found next to the wrapper (an
+    nvm or Homebrew bin folder holds its node) or on PATH."""
+    script = rule.binary.format(package_dir=str(package_dir))
+    if not os.path.isfile(script):
+        return None
+    name = rule.interpreter[0]
+    search = os.pathsep.join([os.path.dirname(program), os.environ.get("PATH", os.defpath)])
+    interpreter = shutil.which(name, path=search)
+    if interpreter is None:
+        return None
+    env = {k: v.format(wrapper=program, package_dir=str(package_dir)) for k, v in rule.env.items()}
+    return NativeLaunch(interpreter, rule.package, env, rule.unset, (),
+                        args=(*rule.interpreter[1:], script))
 
 
 def _node_resolve(start: Path, package: str) -> Path | None:
