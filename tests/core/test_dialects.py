@@ -316,7 +316,7 @@ def test_builtin_manifests_for_the_dialects() -> None:
         assert "{prompt}" in manifest.command
     assert adapters.get("qwen").env == {"QWEN_CODE_NO_RELAUNCH": "true"}
     assert adapters.get("codex").stop.polite == "sigint"
-    assert adapters.get("gemini").stop.polite == "sigint"
+    assert adapters.get("gemini").stop.polite == "sigterm"
     assert adapters.get("codex").resume == ()
 
 
