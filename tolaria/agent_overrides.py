@@ -236,13 +236,19 @@ _FIELDS = ("enabled", "path", "extra_args", "env", "model", "permission_mode", "
 
 def _from_table(agent_id: str, table: object, path: Path, text: str
                 ) -> tuple[AgentOverrides, list[str]]:
-    where = f"{path}:{tomlfile.key_line(text, 'agents', agent_id) or ''}".rstrip(":")
+    header = (tomlfile.table_line(text, f"agents.{agent_id}")
+              or tomlfile.key_line(text, "agents", agent_id))
+
+    def where(key: str | None = None) -> str:
+        line = (tomlfile.key_line(text, f"agents.{agent_id}", key) if key else None) or header
+        return f"{path}:{line}" if line else str(path)
+
     if not isinstance(table, dict):
-        return AgentOverrides(), [f"{where}: agents.{agent_id}: must be a table "
+        return AgentOverrides(), [f"{where()}: agents.{agent_id}: must be a table "
                                   f"([agents.{agent_id}]); ignored"]
     problems = []
     for key in sorted(set(table) - set(_FIELDS)):
-        problems.append(f"{where}: agents.{agent_id}.{key}: unknown key, ignored "
+        problems.append(f"{where(key)}: agents.{agent_id}.{key}: unknown key, ignored "
                         f"(known: {', '.join(_FIELDS)})")
     values = {k: table[k] for k in _FIELDS if k in table}
     if isinstance(values.get("extra_args"), list):
@@ -254,7 +260,7 @@ def _from_table(agent_id: str, table: object, path: Path, text: str
     for name, message in _field_problems(candidate):
         bad.setdefault(name, message)
     for name, message in bad.items():
-        problems.append(f"{where}: agents.{agent_id}.{name}: {message}; "
+        problems.append(f"{where(name)}: agents.{agent_id}.{name}: {message}; "
                         f"using the agent's default")
     if bad:
         candidate = dataclasses.replace(

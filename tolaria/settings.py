@@ -252,7 +252,7 @@ def save_settings(settings: Settings, path: Path | None = None, *,
         if new is None:
             section.pop(spec.key, None)
         else:
-            section[spec.key] = new
+            section[spec.key] = float(new) if spec.convert is float else new
         changed = True
     if changed:
         tomlfile.write_atomic(path, tomlfile.dump_checked(doc, path))

@@ -98,6 +98,17 @@ def key_line(text: str, table: str, key: str) -> int | None:
     return None
 
 
+def table_line(text: str, table: str) -> int | None:
+    """Best-effort line number of the ``[table]`` header."""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("[") and not stripped.startswith("[["):
+            name = stripped.split("]", 1)[0].strip("[ ").replace(" ", "").replace('"', "")
+            if name == table:
+                return number
+    return None
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text``: temp file in the same folder, fsync, rename.
 
