@@ -41,7 +41,7 @@ from tolaria.core.events import STOP_END_TURN
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import RunRequest, stream_ai_agent
 from tolaria.core.stream_id import new_stream_id
-from tolaria.settings import Settings, SettingsFileError, settings_path
+from tolaria.settings import Settings, SettingsFileError, load_settings, settings_path
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_AGENT = ROOT / "tests" / "fakes" / "report_agent.py"
@@ -170,6 +170,39 @@ def test_bad_values_in_the_file_fall_back_and_are_named() -> None:
     assert loaded["claude"] == AgentOverrides(model="opus")
     assert problems == [f"{path}:3: agents.claude.permission_mode: must be one of safe, full, "
                         "got 'everything'; using the agent's default"]
+
+
+@pytest.mark.parametrize("text", [
+    'agents.claude.model = "a"\n',
+    'agents = { claude = { model = "a" } }\n',
+    '[agents]\nclaude = { model = "a", env = { X = "1" } }\n',
+    '[agents]\nclaude.model = "a"\n',
+    '[agents.claude]\nenv.X = "1"\n',
+    'behaviour.grace_seconds = 1\n[agents.claude]\nmodel = "a"\n',
+])
+def test_hand_written_layouts_are_edited_faithfully_or_not_at_all(text: str) -> None:
+    """Dotted keys and inline tables: the edit either means exactly what was asked, or the
+    file is left byte for byte and the error says why."""
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    for agent, o in (("claude", AgentOverrides(model="b", env={"Y": "2"}, extra_args=("-v",))),
+                     ("codex", AgentOverrides(model="c")), ("claude", None)):
+        before = path.read_bytes()
+        expected = {**load_overrides()[0]}
+        if o is None:
+            expected.pop(agent, None)
+        else:
+            expected[agent] = o
+        try:
+            save_overrides(agent, o)
+        except SettingsFileError as exc:
+            assert "cannot be edited by the app" in str(exc)  # noqa: PT017
+            assert path.read_bytes() == before
+            break
+        assert load_overrides() == (expected, [])
+    if "grace_seconds" in text:
+        assert load_settings()[0].grace_seconds == 1.0
 
 
 # -- applying to real runs --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tolaria import paths, tomlfile
+from tolaria.agent_config import AgentOverrides, load_overrides, save_overrides
 from tolaria.settings import (
     Settings,
     SettingsFileError,
@@ -275,6 +276,8 @@ def test_fuzzed_files_never_crash_and_are_never_overwritten_when_broken(raw: byt
             parses = False
         if not parses:
             assert problems and str(path) in problems[0]
+        overrides, agent_problems = load_overrides(path)
+        assert parses or (overrides == {} and agent_problems)
         try:
             save_settings(CHANGED, path)
         except SettingsFileError:
@@ -282,4 +285,13 @@ def test_fuzzed_files_never_crash_and_are_never_overwritten_when_broken(raw: byt
         else:
             assert parses
             assert load_settings(path)[0] == CHANGED
+        before = path.read_bytes()
+        wanted = AgentOverrides(model="m", env={"A": "1"})
+        try:
+            save_overrides("demo", wanted, path)
+        except SettingsFileError:
+            assert path.read_bytes() == before
+        else:
+            assert parses
+            assert load_overrides(path)[0]["demo"] == wanted
         assert temp_files(Path(folder)) == []
