@@ -13,8 +13,9 @@ import copy
 import os
 import re
 import tempfile
+import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import tomlkit.exceptions
 from tomlkit.items import InlineTable
 
 _LINE_RE = re.compile(r"at line (\d+)")
+LOCK_TIMEOUT_S = 5.0
 #: Mode of files the app creates: they may hold environment values such as tokens.
 NEW_FILE_MODE = 0o600
 
@@ -160,13 +162,47 @@ def edit(path: Path, change: Change) -> bool:
     Raises SettingsFileError, writing nothing, when the file is broken or when the edit cannot
     be made faithfully (see :func:`edited_text`).
     """
-    found = read(path)
-    text, data = found if found is not None else ("", {})
-    new_text = edited_text(text, data, path, change)
-    if new_text is None:
-        return False
-    write_atomic(path, new_text)
-    return True
+    with folder_lock(path):
+        found = read(path)
+        text, data = found if found is not None else ("", {})
+        new_text = edited_text(text, data, path, change)
+        if new_text is None:
+            return False
+        write_atomic(path, new_text)
+        return True
+
+
+@contextlib.contextmanager
+def folder_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Serialise read-modify-write of ``path`` between Tolaria processes (the window, a second
+    window, a CLI command), so one save never drops another's change.
+
+    An advisory ``flock`` on the file's folder (no lock file to leave behind); editors do not
+    take it, which is fine: a hand-edit made meanwhile is read again by the next save. Where
+    ``fcntl`` does not exist (Windows) saves are not serialised.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise SettingsFileError(path, None, "another Tolaria process has been "
+                                                        f"saving it for {timeout:g} s; not "
+                                                        "saved, try again") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def edited_text(text: str, data: dict[str, Any], path: Path, change: Change) -> str | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.fake_openai_server import FakeOpenAIServer, text_reply
 from helpers import Collector, async_test
 
 from tolaria import paths
@@ -349,6 +350,28 @@ async def test_test_agent_stops_an_agent_that_never_answers(tmp_path: Path) -> N
                               registry=ProcessRegistry(), grace_s=0.2)
     assert not result.ok
     assert result.message == "no answer within 1 s; the test run was stopped"
+
+
+@async_test
+async def test_test_agent_with_a_model_endpoint_uses_the_model_override(tmp_path: Path) -> None:
+    server = FakeOpenAIServer().start()
+    try:
+        chat = parse_manifest({"id": "local", "name": "Local model", "protocol": "openai-chat",
+                               "base_url": server.base_url, "model": "small"})
+        server.script(text_reply("OK"))
+        result = await test_agent(chat, AgentOverrides(model="large"), str(tmp_path), timeout=30,
+                                  registry=ProcessRegistry())
+        assert result.ok, result
+        assert (result.message, result.detail) == ("Local model answered", "OK")
+        assert server.requests[-1].body["model"] == "large"
+        # No scripted reply: the server answers 500; its error text is what the user sees.
+        failed = await test_agent(chat, AgentOverrides(), str(tmp_path), timeout=30,
+                                  registry=ProcessRegistry())
+        assert not failed.ok
+        assert "no scripted reply" in failed.detail
+        assert failed.message in failed.detail
+    finally:
+        server.stop()
 
 
 # -- `tolaria run` reads the same files --------------------------------------------------------------

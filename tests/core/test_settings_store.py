@@ -295,3 +295,22 @@ def test_fuzzed_files_never_crash_and_are_never_overwritten_when_broken(raw: byt
             assert parses
             assert load_overrides(path)[0]["demo"] == wanted
         assert temp_files(Path(folder)) == []
+
+
+def test_concurrent_saves_from_several_processes_lose_nothing() -> None:
+    script = textwrap.dedent("""\
+        import sys
+        from tolaria.agent_config import AgentOverrides, save_overrides
+        agent = sys.argv[1]
+        for n in range(20):
+            save_overrides(agent, AgentOverrides(model=f"m{n}"))
+        """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, agent], cwd=ROOT, env=dict(os.environ))
+             for agent in ("alpha", "beta", "gamma")]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    overrides, problems = load_overrides()
+    assert problems == []
+    assert {k: o.model for k, o in overrides.items()} == {"alpha": "m19", "beta": "m19",
+                                                          "gamma": "m19"}
+    assert temp_files(settings_path().parent) == []
