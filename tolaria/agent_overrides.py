@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,20 @@ def mask(value: str) -> str:
     if not value or _REFERENCE_RE.fullmatch(value.strip()):
         return value
     return MASK
+
+
+def split_args(text: str) -> tuple[str, ...]:
+    """Arguments typed on one line, split like a POSIX shell would (quotes group words); no
+    shell ever runs them. ValueError with the reason for unbalanced quotes."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:
+        raise ValueError(f"cannot split the arguments: {exc} (close the quote)") from None
+
+
+def join_args(args: tuple[str, ...] | list[str]) -> str:
+    """The inverse of :func:`split_args`, for showing arguments on one line."""
+    return shlex.join(args)
 
 
 # -- validation ---------------------------------------------------------------------------------

@@ -141,6 +141,9 @@ _KEYS = (
          _number(0, math.inf, "a number of seconds (0 = never stop a retrying agent)"), float),
 )
 _TABLES = ("shortcuts", "behaviour")
+#: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
+#: would otherwise be ignored without a word). ``agents``: tolaria/agent_overrides.py.
+KNOWN_TABLES = ("shortcuts", "behaviour", "agents")
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 
@@ -170,6 +173,10 @@ def _parse(data: dict[str, Any], text: str, path: Path) -> tuple[Settings, list[
     values: dict[str, Any] = {}
     problems: list[str] = []
     defaults = Settings()
+    for table in sorted(set(data) - set(KNOWN_TABLES)):
+        line = tomlfile.table_line(text, table) or tomlfile.key_line(text, "", table)
+        problems.append(f"{_where(path, line)}: {table}: unknown table, ignored (known: "
+                        f"{', '.join(KNOWN_TABLES)})")
     for table in _TABLES:
         section = data.get(table, {})
         if not isinstance(section, dict):

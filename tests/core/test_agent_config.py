@@ -426,3 +426,12 @@ def test_loaded_user_manifest_keeps_model_args(tmp_path: Path) -> None:
     path.write_text('id = "x"\nprotocol = "lines"\ncommand = ["x"]\n'
                     'model_args = ["--model", "{model}"]\n')
     assert load_manifest_file(path).model_args == ("--model", "{model}")
+
+
+def test_arguments_typed_on_one_line() -> None:
+    from tolaria.agent_config import join_args, split_args
+
+    assert split_args('--flag "two words" one\\ arg') == ("--flag", "two words", "one arg")
+    assert split_args(join_args(("a b", "$HOME", "--x=';'"))) == ("a b", "$HOME", "--x=';'")
+    with pytest.raises(ValueError, match="close the quote"):
+        split_args('--name "unfinished')

@@ -314,3 +314,13 @@ def test_concurrent_saves_from_several_processes_lose_nothing() -> None:
     assert {k: o.model for k, o in overrides.items()} == {"alpha": "m19", "beta": "m19",
                                                           "gamma": "m19"}
     assert temp_files(settings_path().parent) == []
+
+
+def test_an_unknown_table_is_named() -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[shortcut]\nstop = "F1"\n')
+    settings, problems = load_settings()
+    assert settings == Settings()
+    assert problems == [f"{path}:1: shortcut: unknown table, ignored (known: shortcuts, "
+                        "behaviour, agents)"]
