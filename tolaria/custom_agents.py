@@ -133,14 +133,18 @@ def write_custom_agent(data: dict[str, Any], *, replace_id: str | None = None) -
     changed). Raises ManifestError for an invalid manifest, a new id that is taken, or a
     built-in's id (customise a built-in with its overrides, or duplicate it).
     """
-    manifest = parse_manifest(data)
+    ident = data.get("id")
+    # Errors name the file the agent would be written to.
+    named = paths.user_adapters_dir() / (f"{ident}.toml" if isinstance(ident, str) and ident
+                                         else "<id>.toml")
+    manifest = parse_manifest(data, named)
     adapters = load_adapters()
     existing = adapters.manifests.get(manifest.id)
     old_file = _user_file(replace_id) if replace_id else None
     if manifest.id != replace_id and existing is not None:
         kind = "a built-in agent" if existing.builtin else "another agent"
-        raise ManifestError(None, "id", f"{manifest.id!r} is already used by {kind}; choose "
-                                        "another id")
+        raise ManifestError(named, "id", f"{manifest.id!r} is already used by {kind}; choose "
+                                         "another id")
     target = old_file if old_file is not None and manifest.id == replace_id else (
         paths.user_adapters_dir() / f"{manifest.id}.toml")
     if manifest.id != replace_id and target.exists():
@@ -207,11 +211,11 @@ def duplicate_agent(manifest: Manifest, new_id: str, new_name: str) -> Path:
     data.update(id=new_id, name=new_name)
     if manifest.source is not None and manifest.source.is_file():
         # Copy the file's text and change two keys, so its comments come along.
-        parse_manifest(data)
+        target = paths.user_adapters_dir() / f"{new_id}.toml"
+        parse_manifest(data, target)
         taken = load_adapters().manifests
         if new_id in taken:
-            raise ManifestError(None, "id", f"{new_id!r} is already used by another agent")
-        target = paths.user_adapters_dir() / f"{new_id}.toml"
+            raise ManifestError(target, "id", f"{new_id!r} is already used by another agent")
         if target.exists():
             raise ManifestError(target, "id", "a file with this name already exists")
         source_text = manifest.source.read_text("utf-8")
