@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,9 @@ from typing import Any
 import pytest
 from fakes.fake_openai_server import FakeOpenAIServer, text_reply
 from helpers import Collector, async_test
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from tolaria import paths
 from tolaria.agent_config import (
@@ -435,3 +439,42 @@ def test_arguments_typed_on_one_line() -> None:
     assert split_args(join_args(("a b", "$HOME", "--x=';'"))) == ("a b", "$HOME", "--x=';'")
     with pytest.raises(ValueError, match="close the quote"):
         split_args('--name "unfinished')
+
+
+_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
+_texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+                 max_size=30)
+_lines = _texts.filter(lambda t: t.strip() != "" and "\n" not in t and "\r" not in t)
+_overrides = st.builds(
+    AgentOverrides,
+    enabled=st.booleans(),
+    path=st.none() | _lines,
+    extra_args=st.lists(_texts.filter(lambda t: "{prompt}" not in t and "{session_id}" not in t),
+                        max_size=4).map(tuple),
+    env=st.dictionaries(_names, _texts, max_size=4),
+    model=st.none() | _lines.filter(lambda t: "{" not in t and "}" not in t
+                                    and not t.startswith("-")),
+    permission_mode=st.sampled_from([None, "safe", "full"]),
+    cwd=st.none() | _lines,
+)
+
+
+@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["claude", "codex", "my-agent"]), _overrides),
+                min_size=1, max_size=5))
+def test_any_valid_overrides_round_trip_through_successive_edits(
+        saves: list[tuple[str, AgentOverrides]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "settings.toml"
+        path.write_text("# hand-written header\n[behaviour]\ngrace_seconds = 1.5\n")
+        expected: dict[str, AgentOverrides] = {}
+        for agent, o in saves:
+            assert validate_overrides(replace(o, path=None, cwd=None)) == []
+            save_overrides(agent, o, path)
+            if o.is_default:
+                expected.pop(agent, None)
+            else:
+                expected[agent] = o
+            assert load_overrides(path) == (expected, [])
+        assert path.read_text().startswith("# hand-written header\n")
+        assert load_settings(path)[0].grace_seconds == 1.5
