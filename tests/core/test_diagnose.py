@@ -90,6 +90,7 @@ def test_a_rejected_key_is_auth_with_the_agents_own_advice(cli: str, fixture: st
 UNREACHABLE_FINAL = [
     ("claude", "claude_unreach.jsonl", "ECONNREFUSED", "ANTHROPIC_BASE_URL"),
     ("qwen", "qwen_unreach.jsonl", "ECONNREFUSED", "OPENAI_BASE_URL"),
+    ("gemini", "gemini_unreach_end.jsonl", "fetch failed", "GOOGLE_GEMINI_BASE_URL"),
     ("opencode", "opencode_unreach.jsonl", "Cannot connect to API", "baseURL in opencode.json"),
 ]
 
