@@ -273,11 +273,10 @@ class _Turn(ProcessTurn):
         if self._retry_since is not None:
             return
         self._retry_since = time.monotonic()
-        limit = self.request.retry_limit_s
-        note = (f" Tolaria stops it if it is still retrying after {limit:g} s." if limit
-                else "")
+        limit = self.request.retry_limit_s or 0.0
+        note = f" Tolaria stops it if it is still retrying after {limit:g} s." if limit > 0 else ""
         self.emit(Diagnostic(sid, source="retry", message=f"{name} is retrying: {detail}.{note}"))
-        if limit:
+        if limit > 0:
             self._retry_timer = asyncio.get_running_loop().call_later(
                 limit, self._on_retry_limit, limit)
 
