@@ -19,6 +19,7 @@ from tolaria.core.adapters import AdapterSet, load_adapters
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
+    Diagnostic,
     Done,
     Error,
     Event,
@@ -148,6 +149,10 @@ class _TextPrinter:
             print(f"[tool {status}]", file=sys.stderr, flush=True)
         elif isinstance(event, Error):
             print(f"\nerror: {event.message}", file=sys.stderr, flush=True)
+            if event.hint:
+                print(f"hint: {event.hint}", file=sys.stderr, flush=True)
+        elif isinstance(event, Diagnostic) and event.source == "retry":
+            print(f"[{event.message}]", file=sys.stderr, flush=True)
         elif isinstance(event, Done):
             sys.stdout.write("\n")
             survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)

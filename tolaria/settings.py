@@ -24,6 +24,7 @@ DEFAULT_STOP = "Esc"
 DEFAULT_STOP_ALL = "Shift+Esc"
 DEFAULT_RESTART = "Ctrl+R"
 DEFAULT_WATCHDOG_S = 60.0
+DEFAULT_RETRY_LIMIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class Settings:
     #: Seconds without any output from a running turn before the window offers to restart it
     #: (``[behaviour] watchdog_seconds``); it only offers, it never restarts by itself.
     watchdog_seconds: float = DEFAULT_WATCHDOG_S
+    #: Seconds a CLI agent may keep retrying an unreachable model before its run is stopped and
+    #: reported as an error (``[behaviour] retry_limit_seconds``); 0 never stops it.
+    retry_limit_seconds: float = DEFAULT_RETRY_LIMIT_S
 
 
 def settings_path() -> Path:
@@ -75,21 +79,35 @@ def _parse(data: dict[str, Any], path: Path) -> tuple[Settings, list[str]]:
     behaviour = data.get("behaviour", {})
     if not isinstance(behaviour, dict):
         errors.append(f"{path}: [behaviour] must be a table; using defaults")
-    elif "watchdog_seconds" in behaviour:
-        value = behaviour["watchdog_seconds"]
-        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-            settings = replace(settings, watchdog_seconds=float(value))
-        else:
-            errors.append(f"{path}: behaviour.watchdog_seconds must be a positive number of "
-                          f"seconds, got {value!r}; using {settings.watchdog_seconds:g}")
+    else:
+        if "watchdog_seconds" in behaviour:
+            value = behaviour["watchdog_seconds"]
+            if _is_number(value) and value > 0:
+                settings = replace(settings, watchdog_seconds=float(value))
+            else:
+                errors.append(f"{path}: behaviour.watchdog_seconds must be a positive number of "
+                              f"seconds, got {value!r}; using {settings.watchdog_seconds:g}")
+        if "retry_limit_seconds" in behaviour:
+            value = behaviour["retry_limit_seconds"]
+            if _is_number(value) and 0 <= value < float("inf"):
+                settings = replace(settings, retry_limit_seconds=float(value))
+            else:
+                errors.append(f"{path}: behaviour.retry_limit_seconds must be a number of "
+                              f"seconds (0 = never stop a retrying agent), got {value!r}; "
+                              f"using {settings.retry_limit_seconds:g}")
     return settings, errors
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def save_settings(settings: Settings, path: Path | None = None) -> None:
     path = path or settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"shortcuts": {"stop": settings.stop_shortcut, "stop_all": settings.stop_all_shortcut},
-            "behaviour": {"watchdog_seconds": settings.watchdog_seconds}}
+            "behaviour": {"watchdog_seconds": settings.watchdog_seconds,
+                          "retry_limit_seconds": settings.retry_limit_seconds}}
     fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

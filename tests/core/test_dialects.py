@@ -383,7 +383,7 @@ async def test_codex_last_held_error_reaches_the_chat_when_stdout_ends() -> None
     run = start_run(replay_manifest("codex", "codex_unreach.jsonl"))
     done = await run.finish()
     retries = [e for e in run.collector.events
-               if isinstance(e, Diagnostic) and "Reconnecting" in e.message]
+               if isinstance(e, Diagnostic) and e.source == "stdout" and "Reconnecting" in e.message]
     assert len(retries) == 4
     error, = run.collector.of("error")
     assert isinstance(error, Error) and "without a final result" in error.message
