@@ -64,6 +64,10 @@ class RunRequest:
     #: ACP agents with ``permissions = "safe"``: asked for each permission request (the chosen
     #: option id, or None to cancel it); without it "safe" rejects. Answered None on Stop.
     on_permission: PermissionCallback | None = None
+    #: "safe" or "full" for this run (tolaria.core.adapters.PERMISSION_MODES); None uses the
+    #: manifest's ``permissions``. Picks the manifest's ``[permission_args]`` for a CLI and
+    #: how an ACP agent's permission requests are answered.
+    permission_mode: str | None = None
 
 
 class _Emitter:
