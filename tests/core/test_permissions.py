@@ -237,3 +237,32 @@ def test_acp_permission_follows_the_request_mode(tmp_path: Path, default: str,
         assert len(notes) == 1 and f'permission mode "{mode}"' in notes[0]
 
     run()
+
+
+# --- built-ins whose program is Tolaria's own Python --------------------------------------------
+
+
+@async_test
+async def test_demo_agent_keeps_a_flag_like_prompt_as_the_prompt(tmp_path: Path) -> None:
+    collector = Collector()
+    request = RunRequest(load_adapters().get("demo"), "--version --resume x", str(tmp_path),
+                         {"TOLARIA_DEMO_DELAY": "0", "TOLARIA_DEMO_TOOL_SECONDS": "0"})
+    done = await stream_ai_agent(request, new_stream_id(), collector, registry=ProcessRegistry())
+    assert done.stop_reason == "end_turn"
+    assert 'You asked "--version --resume x".' in collector.text()
+    assert "Continuing session" not in collector.text()
+
+
+@async_test
+async def test_unconfigured_custom_command_only_explains_itself(tmp_path: Path) -> None:
+    manifest = load_adapters().get("custom-command")
+    assert manifest.protocol == "lines" and manifest.takes_prompt_on_stdin
+    work = tmp_path / "work"
+    work.mkdir()
+    collector = Collector()
+    request = RunRequest(manifest, "rm -rf ~; touch pwned", str(work))
+    done = await stream_ai_agent(request, new_stream_id(), collector, registry=ProcessRegistry())
+    assert (done.stop_reason, done.exit_code) == ("error", 2)
+    error, = (e.message for e in collector.events if isinstance(e, Error))
+    assert "not configured" in error and "docs/ADAPTERS.md" in error
+    assert list(work.iterdir()) == []  # ran nothing of the prompt
