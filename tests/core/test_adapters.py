@@ -180,9 +180,11 @@ def test_permission_keys_load(tmp_path: Path) -> None:
     assert manifest.permission_args == {"safe": ("--ro",), "full": ("--shell", "--dir={cwd}")}
     assert manifest.permission_env == {"full": {"X_SHELL": "1"}}
     assert manifest.resume_command == ("x", "resume", "--", "{session_id}", "{prompt}")
-    # Default: "safe", nothing added.
+    assert manifest.can_resume
+    # Default: "safe", nothing added, no way to resume.
     plain = load_manifest_file(write(tmp_path, "plain.toml", CLI))
     assert (plain.permissions, plain.permission_args, plain.resume_command) == ("safe", {}, ())
+    assert not plain.can_resume
 
 
 def test_build_argv_places_options_before_the_separator(tmp_path: Path) -> None:

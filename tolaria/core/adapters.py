@@ -97,6 +97,12 @@ class Manifest:
     resume_command: tuple[str, ...] = ()
 
     @property
+    def can_resume(self) -> bool:
+        """Whether a follow-up can continue the agent's own session (``resume`` or
+        ``resume_command``) instead of sending the history along."""
+        return bool(self.resume or self.resume_command)
+
+    @property
     def takes_prompt_on_stdin(self) -> bool:
         return not any("{prompt}" in part for part in self.command)
 
