@@ -142,7 +142,9 @@ async def test_codex_continues_a_thread_with_its_resume_command(tmp_path: Path) 
 @pytest.mark.parametrize(("ident", "tail"), [("opencode", ["--session", "S-1", "--", "--p"]),
                                              ("cursor", ["--resume", "S-1", "--", "--p"]),
                                              ("qwen", ["--approval-mode", "auto-edit",
-                                                       "--resume", "S-1"])])
+                                                       "--resume", "S-1"]),
+                                             ("gemini", ["--approval-mode", "auto_edit",
+                                                         "--resume", "S-1"])])
 def test_resume_arguments_go_before_the_prompt_separator(tmp_path: Path, ident: str,
                                                          tail: list[str]) -> None:
     @async_test
