@@ -313,7 +313,7 @@ def test_builtin_manifests_for_the_dialects() -> None:
         assert manifest.protocol == protocol and manifest.protocol in RUNTIMES
         assert manifest.version_command == (manifest.command[0], "--version")
         assert manifest.install_hint.startswith("npm install -g ")
-        assert "{prompt}" in manifest.command
+        assert any("{prompt}" in part for part in manifest.command)
     assert adapters.get("qwen").env == {"QWEN_CODE_NO_RELAUNCH": "true"}
     assert adapters.get("codex").stop.polite == "sigint"
     assert adapters.get("gemini").stop.polite == "sigterm"

@@ -72,6 +72,10 @@ class RunRequest:
     #: for this many seconds, the run is stopped like a Stop and reported as an error. None or
     #: 0: never. An agent that retries *silently* is not cut off (see docs/retries.md).
     retry_limit_s: float | None = DEFAULT_RETRY_LIMIT_S
+    #: "safe" or "full" for this run (tolaria.core.adapters.PERMISSION_MODES); None uses the
+    #: manifest's ``permissions``. Picks the manifest's ``[permission_args]`` for a CLI and
+    #: how an ACP agent's permission requests are answered.
+    permission_mode: str | None = None
 
 
 class _Emitter:

@@ -174,10 +174,11 @@ class ChatController(QObject):
             return None
         earlier = self.answered_turns(conversation_id)
         manifest = self.adapters.manifests.get(conversation.agent)
-        # Continue the agent's own session where the adapter can (Claude `--resume`): it keeps
-        # the whole context, tools included. Otherwise the history travels in the prompt.
+        # Continue the agent's own session where the adapter can (Claude `--resume`, Codex's
+        # resume_command): it keeps the whole context, tools included. Otherwise the history
+        # travels in the prompt.
         resume_id = None
-        if (manifest is not None and manifest.resume and conversation.agent_session_id
+        if (manifest is not None and manifest.can_resume and conversation.agent_session_id
                 and earlier and earlier[-1].agent == conversation.agent
                 and earlier[-1].session_id == conversation.agent_session_id):
             resume_id = conversation.agent_session_id
