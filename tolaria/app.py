@@ -66,7 +66,8 @@ class Tolaria:
         self.tasks = TaskSet()
         self.bridge = Bridge()
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
-                                         self.tasks, grace_s=grace_s)
+                                         self.tasks, grace_s=grace_s,
+                                         retry_limit_s=self.settings.retry_limit_seconds)
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.control = ControlServer(self.registry)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,

@@ -20,6 +20,7 @@ from tolaria.core.adapters import AdapterSet, load_adapters
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
+    Diagnostic,
     Done,
     Error,
     Event,
@@ -106,7 +107,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for warning in prepared.warnings:
         print(f"tolaria: settings: {warning}", file=sys.stderr)
     request = RunRequest(manifest=prepared.manifest, prompt=args.prompt,
-                         cwd=args.run_cwd or prepared.cwd, **prepared.options)
+                         cwd=args.run_cwd or prepared.cwd, retry_limit_s=prepared.retry_limit_s,
+                         **prepared.options)
     grace = prepared.grace_s if args.grace is None else args.grace
     printer = _JsonPrinter() if args.json else _TextPrinter()
     done = asyncio.run(_run_with_control(request, stream_id, printer, grace))
@@ -160,6 +162,10 @@ class _TextPrinter:
             print(f"[tool {status}]", file=sys.stderr, flush=True)
         elif isinstance(event, Error):
             print(f"\nerror: {event.message}", file=sys.stderr, flush=True)
+            if event.hint:
+                print(f"hint: {event.hint}", file=sys.stderr, flush=True)
+        elif isinstance(event, Diagnostic) and event.source == "retry":
+            print(f"[{event.message}]", file=sys.stderr, flush=True)
         elif isinstance(event, Done):
             sys.stdout.write("\n")
             survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)

@@ -65,7 +65,7 @@ def template_manifest(kind: str = "lines") -> dict[str, Any]:
                 "base_url": "http://127.0.0.1:11434/v1", "model": "llama3.2",
                 "api_key_env": ""}
     data: dict[str, Any] = {"id": ident, "name": "My agent", "protocol": kind,
-                            "command": ["my-agent", "{prompt}"],
+                            "command": ["my-agent", "--", "{prompt}"],
                             "stop": {"polite": "sigint", "polite_window_ms": 1000}}
     base = _builtin_data(TEMPLATE_ID)
     if base is not None:

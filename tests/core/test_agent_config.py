@@ -252,6 +252,8 @@ def test_behaviour_settings_reach_the_run() -> None:
                            overrides={})
     assert prepared.manifest.stop == StopPolicy(polite="sigint", polite_window_ms=200)
     assert prepared.grace_s == 4.5
+    assert prepare_run(manifest, settings=Settings(retry_limit_seconds=0),
+                       overrides={}).retry_limit_s == 0
     untouched = prepare_run(manifest, settings=Settings(), overrides={})
     assert untouched.manifest == manifest
 
@@ -478,3 +480,22 @@ def test_any_valid_overrides_round_trip_through_successive_edits(
             assert load_overrides(path) == (expected, [])
         assert path.read_text().startswith("# hand-written header\n")
         assert load_settings(path)[0].grace_seconds == 1.5
+
+
+def test_cli_takes_the_retry_limit_from_settings() -> None:
+    adapters = paths.user_adapters_dir()
+    adapters.mkdir(parents=True, exist_ok=True)
+    fixture = ROOT / "tests" / "fixtures" / "codex" / "codex_unreach.jsonl"
+    retry_agent = ROOT / "tests" / "fakes" / "retry_agent.py"
+    (adapters / "retrying.toml").write_text(textwrap.dedent(f"""\
+        id = "retrying"
+        name = "Retrying codex"
+        protocol = "codex-exec-json"
+        command = [{json.dumps(sys.executable)}, {json.dumps(str(retry_agent))},
+                   {json.dumps(str(fixture))}, "{{prompt}}"]
+        """))
+    settings_path().write_text("[behaviour]\nretry_limit_seconds = 1\ngrace_seconds = 0.5\n")
+    code, out, err = _cli("run", "--agent", "retrying", "--json", "hi", env=_cli_env())
+    assert code == 1, err
+    errors = [e["message"] for e in map(json.loads, out.splitlines()) if e["kind"] == "error"]
+    assert errors and errors[0].startswith("Retrying codex could not reach the model for 1 s")

@@ -260,7 +260,7 @@ class AcpTurn(ProcessTurn):
 
         sid = self.run.stream_id
         title = tool_call.title or tool_call.tool_call_id
-        full = self.manifest.permissions == "full"
+        full = self.permission_mode == "full"
         hook = self.request.on_permission
         option_id: str | None = None
         if self.stopping:
@@ -269,9 +269,10 @@ class AcpTurn(ProcessTurn):
             option = _pick(options, _ALLOW if full else _REJECT)
             if option is not None:
                 option_id = option.option_id
-                message = (f"allowed {title!r} ({option.name}): permissions = \"full\"" if full
-                           else f"rejected {title!r}: permissions = \"safe\" and no one to ask "
-                                "(set permissions = \"full\" in the agent's manifest to allow)")
+                message = (f"allowed {title!r} ({option.name}): permission mode \"full\"" if full
+                           else f"rejected {title!r}: permission mode \"safe\" and no one to ask "
+                                "(run in \"full\" mode, or set permissions = \"full\" in the "
+                                "agent's manifest, to allow)")
                 self.emit(Diagnostic(sid, source="permission", message=message))
         else:
             option_id = await self._ask(hook, PermissionRequest(

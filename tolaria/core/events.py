@@ -66,7 +66,12 @@ class Usage(Event):
 
 @dataclass(frozen=True)
 class Diagnostic(Event):
-    """Something that is not conversation: a stderr line, a non-JSON stdout line, a note."""
+    """Something that is not conversation: a stderr line, a non-JSON stdout line, a note.
+
+    ``source`` says where it came from, e.g. ``stderr``, ``stdout`` (a line the parser could not
+    use), ``tolaria`` (a note from Tolaria), ``acp``, or ``retry`` (the agent started or stopped
+    retrying its model requests; the chat shows these).
+    """
 
     kind: ClassVar[str] = "diagnostic"
     source: str = "stderr"
@@ -75,10 +80,18 @@ class Diagnostic(Event):
 
 @dataclass(frozen=True)
 class Error(Event):
-    """The agent (or Tolaria on its behalf) reports a failure the user must see."""
+    """The agent (or Tolaria on its behalf) reports a failure the user must see.
+
+    ``message`` is the raw text (the agent's own words). ``category`` (one of
+    ``tolaria.core.diagnose.CATEGORIES``) and ``hint`` (one actionable line naming the agent)
+    are empty when nothing better than the raw text is known, and in events stored before
+    they existed.
+    """
 
     kind: ClassVar[str] = "error"
     message: str = ""
+    category: str = ""
+    hint: str = ""
 
 
 @dataclass(frozen=True)

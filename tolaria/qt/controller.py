@@ -30,7 +30,12 @@ from tolaria.core import discovery
 from tolaria.core.adapters import AdapterSet
 from tolaria.core.events import STOP_ERROR, Done, Error, Event, TextDelta
 from tolaria.core.registry import ProcessRegistry
-from tolaria.core.runner import DEFAULT_GRACE_S, RunRequest, stream_ai_agent
+from tolaria.core.runner import (
+    DEFAULT_GRACE_S,
+    DEFAULT_RETRY_LIMIT_S,
+    RunRequest,
+    stream_ai_agent,
+)
 from tolaria.core.store import (
     MARKER_MESSAGE_QUEUED,
     MARKER_MESSAGE_UNQUEUED,
@@ -61,6 +66,7 @@ def title_from_prompt(prompt: str) -> str:
 class ChatController(QObject):
     def __init__(self, bridge: Bridge, store: Store, registry: ProcessRegistry,
                  adapters: AdapterSet, tasks: TaskSet, *, grace_s: float = DEFAULT_GRACE_S,
+                 retry_limit_s: float = DEFAULT_RETRY_LIMIT_S,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
@@ -69,6 +75,8 @@ class ChatController(QObject):
         self.adapters = adapters
         self.tasks = tasks
         self.grace_s = grace_s
+        #: ``[behaviour] retry_limit_seconds``: how long an agent may retry before it is stopped.
+        self.retry_limit_s = retry_limit_s
         #: conversation id -> stream id of its running turn
         self._running: dict[int, str] = {}
         self._conversation_of: dict[str, int] = {}
@@ -166,10 +174,11 @@ class ChatController(QObject):
             return None
         earlier = self.answered_turns(conversation_id)
         manifest = self.adapters.manifests.get(conversation.agent)
-        # Continue the agent's own session where the adapter can (Claude `--resume`): it keeps
-        # the whole context, tools included. Otherwise the history travels in the prompt.
+        # Continue the agent's own session where the adapter can (Claude `--resume`, Codex's
+        # resume_command): it keeps the whole context, tools included. Otherwise the history
+        # travels in the prompt.
         resume_id = None
-        if (manifest is not None and manifest.resume and conversation.agent_session_id
+        if (manifest is not None and manifest.can_resume and conversation.agent_session_id
                 and earlier and earlier[-1].agent == conversation.agent
                 and earlier[-1].session_id == conversation.agent_session_id):
             resume_id = conversation.agent_session_id
@@ -201,7 +210,7 @@ class ChatController(QObject):
             on_event(Done(stream_id, stop_reason=STOP_ERROR))
             return stream_id
         request = RunRequest(manifest=manifest, prompt=launch.full_prompt, cwd=launch.cwd,
-                             session_id=launch.resume_id)
+                             session_id=launch.resume_id, retry_limit_s=self.retry_limit_s)
         self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
         return stream_id
 

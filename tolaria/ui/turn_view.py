@@ -36,6 +36,7 @@ from tolaria.ui.blocks import (
     MAX_CHUNKS,
     ErrorCard,
     MarkdownSegment,
+    RetryNotice,
     ThinkingBlock,
     ToolCard,
 )
@@ -308,9 +309,14 @@ class TurnView(QWidget):
                 self._add_block(known)
             known.finish(event.output, event.is_error)
         elif isinstance(event, Error):
-            error = ErrorCard(event.message, list(self._stderr), self)
+            error = ErrorCard(event.message, list(self._stderr), self, hint=event.hint)
             self._errors.append(error)
             self._add_block(error)
+        elif isinstance(event, Diagnostic) and event.source == "retry":
+            if isinstance(self._last, RetryNotice):
+                self._last.setText(event.message)
+            else:
+                self._add_block(RetryNotice(event.message, self))
         elif isinstance(event, Diagnostic) and event.source == "stderr":
             self._stderr.append(event.message)
             for error in self._errors:
