@@ -219,15 +219,19 @@ async def test_overrides_reach_a_real_run(monkeypatch: pytest.MonkeyPatch, tmp_p
                        env={"REPORT_ENV": "API_TOKEN,PLAIN", "API_TOKEN": "${SETTINGS_TEST_SECRET}",
                             "PLAIN": "plain value"},
                        permission_mode="full", cwd=str(tmp_path))
-    prepared = prepare_run(report_manifest(), settings=Settings(), overrides={"report": o})
+    manifest = report_manifest(permission_args={"safe": ("--read-only",), "full": ("--yolo",)})
+    prepared = prepare_run(manifest, settings=Settings(), overrides={"report": o})
     assert prepared.cwd == str(tmp_path)
     assert prepared.manifest.permissions == "full"
     request = RunRequest(manifest=prepared.manifest, prompt="p", **prepared.options)
-    assert getattr(request, "permission_mode", request.manifest.permissions) == "full"
+    assert request.permission_mode == "full"
     report = await run_and_report(prepared.manifest, cwd=prepared.cwd, **prepared.options)
     # Added arguments go before the command's "--"; the prompt stays one argument after it.
-    assert report["argv"][1:] == ["--model", "big-model", "--flag", "two words", "--",
+    assert report["argv"][1:] == ["--model", "big-model", "--flag", "two words", "--yolo", "--",
                                   "hello there"]
+    # Without the override, the manifest's default mode.
+    default = prepare_run(manifest, settings=Settings(), overrides={})
+    assert "--read-only" in (await run_and_report(default.manifest, **default.options))["argv"]
     assert report["env"] == {"API_TOKEN": "s3cret", "PLAIN": "plain value"}
     assert report["cwd"] == str(tmp_path)
 
