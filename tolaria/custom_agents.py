@@ -244,8 +244,8 @@ def remove_custom_agent(agent_id: str) -> None:
             raise ValueError(f"{manifest.name} ({agent_id}) is a built-in agent and cannot be "
                              "removed; disable it instead")
         raise ValueError(f"no custom agent {agent_id!r} in {paths.user_adapters_dir()}")
+    save_overrides(agent_id, None)  # first: a broken settings file stops it before any change
     path.unlink()
-    save_overrides(agent_id, None)
 
 
 def reset_builtin(agent_id: str) -> None:

@@ -190,3 +190,13 @@ async def test_duplicate_of_a_manifest_without_a_file_runs(tmp_path: Path) -> No
     done = await stream_ai_agent(RunRequest(manifest=copy, prompt="hi", cwd=str(tmp_path)),
                                  new_stream_id(), collector, registry=ProcessRegistry())
     assert done.stop_reason == STOP_END_TURN
+
+
+def test_nothing_is_removed_while_the_settings_file_is_broken() -> None:
+    from tolaria.settings import SettingsFileError, settings_path
+
+    path = write_custom_agent(custom())
+    settings_path().write_text("[agents.reporter\n")
+    with pytest.raises(SettingsFileError, match=r"settings.toml:1: not valid TOML"):
+        remove_custom_agent("reporter")
+    assert path.exists()
