@@ -64,6 +64,8 @@ class RunRequest:
     #: ACP agents with ``permissions = "safe"``: asked for each permission request (the chosen
     #: option id, or None to cancel it); without it "safe" rejects. Answered None on Stop.
     on_permission: PermissionCallback | None = None
+    #: Protocol ``openai-chat``: use this model instead of the manifest's ``model``.
+    model: str | None = None
 
 
 class _Emitter:
