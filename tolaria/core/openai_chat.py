@@ -271,15 +271,20 @@ class ChatHelper:
                 if not self.stream:
                     self._on_message(json.loads(await resp.aread()), reply)
                     return
+                finished = False
                 async for line in resp.aiter_lines():
                     if self.is_cancelled():  # between streamed chunks
                         reply.cancelled = True
                         return
-                    if not line.startswith("data:"):
+                    # After [DONE] the body is read to its end rather than left: httpx's
+                    # generators of a response left mid-iteration are finalised later by the
+                    # garbage collector, in another task, which anyio reports as an error.
+                    if finished or not line.startswith("data:"):
                         continue
                     data = line[5:].strip()
                     if data == "[DONE]":
-                        return
+                        finished = True
+                        continue
                     self._on_chunk(json.loads(data), reply)
         except httpx.ConnectError as exc:
             raise ChatError(f"cannot reach {url} (is the server running?): {exc}") from exc
