@@ -36,6 +36,18 @@ from tolaria.core.tools import Toolbox, ToolError
 SECRET = "sk-test-0123456789-very-secret"
 
 
+@pytest.fixture(autouse=True)
+def no_system_keyring() -> Iterator[None]:
+    """A missing key must not reach the developer's real keyring (keyring's null backend)."""
+    import keyring
+    from keyring.backends import null
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(null.Keyring())
+    yield
+    keyring.set_keyring(previous)
+
+
 @pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
     srv = FakeOpenAIServer().start()
