@@ -284,3 +284,23 @@ async def test_max_iterations_notice(server: FakeOpenAIServer, tmp_path: Path) -
     assert await chat.prompt("loop") == "max_iterations"
     assert notices(events) == [
         "Stopped after 2 tool rounds (max_iterations); send a message to continue"]
+
+
+@async_test
+async def test_cancelled_task_leaves_a_valid_saved_history(server: FakeOpenAIServer,
+                                                           tmp_path: Path) -> None:
+    """The run's task itself is cancelled while a command runs (no Stop, no token): the call
+    has no answer in memory, but the saved history answers it."""
+    server.script(tool_reply(("c1", "run_command", {"command": "sleep 300"}),
+                             ("c2", "list_directory", {})))
+    run = run_turn(server, "sleep", tmp_path)
+    await wait_until(lambda: run.collector.of("tool_start"), 10, "the command to start")
+    session = session_of(run)
+    run.task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run.task
+    saved = ChatHistoryStore().load(session)
+    assert saved is not None
+    assert [m["role"] for m in saved.messages] == ["system", "user", "assistant", "tool", "tool"]
+    assert [m["content"] for m in saved.messages[3:]] == [CANCELLED_TOOL_RESULT] * 2
+    assert_history_valid(saved.messages)

@@ -64,3 +64,29 @@ def test_no_tools_notice_is_shown_in_the_turn(start_app, server) -> None:  # typ
     turn = drv.wait_finished()
     assert turn.status == "completed" and turn.text() == "Plain answer"
     assert notice_texts(turn) == ["fake-model does not support tools; answering without them"]
+
+
+def test_follow_up_after_restart_continues_the_saved_history(start_app, server, qtbot,  # type: ignore[no-untyped-def]
+                                                             home) -> None:
+    (home / "notes.txt").write_text("alpha\n")
+    server.script(tool_reply(("c1", "read_file", {"path": "notes.txt"})), text_reply("It says alpha"))
+    first = start_app()
+    first.use_agent(model_agent(server))
+    first.app.controller.set_cwd(first.pane.conversation_id, str(home))
+    first.send("what is in notes.txt?")
+    assert first.wait_finished().status == "completed"
+    first.close()
+
+    server.script(text_reply("Still alpha"))
+    second = start_app()
+    second.use_agent(model_agent(server))
+    pane = second.pane
+    qtbot.waitUntil(lambda: bool(pane.turn_views()) and not pane.transcript.busy)
+    second.send("and now?")
+    assert second.wait_finished().text() == "Still alpha"
+    sent = server.requests[-1].body["messages"]
+    # The saved message list, tool call and result included; the new prompt goes alone.
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant",
+                                         "user"]
+    assert sent[3] == {"role": "tool", "tool_call_id": "c1", "content": "alpha\n"}
+    assert sent[-1] == {"role": "user", "content": "and now?"}

@@ -9,6 +9,9 @@ results, including the "Tool call cancelled" answers), so it is valid for the ne
 Writes are atomic: a temporary file in the same folder, fsync, then ``os.replace``; a crash
 leaves the old file or the new one, never half of one.
 
+A tool call left without an answer (the run's task was cancelled while a command ran) is
+answered "Tool call cancelled" before saving: servers refuse a history with an unanswered call.
+
 Bounds: a history is cut to ``MAX_HISTORY_CHARS`` characters of JSON (about 100k tokens) by
 dropping whole turns from the oldest end (a turn is a user message and everything up to the next
 one, so a tool call is never separated from its result; the system message stays). When the
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tolaria import paths
+from tolaria.core.openai_chat import CANCELLED_TOOL_RESULT
 
 MAX_HISTORY_CHARS = 400_000
 MAX_SESSIONS = 500
@@ -92,7 +96,7 @@ class ChatHistoryStore:
         replaced by ``***`` wherever it appears."""
         if not valid_session_id(session_id):
             raise HistoryError(f"invalid session id {session_id!r}")
-        messages = bound_messages(chat.messages, self.max_chars)
+        messages = bound_messages(answer_dangling_calls(chat.messages), self.max_chars)
         text = json.dumps({"version": _VERSION, "messages": messages,
                            "no_tools_models": sorted(set(chat.no_tools_models))},
                           ensure_ascii=False)
@@ -131,6 +135,32 @@ class ChatHistoryStore:
         for _, path in files[:max(0, len(files) - self.max_sessions)]:
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+def answer_dangling_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with every unanswered tool call of an assistant message answered (right
+    after that message's existing answers) by "Tool call cancelled"."""
+    out: list[dict[str, Any]] = []
+    pending: list[str] = []
+
+    def close() -> None:
+        out.extend({"role": "tool", "tool_call_id": call_id, "content": CANCELLED_TOOL_RESULT}
+                   for call_id in pending)
+        pending.clear()
+
+    for message in messages:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") in pending:
+                pending.remove(message["tool_call_id"])
+            out.append(message)
+            continue
+        close()
+        out.append(message)
+        if message.get("role") == "assistant":
+            pending.extend(str(c.get("id")) for c in message.get("tool_calls") or ()
+                           if isinstance(c, dict))
+    close()
+    return out
 
 
 def _size(messages: list[dict[str, Any]]) -> int:
