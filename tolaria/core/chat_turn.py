@@ -32,7 +32,7 @@ from tolaria.core.events import (
     Init,
 )
 from tolaria.core.keys import missing_key_message, resolve_api_key
-from tolaria.core.openai_chat import ChatHelper
+from tolaria.core.openai_chat import NOTICE, ChatHelper
 from tolaria.core.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 
 if TYPE_CHECKING:
@@ -121,7 +121,6 @@ class ChatTurn:
             reason = STOP_CANCELLED
         return self._done(reason)
 
-
     def _load(self, store: ChatHistoryStore) -> SavedChat | None:
         """The saved history of the requested session; None (with a note) when it is gone."""
         wanted = self.request.session_id
@@ -133,7 +132,8 @@ class ChatTurn:
         except HistoryError as exc:
             saved, why = None, str(exc)
         if saved is None:
-            self.emit(Diagnostic(self.run.stream_id, source="tolaria",
+            # A notice: the user must know the model no longer sees the earlier turns.
+            self.emit(Diagnostic(self.run.stream_id, source=NOTICE,
                                  message=f"the earlier model conversation cannot be continued "
                                          f"({why}); starting a new one"))
         return saved
@@ -144,7 +144,7 @@ class ChatTurn:
             store.save(session, saved, redact=key)
         except HistoryError as exc:
             log.warning("%s", exc)
-            self.emit(Diagnostic(self.run.stream_id, source="tolaria",
+            self.emit(Diagnostic(self.run.stream_id, source=NOTICE,
                                  message=f"{exc}; the next turn starts a new conversation"))
 
 

@@ -43,7 +43,10 @@ def _no_backend_reason() -> str | None:
         from keyring.backends import fail
     except ImportError as exc:  # an install without the dependency: degrade, do not crash
         return f"the keyring package is not installed ({exc})"
-    backend = keyring.get_keyring()
+    try:
+        backend = keyring.get_keyring()
+    except Exception as exc:  # a broken keyring configuration or backend plugin
+        return f"the system keyring could not be loaded ({type(exc).__name__})"
     if isinstance(backend, fail.Keyring):
         return "no system keyring is available on this machine (e.g. a headless session)"
     return None
