@@ -25,6 +25,7 @@ from keyring.backends import fail, null
 
 from tolaria import paths
 from tolaria.core.adapters import Manifest
+from tolaria.core.chat_history import ChatHistoryStore, SavedChat
 from tolaria.core.keys import (
     KeyStoreError,
     delete_key,
@@ -34,6 +35,7 @@ from tolaria.core.keys import (
     set_key,
 )
 from tolaria.core.models_list import ModelListError, list_models
+from tolaria.core.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = ROOT / "tests" / "fakes"
@@ -111,26 +113,43 @@ async def test_keyring_key_reaches_the_server_and_nowhere_else(
         server: FakeOpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     set_key("fake-chat", SECRET)
-    server.script(tool_reply(("c1", "run_command", {"command": "env"})),
-                  text_reply(f"I will not repeat {SECRET}"))
+    server.script(tool_reply(("c1", "run_command", {"command": "env"})), text_reply("done"))
     run = start_run(chat_manifest(server.base_url), "show env", cwd=tmp_path)
     done = await run.finish()
     assert done.stop_reason == "end_turn"
     assert [r.headers["authorization"] for r in server.requests] == [f"Bearer {SECRET}"] * 2
     assert SECRET not in repr(server.requests[1].body)  # not in the command's environment
-    # The model echoed the key in its text: the live events show what it said, but the saved
-    # conversation (what a restart sends again) has it redacted.
     saved = list((paths.data_dir() / "model-chats").glob("*.json"))
     assert len(saved) == 1
-    raw = saved[0].read_text()
-    assert SECRET not in raw and "I will not repeat ***" in raw
+    assert SECRET not in saved[0].read_text() and "done" in saved[0].read_text()
     assert oct(saved[0].stat().st_mode & 0o777) == "0o600"
     tool_output = run.collector.of("tool_done")[0].output  # type: ignore[attr-defined]
     assert SECRET not in tool_output and "FAKE_CHAT_KEY" not in tool_output
     for record in caplog.records:
         assert SECRET not in record.getMessage()
-    non_text = [e for e in run.collector.events if e.kind != "text_delta"]
-    assert SECRET not in repr(non_text)
+    assert SECRET not in repr(run.collector.events)
+    # What the window's store keeps: the events of the turn, in its SQLite file.
+    store = Store()
+    conversation = store.create_conversation("key test", "fake-chat", str(tmp_path))
+    turn = store.start_turn(conversation.id, run.stream_id, "fake-chat", "show env")
+    for event in run.collector.events:
+        store.append_event(event)
+    store.close()
+    reopened = Store()
+    kept = reopened.events(turn.id)
+    assert len(kept) >= 4 and SECRET not in repr(kept)  # init, tools, text...: all stored
+    reopened.close()
+    for db in paths.data_dir().glob("tolaria.sqlite3*"):
+        assert SECRET.encode() not in db.read_bytes()
+
+
+def test_saved_history_redacts_the_key_wherever_it_appears(tmp_path: Path) -> None:
+    """Defence in depth: even text that quotes the key (a user pasting it) is saved redacted."""
+    store = ChatHistoryStore(tmp_path)
+    store.save("s1", SavedChat([{"role": "user", "content": f"my key is {SECRET}"}]),
+               redact=SECRET)
+    raw = (tmp_path / "s1.json").read_text()
+    assert SECRET not in raw and "my key is ***" in raw
 
 
 @async_test
