@@ -27,7 +27,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer
 
 from tolaria.core import discovery
-from tolaria.core.adapters import AdapterSet
+from tolaria.core.adapters import OPENAI_CHAT, AdapterSet
 from tolaria.core.events import STOP_ERROR, Done, Error, Event, TextDelta
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import (
@@ -175,10 +175,11 @@ class ChatController(QObject):
         earlier = self.answered_turns(conversation_id)
         manifest = self.adapters.manifests.get(conversation.agent)
         # Continue the agent's own session where the adapter can (Claude `--resume`, Codex's
-        # resume_command): it keeps the whole context, tools included. Otherwise the history
-        # travels in the prompt.
+        # resume_command; a model chat's history saved by Tolaria): it keeps the whole context,
+        # tools included. Otherwise the history travels in the prompt.
         resume_id = None
-        if (manifest is not None and manifest.can_resume and conversation.agent_session_id
+        if (manifest is not None and (manifest.can_resume or manifest.protocol == OPENAI_CHAT)
+                and conversation.agent_session_id
                 and earlier and earlier[-1].agent == conversation.agent
                 and earlier[-1].session_id == conversation.agent_session_id):
             resume_id = conversation.agent_session_id

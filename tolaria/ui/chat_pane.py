@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from tolaria.core.events import Done, Event
+from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.store import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.qt.inflight import QueuedMessage
 from tolaria.settings import DEFAULT_WATCHDOG_S
@@ -167,7 +167,7 @@ class ChatPane(QWidget):
                     view.enqueue(event)
             if turn.status != STATUS_RUNNING:
                 ending = Ending(turn.status, turn.duration_ms, survivors, turn.input_tokens,
-                                turn.output_tokens, turn.cost_usd)
+                                turn.output_tokens, turn.cost_usd, turn.stop_reason)
                 view.end(ending)
                 last_summary = self._summary(ending)
             self.transcript.schedule(view)
@@ -237,7 +237,7 @@ class ChatPane(QWidget):
     def run_finished(self, stream_id: str, done: Done) -> None:
         view = self.transcript.turn(stream_id)
         ending = Ending(status_from_stop_reason(done.stop_reason), done.duration_ms,
-                        done.survivors)
+                        done.survivors, stop_reason=done.stop_reason)
         if view is not None:
             view.end(ending)
             self.transcript.schedule(view)
@@ -256,6 +256,8 @@ class ChatPane(QWidget):
                  output_tokens: int | None = None, cost_usd: float | None = None) -> str:
         words = {"completed": "Completed", "cancelled": "Stopped", "failed": "Failed",
                  "interrupted": "Interrupted"}.get(ending.status, ending.status)
+        if ending.stop_reason == STOP_MAX_ITERATIONS:
+            words = "Stopped at the tool-round limit"
         parts = [words]
         if ending.duration_ms is not None:
             parts.append(format_duration(ending.duration_ms))

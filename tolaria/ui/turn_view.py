@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVB
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
+    STOP_MAX_ITERATIONS,
     Diagnostic,
     Error,
     Event,
@@ -42,6 +43,10 @@ from tolaria.ui.blocks import (
 )
 
 W = TypeVar("W", bound=QWidget)
+
+#: ``Diagnostic.source`` of a note for the user (tolaria.core.openai_chat.NOTICE), shown in the
+#: turn: "<model> does not support tools ...", "Stopped after N tool rounds ...".
+NOTICE_SOURCE = "notice"
 
 #: Unseen text kept queued at most; beyond this the oldest queued text is dropped.
 MAX_PENDING_TEXT = CHUNK_CHARS * MAX_CHUNKS
@@ -114,6 +119,8 @@ class Ending:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    #: The run's ``done`` stop reason, when known (it refines a failed status).
+    stop_reason: str | None = None
 
 
 class TurnView(QWidget):
@@ -317,6 +324,13 @@ class TurnView(QWidget):
                 self._last.setText(event.message)
             else:
                 self._add_block(RetryNotice(event.message, self))
+        elif isinstance(event, Diagnostic) and event.source == NOTICE_SOURCE:
+            note = QLabel(event.message, self.body)
+            note.setObjectName("turnNotice")
+            note.setWordWrap(True)
+            note.setTextFormat(Qt.TextFormat.PlainText)
+            note.setStyleSheet(f"color: {theme.css(theme.muted_text())}; font-style: italic;")
+            self._add_block(note)
         elif isinstance(event, Diagnostic) and event.source == "stderr":
             self._stderr.append(event.message)
             for error in self._errors:
@@ -330,8 +344,12 @@ class TurnView(QWidget):
                 card.set_status(_PENDING_TOOL.get(ending.status, "unfinished"))
         words = _STATUS_WORDS.get(ending.status, ending.status.capitalize())
         duration = format_duration(ending.duration_ms)
+        limit = ending.stop_reason == STOP_MAX_ITERATIONS
         if ending.status == STATUS_INTERRUPTED:
             line = "Interrupted: Tolaria closed while this turn was running"
+        elif limit:  # not a failure: the model goes on when asked (the notice above says so)
+            line = "Stopped at the tool-round limit (max_iterations)"
+            line += f" after {duration}" if duration else ""
         elif ending.status == STATUS_COMPLETED:
             line = f"{words} in {duration}" if duration else words
         else:
@@ -344,7 +362,8 @@ class TurnView(QWidget):
             (usage.output_tokens if usage else None),
             ending.cost_usd if ending.cost_usd is not None else (usage.cost_usd if usage else None))
         self.footer.setText(f"{line} · {extra}" if extra else line)
-        color = theme.warning_color() if ending.status in (STATUS_CANCELLED, STATUS_INTERRUPTED) \
+        color = theme.warning_color() if limit or ending.status in (STATUS_CANCELLED,
+                                                                    STATUS_INTERRUPTED) \
             else theme.error_colors()[2] if ending.status == STATUS_FAILED else theme.muted_text()
         self.footer.setStyleSheet(f"color: {theme.css(color)};")
         self.footer.setAccessibleName(f"Turn status: {line}")
