@@ -24,8 +24,9 @@ ACP = "acp"
 #: Protocols parsed by a runtime (tolaria/core/runtimes/), plus the two Tolaria drives itself.
 PROTOCOLS = ("lines", "claude-stream-json", "qwen-stream-json", "codex-exec-json",
              "gemini-stream-json", "opencode-json", OPENAI_CHAT, ACP)
-#: How an ``acp`` agent's ``session/request_permission`` is answered: "safe" does not allow
-#: (until the chat can ask the user), "full" allows.
+#: "safe" asks the user (in the chat) before an ``acp`` agent's tool runs
+#: (``session/request_permission``) and before each ``run_command`` of an ``openai-chat`` model;
+#: with no one to ask (headless runs) it does not allow. "full" allows without asking.
 PERMISSION_MODES = ("safe", "full")
 POLITE_STOPS = ("none", "sigint", "sigterm", "interrupt")
 #: How the prompt reaches the agent. "text": as the ``{prompt}`` argument, or raw on stdin when
@@ -40,7 +41,7 @@ _KNOWN_KEYS = {
     "id", "name", "protocol", "command", "env", "version_command", "install_hint",
     "description", "stop", "resume", "input",
 }
-_CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations"}
+_CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations", "permissions"}
 _ACP_KEYS = {"permissions"}
 _STOP_KEYS = {"polite", "polite_window_ms"}
 
@@ -87,7 +88,7 @@ class Manifest:
     model: str = ""
     api_key_env: str = ""
     max_iterations: int = 8
-    #: protocol ``acp`` only: one of PERMISSION_MODES.
+    #: protocols ``acp`` and ``openai-chat``: one of PERMISSION_MODES.
     permissions: str = "safe"
     #: One of INPUT_MODES.
     input: str = "text"
@@ -133,7 +134,7 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         command: tuple[str, ...] = ()
     else:
         command = _argv(data.get("command"), "command", fail)
-    if protocol == ACP:
+    if protocol in (ACP, OPENAI_CHAT):
         permissions = data.get("permissions", "safe")
         if permissions not in PERMISSION_MODES:
             raise fail("permissions", f"must be one of {', '.join(PERMISSION_MODES)}, "

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tolaria.core.cancel import CancellationToken
+from tolaria.core.command_approval import CommandApproval
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_ERROR,
@@ -80,11 +81,18 @@ class ChatTurn:
                                   f"{manifest.api_key_env} to your API key")
         if self.registry.transition(self.run, RUNNING) == STOPPING:
             return self._done(STOP_CANCELLED)
+        # "safe": each run_command asks the user first (tolaria/core/command_approval.py).
+        approval = (CommandApproval(sid, self.request.on_permission, self.emit)
+                    if manifest.permissions == "safe" else None)
         helper = ChatHelper(manifest.base_url, manifest.model, api_key=key, cwd=cwd,
-                            stream_id=sid, on_event=self.emit,
+                            stream_id=sid,
+                            on_event=approval.on_event if approval is not None else self.emit,
                             cancellation=CancellationToken(),
                             max_iterations=manifest.max_iterations, env=env,
                             grace_s=self.grace_s, system_prompt=_system_prompt(cwd))
+        if approval is not None:
+            approval.redact = helper.redact
+            helper.toolbox.approve_command = approval
         wanted = self.request.session_id
         if wanted is not None and wanted in _SESSIONS:
             session = wanted
