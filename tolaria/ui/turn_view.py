@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
+from tolaria.core.acp_updates import PermissionRequest
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -28,6 +29,7 @@ from tolaria.core.events import (
     ThinkingDelta,
     ToolDone,
     ToolStart,
+    ToolUpdate,
     Usage,
 )
 from tolaria.ui import theme
@@ -39,6 +41,7 @@ from tolaria.ui.blocks import (
     ThinkingBlock,
     ToolCard,
 )
+from tolaria.ui.permission_card import PermissionCard
 
 W = TypeVar("W", bound=QWidget)
 
@@ -106,6 +109,15 @@ class _Text:
 
 
 @dataclass(frozen=True)
+class _Question:
+    """A permission question (``request`` set) or how one ended (``outcome`` set)."""
+
+    key: str
+    request: PermissionRequest | None = None
+    outcome: str | None = None
+
+
+@dataclass(frozen=True)
 class Ending:
     status: str
     duration_ms: int | None = None
@@ -116,6 +128,9 @@ class Ending:
 
 
 class TurnView(QWidget):
+    #: The user answered a permission question of this turn: stream id, question key, option id.
+    permission_answer_requested = Signal(str, str, str)
+
     def __init__(self, prompt: str, agent_name: str, stream_id: str,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -123,10 +138,11 @@ class TurnView(QWidget):
         self.stream_id = stream_id
         self.status = STATUS_RUNNING
         self.received_chars = 0
-        self._queue: deque[_Text | Event | Ending] = deque()
+        self._queue: deque[_Text | Event | Ending | _Question] = deque()
         self._pending_text = 0
         self._tools: dict[str, ToolCard] = {}
         self._errors: list[ErrorCard] = []
+        self._questions: dict[str, PermissionCard] = {}
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         #: The latest usage the agent reported (kept as it arrives, not when applied).
         self.usage: Usage | None = None
@@ -216,6 +232,13 @@ class TurnView(QWidget):
     def end(self, ending: Ending) -> None:
         self._queue.append(ending)
 
+    def ask(self, key: str, request: PermissionRequest) -> None:
+        """A permission question, shown in order with the turn's events."""
+        self._queue.append(_Question(key, request=request))
+
+    def settle(self, key: str, outcome: str) -> None:
+        self._queue.append(_Question(key, outcome=outcome))
+
     def collapse_restarted(self) -> None:
         """This attempt was abandoned by "Restart turn": keep it, collapsed, under a note."""
         if self.restarted:
@@ -275,6 +298,8 @@ class TurnView(QWidget):
                 self._queue.popleft()
                 if isinstance(item, Ending):
                     self._apply_ending(item)
+                elif isinstance(item, _Question):
+                    self._apply_question(item)
                 else:
                     self._apply(item)
             if time.perf_counter() >= deadline:
@@ -300,6 +325,10 @@ class TurnView(QWidget):
             card = ToolCard(event.tool_id, event.name, event.input, self)
             self._tools[event.tool_id] = card
             self._add_block(card)
+        elif isinstance(event, ToolUpdate):
+            updated = self._tools.get(event.tool_id)
+            if updated is not None:
+                updated.apply_update(event.name, event.input, event.status, event.output)
         elif isinstance(event, ToolDone):
             known = self._tools.get(event.tool_id)
             if known is None:  # a result without a start: still show it
@@ -316,11 +345,25 @@ class TurnView(QWidget):
             for error in self._errors:
                 error.set_stderr(list(self._stderr))
 
+    def _apply_question(self, item: _Question) -> None:
+        if item.request is not None:
+            card = PermissionCard(item.key, item.request, self)
+            card.answer_requested.connect(self._on_permission_card_answer_requested)
+            self._questions[item.key] = card
+            self._add_block(card)
+        elif item.outcome is not None and item.key in self._questions:
+            self._questions[item.key].settle(item.outcome)
+
+    def _on_permission_card_answer_requested(self, key: str, option_id: str) -> None:
+        self.permission_answer_requested.emit(self.stream_id, key, option_id)
+
     def _apply_ending(self, ending: Ending) -> None:
         self.ending = ending
         self.status = ending.status
+        for question in self._questions.values():  # (a no-op for the answered ones)
+            question.settle("cancelled" if ending.status == STATUS_CANCELLED else "closed")
         for card in self._tools.values():
-            if card.status == "running":
+            if card.status in ("running", "pending"):
                 card.set_status(_PENDING_TOOL.get(ending.status, "unfinished"))
         words = _STATUS_WORDS.get(ending.status, ending.status.capitalize())
         duration = format_duration(ending.duration_ms)
@@ -355,6 +398,9 @@ class TurnView(QWidget):
 
     def tool_cards(self) -> list[ToolCard]:
         return list(self._tools.values())
+
+    def permission_cards(self) -> list[PermissionCard]:
+        return list(self._questions.values())
 
     def error_cards(self) -> list[ErrorCard]:
         return list(self._errors)
