@@ -13,7 +13,7 @@ from typing import Any
 from pytestqt.qtbot import QtBot
 
 from tolaria.core.acp_updates import PermissionChoice, PermissionRequest, UpdateMapper
-from tolaria.core.events import Done, Event, ToolUpdate
+from tolaria.core.events import Done, Event, ToolStart, ToolUpdate
 from tolaria.core.store import Store
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.permission_card import PermissionCard
@@ -83,6 +83,19 @@ def test_only_offered_choices_are_buttons(qtbot: QtBot) -> None:
     with qtbot.waitSignal(card.answer_requested) as sent:
         card.buttons["rejectButton"].click()
     assert sent.args == ["k", ""]  # no reject choice offered: the answer is "cancelled"
+
+
+def test_allowing_a_pending_tool_shows_it_running(qtbot: QtBot) -> None:
+    view = turn_view(qtbot)
+    view.enqueue(ToolStart(SID, tool_id="t1", name="Terminal", input={}))
+    view.enqueue(ToolUpdate(SID, tool_id="t1", status="pending"))
+    view.ask("k", request())
+    drain(view)
+    [tool] = view.tool_cards()
+    assert tool.status == "pending"
+    view.settle("k", "allow_once")
+    drain(view)
+    assert tool.status == "running"
 
 
 def test_a_turn_that_fails_closes_its_open_question(qtbot: QtBot) -> None:

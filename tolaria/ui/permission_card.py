@@ -97,6 +97,10 @@ class PermissionCard(QFrame):
     def pending(self) -> bool:
         return self.outcome is None
 
+    @property
+    def allowed(self) -> bool:
+        return self.outcome in ("allow_once", "allow_always", "remembered")
+
     def _choose(self, option_id: str) -> None:
         if not self.pending or not self._row.isEnabled():
             return
@@ -111,8 +115,7 @@ class PermissionCard(QFrame):
         self._row.hide()
         words = OUTCOME_WORDS.get(outcome, outcome)
         self.status.setText(words)
-        color = (theme.success_color() if outcome.startswith("allow") or outcome == "remembered"
-                 else theme.warning_color())
+        color = theme.success_color() if self.allowed else theme.warning_color()
         self.status.setStyleSheet(f"color: {theme.css(color)};")
         self.status.setAccessibleName(f"Permission {self.title}: {words}")
         self.status.show()

@@ -352,7 +352,11 @@ class TurnView(QWidget):
             self._questions[item.key] = card
             self._add_block(card)
         elif item.outcome is not None and item.key in self._questions:
-            self._questions[item.key].settle(item.outcome)
+            question = self._questions[item.key]
+            question.settle(item.outcome)
+            tool = self._tools.get(question.request.tool_id)
+            if tool is not None and tool.status == "pending" and question.allowed:
+                tool.set_status("running")  # no longer waiting for approval
 
     def _on_permission_card_answer_requested(self, key: str, option_id: str) -> None:
         self.permission_answer_requested.emit(self.stream_id, key, option_id)
