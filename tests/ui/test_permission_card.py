@@ -98,6 +98,19 @@ def test_allowing_a_pending_tool_shows_it_running(qtbot: QtBot) -> None:
     assert tool.status == "running"
 
 
+def test_a_stream_of_updates_is_applied_once(qtbot: QtBot) -> None:
+    view = turn_view(qtbot)
+    view.enqueue(ToolStart(SID, tool_id="t1", name="Terminal", input={}))
+    view.enqueue(ToolUpdate(SID, tool_id="t1", name="make", status="pending"))
+    for n in range(200):  # partial output flooding in between two frames
+        view.enqueue(ToolUpdate(SID, tool_id="t1", output=f"line {n}"))
+    view.enqueue(ToolUpdate(SID, tool_id="t1", status="running"))
+    assert len(view._queue) == 2
+    drain(view)
+    [tool] = view.tool_cards()
+    assert (tool.title, tool.status, tool.output) == ("make", "running", "line 199")
+
+
 def test_a_turn_that_fails_closes_its_open_question(qtbot: QtBot) -> None:
     view = turn_view(qtbot)
     view.ask("k", request())

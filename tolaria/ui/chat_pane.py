@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from tolaria.core.acp_updates import PermissionRequest
@@ -21,6 +22,7 @@ from tolaria.qt.inflight import QueuedMessage
 from tolaria.settings import DEFAULT_WATCHDOG_S
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
+from tolaria.ui.permission_card import ANSWER_SHORTCUT
 from tolaria.ui.queue_chips import QueuedChips
 from tolaria.ui.status_line import StatusLine
 from tolaria.ui.transcript import TranscriptView
@@ -99,6 +101,9 @@ class ChatPane(QWidget):
         #: Keys of the running turn's open permission questions (the watchdog waits for them).
         self._asking: set[str] = set()
         self.setFocusProxy(self.composer)
+        answer = QShortcut(QKeySequence(ANSWER_SHORTCUT), self)
+        answer.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        answer.activated.connect(self._on_answer_shortcut_activated)
         self._show_running(False)
         self.status_line.set_idle(agent_name)
 
@@ -112,6 +117,14 @@ class ChatPane(QWidget):
             self.queue_requested.emit(self.conversation_id, prompt)
         else:
             self.send_requested.emit(self.conversation_id, prompt)
+
+    def _on_answer_shortcut_activated(self) -> None:
+        """Keyboard route to the oldest open permission question of this chat."""
+        for view in self.transcript.turns():
+            for card in view.permission_cards():
+                if card.focus_answers():
+                    self.transcript.ensureWidgetVisible(card)
+                    return
 
     def _on_restart_button_clicked(self) -> None:
         if self.running_stream is not None:

@@ -5,8 +5,8 @@ open, and several open questions simply stack in the turn. The card shows the to
 its input (pretty, cut short, secrets masked: tolaria/ui/pretty_input.py) and offers the
 agent's own choices: "Allow once", "Allow always" (only when offered) and "Reject". It emits the
 choice as an intent; what it shows afterwards comes from the ``permission_settled`` fact (or
-"cancelled" when the turn ends first). Keyboard: Tab reaches the buttons; Space, Enter or Return
-presses the focused one. The card never takes the focus from the composer.
+"cancelled" when the turn ends first). Keyboard: Ctrl+Shift+P (in the chat) or Tab reaches the
+buttons; Space, Enter or Return presses the focused one. The card never takes the focus itself.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ OUTCOME_WORDS = {
     "cancelled": "Cancelled: the turn was stopped before you answered",
     "closed": "Closed: the turn ended before you answered",
 }
+#: Moves the focus to the oldest open question of the focused chat (tolaria/ui/chat_pane.py).
+ANSWER_SHORTCUT = "Ctrl+Shift+P"
 _BUTTONS = (("allow_once", "Allow once", "allowOnceButton"),
             ("allow_always", "Allow always", "allowAlwaysButton"))
 
@@ -88,6 +90,7 @@ class PermissionCard(QFrame):
         button = QPushButton(text, self._row)
         button.setObjectName(name)
         button.setAccessibleName(f"{text}: {self.title}")
+        button.setToolTip(f"{text} ({ANSWER_SHORTCUT} brings the focus to an open question)")
         button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         button.clicked.connect(lambda: self._choose(option_id))
         row.addWidget(button)
@@ -96,6 +99,14 @@ class PermissionCard(QFrame):
     @property
     def pending(self) -> bool:
         return self.outcome is None
+
+    def focus_answers(self) -> bool:
+        """Put the keyboard focus on the first button; False once answered."""
+        buttons = list(self.buttons.values())
+        if not self.pending or not self._row.isEnabled() or not buttons:
+            return False
+        buttons[0].setFocus(Qt.FocusReason.ShortcutFocusReason)
+        return True
 
     @property
     def allowed(self) -> bool:

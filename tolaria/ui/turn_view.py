@@ -65,6 +65,15 @@ _STATUS_WORDS = {
 _PENDING_TOOL = {STATUS_CANCELLED: "cancelled", STATUS_INTERRUPTED: "interrupted"}
 
 
+def merge_updates(older: ToolUpdate, newer: ToolUpdate) -> ToolUpdate:
+    """Two queued updates of one tool as one: what the newer one changed wins."""
+    return ToolUpdate(newer.stream_id, tool_id=newer.tool_id,
+                      name=newer.name if newer.name is not None else older.name,
+                      input=newer.input if newer.input is not None else older.input,
+                      status=newer.status if newer.status is not None else older.status,
+                      output=newer.output if newer.output is not None else older.output)
+
+
 def status_from_stop_reason(stop_reason: str) -> str:
     if stop_reason == STOP_END_TURN:
         return STATUS_COMPLETED
@@ -227,6 +236,11 @@ class TurnView(QWidget):
             return
         if isinstance(event, Usage):
             self.usage = event
+        if isinstance(event, ToolUpdate) and self._queue:
+            last = self._queue[-1]
+            if isinstance(last, ToolUpdate) and last.tool_id == event.tool_id:
+                self._queue[-1] = merge_updates(last, event)  # a stream of partial output
+                return
         self._queue.append(event)
 
     def end(self, ending: Ending) -> None:
