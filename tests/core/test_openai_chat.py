@@ -56,6 +56,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def chat_manifest(server: FakeOpenAIServer, **extra: Any) -> Manifest:
+    extra.setdefault("permissions", "full")  # safe mode's asking: tests/core/test_chat_safe_mode.py
     return Manifest(id="fake-chat", name="Fake chat", protocol="openai-chat", command=(),
                     base_url=server.base_url, model="fake-model", **extra)
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from tolaria.core.cancel import CancellationToken
 from tolaria.core.chat_history import ChatHistoryStore, HistoryError, SavedChat
+from tolaria.core.command_approval import CommandApproval
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_ERROR,
@@ -82,11 +83,18 @@ class ChatTurn:
         if self.registry.transition(self.run, RUNNING) == STOPPING:
             return self._done(STOP_CANCELLED)
         model = self.request.model or manifest.model
+        # "safe": each run_command asks the user first (tolaria/core/command_approval.py).
+        approval = (CommandApproval(sid, self.request.on_permission, self.emit)
+                    if (self.request.permission_mode or manifest.permissions) == "safe" else None)
         helper = ChatHelper(manifest.base_url, model, api_key=key, cwd=cwd,
-                            stream_id=sid, on_event=self.emit,
+                            stream_id=sid,
+                            on_event=approval.on_event if approval is not None else self.emit,
                             cancellation=CancellationToken(),
                             max_iterations=manifest.max_iterations, env=env,
                             grace_s=self.grace_s, system_prompt=_system_prompt(cwd))
+        if approval is not None:
+            approval.redact = helper.redact
+            helper.toolbox.approve_command = approval
         store = ChatHistoryStore()
         saved = self._load(store)
         if saved is not None:
