@@ -53,7 +53,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 def manifest(server: FakeOpenAIServer) -> Manifest:
     return Manifest(id="fake-chat", name="Fake chat", protocol="openai-chat", command=(),
-                    base_url=server.base_url, model="fake-model")
+                    base_url=server.base_url, model="fake-model", permissions="full")
 
 
 def run_turn(server: FakeOpenAIServer, prompt: str, cwd: Path, session_id: str | None = None,
@@ -100,7 +100,7 @@ THIRD_TURN = textwrap.dedent("""
 
     base_url, session, cwd = sys.argv[1:4]
     manifest = Manifest(id="fake-chat", name="Fake chat", protocol="openai-chat", command=(),
-                        base_url=base_url, model="fake-model")
+                        base_url=base_url, model="fake-model", permissions="full")
     events = []
     request = RunRequest(manifest, "third", cwd, {}, session)
     asyncio.run(stream_ai_agent(request, new_stream_id(), events.append,
