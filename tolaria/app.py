@@ -88,6 +88,7 @@ class Tolaria:
         w.queue_requested.connect(c.queue)
         w.unqueue_requested.connect(c.unqueue)
         w.restart_requested.connect(c.restart)
+        w.permission_answer_requested.connect(c.answer_permission)
         w.rename_requested.connect(c.rename)
         w.delete_requested.connect(c.delete)
         w.agent_change_requested.connect(c.set_agent)

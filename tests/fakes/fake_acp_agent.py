@@ -14,7 +14,8 @@ SDK, so the client is tested against the wire format. Modes:
 - ``hang_init``: says so on stderr and never answers ``initialize``.
 
 Supports ``session/load`` (replays one old exchange). Writes the sleep's pid to
-``FAKE_PIDFILE`` (written then renamed) when set.
+``FAKE_PIDFILE`` (written then renamed) when set. ``FAKE_NULL_USAGE=1`` adds a ``usage_update``
+with ``"used": null`` (as claude-agent-acp sends) before the normal one.
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ def prompt(rid: int, params: dict[str, Any]) -> None:
                      "status": "completed", "content": [{"type": "content", "content": {
                          "type": "text", "text": "hi"}}]})
     text(session, f"from the fake agent: {words}")
+    if os.environ.get("FAKE_NULL_USAGE"):  # like claude-agent-acp before it knows the count
+        update(session, {"sessionUpdate": "usage_update", "used": None, "size": 1000})
     update(session, {"sessionUpdate": "usage_update", "used": 11, "size": 1000,
                      "cost": {"amount": 0.5, "currency": "USD"}})
     send({"id": rid, "result": {"stopReason": "end_turn",

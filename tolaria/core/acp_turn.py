@@ -92,6 +92,9 @@ class AcpTurn(ProcessTurn):
                          cwd: str) -> Done:
         import acp
 
+        from tolaria.core.acp_noise import quiet_null_usage_errors
+
+        quiet_null_usage_errors()
         killer = self._killer(proc)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         stderr = asyncio.ensure_future(read_lines(proc.stderr, self._on_stderr,
@@ -277,9 +280,14 @@ class AcpTurn(ProcessTurn):
         else:
             option_id = await self._ask(hook, PermissionRequest(
                 sid, tool_call.tool_call_id, title, tool_call.raw_input,
-                tuple(PermissionChoice(o.option_id, o.name, str(o.kind)) for o in options)))
-            if option_id not in {o.option_id for o in options}:
-                option_id = None
+                tuple(PermissionChoice(o.option_id, o.name, str(o.kind)) for o in options),
+                kind=str(tool_call.kind or "")))
+            chosen = next((o for o in options if o.option_id == option_id), None)
+            option_id = chosen.option_id if chosen is not None else None
+            if chosen is not None:  # kept with the turn: what was allowed, and how
+                verb = "allowed" if chosen.kind in _ALLOW else "rejected"
+                self.emit(Diagnostic(sid, source="permission",
+                                     message=f"you {verb} {title!r} ({chosen.name})"))
         if option_id is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(

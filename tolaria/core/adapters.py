@@ -27,8 +27,10 @@ PROTOCOLS = ("lines", "claude-stream-json", "qwen-stream-json", "codex-exec-json
              OPENAI_CHAT, ACP)
 #: What the agent may do unattended. "safe": read and edit files, no shell; "full": shell too.
 #: A CLI gets its own flags for the mode from ``[permission_args]`` (and variables from
-#: ``[permission_env]``); an ``acp`` agent's ``session/request_permission`` is answered by it
-#: ("safe" does not allow until the chat can ask the user, "full" allows). See docs/ADAPTERS.md.
+#: ``[permission_env]``). "safe" asks the user (in the chat) before an ``acp`` agent's tool runs
+#: (``session/request_permission``) and before each ``run_command`` of an ``openai-chat`` model;
+#: with no one to ask (headless runs) it does not allow. "full" allows without asking.
+#: See docs/ADAPTERS.md.
 PERMISSION_MODES = ("safe", "full")
 POLITE_STOPS = ("none", "sigint", "sigterm", "interrupt")
 #: How the prompt reaches the agent. "text": as the ``{prompt}`` argument, or raw on stdin when
@@ -43,7 +45,7 @@ _KNOWN_KEYS = {
     "id", "name", "protocol", "command", "env", "version_command", "install_hint",
     "description", "stop", "resume", "input",
 }
-_CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations"}
+_CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations", "permissions"}
 #: Keys of every protocol that spawns the agent (all but openai-chat).
 _PROCESS_KEYS = {"permissions", "permission_args", "permission_env", "resume_command"}
 _STOP_KEYS = {"polite", "polite_window_ms"}
@@ -157,6 +159,12 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
     else:
         command = _argv(data.get("command"), "command", fail)
         extra = _permission_keys(data, fail)
+    if protocol == OPENAI_CHAT:
+        permissions = data.get("permissions", "safe")
+        if permissions not in PERMISSION_MODES:
+            raise fail("permissions", f"must be one of {', '.join(PERMISSION_MODES)}, "
+                                      f"got {permissions!r}")
+        extra["permissions"] = permissions
     version_command = None
     if "version_command" in data:
         version_command = _argv(data["version_command"], "version_command", fail)

@@ -57,6 +57,22 @@ class ToolDone(Event):
 
 
 @dataclass(frozen=True)
+class ToolUpdate(Event):
+    """A running tool call changed before its result: fields left None did not change.
+
+    ``status`` is "pending" (not started yet: its input is still streaming, or it awaits
+    approval) or "running"; ``output`` is the output so far (it replaces what came before).
+    """
+
+    kind: ClassVar[str] = "tool_update"
+    tool_id: str = ""
+    name: str | None = None
+    input: Any = None
+    status: str | None = None
+    output: str | None = None
+
+
+@dataclass(frozen=True)
 class Usage(Event):
     kind: ClassVar[str] = "usage"
     input_tokens: int | None = None
@@ -122,7 +138,8 @@ EventCallback = Callable[[Event], None]
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
-    for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done)
+    for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done,
+                ToolUpdate)
 }
 
 

@@ -76,6 +76,8 @@ class RunRequest:
     #: manifest's ``permissions``. Picks the manifest's ``[permission_args]`` for a CLI and
     #: how an ACP agent's permission requests are answered.
     permission_mode: str | None = None
+    #: Protocol ``openai-chat``: use this model instead of the manifest's ``model``.
+    model: str | None = None
 
 
 class _Emitter:

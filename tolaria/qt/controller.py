@@ -11,6 +11,10 @@ event-loop turn after ``run_finished``, so every view has seen the old run end f
 action is recorded as a store marker (``message_queued``, ``messages_delivered``,
 ``stop_requested``, ``turn_restarted``).
 
+Permission questions of running turns (an ACP agent's, a model chat's commands in "safe" mode)
+are asked in the chat through ``PermissionBroker`` (tolaria/qt/permissions.py), which also keeps
+the conversation's "allow always" answers in memory.
+
 A stopped turn stays in the history of the next prompt with its partial output: the preamble
 marks it "[stopped by the user]" (tolaria/qt/history.py). When the adapter resumes the agent's own
 session instead, the agent keeps what it did itself and nothing extra is sent. A restarted
@@ -27,7 +31,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer
 
 from tolaria.core import discovery
-from tolaria.core.adapters import AdapterSet
+from tolaria.core.adapters import OPENAI_CHAT, AdapterSet
 from tolaria.core.events import STOP_ERROR, Done, Error, Event, TextDelta
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import (
@@ -50,6 +54,7 @@ from tolaria.core.stream_id import new_stream_id
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.history import MAX_TURNS, Exchange, build_prompt
 from tolaria.qt.inflight import Launch, MessageQueues, QueuedMessage, join_messages
+from tolaria.qt.permissions import PermissionBroker
 from tolaria.qt.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -86,6 +91,8 @@ class ChatController(QObject):
         #: streams being stopped to be re-run (stream id -> its launch)
         self._restarting: dict[str, Launch] = {}
         self.queues = MessageQueues()
+        #: Permission questions of running turns, answered in the chat.
+        self.permissions = PermissionBroker(bridge)
         self._closing = False
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_finished.connect(self._on_bridge_run_finished)
@@ -161,6 +168,7 @@ class ChatController(QObject):
 
     def _delete_now(self, conversation_id: int) -> None:
         self.queues.take(conversation_id)
+        self.permissions.forget(conversation_id)
         self.store.delete_conversation(conversation_id)
         self.bridge.conversation_deleted.emit(conversation_id)
 
@@ -175,10 +183,11 @@ class ChatController(QObject):
         earlier = self.answered_turns(conversation_id)
         manifest = self.adapters.manifests.get(conversation.agent)
         # Continue the agent's own session where the adapter can (Claude `--resume`, Codex's
-        # resume_command): it keeps the whole context, tools included. Otherwise the history
-        # travels in the prompt.
+        # resume_command; a model chat's history saved by Tolaria): it keeps the whole context,
+        # tools included. Otherwise the history travels in the prompt.
         resume_id = None
-        if (manifest is not None and manifest.can_resume and conversation.agent_session_id
+        if (manifest is not None and (manifest.can_resume or manifest.protocol == OPENAI_CHAT)
+                and conversation.agent_session_id
                 and earlier and earlier[-1].agent == conversation.agent
                 and earlier[-1].session_id == conversation.agent_session_id):
             resume_id = conversation.agent_session_id
@@ -210,7 +219,8 @@ class ChatController(QObject):
             on_event(Done(stream_id, stop_reason=STOP_ERROR))
             return stream_id
         request = RunRequest(manifest=manifest, prompt=launch.full_prompt, cwd=launch.cwd,
-                             session_id=launch.resume_id, retry_limit_s=self.retry_limit_s)
+                             session_id=launch.resume_id, retry_limit_s=self.retry_limit_s,
+                             on_permission=self.permissions.hook(conversation_id))
         self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
         return stream_id
 
@@ -237,6 +247,10 @@ class ChatController(QObject):
         aborted = self.registry.abort(stream_id)
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
         return aborted
+
+    def answer_permission(self, stream_id: str, key: str, option_id: str) -> bool:
+        """The user answered a permission question of a running turn."""
+        return self.permissions.answer(stream_id, key, option_id)
 
     def restart(self, conversation_id: int) -> bool:
         """Abandon the running turn (the normal stop: polite, then the tree killed) and re-run
@@ -349,6 +363,7 @@ class ChatController(QObject):
     def _on_bridge_run_finished(self, stream_id: str, done: object) -> None:
         if isinstance(done, Done):
             self.store.append_event(done)
+        self.permissions.close_stream(stream_id)
         conversation_id = self._conversation_of.pop(stream_id, None)
         self._launches.pop(stream_id, None)
         self._turn_ids.pop(stream_id, None)

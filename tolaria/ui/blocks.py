@@ -236,6 +236,7 @@ def summarize_input(value: object, limit: int = 100) -> str:
 
 
 _TOOL_STATUS = {
+    "pending": "pending…",
     "running": "running…",
     "done": "done",
     "failed": "failed",
@@ -299,6 +300,26 @@ class ToolCard(QFrame):
             status, theme.muted_text())
         self._status.setStyleSheet(f"color: {theme.css(color)};")
         self._status.setAccessibleName(f"tool status: {self._status.text()}")
+
+    def apply_update(self, name: str | None, tool_input: object, status: str | None,
+                     output: str | None) -> None:
+        """A live update of the running call (``ToolUpdate``): None means unchanged."""
+        if name:
+            self._fold.toggle.setText(name)
+            self._fold.toggle.setAccessibleName(f"Tool {name}: show details")
+        if tool_input is not None:
+            self._summary.setText(summarize_input(tool_input))
+            self._input.setPlainText(json.dumps(tool_input, indent=2, ensure_ascii=False,
+                                                default=str))
+        if status and self.status in ("pending", "running"):
+            self.set_status(status)
+        if output is not None and self.status in ("pending", "running"):
+            self.output = clip_tail(output)
+            self._output_box.setPlainText(self.output)
+
+    @property
+    def title(self) -> str:
+        return self._fold.toggle.text()
 
     def finish(self, output: str, is_error: bool) -> None:
         self.output = clip_tail(output)
