@@ -237,6 +237,8 @@ class KeeperPool:
         #: key -> session id of a keeper whose tree was killed: the next process resumes it.
         self._resume: dict[str, str] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        #: Keepers taken out of the pool whose tree may still be ending: ``close_all`` waits.
+        self._ending: set[Keeper] = set()
 
     # -- queries ---------------------------------------------------------------------------------
     def get(self, key: str) -> Keeper | None:
@@ -302,11 +304,16 @@ class KeeperPool:
         """Close every kept process (at quit, after the runs were stopped)."""
         self._resume.clear()
         done = await asyncio.gather(*(self.close(key) for key in list(self._keepers)))
+        ending = list(self._ending)
+        await asyncio.gather(*(keeper.closed.wait() for keeper in ending))
+        self._ending.difference_update(ending)
         return [s for survivors in done for s in survivors]
 
     def _forget(self, keeper: Keeper, resume: bool = True) -> None:
         if self._keepers.get(keeper.key) is keeper:
             del self._keepers[keeper.key]
+            self._ending = {k for k in self._ending if not k.closed.is_set()}
+            self._ending.add(keeper)
             if resume and keeper.session_id:
                 self._resume[keeper.key] = keeper.session_id
 
