@@ -191,3 +191,19 @@ async def test_a_crashed_keeper_is_replaced_on_the_next_turn(tmp_path: Path) -> 
         done, _ = await c.turn("still there?")
         assert done.stop_reason == "end_turn" and c.pid() != agent.pid
         assert c.argv()[-2:] == ["--resume", SESSION]
+
+
+@async_test
+async def test_stop_as_a_turn_starts_keeps_the_agent(tmp_path: Path) -> None:
+    async with chat(claude(), tmp_path) as c:
+        await c.turn("hello")
+        agent = c.pid()
+        sid, collector, task = c.start("RUN_SLEEP")
+        await asyncio.sleep(0)
+        assert c.registry.abort(sid)
+        done = await asyncio.wait_for(task, 10)
+        assert done.stop_reason == "cancelled" and collector.events[-1] is done
+        assert c.pid() == agent
+        nxt, events = await c.turn("next")
+        assert nxt.stop_reason == "end_turn" and events.text() == "You said: next"
+        assert c.pid() == agent

@@ -109,3 +109,18 @@ async def test_close_ends_the_agent_and_everything_with_its_marker(tmp_path: Pat
         assert marker is not None and marker_pids(marker) == [agent]
         await c.pool.close(c.key)
         assert marker_pids(marker) == [] and c.pool.get(c.key) is None
+
+
+@async_test
+async def test_stop_before_initialize_never_keeps_an_unready_agent(tmp_path: Path) -> None:
+    async with chat(acp("hang_init", window_ms=200), tmp_path) as c:
+        sid, collector, task = c.start("hello")
+        await wait_until(lambda: c.pool.get(c.key) is not None, what="the spawn")
+        marker = c.pool.stream_id(c.key)
+        assert marker is not None
+        await wait_until(lambda: any("starting very slowly" in str(d)
+                                     for d in collector.of("diagnostic")), what="stderr")
+        assert c.registry.abort(sid)
+        done = await asyncio.wait_for(task, 10)
+        assert done.stop_reason == "cancelled"
+        assert c.pool.get(c.key) is None and marker_pids(marker) == []

@@ -55,6 +55,7 @@ class KeptAcpTurn(KeptTurnMixin, AcpTurn):
     """One ``session/prompt`` on a kept ACP agent."""
 
     keeper_reads_stdout = False  # the SDK's connection reads it
+    ready_when_spawned = False  # initialize and session/new come with the first turn
 
     def _on_stdout(self, line: str) -> None:
         """Never called: stdout is the SDK's (here for ``TurnSink``)."""
@@ -71,6 +72,8 @@ class KeptAcpTurn(KeptTurnMixin, AcpTurn):
         before = keeper.snapshot()
         self.registry.transition(self.run, RUNNING)
         conn, protocol = keeper.conn, keeper.protocol
+        if not fresh:  # known at once, so a Stop from now on can cancel the prompt
+            self.session_id = keeper.session_id
         converse = asyncio.ensure_future(self._converse_kept(keeper, cwd, fresh))
         stop = asyncio.ensure_future(self.run.stop_event.wait())
         exited = asyncio.ensure_future(protocol.exited.wait())
@@ -114,7 +117,6 @@ class KeptAcpTurn(KeptTurnMixin, AcpTurn):
         if fresh:
             keeper.session_id = await self._open_session(keeper.conn, cwd, keeper.session_id)
         else:
-            self.session_id = keeper.session_id
             self.emit(Init(self.run.stream_id, agent=self.manifest.id,
                            session_id=keeper.session_id))
         assert keeper.session_id is not None

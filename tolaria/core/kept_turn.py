@@ -32,6 +32,9 @@ class KeptTurnMixin(ProcessTurn):
     keepers: KeeperPool
     #: Whether the keeper reads stdout itself (Claude) or the ACP SDK does.
     keeper_reads_stdout = True
+    #: Whether a just-spawned process can be kept before its first turn ran (Claude: yes; an
+    #: ACP agent whose ``initialize`` never ran: no).
+    ready_when_spawned = True
 
     @property
     def key(self) -> str:
@@ -56,8 +59,11 @@ class KeptTurnMixin(ProcessTurn):
                               f"{self.manifest.name} process")
         if keeper is not None and (keeper.signature != signature or not keeper.alive):
             # Another agent, folder or environment (or the agent is gone): a fresh process.
-            await self.keepers.close(self.key) if keeper.alive else \
-                await self.keepers.kill(keeper, self.grace_s)
+            # Shielded: a cancelled caller must not leave the old tree half ended.
+            if keeper.alive:
+                await asyncio.shield(self.keepers.close(self.key))
+            else:
+                await asyncio.shield(self.keepers.kill(keeper, self.grace_s))
             keeper = None
         fresh = keeper is None
         if keeper is None:
@@ -65,6 +71,12 @@ class KeptTurnMixin(ProcessTurn):
             if isinstance(spawned, Done):
                 return spawned
             keeper = spawned
+        if self.run.stop_requested:
+            # Stopped before the prompt went out: nothing runs in the agent, it stays (unless
+            # it never got ready for a turn).
+            if fresh and not self.ready_when_spawned:
+                self.survivors = await asyncio.shield(self.keepers.kill(keeper, self.grace_s))
+            return self._done(STOP_CANCELLED)
         self.keepers.acquire(keeper, self)
         try:
             return await self._supervise_kept(keeper, cwd, fresh)
