@@ -207,3 +207,14 @@ async def test_stop_as_a_turn_starts_keeps_the_agent(tmp_path: Path) -> None:
         nxt, events = await c.turn("next")
         assert nxt.stop_reason == "end_turn" and events.text() == "You said: next"
         assert c.pid() == agent
+
+
+@async_test
+async def test_agent_crashing_mid_turn_is_an_error_and_its_tree_is_ended(tmp_path: Path) -> None:
+    async with chat(claude("--crash"), tmp_path) as c:
+        done, collector = await c.turn("hello")
+        assert done.stop_reason == "error" and done.exit_code == 3
+        error, = collector.of("error")
+        assert "exited with code 3 without a final result" in str(error)
+        # Its tree was ended with the turn (the leak fixture also checks no process is left).
+        assert c.pool.get(c.key) is None and proctree.kept_count() == 0
