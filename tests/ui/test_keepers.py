@@ -63,6 +63,9 @@ def test_a_new_folder_closes_the_kept_process(start_app, tmp_path) -> None:  # t
     chat = drv.pane.conversation_id
     turn(drv, chat, "hello")
     marker, agent = kept(drv, chat)
+    drv.app.controller.set_cwd(chat, str(tmp_path))  # unchanged: the process stays
+    drv.qtbot.wait(300)
+    assert kept(drv, chat) == (marker, agent)
     other = tmp_path / "elsewhere"
     other.mkdir()
     drv.app.controller.set_cwd(chat, str(other))

@@ -123,12 +123,16 @@ class ChatController(QObject):
         self._save(lambda: self.store.rename_conversation(conversation_id, title))
 
     def set_agent(self, conversation_id: int, agent: str) -> None:
+        before = self.store.get_conversation(conversation_id)
         self._save(lambda: self.store.update_conversation(conversation_id, agent=agent))
-        self._close_kept(conversation_id)
+        if before is not None and before.agent != agent:
+            self._close_kept(conversation_id)
 
     def set_cwd(self, conversation_id: int, cwd: str) -> None:
+        before = self.store.get_conversation(conversation_id)
         self._save(lambda: self.store.update_conversation(conversation_id, cwd=cwd))
-        self._close_kept(conversation_id)
+        if before is not None and before.cwd != cwd:
+            self._close_kept(conversation_id)
 
     @staticmethod
     def keep_key(conversation_id: int) -> str:
