@@ -21,7 +21,7 @@ from keepers import chat
 from tolaria.core import proctree
 from tolaria.core.adapters import Manifest, StopPolicy
 from tolaria.core.events import Init, Usage
-from tolaria.core.keeper import KeeperPool, keepable
+from tolaria.core.keeper import KeeperPool, close_all_kept, close_kept, default_keepers, keepable
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import RunRequest, stream_ai_agent
 from tolaria.core.stream_id import new_stream_id
@@ -218,3 +218,20 @@ async def test_agent_crashing_mid_turn_is_an_error_and_its_tree_is_ended(tmp_pat
         assert "exited with code 3 without a final result" in str(error)
         # Its tree was ended with the turn (the leak fixture also checks no process is left).
         assert c.pool.get(c.key) is None and proctree.kept_count() == 0
+
+
+@async_test
+async def test_the_default_pool_and_its_close_functions(tmp_path: Path) -> None:
+    key = f"default-pool-{new_stream_id()}"
+    request = RunRequest(claude(), "hello", str(tmp_path), keep_key=key)
+    try:
+        done = await stream_ai_agent(request, new_stream_id(), Collector(),
+                                     registry=ProcessRegistry())
+        assert done.stop_reason == "end_turn"
+        marker = default_keepers().stream_id(key)
+        assert marker is not None and marker_pids(marker)
+        assert await close_kept(key) == []
+        assert marker_pids(marker) == [] and default_keepers().get(key) is None
+        assert await close_kept(key) == []  # nothing left: a no-op
+    finally:
+        await close_all_kept()
