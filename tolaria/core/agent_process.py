@@ -189,7 +189,8 @@ class ProcessTurn:
             root = None
         self.registry.transition(self.run, RUNNING)
         return proctree.TreeKiller(self.run.stream_id, root, since=self.run.started_at,
-                                   sole_run=lambda: self.registry.live_count() == 1)
+                                   sole_run=lambda: (self.registry.live_count() == 1
+                                                    and proctree.kept_count() == 0))
 
     async def _settle(self, first: set[asyncio.Future[Any]],
                       wind_down: Callable[[bool], Coroutine[Any, Any, T]]) -> tuple[T, bool, bool]:
