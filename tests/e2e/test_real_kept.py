@@ -1,5 +1,6 @@
 """A kept agent process per conversation (ADR 0009) with the real programs: Claude Code in its
-stream-json input mode, claude-agent-acp and ``gemini --acp``. Turns run on the same agent
+stream-json input mode, and the ACP agents (claude-agent-acp, ``gemini --acp``, ``qwen --acp``,
+``opencode acp``). Turns run on the same agent
 process; Stop during ``sleep 300`` is answered by the agent itself (interrupt / session/cancel):
 the turn ends ``cancelled``, the ``sleep`` is gone, the agent stays alive and the next turn runs on
 it; closing the conversation leaves nothing.
@@ -29,7 +30,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 #: adapter id -> the pinned CLIs it needs
 AGENTS = {"claude": ("claude",), "claude-acp": ("claude-acp", "claude"),
-          "gemini-acp": ("gemini",)}
+          "gemini-acp": ("gemini",), "qwen-acp": ("qwen",), "opencode-acp": ("opencode",)}
 KEY = "conversation-e2e"
 
 
