@@ -13,6 +13,11 @@ real capture tests/fixtures/claude/claude_streamin.jsonl (only the model text an
   lines and the ``result`` error_during_execution / aborted_tools. The process stays alive.
 - SIGINT (as real Claude): the tool is killed, the aborted ``result`` printed, exit 0.
 - end of stdin: exit 0 (with ``--linger``: never exits by itself).
+- several turns on one process (as real Claude): ``total_cost_usd`` is cumulative (each result
+  adds the capture's own cost of that kind of turn). ``RUN_BG`` in the text starts a
+  ``sleep 300`` in its own session and ends the turn at once (a tool left running in the
+  background); ``START_HELPER`` starts a ``sleep 300`` in the agent's own process group (a
+  helper like an MCP server) and ends the turn. Their pids go to ``$FAKE_PIDFILE`` as well.
 
 Misbehaving on purpose: ``--ignore-interrupt`` never answers an interrupt, ``--refuse-interrupt``
 answers it with an error ``control_response``, ``--ignore-sigint`` ignores SIGINT, ``--crash``
@@ -30,6 +35,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -48,12 +54,34 @@ INIT, TEXT, TOOL_USE, CONTROL_RESPONSE, TOOL_RESULT, INTERRUPTED, ABORTED = LINE
 REPLY, SUCCESS = LINES[8], LINES[9]
 
 tool: subprocess.Popen[bytes] | None = None
+background: list[subprocess.Popen[bytes]] = []
 log_dir = os.environ.get("FAKE_LOG")
+cost = [0.0]  # total_cost_usd so far: cumulative per process, as real Claude's
+
+
+#: Set while a ``RETRY_FOREVER`` turn prints Claude's ``system/api_retry`` lines (a model that
+#: cannot be reached); an interrupt clears it.
+retrying = threading.Event()
+_out = threading.Lock()
 
 
 def emit(data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    if data.get("type") == "result" and isinstance(data.get("total_cost_usd"), float):
+        cost[0] += data["total_cost_usd"]
+        data = {**data, "total_cost_usd": cost[0]}
+    with _out:
+        sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+
+
+def retry_forever(session: str) -> None:
+    attempt = 0
+    while retrying.is_set():
+        attempt += 1
+        emit({"type": "system", "subtype": "api_retry", "attempt": attempt, "max_retries": 10,
+              "retry_delay_ms": 100, "error_status": None, "error": "unknown",
+              "session_id": session})
+        time.sleep(0.1)
 
 
 def with_session(data: dict[str, Any], session: str) -> dict[str, Any]:
@@ -71,15 +99,26 @@ def kill_tool() -> None:
         tool = None
 
 
+def write_pids(*pids: int) -> None:
+    pidfile = os.environ.get("FAKE_PIDFILE")
+    if pidfile:
+        with open(pidfile + ".tmp", "w") as out:
+            out.write("".join(f"{pid}\n" for pid in pids))
+        os.replace(pidfile + ".tmp", pidfile)
+
+
 def start_tool() -> None:
     global tool
     tool = subprocess.Popen(["sleep", "300"], start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    pidfile = os.environ.get("FAKE_PIDFILE")
-    if pidfile:
-        with open(pidfile + ".tmp", "w") as out:
-            out.write(f"{os.getpid()}\n{tool.pid}\n")
-        os.replace(pidfile + ".tmp", pidfile)
+    write_pids(os.getpid(), tool.pid)
+
+
+def start_background(own_session: bool) -> None:
+    child = subprocess.Popen(["sleep", "300"], start_new_session=own_session,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    background.append(child)
+    write_pids(os.getpid(), child.pid)
 
 
 def on_user(message: dict[str, Any], session: str, crash: bool) -> None:
@@ -87,11 +126,17 @@ def on_user(message: dict[str, Any], session: str, crash: bool) -> None:
     emit(with_session(INIT, session))
     if crash:
         sys.exit(3)
+    if "RETRY_FOREVER" in content:
+        retrying.set()
+        threading.Thread(target=retry_forever, args=(session,), daemon=True).start()
+        return
     if "RUN_SLEEP" in content:
         emit(with_session(TEXT, session))
         emit(with_session(TOOL_USE, session))
         start_tool()
         return
+    if "RUN_BG" in content or "START_HELPER" in content:
+        start_background(own_session="RUN_BG" in content)
     reply = with_session(REPLY, session)
     reply["message"]["content"] = [{"type": "text", "text": f"You said: {content}"}]
     emit(reply)
@@ -130,7 +175,8 @@ def main(argv: list[str]) -> int:
             emit({"type": "control_response", "response": {
                 "subtype": "error", "request_id": data["request_id"], "error": "not now"}})
         elif data["type"] == "control_request" and not ignore_interrupt:
-            was_running = tool is not None
+            was_running = tool is not None or retrying.is_set()
+            retrying.clear()
             kill_tool()
             response = json.loads(json.dumps(CONTROL_RESPONSE))
             response["response"]["request_id"] = data["request_id"]

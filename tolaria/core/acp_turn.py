@@ -114,14 +114,16 @@ class AcpTurn(ProcessTurn):
 
     async def _converse(self, conn: Any, cwd: str) -> dict[str, Any]:
         """initialize, session/new (or session/load), session/prompt: the prompt's result."""
+        session = await self._open_session(conn, cwd, self.request.session_id)
+        return await self._send_prompt(conn, session)
+
+    async def _open_session(self, conn: Any, cwd: str, wanted: str | None) -> str:
+        """initialize, then session/load of ``wanted`` when the agent can, else session/new.
+
+        Sets ``session_id`` and emits ``init``. (A kept agent does this once per process.)
+        """
         from acp import PROTOCOL_VERSION, RequestError
-        from acp.schema import (
-            ClientCapabilities,
-            FileSystemCapabilities,
-            Implementation,
-            TextContentBlock,
-        )
-        from pydantic import ValidationError
+        from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
         sid = self.run.stream_id
         init = await conn.initialize(
@@ -131,7 +133,6 @@ class AcpTurn(ProcessTurn):
                 terminal=False),
             client_info=Implementation(name="tolaria", title="Tolaria", version=__version__))
         caps = init.agent_capabilities
-        wanted = self.request.session_id
         session = None
         if wanted and caps is not None and caps.load_session:
             # The agent replays the old conversation as updates: not news for this turn.
@@ -151,6 +152,14 @@ class AcpTurn(ProcessTurn):
             session = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
         self.session_id = session
         self.emit(Init(sid, agent=self.manifest.id, session_id=session))
+        return session
+
+    async def _send_prompt(self, conn: Any, session: str) -> dict[str, Any]:
+        """session/prompt with the request's text: the prompt's result."""
+        from acp.schema import TextContentBlock
+        from pydantic import ValidationError
+
+        sid = self.run.stream_id
         try:
             response = await conn.prompt(session_id=session,
                                          prompt=[TextContentBlock(type="text",

@@ -32,6 +32,7 @@ from tolaria.core.events import (
     Event,
     EventCallback,
 )
+from tolaria.core.keeper import KeeperPool, default_keepers, keepable
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
 from tolaria.core.registry import (
     ProcessRegistry,
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from tolaria.core.acp_turn import AcpTurn
     from tolaria.core.acp_updates import PermissionCallback
     from tolaria.core.chat_turn import ChatTurn
+    from tolaria.core.kept_acp import KeptAcpTurn
+    from tolaria.core.kept_claude import KeptStreamTurn
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,10 @@ class RunRequest:
     permission_mode: str | None = None
     #: Protocol ``openai-chat``: use this model instead of the manifest's ``model``.
     model: str | None = None
+    #: Keep the agent process for the next turn of this conversation key (docs/adr/0009): only
+    #: for agents that can end a turn without exiting (ACP, Claude's stream-json input with the
+    #: interrupt). None (one-shot callers: ``tolaria run``, fan-out): one process per turn.
+    keep_key: str | None = None
 
 
 class _Emitter:
@@ -106,11 +113,14 @@ async def stream_ai_agent(
     registry: ProcessRegistry | None = None,
     grace_s: float = DEFAULT_GRACE_S,
     max_line: int = DEFAULT_MAX_LINE,
+    keepers: KeeperPool | None = None,
 ) -> Done:
     """Run one agent turn; every event goes to ``on_event`` (on this loop), ``done`` last.
 
     Raises InvalidStreamId for a bad id and DuplicateStreamError when the id is already live;
-    everything that goes wrong *in* the run is reported as events instead.
+    everything that goes wrong *in* the run is reported as events instead. With
+    ``request.keep_key``, the agent process is kept in ``keepers`` (default: the process-wide
+    pool) for the next turn of that key.
     """
     validate_stream_id(stream_id)
     registry = registry or default_registry()
@@ -119,7 +129,11 @@ async def stream_ai_agent(
     registry.register(run)
     emit = _Emitter(on_event)
     turn: _Turn | ChatTurn | AcpTurn
-    if request.manifest.protocol == OPENAI_CHAT:
+    if request.keep_key is not None and keepable(request.manifest):
+        # One long-lived agent process per conversation (ADR 0009).
+        turn = _kept_turn(run, request, emit, registry, grace_s, max_line,
+                          keepers or default_keepers())
+    elif request.manifest.protocol == OPENAI_CHAT:
         # No CLI: Tolaria runs the model's tool loop itself, registered like any other run.
         from tolaria.core.chat_turn import ChatTurn  # (needs httpx)
 
@@ -144,6 +158,21 @@ async def stream_ai_agent(
         raise
     finally:
         registry.unregister(run)
+
+
+def _kept_turn(run: Run, request: RunRequest, emit: EventCallback, registry: ProcessRegistry,
+               grace_s: float, max_line: int, keepers: KeeperPool) -> _Turn | AcpTurn:
+    turn: KeptStreamTurn | KeptAcpTurn
+    if request.manifest.protocol == ACP:
+        from tolaria.core.kept_acp import KeptAcpTurn
+
+        turn = KeptAcpTurn(run, request, emit, registry, grace_s, max_line)
+    else:
+        from tolaria.core.kept_claude import KeptStreamTurn
+
+        turn = KeptStreamTurn(run, request, emit, registry, grace_s, max_line)
+    turn.keepers = keepers
+    return turn
 
 
 class _Turn(ProcessTurn):

@@ -33,6 +33,7 @@ from PySide6.QtCore import QObject, QTimer
 from tolaria.core import discovery
 from tolaria.core.adapters import OPENAI_CHAT, AdapterSet
 from tolaria.core.events import STOP_ERROR, Done, Error, Event, TextDelta
+from tolaria.core.keeper import KeeperPool
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import (
     DEFAULT_GRACE_S,
@@ -94,6 +95,9 @@ class ChatController(QObject):
         #: Permission questions of running turns, answered in the chat.
         self.permissions = PermissionBroker(bridge)
         self._closing = False
+        #: Each chat's kept agent process (docs/adr/0009): closed when the chat is deleted, when
+        #: its agent or folder changes, after an idle timeout, and at shutdown.
+        self.keepers = KeeperPool(grace_s=grace_s)
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_finished.connect(self._on_bridge_run_finished)
 
@@ -134,10 +138,29 @@ class ChatController(QObject):
         self._save(lambda: self.store.rename_conversation(conversation_id, title))
 
     def set_agent(self, conversation_id: int, agent: str) -> None:
+        before = self.store.get_conversation(conversation_id)
         self._save(lambda: self.store.update_conversation(conversation_id, agent=agent))
+        if before is not None and before.agent != agent:
+            self._close_kept(conversation_id)
 
     def set_cwd(self, conversation_id: int, cwd: str) -> None:
+        before = self.store.get_conversation(conversation_id)
         self._save(lambda: self.store.update_conversation(conversation_id, cwd=cwd))
+        if before is not None and before.cwd != cwd:
+            self._close_kept(conversation_id)
+
+    @staticmethod
+    def keep_key(conversation_id: int) -> str:
+        """The key of a conversation's kept agent process."""
+        return f"conversation-{conversation_id}"
+
+    def _close_kept(self, conversation_id: int, *, deleted: bool = False) -> None:
+        """Close the chat's kept process in the background (its settings changed, or it is
+        deleted). With a turn running, the next turn's own check replaces the process instead."""
+        key = self.keep_key(conversation_id)
+        if self.keepers.get(key) is None or (conversation_id in self._running and not deleted):
+            return
+        self.tasks.spawn(self.keepers.close(key), name=f"close-kept-{conversation_id}")
 
     def _save(self, change: Callable[[], Conversation]) -> None:
         try:
@@ -167,6 +190,7 @@ class ChatController(QObject):
             self._deleting.discard(conversation_id)
 
     def _delete_now(self, conversation_id: int) -> None:
+        self._close_kept(conversation_id, deleted=True)
         self.queues.take(conversation_id)
         self.permissions.forget(conversation_id)
         self.store.delete_conversation(conversation_id)
@@ -191,6 +215,11 @@ class ChatController(QObject):
                 and earlier and earlier[-1].agent == conversation.agent
                 and earlier[-1].session_id == conversation.agent_session_id):
             resume_id = conversation.agent_session_id
+        kept = self.keepers.session_id(self.keep_key(conversation_id))
+        if (resume_id is None and kept and earlier and earlier[-1].agent == conversation.agent
+                and earlier[-1].session_id == kept):
+            # The chat's kept agent (or the session it resumes after a kill) holds the context.
+            resume_id = kept
         full_prompt = prompt if resume_id else build_prompt(self._exchanges(earlier), prompt)
         if not earlier and conversation.title == DEFAULT_TITLE and prompt.strip():
             self.store.rename_conversation(conversation_id, title_from_prompt(prompt))
@@ -220,7 +249,8 @@ class ChatController(QObject):
             return stream_id
         request = RunRequest(manifest=manifest, prompt=launch.full_prompt, cwd=launch.cwd,
                              session_id=launch.resume_id, retry_limit_s=self.retry_limit_s,
-                             on_permission=self.permissions.hook(conversation_id))
+                             on_permission=self.permissions.hook(conversation_id),
+                             keep_key=self.keep_key(conversation_id))
         self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
         return stream_id
 
@@ -229,7 +259,7 @@ class ChatController(QObject):
         started = time.monotonic()
         try:
             await stream_ai_agent(request, stream_id, on_event, registry=self.registry,
-                                  grace_s=self.grace_s)
+                                  grace_s=self.grace_s, keepers=self.keepers)
         except Exception as exc:
             # The runner reports what goes wrong in a run as events; this is a bug or a bad
             # request. The view must still leave the running state.
@@ -347,6 +377,7 @@ class ChatController(QObject):
         for stream_id in list(self._running.values()):
             self.bridge.mark_stopping(stream_id)
         await self.registry.abort_all_and_wait()
+        await self.keepers.close_all()  # the chats' kept agents, trees gone
         # The run tasks end right after their Done; detection and deletions are cancelled.
         await self.tasks.wait(timeout=2.0)
         await self.tasks.cancel_all()
