@@ -159,3 +159,21 @@ async def test_safe_mode_offers_no_shell(agent: str, model_server: FakeModelServ
     assert done.stop_reason == "end_turn", turn.explain()
     assert "No shell tool was offered" in turn.events.text(), turn.explain()
     assert not [e for e in turn.events.events if isinstance(e, ToolStart)], turn.explain()
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "qwen"])
+@async_test
+async def test_model_setting_reaches_the_model_api(agent: str, model_server: FakeModelServer,
+                                                   tmp_path: Path) -> None:
+    """The Settings "model" of an agent goes through its manifest's ``model_args``: the CLI asks
+    the model API for exactly that model."""
+    from tolaria.agent_config import AgentOverrides, apply_overrides
+
+    turn = Turn(agent, model_server, tmp_path)
+    wanted = f"tolaria-e2e-model-{agent}"
+    turn.manifest = apply_overrides(turn.manifest, AgentOverrides(model=wanted))
+    seen_before = len(model_server.seen)
+    done = await asyncio.wait_for(turn.start("E2E-TEXT: which model?"), TURN_S)
+    assert done.stop_reason == "end_turn", turn.explain()
+    asked = [s.body.get("model") or s.path for s in model_server.seen[seen_before:]]
+    assert any(wanted in str(m) for m in asked), asked
