@@ -10,8 +10,6 @@ killed (only an OS crash or power loss may roll back the last commits).
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import sqlite3
 import threading
@@ -33,7 +31,6 @@ from tolaria.core.events import (
     TextDelta,
     ThinkingDelta,
     Usage,
-    event_from_dict,
     to_dict,
 )
 from tolaria.core.markers import (  # re-exported: the store's API
@@ -45,18 +42,33 @@ from tolaria.core.markers import (  # re-exported: the store's API
     Marker,
     MarkerLog,
 )
+from tolaria.core.store_schema import (  # re-exported: the store's API
+    CONV_COLS as _CONV_COLS,
+)
+from tolaria.core.store_schema import (
+    MIGRATIONS as _MIGRATIONS,
+)
+from tolaria.core.store_schema import (
+    SCHEMA_VERSION,
+    STATUS_CANCELLED,
+    STATUS_COMPLETED,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_RUNNING,
+    Conversation,
+    Turn,
+)
+from tolaria.core.store_schema import (
+    TURN_COLS as _TURN_COLS,
+)
+from tolaria.core.store_schema import decode as _decode
+from tolaria.core.store_schema import encode as _encode
 
 log = logging.getLogger(__name__)
 
 __all__ = ["MARKER_MESSAGES_DELIVERED", "MARKER_MESSAGE_QUEUED", "MARKER_MESSAGE_UNQUEUED",
            "MARKER_STOP_REQUESTED", "MARKER_TURN_RESTARTED", "Conversation", "Marker", "Store",
            "Turn"]
-
-STATUS_RUNNING = "running"
-STATUS_COMPLETED = "completed"
-STATUS_CANCELLED = "cancelled"
-STATUS_FAILED = "failed"
-STATUS_INTERRUPTED = "interrupted"
 
 #: Consecutive deltas of one turn are merged into one row up to this many characters.
 COALESCE_MAX_CHARS = 256 * 1024
@@ -68,72 +80,6 @@ def default_db_path() -> Path:
 
 DEFAULT_PATH: Callable[[], Path] = default_db_path
 
-
-@dataclass(frozen=True)
-class Conversation:
-    id: int
-    title: str
-    agent: str
-    cwd: str | None
-    created_at: float
-    updated_at: float
-    #: Last session id the agent reported (for resume).
-    agent_session_id: str | None
-
-
-@dataclass(frozen=True)
-class Turn:
-    id: int
-    conversation_id: int
-    stream_id: str
-    agent: str
-    prompt: str
-    status: str  # running | completed | cancelled | failed | interrupted
-    stop_reason: str | None
-    started_at: float
-    finished_at: float | None
-    duration_ms: int | None
-    session_id: str | None
-    input_tokens: int | None
-    output_tokens: int | None
-    cost_usd: float | None
-
-
-_CONV_COLS = ", ".join(f.name for f in dataclasses.fields(Conversation))
-_TURN_COLS = ", ".join(f.name for f in dataclasses.fields(Turn))
-
-# Migration i brings the schema from version i to i + 1 (PRAGMA user_version). Append, never edit.
-# events.payload is JSON text, or UTF-8 bytes (surrogatepass) when it holds lone surrogates: an
-# agent may split a UTF-16 pair across two deltas, and the transcript must come back exact.
-_MIGRATIONS: list[tuple[str, ...]] = [
-    (
-        """CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL,
-            agent TEXT NOT NULL, cwd TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-            agent_session_id TEXT)""",
-        "CREATE INDEX conversations_by_update ON conversations (updated_at, id)",
-        """CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-            stream_id TEXT NOT NULL UNIQUE, agent TEXT NOT NULL, prompt TEXT NOT NULL,
-            status TEXT NOT NULL, stop_reason TEXT, started_at REAL NOT NULL, finished_at REAL,
-            duration_ms INTEGER, session_id TEXT, input_tokens INTEGER, output_tokens INTEGER,
-            cost_usd REAL)""",
-        "CREATE INDEX turns_by_conversation ON turns (conversation_id, id)",
-        "CREATE INDEX turns_running ON turns (status) WHERE status = 'running'",
-        """CREATE TABLE events (
-            turn_id INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL, kind TEXT NOT NULL, payload NOT NULL, created_at REAL NOT NULL,
-            PRIMARY KEY (turn_id, seq))""",
-    ),
-    (
-        # Operator actions (queue, deliver, restart, stop) with their time: the audit record.
-        """CREATE TABLE markers (id INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-            turn_id INTEGER REFERENCES turns (id) ON DELETE CASCADE,
-            kind TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL)""",
-        "CREATE INDEX markers_by_conversation ON markers (conversation_id, id)",
-    ),
-]
-SCHEMA_VERSION = len(_MIGRATIONS)
 
 _DELTA_TYPES = (TextDelta, ThinkingDelta)
 #: Events that change the turn or conversation row: committed before append_event returns.
@@ -174,23 +120,6 @@ class _Live:
     conversation_id: int
     next_seq: int = 0
     open: _Pending | None = None  # the buffered delta row that the next same-kind delta extends
-
-
-def _encode(data: dict[str, Any]) -> str | bytes:
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-    return text
-
-
-def _decode(payload: str | bytes) -> Event:
-    if isinstance(payload, bytes):
-        payload = payload.decode("utf-8", "surrogatepass")
-    return event_from_dict(json.loads(payload))
 
 
 #: A Done's stop reason -> the turn's status; any other reason is a failure.
