@@ -68,7 +68,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["MARKER_MESSAGES_DELIVERED", "MARKER_MESSAGE_QUEUED", "MARKER_MESSAGE_UNQUEUED",
            "MARKER_STOP_REQUESTED", "MARKER_TURN_RESTARTED", "Conversation", "Marker", "Store",
-           "Turn"]
+           "SCHEMA_VERSION", "STATUS_CANCELLED", "STATUS_COMPLETED", "STATUS_FAILED",
+           "STATUS_INTERRUPTED", "STATUS_RUNNING", "Turn"]
 
 #: Consecutive deltas of one turn are merged into one row up to this many characters.
 COALESCE_MAX_CHARS = 256 * 1024
