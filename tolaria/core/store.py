@@ -42,6 +42,7 @@ from tolaria.core.markers import (  # re-exported: the store's API
     Marker,
     MarkerLog,
 )
+from tolaria.core.output_cap import OutputCap, OutputLimits
 from tolaria.core.store_schema import (  # re-exported: the store's API
     CONV_COLS as _CONV_COLS,
 )
@@ -66,10 +67,23 @@ from tolaria.core.store_schema import encode as _encode
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MARKER_MESSAGES_DELIVERED", "MARKER_MESSAGE_QUEUED", "MARKER_MESSAGE_UNQUEUED",
-           "MARKER_STOP_REQUESTED", "MARKER_TURN_RESTARTED", "Conversation", "Marker", "Store",
-           "SCHEMA_VERSION", "STATUS_CANCELLED", "STATUS_COMPLETED", "STATUS_FAILED",
-           "STATUS_INTERRUPTED", "STATUS_RUNNING", "Turn"]
+__all__ = [
+    "MARKER_MESSAGES_DELIVERED",
+    "MARKER_MESSAGE_QUEUED",
+    "MARKER_MESSAGE_UNQUEUED",
+    "MARKER_STOP_REQUESTED",
+    "MARKER_TURN_RESTARTED",
+    "SCHEMA_VERSION",
+    "STATUS_CANCELLED",
+    "STATUS_COMPLETED",
+    "STATUS_FAILED",
+    "STATUS_INTERRUPTED",
+    "STATUS_RUNNING",
+    "Conversation",
+    "Marker",
+    "Store",
+    "Turn",
+]
 
 #: Consecutive deltas of one turn are merged into one row up to this many characters.
 COALESCE_MAX_CHARS = 256 * 1024
@@ -119,6 +133,7 @@ class _Live:
 
     turn_id: int
     conversation_id: int
+    cap: OutputCap
     next_seq: int = 0
     open: _Pending | None = None  # the buffered delta row that the next same-kind delta extends
 
@@ -130,9 +145,12 @@ _STATUS_BY_STOP = {STOP_END_TURN: STATUS_COMPLETED, STOP_CANCELLED: STATUS_CANCE
 class Store(MarkerLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
-    def __init__(self, path: Path | None = None, flush_interval: float = 0.05) -> None:
+    def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,
+                 limits: OutputLimits | None = None) -> None:
         if flush_interval <= 0:
             raise ValueError("flush_interval must be positive")
+        #: What is kept of each turn's output (default: the caps, changed by the environment).
+        self.limits = limits if limits is not None else OutputLimits.from_env()
         self.path = path if path is not None else DEFAULT_PATH()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Lock order: _db_lock before _buf_lock. Appends only take _buf_lock, so a slow write
@@ -170,6 +188,10 @@ class Store(MarkerLog):
             if self._closed:
                 return
             self._closed = True
+            now = time.time()
+            for stream_id, live in list(self._live.items()):  # still running: keep their tails
+                for item in live.cap.finish(stream_id):
+                    self._buffer_locked(live, item, now)
         self._stop.set()
         if self._flusher is not threading.current_thread():
             self._flusher.join()
@@ -251,42 +273,52 @@ class Store(MarkerLog):
                     raise ValueError(f"stream id {stream_id!r} already has a turn") from exc
             assert cur.lastrowid is not None
             with self._buf_lock:
-                self._live[stream_id] = _Live(cur.lastrowid, conversation_id)
+                self._live[stream_id] = _Live(cur.lastrowid, conversation_id,
+                                              OutputCap(self.limits))
         return Turn(cur.lastrowid, conversation_id, stream_id, agent, prompt, STATUS_RUNNING,
                     None, now, None, None, None, None, None, None)
 
     def append_event(self, event: Event) -> None:
         """Buffer ``event`` for its turn. Never raises: events of an unknown or finished stream
-        are ignored, and a failed write is logged and retried by the flusher."""
+        are ignored, and a failed write is logged and retried by the flusher. What is kept of a
+        turn's output is capped (tolaria/core/output_cap.py): the start, a notice, the tail."""
         now = time.time()
         with self._buf_lock:
             live = self._live.get(event.stream_id)
             if live is None or self._closed:
                 return
-            if isinstance(event, _DELTA_TYPES):
-                pending = live.open
-                if (pending is not None and type(pending.event) is type(event)
-                        and pending.size < COALESCE_MAX_CHARS):
-                    assert pending.parts is not None
-                    pending.parts.append(event.text)
-                    pending.size += len(event.text)
-                    pending.created_at = now
-                    return
-                pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now,
-                                   [event.text], len(event.text))
-                live.open = pending
+            if isinstance(event, Done):
+                kept = [*live.cap.finish(event.stream_id), event]
             else:
-                pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now)
-                live.open = None
-                if isinstance(event, Done):
-                    del self._live[event.stream_id]
-            live.next_seq += 1
-            self._buffer.append(pending)
+                kept = live.cap.feed(event)
+            for item in kept:
+                self._buffer_locked(live, item, now)
         if isinstance(event, _ROW_EVENTS):
             try:
                 self.flush()
             except Exception:
                 log.exception("could not write %s event of %s", event.kind, event.stream_id)
+
+    def _buffer_locked(self, live: _Live, event: Event, now: float) -> None:
+        if isinstance(event, _DELTA_TYPES):
+            pending = live.open
+            if (pending is not None and type(pending.event) is type(event)
+                    and pending.size < COALESCE_MAX_CHARS):
+                assert pending.parts is not None
+                pending.parts.append(event.text)
+                pending.size += len(event.text)
+                pending.created_at = now
+                return
+            pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now,
+                               [event.text], len(event.text))
+            live.open = pending
+        else:
+            pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now)
+            live.open = None
+            if isinstance(event, Done):
+                del self._live[event.stream_id]
+        live.next_seq += 1
+        self._buffer.append(pending)
 
     def turns(self, conversation_id: int) -> list[Turn]:
         """Oldest first."""
@@ -317,7 +349,10 @@ class Store(MarkerLog):
         """Finish a running turn whose run vanished without a ``Done``; no-op otherwise."""
         with self._db_lock:
             with self._buf_lock:
-                self._live.pop(stream_id, None)
+                live = self._live.pop(stream_id, None)
+                if live is not None:
+                    for item in live.cap.finish(stream_id):
+                        self._buffer_locked(live, item, time.time())
             self._flush_locked()
             with self._tx():
                 row = self._conn.execute(
