@@ -103,7 +103,7 @@ def test_one_tool_output_is_clipped_and_an_update_over_the_budget_keeps_its_old_
     done1, done2 = [e for e in events if isinstance(e, ToolDone)]
     assert done1.output.startswith("HEAD") and done1.output.endswith("TAIL")
     assert len(done1.output) < 2_100 and "not kept: longer than 2 KB" in done1.output
-    update2 = [e for e in events if isinstance(e, ToolUpdate) and e.tool_id == "t2"][0]
+    [update2] = [e for e in events if isinstance(e, ToolUpdate) and e.tool_id == "t2"]
     assert update2.output is None and update2.status == "running"  # None: unchanged
     assert done2.output == "[1 KB of output not kept: this turn passed its 10 KB output cap]"
     [error] = [e for e in events if isinstance(e, Error)]
