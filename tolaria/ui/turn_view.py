@@ -432,6 +432,8 @@ class TurnView(QWidget):
     def _apply_ending(self, ending: Ending) -> None:
         self.ending = ending
         self.status = ending.status
+        if self._cap_label is not None:  # the closing notice has the total: as when restored
+            self._cap_label.setText(self._cap.notice_text())
         for question in self._questions.values():  # (a no-op for the answered ones)
             question.settle("cancelled" if ending.status == STATUS_CANCELLED else "closed")
         for card in self._tools.values():
