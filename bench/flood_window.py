@@ -16,7 +16,8 @@ flood (after start and 1 s idle) and its peak during the flood (``VmHWM`` reset 
 stalls (a 5 ms precise QTimer, lateness = gap - 5 ms, from Send until everything is drawn); the
 time from the Stop click until the run is over (``run_finished``: its tree gone) and until no
 process of the run is left (a /proc scan); the characters of text stored and the database's size
-on disk (file + WAL) after ``Store.close``.
+on disk (file + WAL) after ``Store.close``; the time and extra peak RSS of reading the turn's
+events back from a reopened store (what opening the conversation again reads).
 """
 
 from __future__ import annotations
@@ -154,6 +155,19 @@ async def child(scenario: str, mb: int, stop_after_mb: int, home: Path) -> dict[
     await app.shutdown()  # closes the store: the WAL is checkpointed into the file
     result["db_bytes"] = sum(p.stat().st_size for p in app.store.path.parent.glob(
         app.store.path.name + "*"))
+    # What opening the conversation again reads: the capped turn's events from the file.
+    from tolaria.core.store import Store
+
+    gc.collect()
+    before_kb = _status_kb("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")
+    began = time.perf_counter()
+    reopened = Store(app.store.path)
+    restored = reopened.events(stored.id)
+    result["restore_events_ms"] = round((time.perf_counter() - began) * 1000, 1)
+    result["restore_peak_rss_mb"] = round((_status_kb("VmHWM") - before_kb) / 1024, 1)
+    result["restored_notices"] = sum(1 for e in restored if getattr(e, "source", "") == "cap")
+    reopened.close()
     return result
 
 
