@@ -5,7 +5,9 @@ stream tens of MB in tiny text deltas; a daemon thread commits the buffer every
 ``flush_interval`` seconds, so a crash loses at most about that much. Events that change a turn's
 row (``Init``, ``Usage``, ``Done``) are committed before ``append_event`` returns. The database
 runs in WAL mode with ``synchronous=NORMAL``: a committed transaction survives the process being
-killed (only an OS crash or power loss may roll back the last commits).
+killed (only an OS crash or power loss may roll back the last commits). What is kept of a
+turn's output is capped (tolaria/core/output_cap.py, 32 Mi characters by default): the store never
+writes more than that per turn, plus a notice and the last 64 Ki characters of the answer.
 """
 
 from __future__ import annotations
