@@ -5,13 +5,13 @@ stream tens of MB in tiny text deltas; a daemon thread commits the buffer every
 ``flush_interval`` seconds, so a crash loses at most about that much. Events that change a turn's
 row (``Init``, ``Usage``, ``Done``) are committed before ``append_event`` returns. The database
 runs in WAL mode with ``synchronous=NORMAL``: a committed transaction survives the process being
-killed (only an OS crash or power loss may roll back the last commits).
+killed (only an OS crash or power loss may roll back the last commits). What is kept of a
+turn's output is capped (tolaria/core/output_cap.py, 32 Mi characters by default): the store never
+writes more than that per turn, plus a notice and the last 64 Ki characters of the answer.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import sqlite3
 import threading
@@ -33,7 +33,6 @@ from tolaria.core.events import (
     TextDelta,
     ThinkingDelta,
     Usage,
-    event_from_dict,
     to_dict,
 )
 from tolaria.core.markers import (  # re-exported: the store's API
@@ -45,18 +44,48 @@ from tolaria.core.markers import (  # re-exported: the store's API
     Marker,
     MarkerLog,
 )
+from tolaria.core.output_cap import OutputCap, OutputLimits
+from tolaria.core.store_schema import (  # re-exported: the store's API
+    CONV_COLS as _CONV_COLS,
+)
+from tolaria.core.store_schema import (
+    MIGRATIONS as _MIGRATIONS,
+)
+from tolaria.core.store_schema import (
+    SCHEMA_VERSION,
+    STATUS_CANCELLED,
+    STATUS_COMPLETED,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_RUNNING,
+    Conversation,
+    Turn,
+)
+from tolaria.core.store_schema import (
+    TURN_COLS as _TURN_COLS,
+)
+from tolaria.core.store_schema import decode as _decode
+from tolaria.core.store_schema import encode as _encode
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MARKER_MESSAGES_DELIVERED", "MARKER_MESSAGE_QUEUED", "MARKER_MESSAGE_UNQUEUED",
-           "MARKER_STOP_REQUESTED", "MARKER_TURN_RESTARTED", "Conversation", "Marker", "Store",
-           "Turn"]
-
-STATUS_RUNNING = "running"
-STATUS_COMPLETED = "completed"
-STATUS_CANCELLED = "cancelled"
-STATUS_FAILED = "failed"
-STATUS_INTERRUPTED = "interrupted"
+__all__ = [
+    "MARKER_MESSAGES_DELIVERED",
+    "MARKER_MESSAGE_QUEUED",
+    "MARKER_MESSAGE_UNQUEUED",
+    "MARKER_STOP_REQUESTED",
+    "MARKER_TURN_RESTARTED",
+    "SCHEMA_VERSION",
+    "STATUS_CANCELLED",
+    "STATUS_COMPLETED",
+    "STATUS_FAILED",
+    "STATUS_INTERRUPTED",
+    "STATUS_RUNNING",
+    "Conversation",
+    "Marker",
+    "Store",
+    "Turn",
+]
 
 #: Consecutive deltas of one turn are merged into one row up to this many characters.
 COALESCE_MAX_CHARS = 256 * 1024
@@ -68,72 +97,6 @@ def default_db_path() -> Path:
 
 DEFAULT_PATH: Callable[[], Path] = default_db_path
 
-
-@dataclass(frozen=True)
-class Conversation:
-    id: int
-    title: str
-    agent: str
-    cwd: str | None
-    created_at: float
-    updated_at: float
-    #: Last session id the agent reported (for resume).
-    agent_session_id: str | None
-
-
-@dataclass(frozen=True)
-class Turn:
-    id: int
-    conversation_id: int
-    stream_id: str
-    agent: str
-    prompt: str
-    status: str  # running | completed | cancelled | failed | interrupted
-    stop_reason: str | None
-    started_at: float
-    finished_at: float | None
-    duration_ms: int | None
-    session_id: str | None
-    input_tokens: int | None
-    output_tokens: int | None
-    cost_usd: float | None
-
-
-_CONV_COLS = ", ".join(f.name for f in dataclasses.fields(Conversation))
-_TURN_COLS = ", ".join(f.name for f in dataclasses.fields(Turn))
-
-# Migration i brings the schema from version i to i + 1 (PRAGMA user_version). Append, never edit.
-# events.payload is JSON text, or UTF-8 bytes (surrogatepass) when it holds lone surrogates: an
-# agent may split a UTF-16 pair across two deltas, and the transcript must come back exact.
-_MIGRATIONS: list[tuple[str, ...]] = [
-    (
-        """CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL,
-            agent TEXT NOT NULL, cwd TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-            agent_session_id TEXT)""",
-        "CREATE INDEX conversations_by_update ON conversations (updated_at, id)",
-        """CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-            stream_id TEXT NOT NULL UNIQUE, agent TEXT NOT NULL, prompt TEXT NOT NULL,
-            status TEXT NOT NULL, stop_reason TEXT, started_at REAL NOT NULL, finished_at REAL,
-            duration_ms INTEGER, session_id TEXT, input_tokens INTEGER, output_tokens INTEGER,
-            cost_usd REAL)""",
-        "CREATE INDEX turns_by_conversation ON turns (conversation_id, id)",
-        "CREATE INDEX turns_running ON turns (status) WHERE status = 'running'",
-        """CREATE TABLE events (
-            turn_id INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL, kind TEXT NOT NULL, payload NOT NULL, created_at REAL NOT NULL,
-            PRIMARY KEY (turn_id, seq))""",
-    ),
-    (
-        # Operator actions (queue, deliver, restart, stop) with their time: the audit record.
-        """CREATE TABLE markers (id INTEGER PRIMARY KEY AUTOINCREMENT,
-            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
-            turn_id INTEGER REFERENCES turns (id) ON DELETE CASCADE,
-            kind TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL)""",
-        "CREATE INDEX markers_by_conversation ON markers (conversation_id, id)",
-    ),
-]
-SCHEMA_VERSION = len(_MIGRATIONS)
 
 _DELTA_TYPES = (TextDelta, ThinkingDelta)
 #: Events that change the turn or conversation row: committed before append_event returns.
@@ -172,25 +135,9 @@ class _Live:
 
     turn_id: int
     conversation_id: int
+    cap: OutputCap
     next_seq: int = 0
     open: _Pending | None = None  # the buffered delta row that the next same-kind delta extends
-
-
-def _encode(data: dict[str, Any]) -> str | bytes:
-    text = json.dumps(data, ensure_ascii=False, default=str)
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-    return text
-
-
-def _decode(payload: str | bytes) -> Event:
-    if isinstance(payload, bytes):
-        payload = payload.decode("utf-8", "surrogatepass")
-    return event_from_dict(json.loads(payload))
 
 
 #: A Done's stop reason -> the turn's status; any other reason is a failure.
@@ -200,9 +147,12 @@ _STATUS_BY_STOP = {STOP_END_TURN: STATUS_COMPLETED, STOP_CANCELLED: STATUS_CANCE
 class Store(MarkerLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
-    def __init__(self, path: Path | None = None, flush_interval: float = 0.05) -> None:
+    def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,
+                 limits: OutputLimits | None = None) -> None:
         if flush_interval <= 0:
             raise ValueError("flush_interval must be positive")
+        #: What is kept of each turn's output (default: the caps, changed by the environment).
+        self.limits = limits if limits is not None else OutputLimits.from_env()
         self.path = path if path is not None else DEFAULT_PATH()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # Lock order: _db_lock before _buf_lock. Appends only take _buf_lock, so a slow write
@@ -240,6 +190,10 @@ class Store(MarkerLog):
             if self._closed:
                 return
             self._closed = True
+            now = time.time()
+            for stream_id, live in list(self._live.items()):  # still running: keep their tails
+                for item in live.cap.finish(stream_id):
+                    self._buffer_locked(live, item, now)
         self._stop.set()
         if self._flusher is not threading.current_thread():
             self._flusher.join()
@@ -321,42 +275,52 @@ class Store(MarkerLog):
                     raise ValueError(f"stream id {stream_id!r} already has a turn") from exc
             assert cur.lastrowid is not None
             with self._buf_lock:
-                self._live[stream_id] = _Live(cur.lastrowid, conversation_id)
+                self._live[stream_id] = _Live(cur.lastrowid, conversation_id,
+                                              OutputCap(self.limits))
         return Turn(cur.lastrowid, conversation_id, stream_id, agent, prompt, STATUS_RUNNING,
                     None, now, None, None, None, None, None, None)
 
     def append_event(self, event: Event) -> None:
         """Buffer ``event`` for its turn. Never raises: events of an unknown or finished stream
-        are ignored, and a failed write is logged and retried by the flusher."""
+        are ignored, and a failed write is logged and retried by the flusher. What is kept of a
+        turn's output is capped (tolaria/core/output_cap.py): the start, a notice, the tail."""
         now = time.time()
         with self._buf_lock:
             live = self._live.get(event.stream_id)
             if live is None or self._closed:
                 return
-            if isinstance(event, _DELTA_TYPES):
-                pending = live.open
-                if (pending is not None and type(pending.event) is type(event)
-                        and pending.size < COALESCE_MAX_CHARS):
-                    assert pending.parts is not None
-                    pending.parts.append(event.text)
-                    pending.size += len(event.text)
-                    pending.created_at = now
-                    return
-                pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now,
-                                   [event.text], len(event.text))
-                live.open = pending
+            if isinstance(event, Done):
+                kept = [*live.cap.finish(event.stream_id), event]
             else:
-                pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now)
-                live.open = None
-                if isinstance(event, Done):
-                    del self._live[event.stream_id]
-            live.next_seq += 1
-            self._buffer.append(pending)
+                kept = live.cap.feed(event)
+            for item in kept:
+                self._buffer_locked(live, item, now)
         if isinstance(event, _ROW_EVENTS):
             try:
                 self.flush()
             except Exception:
                 log.exception("could not write %s event of %s", event.kind, event.stream_id)
+
+    def _buffer_locked(self, live: _Live, event: Event, now: float) -> None:
+        if isinstance(event, _DELTA_TYPES):
+            pending = live.open
+            if (pending is not None and type(pending.event) is type(event)
+                    and pending.size < COALESCE_MAX_CHARS):
+                assert pending.parts is not None
+                pending.parts.append(event.text)
+                pending.size += len(event.text)
+                pending.created_at = now
+                return
+            pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now,
+                               [event.text], len(event.text))
+            live.open = pending
+        else:
+            pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now)
+            live.open = None
+            if isinstance(event, Done):
+                del self._live[event.stream_id]
+        live.next_seq += 1
+        self._buffer.append(pending)
 
     def turns(self, conversation_id: int) -> list[Turn]:
         """Oldest first."""
@@ -387,7 +351,10 @@ class Store(MarkerLog):
         """Finish a running turn whose run vanished without a ``Done``; no-op otherwise."""
         with self._db_lock:
             with self._buf_lock:
-                self._live.pop(stream_id, None)
+                live = self._live.pop(stream_id, None)
+                if live is not None:
+                    for item in live.cap.finish(stream_id):
+                        self._buffer_locked(live, item, time.time())
             self._flush_locked()
             with self._tx():
                 row = self._conn.execute(

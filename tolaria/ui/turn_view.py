@@ -3,7 +3,9 @@
 Events are queued as they arrive and applied by the transcript's frame timer in time-boxed
 batches (``drain``): consecutive text deltas are merged, so a flood costs one render per frame,
 not one per delta. When text arrives faster than it can be shown, the oldest unseen text is
-dropped from the queue (and counted as "not shown"); the store keeps all of it.
+dropped from the queue (and counted as "not shown"); the store keeps it, up to the turn's output
+cap: events go through the same ``OutputCap`` as in the store (tolaria/core/output_cap.py), so the
+view holds a bounded amount and shows the same "Output truncated" notice, live and restored.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from tolaria.core.events import (
     ToolUpdate,
     Usage,
 )
+from tolaria.core.output_cap import CAP_SOURCE, OutputCap, OutputLimits, human_size
 from tolaria.ui import theme
 from tolaria.ui.blocks import (
     CHUNK_CHARS,
@@ -54,6 +57,8 @@ NOTICE_SOURCE = "notice"
 #: Unseen text kept queued at most; beyond this the oldest queued text is dropped.
 MAX_PENDING_TEXT = CHUNK_CHARS * MAX_CHUNKS
 _STDERR_LINES = 40
+#: Characters kept of one stderr line (the start: that is where the message is).
+_STDERR_LINE_CHARS = 4096
 
 STATUS_RUNNING = "running"
 STATUS_COMPLETED = "completed"
@@ -161,6 +166,10 @@ class TurnView(QWidget):
         self._errors: list[ErrorCard] = []
         self._questions: dict[str, PermissionCard] = {}
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        self._cap = OutputCap(OutputLimits.from_env())
+        #: The "Output truncated" notice of a live turn (its count of what was not kept grows).
+        self._cap_label: QLabel | None = None
+        self._cap_counted = 0
         #: The latest usage the agent reported (kept as it arrives, not when applied).
         self.usage: Usage | None = None
         self._last: QWidget | None = None
@@ -229,6 +238,12 @@ class TurnView(QWidget):
     # -- queueing (cheap, called per event) ---------------------------------------------------
     def enqueue(self, event: Event) -> None:
         if isinstance(event, TextDelta | ThinkingDelta):
+            self.received_chars += len(event.text)
+        for kept in self._cap.feed(event):
+            self._enqueue_kept(kept)
+
+    def _enqueue_kept(self, event: Event) -> None:
+        if isinstance(event, TextDelta | ThinkingDelta):
             kind = "text" if isinstance(event, TextDelta) else "thinking"
             last = self._queue[-1] if self._queue else None
             if not (isinstance(last, _Text) and last.kind == kind):
@@ -236,7 +251,6 @@ class TurnView(QWidget):
                 self._queue.append(last)
             last.parts.append(event.text)
             last.size += len(event.text)
-            self.received_chars += len(event.text)
             if kind == "text":
                 self._pending_text += len(event.text)
                 if self._pending_text > MAX_PENDING_TEXT:
@@ -252,6 +266,8 @@ class TurnView(QWidget):
         self._queue.append(event)
 
     def end(self, ending: Ending) -> None:
+        for kept in self._cap.finish(self.stream_id):  # the tail of a capped answer
+            self._enqueue_kept(kept)
         self._queue.append(ending)
 
     def ask(self, key: str, request: PermissionRequest) -> None:
@@ -328,6 +344,11 @@ class TurnView(QWidget):
                 break
         for widget in touched.values():
             widget.refresh()
+        if (self._cap_label is not None and self.status == STATUS_RUNNING
+                and self._cap.dropped != self._cap_counted):
+            self._cap_counted = self._cap.dropped
+            self._cap_label.setText(f"{self._cap.notice_text()} Not kept so far: "
+                                    f"{human_size(self._cap.dropped)}.")
         return bool(self._queue)
 
     def _add_block(self, widget: QWidget) -> None:
@@ -374,8 +395,21 @@ class TurnView(QWidget):
             note.setTextFormat(Qt.TextFormat.PlainText)
             note.setStyleSheet(f"color: {theme.css(theme.muted_text())}; font-style: italic;")
             self._add_block(note)
+        elif isinstance(event, Diagnostic) and event.source == CAP_SOURCE:
+            note = QLabel(event.message, self.body)
+            note.setObjectName("capNotice")
+            note.setWordWrap(True)
+            note.setTextFormat(Qt.TextFormat.PlainText)
+            note.setAccessibleName("Output truncated")
+            note.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+            self._add_block(note)
+            if self._cap_label is None and not self._cap.upstream:
+                self._cap_label = note
         elif isinstance(event, Diagnostic) and event.source == "stderr":
-            self._stderr.append(event.message)
+            line = event.message
+            if len(line) > _STDERR_LINE_CHARS:
+                line = line[:_STDERR_LINE_CHARS] + f"… ({human_size(len(line))} in all)"
+            self._stderr.append(line)
             for error in self._errors:
                 error.set_stderr(list(self._stderr))
 
@@ -398,6 +432,8 @@ class TurnView(QWidget):
     def _apply_ending(self, ending: Ending) -> None:
         self.ending = ending
         self.status = ending.status
+        if self._cap_label is not None:  # the closing notice has the total: as when restored
+            self._cap_label.setText(self._cap.notice_text())
         for question in self._questions.values():  # (a no-op for the answered ones)
             question.settle("cancelled" if ending.status == STATUS_CANCELLED else "closed")
         for card in self._tools.values():
@@ -447,6 +483,11 @@ class TurnView(QWidget):
 
     def error_cards(self) -> list[ErrorCard]:
         return list(self._errors)
+
+    def cap_notices(self) -> list[str]:
+        """The texts of the turn's "Output truncated" notices (tolaria/core/output_cap.py)."""
+        return [label.text() for label in self._widgets(QLabel)
+                if label.objectName() == "capNotice"]
 
     def thinking_blocks(self) -> list[ThinkingBlock]:
         return self._widgets(ThinkingBlock)
