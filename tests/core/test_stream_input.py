@@ -230,12 +230,13 @@ async def test_ignored_interrupt_falls_back_to_sigint(tmp_path: Path) -> None:
 @async_test
 async def test_refused_interrupt_falls_back_to_sigint_at_once(tmp_path: Path) -> None:
     run, agent, tool = await start_tool_turn(
-        tmp_path, stream_manifest("--refuse-interrupt", window_ms=3000))
+        tmp_path, stream_manifest("--refuse-interrupt", window_ms=20_000))
     t0 = time.monotonic()
     assert run.abort()
-    done = await run.finish()
+    done = await run.finish(within=30)
     assert done.stop_reason == "cancelled"
-    assert time.monotonic() - t0 < 2.0  # not the 3 s window: the refusal is an answer
+    # Not the 20 s window: the refusal is an answer (a wide margin, so a loaded machine passes).
+    assert time.monotonic() - t0 < 10.0
     notes = [d.message for d in run.collector.of("diagnostic") if isinstance(d, Diagnostic)]
     assert any("refused the interrupt: not now" in n for n in notes), notes
     assert done.exit_code == 0  # SIGINT: the fake printed its result and exited 0
