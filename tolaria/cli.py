@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from tolaria import __version__
+from tolaria.agent_overrides import AgentSettingsError, prepare_run
 from tolaria.core import control, discovery
 from tolaria.core.adapters import AdapterSet, load_adapters
 from tolaria.core.events import (
@@ -45,8 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--cwd", dest="run_cwd", help="working folder of the agent")
     run.add_argument("--stream-id", help="use this stream id instead of a new one")
     run.add_argument("--json", action="store_true", help="one JSON event per line")
-    run.add_argument("--grace", type=float, default=2.0,
-                     help="seconds between SIGTERM and SIGKILL when stopping (default 2)")
+    run.add_argument("--grace", type=float, default=None,
+                     help="seconds between SIGTERM and SIGKILL when stopping (default: "
+                          "[behaviour] grace_seconds in settings.toml, else 2)")
     run.add_argument("prompt")
     agents = sub.add_parser("agents", help="list adapters with detected path and version")
     agents.add_argument("--json", action="store_true")
@@ -95,9 +97,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except InvalidStreamId as exc:
         print(f"tolaria: invalid --stream-id: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    request = RunRequest(manifest=manifest, prompt=args.prompt, cwd=args.run_cwd)
+    # The same settings files as the window: the agent's overrides and the behaviour settings.
+    try:
+        prepared = prepare_run(manifest)
+    except AgentSettingsError as exc:
+        print(f"tolaria: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    for warning in prepared.warnings:
+        print(f"tolaria: settings: {warning}", file=sys.stderr)
+    request = RunRequest(manifest=prepared.manifest, prompt=args.prompt,
+                         cwd=args.run_cwd or prepared.cwd, **prepared.options)
+    grace = prepared.grace_s if args.grace is None else args.grace
     printer = _JsonPrinter() if args.json else _TextPrinter()
-    done = asyncio.run(_run_with_control(request, stream_id, printer, args.grace))
+    done = asyncio.run(_run_with_control(request, stream_id, printer, grace))
     if done.stop_reason == STOP_END_TURN:
         return EXIT_OK
     if done.stop_reason == STOP_CANCELLED:

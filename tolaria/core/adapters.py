@@ -43,6 +43,8 @@ _KNOWN_KEYS = {
 _CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations"}
 _ACP_KEYS = {"permissions"}
 _STOP_KEYS = {"polite", "polite_window_ms"}
+#: ``model_args``: how a CLI is told which model to use (an argv fragment with ``{model}``).
+_KNOWN_KEYS |= {"model_args"}
 
 
 class ManifestError(ValueError):
@@ -79,6 +81,9 @@ class Manifest:
     #: Arguments appended to ``command`` to continue the agent's own session
     #: (``{session_id}`` is filled in); empty when the agent cannot resume.
     resume: tuple[str, ...] = ()
+    #: Arguments that choose the model, with ``{model}`` (e.g. ``["--model", "{model}"]``);
+    #: empty when the CLI cannot be told (protocol ``openai-chat`` has ``model`` instead).
+    model_args: tuple[str, ...] = ()
     source: Path | None = None
     builtin: bool = False
     #: protocol ``openai-chat`` only: endpoint, model, the environment variable holding the API
@@ -171,6 +176,7 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         description=data.get("description", ""),
         stop=stop,
         resume=resume,
+        model_args=_model_args(data, protocol, fail),
         source=path,
         builtin=builtin,
         **extra,
@@ -299,3 +305,19 @@ def load_adapters(
                 continue
             manifests[manifest.id] = manifest
     return AdapterSet(manifests, errors)
+
+
+def _model_args(data: dict[str, Any], protocol: str, fail: Any) -> tuple[str, ...]:
+    if "model_args" not in data:
+        return ()
+    if protocol == OPENAI_CHAT:
+        raise fail("model_args", "not used by protocol openai-chat (its model is `model`)")
+    value = data["model_args"]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise fail("model_args", 'must be a list of strings with {model}, e.g. ["--model", '
+                                 '"{model}"]')
+    if sum(part.count("{model}") for part in value) != 1:
+        raise fail("model_args", "must contain {model} exactly once")
+    if any(p in part for part in value for p in ("{prompt}", "{session_id}")):
+        raise fail("model_args", "must not contain {prompt} or {session_id}")
+    return tuple(value)

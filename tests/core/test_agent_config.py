@@ -1,0 +1,372 @@
+"""Per-agent settings: stored in settings.toml, applied to real runs (the window's and
+``tolaria run``'s), the Test button, custom agents, secrets kept out of sight."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import Collector, async_test
+
+from tolaria import paths
+from tolaria.agent_config import (
+    MASK,
+    AgentOverrides,
+    AgentSettingsError,
+    apply_overrides,
+    is_secret_name,
+    load_overrides,
+    mask,
+    prepare_run,
+    run_options,
+    save_overrides,
+    test_agent,
+    validate_overrides,
+)
+from tolaria.core.adapters import (
+    Manifest,
+    ManifestError,
+    StopPolicy,
+    load_adapters,
+    load_manifest_file,
+    parse_manifest,
+)
+from tolaria.core.events import STOP_END_TURN
+from tolaria.core.registry import ProcessRegistry
+from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.stream_id import new_stream_id
+from tolaria.settings import Settings, SettingsFileError, settings_path
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT_AGENT = ROOT / "tests" / "fakes" / "report_agent.py"
+
+
+def report_manifest(**changes: Any) -> Manifest:
+    """A "lines" agent that prints its argv, folder and chosen environment as JSON."""
+    manifest = Manifest(id="report", name="Report agent", protocol="lines",
+                        command=(sys.executable, str(REPORT_AGENT), "--", "{prompt}"),
+                        model_args=("--model", "{model}"))
+    return replace(manifest, **changes)
+
+
+async def run_and_report(manifest: Manifest, **request: Any) -> dict[str, Any]:
+    collector = Collector()
+    done = await stream_ai_agent(RunRequest(manifest=manifest, prompt="hello there", **request),
+                                 new_stream_id(), collector, registry=ProcessRegistry(),
+                                 grace_s=0.5)
+    assert done.stop_reason == STOP_END_TURN, collector.events
+    report: dict[str, Any] = json.loads(collector.text().strip().splitlines()[0])
+    return report
+
+
+# -- storage ------------------------------------------------------------------------------------
+
+def test_overrides_round_trip_and_reset() -> None:
+    o = AgentOverrides(enabled=False, path="/opt/claude/bin/claude", extra_args=("--debug", "x y"),
+                       env={"HTTPS_PROXY": "http://127.0.0.1:3128", "MY_TOKEN": "${TOKEN}"},
+                       model="sonnet", permission_mode="full", cwd="~/src")
+    save_overrides("claude", o)
+    save_overrides("codex", AgentOverrides(model="o3"))
+    loaded, problems = load_overrides()
+    assert problems == []
+    assert loaded == {"claude": o, "codex": AgentOverrides(model="o3")}
+    text = settings_path().read_text()
+    assert "[agents.claude]" in text and "[agents.claude.env]" in text
+    save_overrides("claude", None)
+    assert load_overrides()[0] == {"codex": AgentOverrides(model="o3")}
+    save_overrides("codex", AgentOverrides())  # all defaults: same as a reset
+    assert load_overrides() == ({}, [])
+    assert "agents" not in settings_path().read_text()
+
+
+def test_saving_overrides_keeps_comments_and_other_settings() -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent("""\
+        [behaviour]
+        grace_seconds = 3  # slow machine
+
+        # Claude behind the company proxy
+        [agents.claude]
+        extra_args = ["--verbose"]  # keep
+        mystery = 1
+
+        [agents.claude.env]
+        HTTPS_PROXY = "http://proxy:3128"
+        """))
+    loaded, problems = load_overrides()
+    assert any(":7: agents.claude.mystery: unknown key" in p for p in problems)
+    save_overrides("claude", replace(loaded["claude"], model="opus",
+                                     env={"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "x"}))
+    text = path.read_text()
+    for kept in ("grace_seconds = 3  # slow machine", "# Claude behind the company proxy",
+                 'extra_args = ["--verbose"]  # keep', "mystery = 1",
+                 'HTTPS_PROXY = "http://proxy:3128"'):
+        assert kept in text
+    again = load_overrides()[0]["claude"]
+    assert again.model == "opus"
+    assert dict(again.env) == {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": "x"}
+
+
+def test_invalid_overrides_are_refused_with_their_message_and_nothing_is_saved() -> None:
+    save_overrides("claude", AgentOverrides(model="sonnet"))
+    before = settings_path().read_bytes()
+    cases = [
+        (AgentOverrides(env={"1BAD": "x"}), "env", "is not a valid environment variable name"),
+        (AgentOverrides(permission_mode="yolo"), "permission_mode", "must be one of safe, full"),
+        (AgentOverrides(extra_args=("{prompt}",)), "extra_args", "must not contain {prompt}"),
+        (AgentOverrides(model="{prompt}"), "model", "is not a model name"),
+        (AgentOverrides(path="  "), "path", "not empty"),
+    ]
+    for o, field, message in cases:
+        problems = validate_overrides(o)
+        assert any(f == field and message in m for f, m in problems), (o, problems)
+        with pytest.raises(AgentSettingsError, match=field):
+            save_overrides("claude", o)
+        assert settings_path().read_bytes() == before
+
+
+def test_live_validation_checks_files_folders_and_the_manifest(tmp_path: Path) -> None:
+    plain = tmp_path / "not-executable"
+    plain.write_text("#!/bin/sh\n")
+    assert validate_overrides(AgentOverrides(path=str(tmp_path / "nope"))) == [
+        ("path", f"{tmp_path / 'nope'}: no such file")]
+    assert validate_overrides(AgentOverrides(path=str(plain))) == [
+        ("path", f"{plain}: not executable (chmod +x it)")]
+    assert validate_overrides(AgentOverrides(path="claude")) == []  # looked up like the manifest's
+    assert validate_overrides(AgentOverrides(cwd=str(tmp_path / "gone"))) == [
+        ("cwd", f"{tmp_path / 'gone'}: no such folder")]
+    no_model = report_manifest(model_args=())
+    assert validate_overrides(AgentOverrides(model="x"), no_model)[0][0] == "model"
+    with pytest.raises(AgentSettingsError, match="has no model_args"):
+        apply_overrides(no_model, AgentOverrides(model="x"))
+
+
+def test_a_broken_settings_file_is_not_saved_over() -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = b"[agents.claude\nmodel = 'x'\n"
+    path.write_bytes(raw)
+    loaded, problems = load_overrides()
+    assert loaded == {}
+    assert problems[0].startswith(f"{path}:1: not valid TOML")
+    with pytest.raises(SettingsFileError) as caught:
+        save_overrides("claude", AgentOverrides(model="y"))
+    assert caught.value.line == 1
+    assert path.read_bytes() == raw
+
+
+def test_bad_values_in_the_file_fall_back_and_are_named() -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[agents.claude]\nmodel = "opus"\npermission_mode = "everything"\n')
+    loaded, problems = load_overrides()
+    assert loaded["claude"] == AgentOverrides(model="opus")
+    assert problems == [f"{path}:3: agents.claude.permission_mode: must be one of safe, full, "
+                        "got 'everything'; using the agent's default"]
+
+
+# -- applying to real runs --------------------------------------------------------------------------
+
+@async_test
+async def test_overrides_reach_a_real_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SETTINGS_TEST_SECRET", "s3cret")
+    o = AgentOverrides(extra_args=("--flag", "two words"), model="big-model",
+                       env={"REPORT_ENV": "API_TOKEN,PLAIN", "API_TOKEN": "${SETTINGS_TEST_SECRET}",
+                            "PLAIN": "plain value"},
+                       permission_mode="full", cwd=str(tmp_path))
+    prepared = prepare_run(report_manifest(), settings=Settings(), overrides={"report": o})
+    assert prepared.cwd == str(tmp_path)
+    assert prepared.manifest.permissions == "full"
+    request = RunRequest(manifest=prepared.manifest, prompt="p", **prepared.options)
+    assert getattr(request, "permission_mode", request.manifest.permissions) == "full"
+    report = await run_and_report(prepared.manifest, cwd=prepared.cwd, **prepared.options)
+    # Added arguments go before the command's "--"; the prompt stays one argument after it.
+    assert report["argv"][1:] == ["--model", "big-model", "--flag", "two words", "--",
+                                  "hello there"]
+    assert report["env"] == {"API_TOKEN": "s3cret", "PLAIN": "plain value"}
+    assert report["cwd"] == str(tmp_path)
+
+
+@async_test
+async def test_path_override_runs_another_program(tmp_path: Path) -> None:
+    program = tmp_path / "my-claude"
+    program.write_text(f"#!{sys.executable}\n" + REPORT_AGENT.read_text())
+    program.chmod(0o755)
+    manifest = report_manifest(command=("no-such-agent-program", "{prompt}"),
+                               version_command=("no-such-agent-program", "--version"))
+    applied = apply_overrides(manifest, AgentOverrides(path=str(program)))
+    assert applied.command == (str(program), "{prompt}")
+    assert applied.version_command == (str(program), "--version")
+    report = await run_and_report(applied)
+    assert report["argv"] == [str(program), "hello there"]
+
+
+def test_behaviour_settings_reach_the_run() -> None:
+    manifest = report_manifest(stop=StopPolicy(polite="sigint", polite_window_ms=1500))
+    prepared = prepare_run(manifest, settings=Settings(polite_window_ms=200, grace_seconds=4.5),
+                           overrides={})
+    assert prepared.manifest.stop == StopPolicy(polite="sigint", polite_window_ms=200)
+    assert prepared.grace_s == 4.5
+    untouched = prepare_run(manifest, settings=Settings(), overrides={})
+    assert untouched.manifest == manifest
+
+
+def test_model_of_a_model_endpoint_replaces_its_model() -> None:
+    chat = parse_manifest({"id": "local", "name": "Local", "protocol": "openai-chat",
+                           "base_url": "http://127.0.0.1:9/v1", "model": "small"})
+    applied = apply_overrides(chat, AgentOverrides(model="large", env={"X": "1"}))
+    assert (applied.model, applied.env) == ("large", {"X": "1"})
+    assert run_options(AgentOverrides()) == {}
+    with pytest.raises(AgentSettingsError, match="model endpoint"):
+        apply_overrides(chat, AgentOverrides(extra_args=("-v",)))
+
+
+def test_prepare_run_refuses_a_disabled_agent_and_bad_settings() -> None:
+    save_overrides("report", AgentOverrides(enabled=False))
+    with pytest.raises(AgentSettingsError, match="agent report is disabled in settings"):
+        prepare_run(report_manifest())
+    path = settings_path()
+    path.write_text('[agents.report]\nextra_args = "--not-a-list"\n')
+    with pytest.raises(AgentSettingsError, match=r"agent report has invalid settings.*extra_args"):
+        prepare_run(report_manifest())
+    # Another agent's bad settings only warn.
+    path.write_text('[agents.other]\nextra_args = "--not-a-list"\n')
+    prepared = prepare_run(report_manifest())
+    assert any("agents.other.extra_args" in w for w in prepared.warnings)
+
+
+def test_manifest_model_args_are_validated() -> None:
+    base = {"id": "x", "protocol": "lines", "command": ["x"]}
+    assert parse_manifest({**base, "model_args": ["-m", "{model}"]}).model_args == ("-m",
+                                                                                    "{model}")
+    assert parse_manifest({**base, "model_args": ["--model={model}"]}).model_args
+    for bad, reason in ((["--model"], "exactly once"), ("--model {model}", "list of strings"),
+                        (["{model}", "{prompt}"], "must not contain {prompt}")):
+        with pytest.raises(ManifestError, match=reason) as caught:
+            parse_manifest({**base, "model_args": bad})
+        assert caught.value.key == "model_args"
+
+
+# -- secrets ----------------------------------------------------------------------------------------
+
+def test_secret_names_and_masking() -> None:
+    for name in ("OPENAI_API_KEY", "GITHUB_TOKEN", "ANTHROPIC_AUTH_TOKEN", "db_password",
+                 "AWS_SECRET_ACCESS_KEY", "MYAPIKEY", "CLIENT_SECRET"):
+        assert is_secret_name(name), name
+    for name in ("PATH", "HOME", "PWD", "KEYBOARD_LAYOUT", "HTTPS_PROXY", "LANG"):
+        assert not is_secret_name(name), name
+    assert mask("sk-live-1234567890abcdef") == MASK
+    assert mask("${OPENAI_API_KEY}") == "${OPENAI_API_KEY}"
+    assert mask("") == ""
+    o = AgentOverrides(env={"OPENAI_API_KEY": "sk-live-1234567890abcdef", "LANG": "C"})
+    assert "sk-live" not in repr(o)
+    assert "'LANG': 'C'" in repr(o)
+
+
+# -- the Test button --------------------------------------------------------------------------------
+
+@async_test
+async def test_test_agent_with_the_demo_agent(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_DELAY", "0")
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "0.1")
+    demo = load_adapters().get("demo")
+    result = await test_agent(demo, AgentOverrides(), str(tmp_path), timeout=60,
+                              registry=ProcessRegistry())
+    assert result.ok, result
+    assert result.version and "0.1.0" in result.version
+    assert result.message == f"{demo.name} answered"
+    assert result.detail
+
+
+@async_test
+async def test_test_agent_names_a_missing_program_and_its_install_hint(tmp_path: Path) -> None:
+    manifest = report_manifest(command=("tolaria-no-such-agent", "{prompt}"),
+                               install_hint="npm install -g no-such-agent")
+    result = await test_agent(manifest, AgentOverrides(), str(tmp_path), timeout=10,
+                              registry=ProcessRegistry())
+    assert not result.ok
+    assert result.message == "Report agent is not installed"
+    assert "tolaria-no-such-agent" in result.detail
+    assert "install with: npm install -g no-such-agent" in result.detail
+
+
+@async_test
+async def test_test_agent_shows_the_exact_error(tmp_path: Path) -> None:
+    o = AgentOverrides(env={"REPORT_EXIT": "3"})
+    result = await test_agent(report_manifest(), o, str(tmp_path), timeout=30,
+                              registry=ProcessRegistry())
+    assert not result.ok
+    assert result.message == "Report agent exited with code 3"
+    assert "report agent: failing on purpose with code 3" in result.detail
+
+
+@async_test
+async def test_test_agent_stops_an_agent_that_never_answers(tmp_path: Path) -> None:
+    hang = Manifest(id="hang", name="Hanging agent", protocol="lines",
+                    command=(sys.executable, "-c", "import time; time.sleep(60)"))
+    result = await test_agent(hang, AgentOverrides(), str(tmp_path), timeout=1,
+                              registry=ProcessRegistry(), grace_s=0.2)
+    assert not result.ok
+    assert result.message == "no answer within 1 s; the test run was stopped"
+
+
+# -- `tolaria run` reads the same files --------------------------------------------------------------
+
+def _cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", "tolaria", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _cli_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("TOLARIA_STREAM_ID", None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.update(TOLARIA_DEMO_DELAY="0", TOLARIA_DEMO_TOOL_SECONDS="0.1")
+    return env
+
+
+def test_cli_refuses_a_disabled_agent() -> None:
+    save_overrides("demo", AgentOverrides(enabled=False))
+    code, out, err = _cli("run", "--agent", "demo", "hi", env=_cli_env())
+    assert code == 2
+    assert out == ""
+    assert "tolaria: agent demo is disabled in settings" in err
+
+
+def test_cli_applies_the_agent_overrides() -> None:
+    adapters = paths.user_adapters_dir()
+    adapters.mkdir(parents=True, exist_ok=True)
+    (adapters / "report.toml").write_text(textwrap.dedent(f"""\
+        id = "report"
+        name = "Report agent"
+        protocol = "lines"
+        command = [{json.dumps(sys.executable)}, {json.dumps(str(REPORT_AGENT))}, "--", "{{prompt}}"]
+        model_args = ["--model={{model}}"]
+        """))
+    save_overrides("report", AgentOverrides(extra_args=("--extra",), model="m1",
+                                            env={"REPORT_ENV": "FROM_SETTINGS",
+                                                 "FROM_SETTINGS": "yes"}))
+    code, out, err = _cli("run", "--agent", "report", "--json", "hi", env=_cli_env())
+    assert code == 0, err
+    texts = [e["text"] for e in map(json.loads, out.splitlines()) if e["kind"] == "text_delta"]
+    report = json.loads("".join(texts).splitlines()[0])
+    assert report["argv"][1:] == ["--model=m1", "--extra", "--", "hi"]
+    assert report["env"] == {"FROM_SETTINGS": "yes"}
+
+
+def test_loaded_user_manifest_keeps_model_args(tmp_path: Path) -> None:
+    path = tmp_path / "x.toml"
+    path.write_text('id = "x"\nprotocol = "lines"\ncommand = ["x"]\n'
+                    'model_args = ["--model", "{model}"]\n')
+    assert load_manifest_file(path).model_args == ("--model", "{model}")
