@@ -22,11 +22,11 @@ from tolaria.core.adapters import load_adapters
 from tolaria.core.control import ControlServer
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.store import Store
+from tolaria.prefs import Preferences
 from tolaria.qt import loop
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
-from tolaria.prefs import Preferences
 from tolaria.qt.fanout import FanOutController
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
@@ -69,7 +69,8 @@ class Tolaria:
         self.bridge = Bridge()
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
                                          self.tasks)
-        self.settings_controller = SettingsController(self.adapters, self.tasks, self.settings)
+        self.settings_controller = SettingsController(self.adapters, self.tasks, self.settings,
+                                                      self.registry)
         problems += [p for p in self.settings_controller.override_problems if p not in problems]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.control = ControlServer(self.registry)
@@ -88,7 +89,7 @@ class Tolaria:
 
     def _wire(self) -> None:
         w, c = self.window, self.controller
-        w.new_chat_requested.connect(c.new_conversation)
+        w.new_chat_requested.connect(self._on_window_new_chat_requested)
         w.open_requested.connect(c.open_conversation)
         w.send_requested.connect(c.send)
         w.stop_requested.connect(c.stop)
@@ -103,6 +104,10 @@ class Tolaria:
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.closed.connect(self._on_window_closed)
+
+    def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
+        # The agent's default working folder (Preferences) wins for a new chat.
+        self.controller.new_conversation(agent, self.settings_controller.default_cwd(agent) or cwd)
 
     def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str) -> None:
         names = {m.id: m.name for m in self.adapters.manifests.values()}

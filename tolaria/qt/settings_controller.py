@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -22,6 +23,7 @@ from tolaria import agent_config
 from tolaria.agent_config import AgentOverrides
 from tolaria.core import discovery
 from tolaria.core.adapters import OPENAI_CHAT, AdapterSet, Manifest, ManifestError, load_adapters
+from tolaria.core.registry import ProcessRegistry
 from tolaria.qt.tasks import TaskSet
 from tolaria.settings import Settings, SettingsFileError, load_settings, save_settings
 
@@ -62,8 +64,11 @@ class SettingsController(QObject):
     models_listed = Signal(str, object, str)
 
     def __init__(self, adapters: AdapterSet, tasks: TaskSet, settings: Settings,
-                 parent: QObject | None = None) -> None:
+                 registry: ProcessRegistry | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        #: Test runs are registered like chat runs (``tolaria streams`` lists them; shutdown
+        #: stops them).
+        self.registry = registry
         self.adapters = adapters
         self.tasks = tasks
         self.settings = settings
@@ -77,6 +82,12 @@ class SettingsController(QObject):
 
     def overrides_of(self, agent_id: str) -> AgentOverrides:
         return self.overrides.get(agent_id, AgentOverrides())
+
+    def default_cwd(self, agent_id: str) -> str | None:
+        """The agent's default working folder for new chats, when set and still a folder."""
+        cwd = self.overrides_of(agent_id).cwd
+        folder = os.path.expanduser(cwd) if cwd else None
+        return folder if folder and os.path.isdir(folder) else None
 
     def disabled(self) -> set[str]:
         return {agent for agent, o in self.overrides.items() if not o.enabled}
@@ -95,8 +106,8 @@ class SettingsController(QObject):
         except SettingsFileError as exc:
             self.save_failed.emit(file_error_text(exc))
             return False
-        except OSError as exc:
-            self.save_failed.emit(f"Not saved: {exc.strerror or exc}")
+        except (OSError, ValueError) as exc:  # SettingsValueError: a value it cannot store
+            self.save_failed.emit(f"Not saved: {exc}")
             return False
         self.settings = settings
         self.settings_saved.emit(settings)
@@ -201,7 +212,9 @@ class SettingsController(QObject):
     async def _test(self, agent_id: str, manifest: Manifest, overrides: AgentOverrides,
                     cwd: str) -> None:
         try:
-            result = await agent_config.test_agent(manifest, overrides, cwd)
+            result = await agent_config.test_agent(manifest, overrides, cwd,
+                                                   registry=self.registry,
+                                                   grace_s=self.settings.grace_seconds)
         except asyncio.CancelledError:
             self.test_finished.emit(agent_id, None)
             raise

@@ -183,7 +183,9 @@ class AgentEditor(QWidget):
         self.env.set_env(overrides.env)
         self.model.clear()
         self.model.setEditText(overrides.model or "")
-        self.model.lineEdit().setPlaceholderText(manifest.model or "The agent's default")
+        line = self.model.lineEdit()
+        if line is not None:
+            line.setPlaceholderText(manifest.model or "The agent's default")
         self.models_button.setVisible(can_list_models)
         index = self.permission.findData(overrides.permission_mode)
         self.permission.setCurrentIndex(max(index, 0))

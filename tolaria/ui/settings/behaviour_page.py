@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
 from tolaria.settings import Settings
 from tolaria.ui import theme
 
-
 _FIELD_WIDTH = 140
 
 

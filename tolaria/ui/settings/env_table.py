@@ -133,7 +133,9 @@ class EnvTable(QWidget):
         row = self._append("", "")
         self._filling = False
         self.table.setCurrentCell(row, 0)
-        self.table.editItem(self.table.item(row, 0))
+        item = self.table.item(row, 0)
+        if item is not None:
+            self.table.editItem(item)
 
     def _on_remove_button_clicked(self) -> None:
         rows = sorted({index.row() for index in self.table.selectedIndexes()}, reverse=True)

@@ -95,12 +95,15 @@ class ShortcutsPage(QWidget):
 
     def apply(self, settings: Settings) -> Settings:
         """``settings`` with this page's values."""
-        changes: dict[str, str] = {}
-        for attr, edit in self.edits.items():
-            changes[attr] = edit.keySequence().toString(QKeySequence.SequenceFormat.PortableText)
+        def key(attr: str) -> str:
+            return self.edits[attr].keySequence().toString(
+                QKeySequence.SequenceFormat.PortableText)
+
         send = self.send.currentData()
-        changes["send_shortcut"] = send if isinstance(send, str) else "Enter"
-        return replace(settings, **changes)
+        return replace(settings, stop_shortcut=key("stop_shortcut"),
+                       stop_all_shortcut=key("stop_all_shortcut"),
+                       new_chat_shortcut=key("new_chat_shortcut"),
+                       send_shortcut=send if isinstance(send, str) else "Enter")
 
     def problems(self) -> list[str]:
         settings = self.apply(self._settings)
