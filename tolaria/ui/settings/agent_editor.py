@@ -24,11 +24,11 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.agent_config import AgentOverrides, validate_overrides
-from tolaria.core.adapters import Manifest
+from tolaria.core.adapters import OPENAI_CHAT, Manifest
 from tolaria.core.discovery import Detection
 from tolaria.ui import theme
 from tolaria.ui.settings.env_table import EnvTable
-from tolaria.ui.settings.fields import ErrorLabel, PathField
+from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color
 
 #: The override fields that have their own error label.
 FIELDS = ("path", "extra_args", "env", "model", "permission_mode", "cwd")
@@ -187,6 +187,15 @@ class AgentEditor(QWidget):
         if line is not None:
             line.setPlaceholderText(manifest.model or "The agent's default")
         self.models_button.setVisible(can_list_models)
+        # Only what this agent can take is editable (validate_overrides says the same).
+        chat = manifest.protocol == OPENAI_CHAT
+        takes_model = chat or bool(getattr(manifest, "model_args", ()))
+        self.model.setEnabled(takes_model or bool(overrides.model))
+        self.model.setToolTip("" if takes_model else "This agent's manifest has no model_args, "
+                              "so Tolaria cannot tell it which model to use")
+        for widget in (self.path, self.extra_args):
+            widget.setEnabled(not chat or bool(overrides.path or overrides.extra_args))
+            widget.setToolTip("A model endpoint runs no program" if chat else "")
         index = self.permission.findData(overrides.permission_mode)
         self.permission.setCurrentIndex(max(index, 0))
         self.cwd.set_text(overrides.cwd or "")
@@ -224,7 +233,7 @@ class AgentEditor(QWidget):
     def show_test_result(self, ok: bool, text: str) -> None:
         self.test_button.setEnabled(True)
         self.test_button.setText("Test")
-        color = theme.success_color() if ok else theme.error_colors()[0]
+        color = theme.success_color() if ok else error_text_color()
         self.test_result.setStyleSheet(f"color: {theme.css(color)};")
         self.test_result.setText(text)
 

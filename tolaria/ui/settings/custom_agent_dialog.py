@@ -164,7 +164,19 @@ class CustomAgentDialog(QDialog):
         for name, label in self.errors.items():
             label.show_message("\n".join(messages.get(name, [])))
         self.save_button.setEnabled(not problems)
+        self._fit_height()
         return not problems
+
+    def _fit_height(self) -> None:
+        """Grow (never shrink) so the word-wrapped messages under the fields are readable."""
+        layout = self.layout()
+        if layout is None:
+            return
+        layout.activate()
+        need = (layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth()
+                else layout.totalSizeHint().height())
+        if need > self.height():
+            self.resize(self.width(), need)
 
     def show_failure(self, message: str) -> None:
         self.failure.show_message(message)

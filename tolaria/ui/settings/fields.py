@@ -5,9 +5,15 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from tolaria.ui import theme
+
+
+def error_text_color() -> QColor:
+    """Red enough to read as an error on light and dark palettes."""
+    return theme.mix(theme.text(), QColor(220, 50, 47), 0.8)
 
 
 class ErrorLabel(QLabel):
@@ -18,7 +24,7 @@ class ErrorLabel(QLabel):
         self.setObjectName(name)
         self.setWordWrap(True)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.setStyleSheet(f"color: {theme.css(theme.error_colors()[0])};")
+        self.setStyleSheet(f"color: {theme.css(error_text_color())};")
         self.setVisible(False)
 
     def show_message(self, message: str) -> None:
