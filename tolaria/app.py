@@ -76,7 +76,8 @@ class Tolaria:
         self.control = ControlServer(self.registry)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
-        self.window.show_problems(problems, file=broken_file)
+        if broken_file is not None:
+            self.window.offer_to_open(broken_file)
         self.window.attach(self.bridge)
         self.preferences = Preferences(self.window, self.controller, self.settings_controller,
                                        self.tasks)

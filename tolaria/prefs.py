@@ -76,6 +76,7 @@ class Preferences:
             agents.test_requested.connect(self._on_agents_test_requested)
             agents.models_requested.connect(self.settings.list_models)
         if not dialog.isVisible():
+            dialog.agents.discard_edits()
             dialog.set_settings(self.settings.settings)
             self._fill_agents(dialog)
             dialog.show_file_problems(settings_path(), self.settings.file_problems())

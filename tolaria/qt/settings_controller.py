@@ -146,6 +146,7 @@ class SettingsController(QObject):
             self.save_failed.emit(f"Could not duplicate {manifest.name}: {exc}")
             return
         self.reload()
+        self.custom_agent_saved.emit(new_id)
 
     def remove(self, agent_id: str) -> None:
         try:

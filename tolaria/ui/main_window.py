@@ -229,13 +229,15 @@ class MainWindow(QMainWindow):
         if self.fan_out_dialog is not None:
             self.fan_out_dialog.set_agents(agents_of(self.header.agent_picker))
 
-    def show_problems(self, problems: Sequence[str], file: Path | None = None) -> None:
-        """Problems found at startup; with ``file`` (a broken settings file), offer to open it."""
+    def show_problems(self, problems: Sequence[str]) -> None:
         self._problems.setText("\n".join(f"⚠ {p}" for p in problems))
         self._problems.setVisible(bool(problems))
-        if file is not None:
-            self._problem_file = file
         self._open_file.setVisible(bool(problems) and self._problem_file is not None)
+
+    def offer_to_open(self, file: Path) -> None:
+        """The settings file has problems: a button next to them opens it."""
+        self._problem_file = file
+        self._open_file.setVisible(self._problems.isVisibleTo(self))
 
     def _on_open_file_clicked(self) -> None:
         if self._problem_file is not None:

@@ -155,6 +155,12 @@ class AgentsPage(QWidget):
         if agent_id == self.current_agent():
             self.editor.show_models(models, error)
 
+    def discard_edits(self) -> None:
+        """Forget unsaved edits and earlier detections (the window is opened afresh)."""
+        self._pending.clear()
+        self._invalid.clear()
+        self._detections.clear()
+
     def select(self, agent_id: str) -> None:
         for row in range(self.list.count()):
             item = self.list.item(row)
