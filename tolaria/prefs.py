@@ -102,6 +102,7 @@ class Preferences:
         if overrides and not self.settings.save_overrides(overrides):
             return
         if self.dialog is not None:
+            self.dialog.set_settings(self.settings.settings)  # as saved (with hand-edits)
             self.dialog.show_saved()
 
     def _on_agents_edit_requested(self, agent_id: str) -> None:

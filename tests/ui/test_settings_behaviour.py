@@ -71,3 +71,18 @@ def test_a_background_chat_that_finishes_is_announced(start_app, qtbot, monkeypa
         assert "finished" in drv.window.statusBar().currentMessage()
     else:
         assert drv.window.notifier.last_notice == ""
+
+
+def test_a_hand_edit_made_while_the_window_is_open_survives_a_save(  # type: ignore[no-untyped-def]
+        start_app, qtbot, home: Path) -> None:
+    drv = start_app()
+    dialog = open_preferences(drv)
+    settings_file = home / "settings.toml"
+    settings_file.write_text("# tuned by hand\n[behaviour]\nwatchdog_seconds = 90.0\n")
+    dialog.behaviour.grace.setValue(4.0)
+    child(dialog, QPushButton, "settingsSave").click()
+    text = settings_file.read_text()
+    assert "# tuned by hand" in text and "watchdog_seconds = 90.0" in text
+    saved = load_settings()[0]
+    assert (saved.grace_seconds, saved.watchdog_seconds) == (4.0, 90.0)
+    assert dialog.behaviour.watchdog.value() == 90.0, "the window shows what is in effect"

@@ -102,15 +102,18 @@ class SettingsController(QObject):
     # -- settings -----------------------------------------------------------------------------
     def save(self, settings: Settings) -> bool:
         try:
-            save_settings(settings)
+            # Only what the user changed in the window is written: a value edited by hand
+            # meanwhile survives (and is read back below).
+            save_settings(settings, base=self.settings)
         except SettingsFileError as exc:
             self.save_failed.emit(file_error_text(exc))
             return False
         except (OSError, ValueError) as exc:  # SettingsValueError: a value it cannot store
             self.save_failed.emit(f"Not saved: {exc}")
             return False
-        self.settings = settings
-        self.settings_saved.emit(settings)
+        reread, problems = load_settings()
+        self.settings = settings if problems else reread
+        self.settings_saved.emit(self.settings)
         return True
 
     def save_overrides(self, changed: dict[str, AgentOverrides]) -> bool:
