@@ -14,11 +14,13 @@ from tolaria.agent_overrides import (
     PreparedRun,
     apply_overrides,
     is_secret_name,
+    join_args,
     load_overrides,
     mask,
     prepare_run,
     run_options,
     save_overrides,
+    split_args,
     validate_overrides,
 )
 from tolaria.agent_probe import TEST_PROMPT, TestResult, test_agent
@@ -35,8 +37,9 @@ from tolaria.custom_agents import (
 
 __all__ = [
     "MASK", "TEST_PROMPT", "AgentOverrides", "AgentSettingsError", "PreparedRun", "TestResult",
-    "apply_overrides", "duplicate_agent", "field_of", "is_secret_name", "load_overrides",
+    "apply_overrides", "duplicate_agent", "field_of", "is_secret_name", "join_args",
+    "load_overrides",
     "manifest_data", "mask", "prepare_run", "remove_custom_agent", "reset_builtin",
-    "run_options", "save_overrides", "template_manifest", "test_agent", "validate_manifest_fields",
+    "run_options", "save_overrides", "split_args", "template_manifest", "test_agent", "validate_manifest_fields",
     "validate_overrides", "write_custom_agent",
 ]

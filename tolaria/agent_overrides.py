@@ -12,13 +12,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomlkit
-from tomlkit.items import Table
 
 from tolaria import tomlfile
 from tolaria.core.adapters import OPENAI_CHAT, PERMISSION_MODES, Manifest, StopPolicy
@@ -82,6 +80,20 @@ def mask(value: str) -> str:
     if not value or _REFERENCE_RE.fullmatch(value.strip()):
         return value
     return MASK
+
+
+def split_args(text: str) -> tuple[str, ...]:
+    """Arguments typed on one line, split like a POSIX shell would (quotes group words); no
+    shell ever runs them. ValueError with the reason for unbalanced quotes."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:
+        raise ValueError(f"cannot split the arguments: {exc} (close the quote)") from None
+
+
+def join_args(args: tuple[str, ...] | list[str]) -> str:
+    """The inverse of :func:`split_args`, for showing arguments on one line."""
+    return shlex.join(args)
 
 
 # -- validation ---------------------------------------------------------------------------------
@@ -318,49 +330,50 @@ def save_overrides(agent_id: str, overrides: AgentOverrides | None,
         if problems:
             raise AgentSettingsError("; ".join(f"{n}: {m}" for n, m in problems))
     path = path or settings_path()
-    doc = tomlfile.load_document(path)
-    agents = doc.get("agents")
-    if agents is not None and not isinstance(agents, Table | dict):
-        raise SettingsFileError(path, tomlfile.key_line(doc.as_string(), "", "agents"),
-                                "agents must be a table ([agents.<id>]); fix or remove it")
-    if overrides is None or overrides.is_default:
-        if agents is None or agent_id not in agents:
-            return
-        del agents[agent_id]
-        if not agents:
-            del doc["agents"]
-    else:
+    reset = overrides is None or overrides.is_default
+
+    def change(root: Any, new_table: tomlfile.TableFactory) -> bool:
+        agents = root.get("agents")
+        if agents is not None and not isinstance(agents, MutableMapping):
+            raise SettingsFileError(path, None, "agents must be a table ([agents.<id>]) to save "
+                                                "agent settings into it; fix or remove it")
+        if reset:
+            if agents is None or agent_id not in agents:
+                return False
+            del agents[agent_id]
+            if not agents:
+                del root["agents"]
+            return True
+        assert overrides is not None
         if agents is None:
-            agents = tomlkit.table(is_super_table=True)
-            doc.add("agents", agents)
-        table = agents.get(agent_id)
-        if not isinstance(table, Table | dict):
-            table = tomlkit.table()
-            agents[agent_id] = table
-        _edit_table(table, overrides)
-    tomlfile.write_atomic(path, tomlfile.dump_checked(doc, path))
+            root["agents"] = new_table(root, True)
+            agents = root["agents"]
+        if not isinstance(agents.get(agent_id), MutableMapping):
+            agents[agent_id] = new_table(agents, False)
+        _edit_table(agents[agent_id], overrides, new_table)
+        return True
+
+    tomlfile.edit(path, change)
 
 
-def _edit_table(table: Any, o: AgentOverrides) -> None:
+def _edit_table(table: Any, o: AgentOverrides, new_table: tomlfile.TableFactory) -> None:
+    """Set the keys that differ from the file, remove those back at their default; unknown
+    keys of the table stay."""
     default = AgentOverrides()
     for key in _FIELDS:
         new = _to_toml(o, key)
         if getattr(o, key) == getattr(default, key):
             table.pop(key, None)
-            continue
-        if key in table and _same(table[key], new):
-            continue
-        if key == "env":
-            env = table.get("env")
-            if not isinstance(env, Table | dict):
-                env = tomlkit.table()
-                table["env"] = env
+        elif key == "env":
+            if not isinstance(table.get("env"), MutableMapping):
+                table["env"] = new_table(table, False)
+            env = table["env"]
             for name in [n for n in env if n not in new]:
                 del env[name]
             for name, value in new.items():
                 if env.get(name) != value:
                     env[name] = value
-        else:
+        elif not (key in table and _same(table[key], new)):
             table[key] = new
 
 

@@ -133,38 +133,47 @@ def write_custom_agent(data: dict[str, Any], *, replace_id: str | None = None) -
     changed). Raises ManifestError for an invalid manifest, a new id that is taken, or a
     built-in's id (customise a built-in with its overrides, or duplicate it).
     """
-    manifest = parse_manifest(data)
+    ident = data.get("id")
+    # Errors name the file the agent would be written to.
+    named = paths.user_adapters_dir() / (f"{ident}.toml" if isinstance(ident, str) and ident
+                                         else "<id>.toml")
+    manifest = parse_manifest(data, named)
     adapters = load_adapters()
     existing = adapters.manifests.get(manifest.id)
     old_file = _user_file(replace_id) if replace_id else None
     if manifest.id != replace_id and existing is not None:
         kind = "a built-in agent" if existing.builtin else "another agent"
-        raise ManifestError(None, "id", f"{manifest.id!r} is already used by {kind}; choose "
-                                        "another id")
+        raise ManifestError(named, "id", f"{manifest.id!r} is already used by {kind}; choose "
+                                         "another id")
     target = old_file if old_file is not None and manifest.id == replace_id else (
         paths.user_adapters_dir() / f"{manifest.id}.toml")
     if manifest.id != replace_id and target.exists():
         raise ManifestError(target, "id", "a file with this name already exists in the "
                                           "adapters folder; choose another id")
-    text = _edited_text(target, data) if target.exists() else _HEADER + tomlkit.dumps(data)
-    parse_manifest(tomllib.loads(text), target)  # what is written is exactly what loads
-    tomlfile.write_atomic(target, text)
+    if target.exists():
+        tomlfile.edit(target, _replace_all(data))
+    else:
+        text = _HEADER + tomlkit.dumps(data)
+        parse_manifest(tomllib.loads(text), target)  # what is written is exactly what loads
+        tomlfile.write_atomic(target, text)
     if old_file is not None and old_file != target:
         old_file.unlink(missing_ok=True)
     return target
 
 
-def _edited_text(path: Path, data: dict[str, Any]) -> str:
-    doc = tomlfile.load_document(path)
-    for key in [k for k in doc if k not in data]:
-        del doc[key]
-    for key, value in data.items():
-        current = doc.get(key)
-        unwrap = getattr(current, "unwrap", None)
-        plain = unwrap() if unwrap is not None else current
-        if plain != value:
-            doc[key] = value
-    return tomlfile.dump_checked(doc, path)
+def _replace_all(data: dict[str, Any]) -> tomlfile.Change:
+    """An edit that makes a manifest file hold exactly ``data``, touching only what differs."""
+
+    def change(root: Any, new_table: tomlfile.TableFactory) -> bool:
+        for key in [k for k in root if k not in data]:
+            del root[key]
+        for key, value in data.items():
+            unwrap = getattr(root.get(key), "unwrap", None)
+            if (unwrap() if unwrap is not None else root.get(key)) != value:
+                root[key] = value
+        return True
+
+    return change
 
 
 def manifest_data(manifest: Manifest) -> dict[str, Any]:
@@ -202,17 +211,16 @@ def duplicate_agent(manifest: Manifest, new_id: str, new_name: str) -> Path:
     data.update(id=new_id, name=new_name)
     if manifest.source is not None and manifest.source.is_file():
         # Copy the file's text and change two keys, so its comments come along.
-        parse_manifest(data)
+        target = paths.user_adapters_dir() / f"{new_id}.toml"
+        parse_manifest(data, target)
         taken = load_adapters().manifests
         if new_id in taken:
-            raise ManifestError(None, "id", f"{new_id!r} is already used by another agent")
-        target = paths.user_adapters_dir() / f"{new_id}.toml"
+            raise ManifestError(target, "id", f"{new_id!r} is already used by another agent")
         if target.exists():
             raise ManifestError(target, "id", "a file with this name already exists")
-        doc = tomlfile.load_document(manifest.source)
-        doc["id"] = new_id
-        doc["name"] = new_name
-        text = tomlfile.dump_checked(doc, target)
+        source_text = manifest.source.read_text("utf-8")
+        text = tomlfile.edited_text(source_text, tomllib.loads(source_text), target,
+                                    _replace_all(data)) or source_text
         parse_manifest(tomllib.loads(text), target)
         tomlfile.write_atomic(target, text)
         return target

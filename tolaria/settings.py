@@ -10,13 +10,10 @@ writes atomically; a file that does not parse is never written over (SettingsFil
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
-
-import tomlkit
-from tomlkit.items import Table
 
 from tolaria import paths, tomlfile
 from tolaria.tomlfile import SettingsFileError
@@ -144,6 +141,9 @@ _KEYS = (
          _number(0, math.inf, "a number of seconds (0 = never stop a retrying agent)"), float),
 )
 _TABLES = ("shortcuts", "behaviour")
+#: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
+#: would otherwise be ignored without a word). ``agents``: tolaria/agent_overrides.py.
+KNOWN_TABLES = ("shortcuts", "behaviour", "agents")
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 
@@ -173,6 +173,10 @@ def _parse(data: dict[str, Any], text: str, path: Path) -> tuple[Settings, list[
     values: dict[str, Any] = {}
     problems: list[str] = []
     defaults = Settings()
+    for table in sorted(set(data) - set(KNOWN_TABLES)):
+        line = tomlfile.table_line(text, table) or tomlfile.key_line(text, "", table)
+        problems.append(f"{_where(path, line)}: {table}: unknown table, ignored (known: "
+                        f"{', '.join(KNOWN_TABLES)})")
     for table in _TABLES:
         section = data.get(table, {})
         if not isinstance(section, dict):
@@ -232,9 +236,9 @@ def save_settings(settings: Settings, path: Path | None = None, *,
     if problems:
         raise SettingsValueError(problems)
     path = path or settings_path()
-    doc = tomlfile.load_document(path)
-    on_disk, _ = _parse(doc.unwrap(), "", path)
-    changed = False
+    found = tomlfile.read(path)
+    on_disk, _ = _parse(found[1], "", path) if found else (Settings(), [])
+    writes = []
     for spec in _KEYS:
         new = getattr(settings, spec.attr)
         if base is not None and getattr(base, spec.attr) == new:
@@ -242,20 +246,25 @@ def save_settings(settings: Settings, path: Path | None = None, *,
         # Unchanged (also: absent and default, or a bad hand-edit the user did not touch).
         if new == getattr(on_disk, spec.attr):
             continue
-        section = doc.get(spec.table)
-        if section is None:
-            section = tomlkit.table()
-            doc.add(spec.table, section)
-        if not isinstance(section, Table | dict):
-            raise SettingsFileError(path, None, f"{spec.table} must be a table ([{spec.table}]) "
-                                                "to save settings into it; fix or remove it")
-        if new is None:
-            section.pop(spec.key, None)
-        else:
-            section[spec.key] = float(new) if spec.convert is float else new
-        changed = True
-    if changed:
-        tomlfile.write_atomic(path, tomlfile.dump_checked(doc, path))
+        writes.append((spec, float(new) if spec.convert is float else new))
+
+    def change(root: Any, new_table: tomlfile.TableFactory) -> bool:
+        for spec, value in writes:
+            if spec.table not in root:
+                root[spec.table] = new_table(root, False)
+            section = root[spec.table]
+            if not isinstance(section, MutableMapping):
+                raise SettingsFileError(path, tomlfile.key_line(found[0] if found else "", "",
+                                                                spec.table),
+                                        f"{spec.table} must be a table ([{spec.table}]) to save "
+                                        "settings into it; fix or remove it")
+            if value is None:
+                section.pop(spec.key, None)
+            else:
+                section[spec.key] = value
+        return bool(writes)
+
+    tomlfile.edit(path, change)
 
 
 # -- shortcuts --------------------------------------------------------------------------------

@@ -9,18 +9,22 @@ not parse is never written over: :class:`SettingsFileError` is raised instead.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import tempfile
+import time
 import tomllib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
-from tomlkit.toml_document import TOMLDocument
+from tomlkit.items import InlineTable
 
 _LINE_RE = re.compile(r"at line (\d+)")
+LOCK_TIMEOUT_S = 5.0
 #: Mode of files the app creates: they may hold environment values such as tokens.
 NEW_FILE_MODE = 0o600
 
@@ -70,17 +74,6 @@ def read(path: Path) -> tuple[str, dict[str, Any]] | None:
     except OSError as exc:
         raise SettingsFileError(path, None, f"cannot read: {exc.strerror or exc}") from exc
     return parse_text(raw, path)
-
-
-def load_document(path: Path) -> TOMLDocument:
-    """The editable document of ``path`` (empty when missing); SettingsFileError if broken."""
-    found = read(path)
-    if found is None:
-        return tomlkit.document()
-    try:
-        return tomlkit.parse(found[0])
-    except tomlkit.exceptions.ParseError as exc:  # stricter than tomllib in rare cases
-        raise SettingsFileError(path, exc.line, f"cannot be edited safely: {exc}") from exc
 
 
 def key_line(text: str, table: str, key: str) -> int | None:
@@ -145,13 +138,104 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def dump_checked(doc: TOMLDocument, path: Path) -> str:
-    """``doc`` as text, checked to parse back (never write a file the app cannot read)."""
-    text = tomlkit.dumps(doc)
+#: Makes an empty table inside ``parent`` (a plain dict, or a tomlkit table of the right kind).
+TableFactory = Callable[[Any, bool], Any]
+#: Applies one edit to a root mapping; returns whether it changed anything.
+Change = Callable[[Any, TableFactory], bool]
+
+
+def _plain_table(parent: Any, super_table: bool) -> dict[str, Any]:
+    return {}
+
+
+def _toml_table(parent: Any, super_table: bool) -> Any:
+    # An inline table can only hold inline tables; a new top-level table whose children are
+    # tables is a "super table", written as [a.b] without an empty [a] header.
+    if isinstance(parent, InlineTable):
+        return tomlkit.inline_table()
+    return tomlkit.table(is_super_table=super_table)
+
+
+def edit(path: Path, change: Change) -> bool:
+    """Apply ``change`` to the file at ``path`` in place, atomically; False if nothing changed.
+
+    Raises SettingsFileError, writing nothing, when the file is broken or when the edit cannot
+    be made faithfully (see :func:`edited_text`).
+    """
+    with folder_lock(path):
+        found = read(path)
+        text, data = found if found is not None else ("", {})
+        new_text = edited_text(text, data, path, change)
+        if new_text is None:
+            return False
+        write_atomic(path, new_text)
+        return True
+
+
+@contextlib.contextmanager
+def folder_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Serialise read-modify-write of ``path`` between Tolaria processes (the window, a second
+    window, a CLI command), so one save never drops another's change.
+
+    An advisory ``flock`` on the file's folder (no lock file to leave behind); editors do not
+    take it, which is fine: a hand-edit made meanwhile is read again by the next save. Where
+    ``fcntl`` does not exist (Windows) saves are not serialised.
+    """
     try:
-        tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # a tomlkit bug: refuse rather than corrupt
-        raise SettingsFileError(path, decode_error_line(exc),
-                                f"the edited file would not be valid TOML ({exc}); not saved"
-                                ) from exc
-    return text
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise SettingsFileError(path, None, "another Tolaria process has been "
+                                                        f"saving it for {timeout:g} s; not "
+                                                        "saved, try again") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def edited_text(text: str, data: dict[str, Any], path: Path, change: Change) -> str | None:
+    """``text`` (which parses to ``data``) with ``change`` applied; None if nothing changed.
+
+    The change is applied twice: to the plain data (what the file must mean afterwards) and to
+    the tomlkit document (which keeps comments and layout). The text is returned only if it
+    parses back to exactly that data: a hand-written layout tomlkit cannot edit faithfully
+    (dotted keys spread over tables, some inline tables) raises SettingsFileError instead of
+    silently changing some other setting.
+    """
+    expected = copy.deepcopy(data)
+    if not change(expected, _plain_table) or expected == data:
+        return None
+    try:
+        doc = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:  # stricter than tomllib in rare cases
+        raise SettingsFileError(path, exc.line, f"cannot be edited safely: {exc}") from exc
+    try:
+        change(doc, _toml_table)
+        new_text = tomlkit.dumps(doc)
+    except SettingsFileError:
+        raise
+    except Exception as exc:  # tomlkit refuses some edits (a table inside an inline table)
+        raise SettingsFileError(path, None, f"cannot be edited by the app ({exc}); edit it by "
+                                            "hand, or write the table with a [header]") from exc
+    try:
+        written = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError as exc:
+        written = {"<invalid>": str(exc)}
+    if written != expected:
+        raise SettingsFileError(path, None, "its layout (dotted keys or inline tables) cannot be "
+                                            "edited by the app without changing other settings; "
+                                            "nothing was saved: edit it by hand, or use [table] "
+                                            "headers")
+    return new_text

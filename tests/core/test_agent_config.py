@@ -6,13 +6,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import textwrap
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.fake_openai_server import FakeOpenAIServer, text_reply
 from helpers import Collector, async_test
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from tolaria import paths
 from tolaria.agent_config import (
@@ -41,7 +46,7 @@ from tolaria.core.events import STOP_END_TURN
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import RunRequest, stream_ai_agent
 from tolaria.core.stream_id import new_stream_id
-from tolaria.settings import Settings, SettingsFileError, settings_path
+from tolaria.settings import Settings, SettingsFileError, load_settings, settings_path
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_AGENT = ROOT / "tests" / "fakes" / "report_agent.py"
@@ -170,6 +175,39 @@ def test_bad_values_in_the_file_fall_back_and_are_named() -> None:
     assert loaded["claude"] == AgentOverrides(model="opus")
     assert problems == [f"{path}:3: agents.claude.permission_mode: must be one of safe, full, "
                         "got 'everything'; using the agent's default"]
+
+
+@pytest.mark.parametrize("text", [
+    'agents.claude.model = "a"\n',
+    'agents = { claude = { model = "a" } }\n',
+    '[agents]\nclaude = { model = "a", env = { X = "1" } }\n',
+    '[agents]\nclaude.model = "a"\n',
+    '[agents.claude]\nenv.X = "1"\n',
+    'behaviour.grace_seconds = 1\n[agents.claude]\nmodel = "a"\n',
+])
+def test_hand_written_layouts_are_edited_faithfully_or_not_at_all(text: str) -> None:
+    """Dotted keys and inline tables: the edit either means exactly what was asked, or the
+    file is left byte for byte and the error says why."""
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    for agent, o in (("claude", AgentOverrides(model="b", env={"Y": "2"}, extra_args=("-v",))),
+                     ("codex", AgentOverrides(model="c")), ("claude", None)):
+        before = path.read_bytes()
+        expected = {**load_overrides()[0]}
+        if o is None:
+            expected.pop(agent, None)
+        else:
+            expected[agent] = o
+        try:
+            save_overrides(agent, o)
+        except SettingsFileError as exc:
+            assert "cannot be edited by the app" in str(exc)  # noqa: PT017
+            assert path.read_bytes() == before
+            break
+        assert load_overrides() == (expected, [])
+    if "grace_seconds" in text:
+        assert load_settings()[0].grace_seconds == 1.0
 
 
 # -- applying to real runs --------------------------------------------------------------------------
@@ -318,6 +356,28 @@ async def test_test_agent_stops_an_agent_that_never_answers(tmp_path: Path) -> N
     assert result.message == "no answer within 1 s; the test run was stopped"
 
 
+@async_test
+async def test_test_agent_with_a_model_endpoint_uses_the_model_override(tmp_path: Path) -> None:
+    server = FakeOpenAIServer().start()
+    try:
+        chat = parse_manifest({"id": "local", "name": "Local model", "protocol": "openai-chat",
+                               "base_url": server.base_url, "model": "small"})
+        server.script(text_reply("OK"))
+        result = await test_agent(chat, AgentOverrides(model="large"), str(tmp_path), timeout=30,
+                                  registry=ProcessRegistry())
+        assert result.ok, result
+        assert (result.message, result.detail) == ("Local model answered", "OK")
+        assert server.requests[-1].body["model"] == "large"
+        # No scripted reply: the server answers 500; its error text is what the user sees.
+        failed = await test_agent(chat, AgentOverrides(), str(tmp_path), timeout=30,
+                                  registry=ProcessRegistry())
+        assert not failed.ok
+        assert "no scripted reply" in failed.detail
+        assert failed.message in failed.detail
+    finally:
+        server.stop()
+
+
 # -- `tolaria run` reads the same files --------------------------------------------------------------
 
 def _cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
@@ -370,3 +430,51 @@ def test_loaded_user_manifest_keeps_model_args(tmp_path: Path) -> None:
     path.write_text('id = "x"\nprotocol = "lines"\ncommand = ["x"]\n'
                     'model_args = ["--model", "{model}"]\n')
     assert load_manifest_file(path).model_args == ("--model", "{model}")
+
+
+def test_arguments_typed_on_one_line() -> None:
+    from tolaria.agent_config import join_args, split_args
+
+    assert split_args('--flag "two words" one\\ arg') == ("--flag", "two words", "one arg")
+    assert split_args(join_args(("a b", "$HOME", "--x=';'"))) == ("a b", "$HOME", "--x=';'")
+    with pytest.raises(ValueError, match="close the quote"):
+        split_args('--name "unfinished')
+
+
+_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
+_texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+                 max_size=30)
+_lines = _texts.filter(lambda t: t.strip() != "" and "\n" not in t and "\r" not in t)
+_overrides = st.builds(
+    AgentOverrides,
+    enabled=st.booleans(),
+    path=st.none() | _lines,
+    extra_args=st.lists(_texts.filter(lambda t: "{prompt}" not in t and "{session_id}" not in t),
+                        max_size=4).map(tuple),
+    env=st.dictionaries(_names, _texts, max_size=4),
+    model=st.none() | _lines.filter(lambda t: "{" not in t and "}" not in t
+                                    and not t.startswith("-")),
+    permission_mode=st.sampled_from([None, "safe", "full"]),
+    cwd=st.none() | _lines,
+)
+
+
+@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["claude", "codex", "my-agent"]), _overrides),
+                min_size=1, max_size=5))
+def test_any_valid_overrides_round_trip_through_successive_edits(
+        saves: list[tuple[str, AgentOverrides]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "settings.toml"
+        path.write_text("# hand-written header\n[behaviour]\ngrace_seconds = 1.5\n")
+        expected: dict[str, AgentOverrides] = {}
+        for agent, o in saves:
+            assert validate_overrides(replace(o, path=None, cwd=None)) == []
+            save_overrides(agent, o, path)
+            if o.is_default:
+                expected.pop(agent, None)
+            else:
+                expected[agent] = o
+            assert load_overrides(path) == (expected, [])
+        assert path.read_text().startswith("# hand-written header\n")
+        assert load_settings(path)[0].grace_seconds == 1.5

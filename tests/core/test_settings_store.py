@@ -18,6 +18,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from tolaria import paths, tomlfile
+from tolaria.agent_config import AgentOverrides, load_overrides, save_overrides
 from tolaria.settings import (
     Settings,
     SettingsFileError,
@@ -275,6 +276,8 @@ def test_fuzzed_files_never_crash_and_are_never_overwritten_when_broken(raw: byt
             parses = False
         if not parses:
             assert problems and str(path) in problems[0]
+        overrides, agent_problems = load_overrides(path)
+        assert parses or (overrides == {} and agent_problems)
         try:
             save_settings(CHANGED, path)
         except SettingsFileError:
@@ -282,4 +285,42 @@ def test_fuzzed_files_never_crash_and_are_never_overwritten_when_broken(raw: byt
         else:
             assert parses
             assert load_settings(path)[0] == CHANGED
+        before = path.read_bytes()
+        wanted = AgentOverrides(model="m", env={"A": "1"})
+        try:
+            save_overrides("demo", wanted, path)
+        except SettingsFileError:
+            assert path.read_bytes() == before
+        else:
+            assert parses
+            assert load_overrides(path)[0]["demo"] == wanted
         assert temp_files(Path(folder)) == []
+
+
+def test_concurrent_saves_from_several_processes_lose_nothing() -> None:
+    script = textwrap.dedent("""\
+        import sys
+        from tolaria.agent_config import AgentOverrides, save_overrides
+        agent = sys.argv[1]
+        for n in range(20):
+            save_overrides(agent, AgentOverrides(model=f"m{n}"))
+        """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, agent], cwd=ROOT, env=dict(os.environ))
+             for agent in ("alpha", "beta", "gamma")]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    overrides, problems = load_overrides()
+    assert problems == []
+    assert {k: o.model for k, o in overrides.items()} == {"alpha": "m19", "beta": "m19",
+                                                          "gamma": "m19"}
+    assert temp_files(settings_path().parent) == []
+
+
+def test_an_unknown_table_is_named() -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[shortcut]\nstop = "F1"\n')
+    settings, problems = load_settings()
+    assert settings == Settings()
+    assert problems == [f"{path}:1: shortcut: unknown table, ignored (known: shortcuts, "
+                        "behaviour, agents)"]
