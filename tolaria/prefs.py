@@ -91,6 +91,8 @@ class Preferences:
         dialog.set_agents(manifests, self.settings.overrides, lists, select)
 
     def close(self) -> None:
+        """The app is closing: the window goes, Tests are cancelled, nothing new starts."""
+        self.settings.shutdown()
         if self.dialog is not None:
             self.dialog.close()
 
@@ -131,7 +133,8 @@ class Preferences:
         self.show_manifests()
         if self.dialog is not None:
             self._fill_agents(self.dialog)
-        self.tasks.spawn(self.detect_agents(), name="detect-agents")
+        if not self.settings.closed:
+            self.tasks.spawn(self.detect_agents(), name="detect-agents")
 
     def _on_detection_finished(self, agent_id: str, found: object) -> None:
         if self.dialog is not None:

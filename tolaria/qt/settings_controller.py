@@ -13,7 +13,7 @@ import asyncio
 import importlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
@@ -74,6 +74,7 @@ class SettingsController(QObject):
         self.settings = settings
         self.overrides, self.override_problems = agent_config.load_overrides()
         self._tests: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
 
     # -- queries ------------------------------------------------------------------------------
     def manifests(self) -> list[Manifest]:
@@ -88,6 +89,10 @@ class SettingsController(QObject):
         cwd = self.overrides_of(agent_id).cwd
         folder = os.path.expanduser(cwd) if cwd else None
         return folder if folder and os.path.isdir(folder) else None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def disabled(self) -> set[str]:
         return {agent for agent, o in self.overrides.items() if not o.enabled}
@@ -184,12 +189,15 @@ class SettingsController(QObject):
         manifest = self.adapters.manifests.get(agent_id)
         if manifest is None:
             return None
-        return agent_config.apply_overrides(manifest, overrides or self.overrides_of(agent_id))
+        try:
+            return agent_config.apply_overrides(manifest, overrides or self.overrides_of(agent_id))
+        except ValueError:  # AgentSettingsError: shown by the form; detect the agent as shipped
+            return manifest
 
     def detect(self, agent_id: str, overrides: AgentOverrides | None = None) -> None:
         manifest = self.effective(agent_id, overrides)
         if manifest is not None:
-            self.tasks.spawn(self._detect(agent_id, manifest), name=f"detect-{agent_id}")
+            self._spawn(self._detect(agent_id, manifest), name=f"detect-{agent_id}")
 
     async def _detect(self, agent_id: str, manifest: Manifest) -> None:
         found = await discovery.detect(manifest)
@@ -208,8 +216,9 @@ class SettingsController(QObject):
         manifest = self.adapters.manifests.get(agent_id)
         if manifest is None or agent_id in self._tests:
             return
-        task = self.tasks.spawn(self._test(agent_id, manifest, overrides, cwd),
-                                name=f"test-{agent_id}")
+        task = self._spawn(self._test(agent_id, manifest, overrides, cwd), name=f"test-{agent_id}")
+        if task is None:
+            return
         self._tests[agent_id] = task
         task.add_done_callback(lambda _t: self._tests.pop(agent_id, None))
 
@@ -224,6 +233,17 @@ class SettingsController(QObject):
             raise
         self.test_finished.emit(agent_id, result)
 
+    def shutdown(self) -> None:
+        """The app is closing: cancel Tests, start no more tasks (the loop is about to end)."""
+        self._closed = True
+        self.cancel_tests()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None] | None:
+        if self._closed:
+            coro.close()
+            return None
+        return self.tasks.spawn(coro, name=name)
+
     def cancel_tests(self) -> None:
         for task in list(self._tests.values()):
             task.cancel()
@@ -236,7 +256,7 @@ class SettingsController(QObject):
         lister = _model_lister()
         if manifest is None or lister is None:
             return
-        self.tasks.spawn(self._list_models(agent_id, manifest, lister), name=f"models-{agent_id}")
+        self._spawn(self._list_models(agent_id, manifest, lister), name=f"models-{agent_id}")
 
     async def _list_models(self, agent_id: str, manifest: Manifest,
                            lister: Callable[..., list[str]]) -> None:

@@ -7,7 +7,6 @@ stored and passed as a list, never through a shell. Every field is checked as yo
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 
 from PySide6.QtCore import Signal
@@ -23,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.agent_config import AgentOverrides, validate_overrides
+from tolaria.agent_config import AgentOverrides, join_args, split_args, validate_overrides
 from tolaria.core.adapters import OPENAI_CHAT, Manifest
 from tolaria.core.discovery import Detection
 from tolaria.ui import theme
@@ -179,7 +178,7 @@ class AgentEditor(QWidget):
         self.edit_button.setVisible(not manifest.builtin)
         self.enabled.setChecked(overrides.enabled)
         self.path.set_text(overrides.path or "")
-        self.extra_args.setText(shlex.join(overrides.extra_args))
+        self.extra_args.setText(join_args(overrides.extra_args))
         self.env.set_env(overrides.env)
         self.model.clear()
         self.model.setEditText(overrides.model or "")
@@ -252,10 +251,9 @@ class AgentEditor(QWidget):
         """What the form says, and its problems as (field, message)."""
         problems: list[tuple[str, str]] = []
         try:
-            args = tuple(shlex.split(self.extra_args.text()))
+            args = split_args(self.extra_args.text())
         except ValueError as exc:
-            problems.append(("extra_args", f"cannot split into arguments: {exc} (quote or "
-                                           "escape it like in a shell)"))
+            problems.append(("extra_args", str(exc)))
             args = ()
         env: dict[str, str] = {}
         for name, value in self.env.env():

@@ -155,6 +155,10 @@ class AgentsPage(QWidget):
         if agent_id == self.current_agent():
             self.editor.show_models(models, error)
 
+    def stop_timers(self) -> None:
+        """The window closed: no late detection request."""
+        self._detect_timer.stop()
+
     def discard_edits(self) -> None:
         """Forget unsaved edits and earlier detections (the window is opened afresh)."""
         self._pending.clear()

@@ -6,7 +6,6 @@ valid; nothing is written before Save (``write_custom_agent`` is atomic).
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -22,7 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.agent_config import template_manifest, validate_manifest_fields
+from tolaria.agent_config import (
+    join_args,
+    split_args,
+    template_manifest,
+    validate_manifest_fields,
+)
 from tolaria.core.adapters import OPENAI_CHAT, PROTOCOLS
 from tolaria.ui import theme
 from tolaria.ui.settings.fields import ErrorLabel
@@ -115,7 +119,7 @@ class CustomAgentDialog(QDialog):
             self.edits[key].setText(str(data.get(key, "")))
         command = data.get("command")
         if isinstance(command, list):
-            self.edits["command"].setText(shlex.join(str(p) for p in command))
+            self.edits["command"].setText(join_args(tuple(str(p) for p in command)))
         index = self.protocol.findText(str(data.get("protocol", "lines")))
         self.protocol.blockSignals(True)
         self.protocol.setCurrentIndex(max(index, 0))
@@ -144,9 +148,9 @@ class CustomAgentDialog(QDialog):
             for key in _CHAT_FIELDS:
                 data.pop(key, None)
             try:
-                data["command"] = shlex.split(self.edits["command"].text())
+                data["command"] = list(split_args(self.edits["command"].text()))
             except ValueError as exc:
-                problems.append(("command", f"cannot split into arguments: {exc}"))
+                problems.append(("command", str(exc)))
                 data["command"] = []
         return data, problems
 

@@ -206,6 +206,7 @@ class SettingsDialog(QDialog):
     def done(self, result: int) -> None:
         # Every way out ends here: Close, the title bar (closeEvent -> reject) and Esc.
         was_visible = self.isVisible()
+        self.agents.stop_timers()
         super().done(result)
         if was_visible:
             self.closed.emit()
