@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication
 from tolaria.ui.settings import SettingsDialog
 
 
-def test_ctrl_comma_opens_preferences_without_blocking(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_comma_opens_preferences_without_blocking(start_app, qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
     drv = start_app()
     QTest.keyClick(drv.pane.composer, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
     dialog = drv.window.findChild(SettingsDialog, "settingsDialog")
@@ -18,8 +18,9 @@ def test_ctrl_comma_opens_preferences_without_blocking(start_app, qtbot) -> None
     assert not dialog.isModal() and QApplication.activeModalWidget() is None
     for index, name in enumerate(("agents", "shortcuts", "behaviour")):
         dialog.tabs.setCurrentIndex(index)
-        qtbot.wait(300)
-        dialog.grab().save(f"/tmp/settings_{name}.png")
+        shot = dialog.grab()
+        assert not shot.isNull() and shot.save(str(tmp_path / f"settings_{name}.png"))
+    assert drv.window.preferences_action in drv.window.menuBar().actions()[0].menu().actions()
     # Chats keep working while it is open.
     drv.send("still works")
     assert drv.wait_finished().status == "completed"
