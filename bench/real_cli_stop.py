@@ -47,7 +47,12 @@ from clis import CLIS, install, run_env  # noqa: E402
 from fake_model import FakeModelServer  # noqa: E402
 
 from tolaria.core import proctree  # noqa: E402
-from tolaria.core.adapters import Manifest, load_adapters, substitute  # noqa: E402
+from tolaria.core.adapters import (  # noqa: E402
+    CLAUDE_STREAM_INPUT,
+    Manifest,
+    build_argv,
+    load_adapters,
+)
 from tolaria.core.agent_process import build_env, resolve_program  # noqa: E402
 from tolaria.core.events import Done, Event  # noqa: E402
 from tolaria.core.registry import ProcessRegistry  # noqa: E402
@@ -114,9 +119,7 @@ class Stop:
 
 
 def request_for(m: Manifest, cwd: str, env: dict[str, str]) -> RunRequest:
-    fields = RunRequest.__dataclass_fields__
-    extra = {"permission_mode": "full"} if "permission_mode" in fields else {}
-    return RunRequest(m, PROMPT, cwd, env, **extra)  # type: ignore[arg-type]
+    return RunRequest(m, PROMPT, cwd, env, permission_mode="full")
 
 
 async def tolaria_stop(m: Manifest, env: dict[str, str], cwd: str) -> Stop:
@@ -158,12 +161,9 @@ async def tolaria_stop(m: Manifest, env: dict[str, str], cwd: str) -> Stop:
 
 
 def naive_argv(m: Manifest, cwd: str, env: dict[str, str]) -> tuple[list[str], bytes | None]:
-    argv = substitute(m.command, prompt=PROMPT, cwd=cwd)
-    args = getattr(m, "permission_args", None)
-    if isinstance(args, dict):
-        argv += list(args.get("full", ()))
+    argv = build_argv(m, prompt=PROMPT, cwd=cwd, session_id=None, mode="full")
     stdin: bytes | None = None
-    if getattr(m, "input", "") == "claude-stream-json":
+    if m.input == CLAUDE_STREAM_INPUT:
         stdin = (json.dumps({"type": "user", "message": {"role": "user", "content": PROMPT},
                              "parent_tool_use_id": None, "session_id": ""}) + "\n").encode()
     elif m.takes_prompt_on_stdin:
@@ -176,7 +176,7 @@ def naive_argv(m: Manifest, cwd: str, env: dict[str, str]) -> tuple[list[str], b
 
 def naive_stop(m: Manifest, env: dict[str, str], cwd: str, wait_s: float) -> Stop:
     sid = new_stream_id()
-    full_env = build_env(m, sid, env)
+    full_env = build_env(m, sid, {**m.permission_env.get("full", {}), **env})
     argv, stdin = naive_argv(m, cwd, full_env)
     proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -190,7 +190,7 @@ def naive_stop(m: Manifest, env: dict[str, str], cwd: str, wait_s: float) -> Sto
         if stdin:
             proc.stdin.write(stdin)
             proc.stdin.flush()
-        if getattr(m, "input", "") != "claude-stream-json":
+        if m.input != CLAUDE_STREAM_INPUT:
             proc.stdin.close()  # as Tolaria does: EOF once the prompt (if any) is written
         deadline = time.monotonic() + SPAWN_TIMEOUT_S
         while sleeper(sid) is None:

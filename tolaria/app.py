@@ -68,7 +68,10 @@ class Tolaria:
         self.tasks = TaskSet()
         self.bridge = Bridge()
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
-                                         self.tasks)
+                                         self.tasks,
+                                         grace_s=grace_s if grace_s is not None
+                                         else self.settings.grace_seconds,
+                                         retry_limit_s=self.settings.retry_limit_seconds)
         self.settings_controller = SettingsController(self.adapters, self.tasks, self.settings,
                                                       self.registry)
         problems += [p for p in self.settings_controller.override_problems if p not in problems]
@@ -98,6 +101,7 @@ class Tolaria:
         w.queue_requested.connect(c.queue)
         w.unqueue_requested.connect(c.unqueue)
         w.restart_requested.connect(c.restart)
+        w.permission_answer_requested.connect(c.answer_permission)
         w.rename_requested.connect(c.rename)
         w.delete_requested.connect(c.delete)
         w.agent_change_requested.connect(c.set_agent)

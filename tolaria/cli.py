@@ -2,6 +2,7 @@
 
 Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input.
 ``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
+``tolaria models`` and ``tolaria key``: 0 done, 1 endpoint or keyring failure, 2 bad input.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tolaria.core.adapters import AdapterSet, load_adapters
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
+    Diagnostic,
     Done,
     Error,
     Event,
@@ -56,6 +58,15 @@ def _parser() -> argparse.ArgumentParser:
     streams.add_argument("--json", action="store_true")
     abort = sub.add_parser("abort", help="stop a run owned by any Tolaria process")
     abort.add_argument("stream_id")
+    models = sub.add_parser("models", help="list the models a model endpoint offers (/models)")
+    models.add_argument("models_agent", metavar="agent", help="an openai-chat adapter id")
+    models.add_argument("--json", action="store_true")
+    models.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
+    key = sub.add_parser("key", help="store or delete a model endpoint's API key in the "
+                                     "system keyring")
+    key.add_argument("key_action", choices=("set", "delete"))
+    key.add_argument("key_agent", metavar="agent", help="an openai-chat adapter id; the key "
+                                                        "is read from a hidden prompt or stdin")
     return p
 
 
@@ -69,6 +80,14 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_cmd_streams(args.json))
     if args.command == "abort":
         return asyncio.run(_cmd_abort(args.stream_id))
+    if args.command == "models":
+        from tolaria.cli_models import cmd_models
+
+        return cmd_models(args.models_agent, args.json, args.timeout)
+    if args.command == "key":
+        from tolaria.cli_models import cmd_key
+
+        return cmd_key(args.key_action, args.key_agent)
     return _open_window(args)
 
 
@@ -160,6 +179,10 @@ class _TextPrinter:
             print(f"[tool {status}]", file=sys.stderr, flush=True)
         elif isinstance(event, Error):
             print(f"\nerror: {event.message}", file=sys.stderr, flush=True)
+            if event.hint:
+                print(f"hint: {event.hint}", file=sys.stderr, flush=True)
+        elif isinstance(event, Diagnostic) and event.source == "retry":
+            print(f"[{event.message}]", file=sys.stderr, flush=True)
         elif isinstance(event, Done):
             sys.stdout.write("\n")
             survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)

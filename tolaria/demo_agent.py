@@ -202,6 +202,11 @@ class DemoAgent:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    # Options, then the prompt after "--" (a prompt that starts with "-" stays the prompt).
+    words: list[str] = []
+    if "--" in args:
+        at = args.index("--")
+        args, words = args[:at], args[at + 1 :]
     if args[:1] == ["--version"]:
         print(f"tolaria-demo-agent {VERSION}")
         return 0
@@ -210,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         at = args.index("--resume")
         resume = args[at + 1] if at + 1 < len(args) else None
         args = args[:at] + args[at + 2 :]
-    agent = DemoAgent(" ".join(args), resume)
+    agent = DemoAgent(" ".join(args + words), resume)
     signal.signal(signal.SIGINT, _on_sigint)
     # Like claude: SIGTERM ends the agent with 143 and no result line; the tool is left behind.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signal.SIGTERM))

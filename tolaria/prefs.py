@@ -49,6 +49,7 @@ class Preferences:
 
     def apply_to_runs(self, values: Settings) -> None:
         self.chat.grace_s = values.grace_seconds
+        self.chat.retry_limit_s = values.retry_limit_seconds
         self.chat.run_config.settings = values
 
     def show_manifests(self) -> None:

@@ -340,5 +340,6 @@ def test_permissions_key_is_validated() -> None:
     assert parse_manifest({**base, "permissions": "full"}).permissions == "full"
     with pytest.raises(ManifestError, match="permissions"):
         parse_manifest({**base, "permissions": "yolo"})
-    with pytest.raises(ManifestError, match="permissions"):
-        parse_manifest({"id": "x", "protocol": "lines", "command": ["x"], "permissions": "full"})
+    # Every protocol that spawns the agent has a default permission mode (not openai-chat).
+    assert parse_manifest({"id": "x", "protocol": "lines", "command": ["x"],
+                           "permissions": "full"}).permissions == "full"

@@ -313,7 +313,7 @@ def test_builtin_manifests_for_the_dialects() -> None:
         assert manifest.protocol == protocol and manifest.protocol in RUNTIMES
         assert manifest.version_command == (manifest.command[0], "--version")
         assert manifest.install_hint.startswith("npm install -g ")
-        assert "{prompt}" in manifest.command
+        assert any("{prompt}" in part for part in manifest.command)
     assert adapters.get("qwen").env == {"QWEN_CODE_NO_RELAUNCH": "true"}
     assert adapters.get("codex").stop.polite == "sigint"
     assert adapters.get("gemini").stop.polite == "sigterm"
@@ -383,7 +383,7 @@ async def test_codex_last_held_error_reaches_the_chat_when_stdout_ends() -> None
     run = start_run(replay_manifest("codex", "codex_unreach.jsonl"))
     done = await run.finish()
     retries = [e for e in run.collector.events
-               if isinstance(e, Diagnostic) and "Reconnecting" in e.message]
+               if isinstance(e, Diagnostic) and e.source == "stdout" and "Reconnecting" in e.message]
     assert len(retries) == 4
     error, = run.collector.of("error")
     assert isinstance(error, Error) and "without a final result" in error.message

@@ -25,15 +25,27 @@ pytest.importorskip("httpx")
 from fakes.fake_openai_server import FakeOpenAIServer, Reply, text_reply, tool_reply
 from helpers import Collector, assert_run_gone, async_test, marker_pids, start_run, wait_until
 
-from tolaria.core import chat_turn
 from tolaria.core.adapters import Manifest, ManifestError, load_adapters, parse_manifest
 from tolaria.core.cancel import CancellationToken
+from tolaria.core.chat_history import ChatHistoryStore
 from tolaria.core.discovery import detect
 from tolaria.core.events import Init, ToolDone, ToolStart, Usage
 from tolaria.core.openai_chat import CANCELLED_TOOL_RESULT, ChatHelper
 from tolaria.core.tools import Toolbox, ToolError
 
 SECRET = "sk-test-0123456789-very-secret"
+
+
+@pytest.fixture(autouse=True)
+def no_system_keyring() -> Iterator[None]:
+    """A missing key must not reach the developer's real keyring (keyring's null backend)."""
+    import keyring
+    from keyring.backends import null
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(null.Keyring())
+    yield
+    keyring.set_keyring(previous)
 
 
 @pytest.fixture
@@ -44,6 +56,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def chat_manifest(server: FakeOpenAIServer, **extra: Any) -> Manifest:
+    extra.setdefault("permissions", "full")  # safe mode's asking: tests/core/test_chat_safe_mode.py
     return Manifest(id="fake-chat", name="Fake chat", protocol="openai-chat", command=(),
                     base_url=server.base_url, model="fake-model", **extra)
 
@@ -67,6 +80,14 @@ def assert_history_valid(messages: list[dict[str, Any]]) -> None:
         if message["role"] == "assistant":
             pending = {c["id"] for c in message.get("tool_calls", [])}
     assert not pending
+
+
+def saved_history(session_id: str | None) -> list[dict[str, Any]]:
+    """The model chat saved under the data dir (what a restarted Tolaria continues)."""
+    assert session_id
+    saved = ChatHistoryStore().load(session_id)
+    assert saved is not None
+    return saved.messages
 
 
 def slow_text(pieces: int = 200, delay: float = 0.05) -> Reply:
@@ -265,7 +286,7 @@ async def test_abort_during_slow_stream_closes_the_connection(server: FakeOpenAI
     assert server.client_closed_at is not None and server.client_closed_at - aborted_at < 0.1
     init = run.collector.events[0]
     assert isinstance(init, Init)
-    history = chat_turn._SESSIONS[init.session_id]
+    history = saved_history(init.session_id)
     assert history[-1] == {"role": "assistant", "content": partial}
 
 
@@ -285,7 +306,7 @@ async def test_abort_running_command_kills_it(server: FakeOpenAIServer, tmp_path
     assert finish.output == CANCELLED_TOOL_RESULT and finish.is_error
     init = run.collector.events[0]
     assert isinstance(init, Init)
-    history = chat_turn._SESSIONS[init.session_id]
+    history = saved_history(init.session_id)
     assert history[-1] == {"role": "tool", "tool_call_id": "c1", "content": CANCELLED_TOOL_RESULT}
     assert_history_valid(history)
 

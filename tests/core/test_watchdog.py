@@ -200,3 +200,42 @@ def test_sigkill_of_the_window_process_keeps_the_store_and_kills_the_tree(
         assert text, "the partial output before the tool was lost"
     finally:
         store.close()
+
+
+#: A chat's kept agent process (docs/adr/0008), idle between turns, when the app is killed.
+KEEPER_SCRIPT = textwrap.dedent("""\
+    import asyncio, sys
+    from tolaria.core.adapters import Manifest, StopPolicy
+    from tolaria.core.keeper import default_keepers
+    from tolaria.core.runner import RunRequest, stream_ai_agent
+    from tolaria.core.stream_id import new_stream_id
+
+    async def main() -> None:
+        manifest = Manifest(id="fake-claude-stream", name="Fake Claude", protocol="claude-stream-json",
+                            input="claude-stream-json", command=(sys.executable, sys.argv[1], "--linger"),
+                            stop=StopPolicy(polite="interrupt"))
+        request = RunRequest(manifest, "hello", sys.argv[2], keep_key="chat-1")
+        done = await stream_ai_agent(request, new_stream_id(), lambda event: None)
+        assert done.stop_reason == "end_turn", done
+        print(default_keepers().stream_id("chat-1"), flush=True)
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+""")
+
+
+def test_sigkill_of_the_app_kills_an_idle_kept_agent(tolaria_home: Path, tmp_path: Path) -> None:
+    fake = ROOT / "tests" / "fakes" / "fake_claude_stream.py"
+    app = subprocess.Popen([sys.executable, "-c", KEEPER_SCRIPT, str(fake), str(tmp_path)],
+                           env=_env(tolaria_home), cwd=tmp_path, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert app.stdout is not None
+        keeper_sid = app.stdout.readline().decode().strip()
+        assert keeper_sid.startswith("ai-agent-stream-"), keeper_sid
+        assert marker_pids(keeper_sid), "the kept agent should be alive between turns"
+        _kill_and_check_gone(app, keeper_sid)
+    finally:
+        if app.poll() is None:
+            app.kill()
+        app.wait(10)

@@ -7,7 +7,6 @@ goes on in a next turn.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from pathlib import Path
 
@@ -35,7 +34,7 @@ class AcpChat:
         cli = installed_cli(AGENTS[agent])
         if agent == "claude-acp":
             installed_cli("claude")
-        self.manifest = dataclasses.replace(manifest(agent), permissions="full")
+        self.manifest = manifest(agent)
         self.env = run_env(cli, tmp / "home", server.url)
         self.cwd = tmp / "work"
         self.cwd.mkdir()
@@ -45,7 +44,8 @@ class AcpChat:
     async def turn(self, prompt: str, stop_when_sleeping: bool = False) -> tuple[Done, Collector]:
         sid, events = new_stream_id(), Collector()
         task = asyncio.ensure_future(stream_ai_agent(
-            RunRequest(self.manifest, prompt, str(self.cwd), self.env, self.session_id),
+            RunRequest(self.manifest, prompt, str(self.cwd), self.env, self.session_id,
+                       permission_mode="full"),
             sid, events, registry=self.registry))
         if stop_when_sleeping:
             await wait_until(lambda: sleep_pids(sid) or task.done(), TURN_S, "the tool's sleep")

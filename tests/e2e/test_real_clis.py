@@ -6,7 +6,6 @@ of the run left, the ``sleep`` included), and a turn with an invalid key (a clea
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import time
 from pathlib import Path
@@ -39,10 +38,9 @@ def manifest(agent: str) -> Manifest:
     return adapters.get(agent)
 
 
-def request(m: Manifest, prompt: str, cwd: Path, env: dict[str, str]) -> RunRequest:
-    fields = {f.name for f in dataclasses.fields(RunRequest)}
-    extra = {"permission_mode": "full"} if "permission_mode" in fields else {}
-    return RunRequest(m, prompt, str(cwd), env, **extra)
+def request(m: Manifest, prompt: str, cwd: Path, env: dict[str, str],
+            mode: str = "full") -> RunRequest:
+    return RunRequest(m, prompt, str(cwd), env, permission_mode=mode)
 
 
 def sleep_pids(stream_id: str) -> list[int]:
@@ -70,9 +68,9 @@ class Turn:
         self.stream_id = new_stream_id()
         self.events = Collector()
 
-    def start(self, prompt: str) -> asyncio.Task[Done]:
+    def start(self, prompt: str, mode: str = "full") -> asyncio.Task[Done]:
         return asyncio.ensure_future(stream_ai_agent(
-            request(self.manifest, prompt, self.cwd, self.env), self.stream_id, self.events,
+            request(self.manifest, prompt, self.cwd, self.env, mode), self.stream_id, self.events,
             registry=self.registry))
 
     def errors(self) -> str:
@@ -141,5 +139,23 @@ async def test_invalid_key(agent: str, model_server: FakeModelServer, tmp_path: 
     text = turn.errors().lower()
     assert any(word in text for word in ("401", "api key", "unauthorized", "unauthenticated")), (
         turn.explain())
+    # ...mapped to an actionable hint that names the agent.
+    errors = [e for e in turn.events.events if isinstance(e, Error)]
+    assert any(e.category == "auth" and turn.manifest.name in e.hint for e in errors), (
+        turn.explain())
     assert not marker_pids(turn.stream_id)
     assert os.environ.get("TOLARIA_E2E_KEY") is None
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini", "qwen", "opencode"])
+@async_test
+async def test_safe_mode_offers_no_shell(agent: str, model_server: FakeModelServer,
+                                         tmp_path: Path) -> None:
+    """Permission mode "safe" maps to the CLI's own flags: the model is offered no shell tool, so
+    the scripted model cannot ask for one. (Codex has no shell-free mode: its "safe" is its
+    workspace-write sandbox; see docs/ADAPTERS.md.)"""
+    turn = Turn(agent, model_server, tmp_path)
+    done = await asyncio.wait_for(turn.start("E2E-ECHO: run echo hi", mode="safe"), TURN_S)
+    assert done.stop_reason == "end_turn", turn.explain()
+    assert "No shell tool was offered" in turn.events.text(), turn.explain()
+    assert not [e for e in turn.events.events if isinstance(e, ToolStart)], turn.explain()

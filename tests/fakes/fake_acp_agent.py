@@ -13,8 +13,12 @@ SDK, so the client is tested against the wire format. Modes:
 - ``crash``: exits (code 3) in the middle of the turn.
 - ``hang_init``: says so on stderr and never answers ``initialize``.
 
-Supports ``session/load`` (replays one old exchange). Writes the sleep's pid to
-``FAKE_PIDFILE`` (written then renamed) when set.
+In any mode a prompt containing ``DEAF`` runs the sleep and never answers ``session/cancel``
+(the agent stays alive for more turns). Supports ``session/load`` (replays one old exchange).
+Writes the sleep's pid to ``FAKE_PIDFILE`` (written then renamed) when set; with ``FAKE_LOG``
+set, appends ``{"pid", "method"}`` of every request it gets to ``$FAKE_LOG/acp.jsonl``.
+``FAKE_NULL_USAGE=1`` adds a ``usage_update`` with ``"used": null`` (as claude-agent-acp sends)
+before the normal one.
 """
 
 from __future__ import annotations
@@ -96,9 +100,9 @@ def prompt(rid: int, params: dict[str, Any]) -> None:
         text(session, "partial answer")
         time.sleep(0.05)
         os._exit(3)
-    if MODE == "ignore_cancel" or "SLEEP" in words:
+    if MODE == "ignore_cancel" or "SLEEP" in words or "DEAF" in words:
         text(session, "I'll run it.")
-        sleep_tool(session, rid, honour_cancel=MODE != "ignore_cancel")
+        sleep_tool(session, rid, honour_cancel=MODE != "ignore_cancel" and "DEAF" not in words)
         return
     if MODE == "ask_permission":
         tool = {"toolCallId": "t-rm", "title": "rm -rf build", "kind": "execute",
@@ -130,6 +134,8 @@ def prompt(rid: int, params: dict[str, Any]) -> None:
                      "status": "completed", "content": [{"type": "content", "content": {
                          "type": "text", "text": "hi"}}]})
     text(session, f"from the fake agent: {words}")
+    if os.environ.get("FAKE_NULL_USAGE"):  # like claude-agent-acp before it knows the count
+        update(session, {"sessionUpdate": "usage_update", "used": None, "size": 1000})
     update(session, {"sessionUpdate": "usage_update", "used": 11, "size": 1000,
                      "cost": {"amount": 0.5, "currency": "USD"}})
     send({"id": rid, "result": {"stopReason": "end_turn",
@@ -138,6 +144,10 @@ def prompt(rid: int, params: dict[str, Any]) -> None:
 
 def handle(message: dict[str, Any]) -> None:
     method, rid, params = message.get("method"), message.get("id"), message.get("params") or {}
+    log_dir = os.environ.get("FAKE_LOG")
+    if log_dir and method is not None:
+        with open(os.path.join(log_dir, "acp.jsonl"), "a") as fh:
+            fh.write(json.dumps({"pid": os.getpid(), "method": method}) + "\n")
     if method is None:  # an answer to one of our requests
         with _answered:
             _answers[rid] = message

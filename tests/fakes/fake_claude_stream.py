@@ -13,6 +13,11 @@ real capture tests/fixtures/claude/claude_streamin.jsonl (only the model text an
   lines and the ``result`` error_during_execution / aborted_tools. The process stays alive.
 - SIGINT (as real Claude): the tool is killed, the aborted ``result`` printed, exit 0.
 - end of stdin: exit 0 (with ``--linger``: never exits by itself).
+- several turns on one process (as real Claude): ``total_cost_usd`` is cumulative (each result
+  adds the capture's own cost of that kind of turn). ``RUN_BG`` in the text starts a
+  ``sleep 300`` in its own session and ends the turn at once (a tool left running in the
+  background); ``START_HELPER`` starts a ``sleep 300`` in the agent's own process group (a
+  helper like an MCP server) and ends the turn. Their pids go to ``$FAKE_PIDFILE`` as well.
 
 Misbehaving on purpose: ``--ignore-interrupt`` never answers an interrupt, ``--refuse-interrupt``
 answers it with an error ``control_response``, ``--ignore-sigint`` ignores SIGINT, ``--crash``
@@ -48,10 +53,15 @@ INIT, TEXT, TOOL_USE, CONTROL_RESPONSE, TOOL_RESULT, INTERRUPTED, ABORTED = LINE
 REPLY, SUCCESS = LINES[8], LINES[9]
 
 tool: subprocess.Popen[bytes] | None = None
+background: list[subprocess.Popen[bytes]] = []
 log_dir = os.environ.get("FAKE_LOG")
+cost = [0.0]  # total_cost_usd so far: cumulative per process, as real Claude's
 
 
 def emit(data: dict[str, Any]) -> None:
+    if data.get("type") == "result" and isinstance(data.get("total_cost_usd"), float):
+        cost[0] += data["total_cost_usd"]
+        data = {**data, "total_cost_usd": cost[0]}
     sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
@@ -71,15 +81,26 @@ def kill_tool() -> None:
         tool = None
 
 
+def write_pids(*pids: int) -> None:
+    pidfile = os.environ.get("FAKE_PIDFILE")
+    if pidfile:
+        with open(pidfile + ".tmp", "w") as out:
+            out.write("".join(f"{pid}\n" for pid in pids))
+        os.replace(pidfile + ".tmp", pidfile)
+
+
 def start_tool() -> None:
     global tool
     tool = subprocess.Popen(["sleep", "300"], start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    pidfile = os.environ.get("FAKE_PIDFILE")
-    if pidfile:
-        with open(pidfile + ".tmp", "w") as out:
-            out.write(f"{os.getpid()}\n{tool.pid}\n")
-        os.replace(pidfile + ".tmp", pidfile)
+    write_pids(os.getpid(), tool.pid)
+
+
+def start_background(own_session: bool) -> None:
+    child = subprocess.Popen(["sleep", "300"], start_new_session=own_session,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    background.append(child)
+    write_pids(os.getpid(), child.pid)
 
 
 def on_user(message: dict[str, Any], session: str, crash: bool) -> None:
@@ -92,6 +113,8 @@ def on_user(message: dict[str, Any], session: str, crash: bool) -> None:
         emit(with_session(TOOL_USE, session))
         start_tool()
         return
+    if "RUN_BG" in content or "START_HELPER" in content:
+        start_background(own_session="RUN_BG" in content)
     reply = with_session(REPLY, session)
     reply["message"]["content"] = [{"type": "text", "text": f"You said: {content}"}]
     emit(reply)

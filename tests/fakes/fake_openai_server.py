@@ -3,7 +3,12 @@
 Each POST to ``/v1/chat/completions`` takes the next scripted ``Reply`` and streams it as
 server-sent events (``data: {...}\\n\\n`` ... ``data: [DONE]\\n\\n``), or as one JSON body when
 the request has ``stream: false``. Requests (body and headers) are recorded, and so is the moment
-the client closed a response the server was still streaming.
+the client closed a response the server was still streaming. A reply with ``status >= 400`` and a
+``body`` is sent as that JSON error body (what servers answer before any stream starts).
+
+``GET /v1/models`` answers ``{"object": "list", "data": [{"id": ...}]}`` from ``models``, or the
+scripted ``models_status``/``models_raw`` (an error, or a body that is not JSON); those requests go
+to ``model_requests`` so ``requests`` stays the list of chat completions.
 """
 
 from __future__ import annotations
@@ -23,6 +28,15 @@ class Reply:
     #: Pause before each chunk (a slow model).
     delay: float = 0.0
     status: int = 200
+    #: With ``status >= 400``: the JSON error body sent instead of a stream.
+    body: dict[str, Any] | None = None
+
+
+def tools_unsupported_reply(model: str = "fake-model") -> Reply:
+    """What Ollama answers a request with ``tools`` for a model whose template has none."""
+    return Reply([], status=400, body={"error": {
+        "message": f"registry.ollama.ai/library/{model}:latest does not support tools",
+        "type": "api_error", "param": None, "code": None}})
 
 
 def text_reply(text: str, pieces: int = 3, delay: float = 0.0,
@@ -67,6 +81,11 @@ class Request:
 class FakeOpenAIServer:
     replies: deque[Reply] = field(default_factory=deque)
     requests: list[Request] = field(default_factory=list)
+    #: ``GET /models``: the ids listed, or this status / raw body instead.
+    models: list[str] = field(default_factory=lambda: ["fake-model"])
+    models_status: int = 200
+    models_raw: bytes | None = None
+    model_requests: list[Request] = field(default_factory=list)
     #: time.monotonic() when a write failed because the client had closed the response.
     client_closed_at: float | None = None
     _server: ThreadingHTTPServer | None = None
@@ -90,6 +109,20 @@ class FakeOpenAIServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                owner.model_requests.append(
+                    Request({}, {k.lower(): v for k, v in self.headers.items()}))
+                if not self.path.rstrip("/").endswith("/models"):
+                    self._send(404, b'{"error": {"message": "not found"}}')
+                elif owner.models_raw is not None:
+                    self._send(owner.models_status, owner.models_raw, "text/html")
+                elif owner.models_status >= 400:
+                    self._send(owner.models_status,
+                               b'{"error": {"message": "Incorrect API key provided"}}')
+                else:
+                    data = [{"id": m, "object": "model", "owned_by": "fake"} for m in owner.models]
+                    self._send(200, json.dumps({"object": "list", "data": data}).encode())
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
@@ -98,6 +131,9 @@ class FakeOpenAIServer:
                     self._send(500, b'{"error": {"message": "no scripted reply"}}')
                     return
                 reply = owner.replies.popleft()
+                if reply.status >= 400 and reply.body is not None:
+                    self._send(reply.status, json.dumps(reply.body).encode())
+                    return
                 if not body.get("stream"):
                     self._send(reply.status, json.dumps(_as_message(reply)).encode())
                     return
@@ -120,9 +156,10 @@ class FakeOpenAIServer:
                 self.wfile.write(f"data: {data}\n\n".encode())
                 self.wfile.flush()
 
-            def _send(self, status: int, payload: bytes) -> None:
+            def _send(self, status: int, payload: bytes,
+                      content_type: str = "application/json") -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)

@@ -92,6 +92,9 @@ class AcpTurn(ProcessTurn):
                          cwd: str) -> Done:
         import acp
 
+        from tolaria.core.acp_noise import quiet_null_usage_errors
+
+        quiet_null_usage_errors()
         killer = self._killer(proc)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         stderr = asyncio.ensure_future(read_lines(proc.stderr, self._on_stderr,
@@ -111,14 +114,16 @@ class AcpTurn(ProcessTurn):
 
     async def _converse(self, conn: Any, cwd: str) -> dict[str, Any]:
         """initialize, session/new (or session/load), session/prompt: the prompt's result."""
+        session = await self._open_session(conn, cwd, self.request.session_id)
+        return await self._send_prompt(conn, session)
+
+    async def _open_session(self, conn: Any, cwd: str, wanted: str | None) -> str:
+        """initialize, then session/load of ``wanted`` when the agent can, else session/new.
+
+        Sets ``session_id`` and emits ``init``. (A kept agent does this once per process.)
+        """
         from acp import PROTOCOL_VERSION, RequestError
-        from acp.schema import (
-            ClientCapabilities,
-            FileSystemCapabilities,
-            Implementation,
-            TextContentBlock,
-        )
-        from pydantic import ValidationError
+        from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
         sid = self.run.stream_id
         init = await conn.initialize(
@@ -128,7 +133,6 @@ class AcpTurn(ProcessTurn):
                 terminal=False),
             client_info=Implementation(name="tolaria", title="Tolaria", version=__version__))
         caps = init.agent_capabilities
-        wanted = self.request.session_id
         session = None
         if wanted and caps is not None and caps.load_session:
             # The agent replays the old conversation as updates: not news for this turn.
@@ -148,6 +152,14 @@ class AcpTurn(ProcessTurn):
             session = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
         self.session_id = session
         self.emit(Init(sid, agent=self.manifest.id, session_id=session))
+        return session
+
+    async def _send_prompt(self, conn: Any, session: str) -> dict[str, Any]:
+        """session/prompt with the request's text: the prompt's result."""
+        from acp.schema import TextContentBlock
+        from pydantic import ValidationError
+
+        sid = self.run.stream_id
         try:
             response = await conn.prompt(session_id=session,
                                          prompt=[TextContentBlock(type="text",
@@ -260,7 +272,7 @@ class AcpTurn(ProcessTurn):
 
         sid = self.run.stream_id
         title = tool_call.title or tool_call.tool_call_id
-        full = self.manifest.permissions == "full"
+        full = self.permission_mode == "full"
         hook = self.request.on_permission
         option_id: str | None = None
         if self.stopping:
@@ -269,16 +281,22 @@ class AcpTurn(ProcessTurn):
             option = _pick(options, _ALLOW if full else _REJECT)
             if option is not None:
                 option_id = option.option_id
-                message = (f"allowed {title!r} ({option.name}): permissions = \"full\"" if full
-                           else f"rejected {title!r}: permissions = \"safe\" and no one to ask "
-                                "(set permissions = \"full\" in the agent's manifest to allow)")
+                message = (f"allowed {title!r} ({option.name}): permission mode \"full\"" if full
+                           else f"rejected {title!r}: permission mode \"safe\" and no one to ask "
+                                "(run in \"full\" mode, or set permissions = \"full\" in the "
+                                "agent's manifest, to allow)")
                 self.emit(Diagnostic(sid, source="permission", message=message))
         else:
             option_id = await self._ask(hook, PermissionRequest(
                 sid, tool_call.tool_call_id, title, tool_call.raw_input,
-                tuple(PermissionChoice(o.option_id, o.name, str(o.kind)) for o in options)))
-            if option_id not in {o.option_id for o in options}:
-                option_id = None
+                tuple(PermissionChoice(o.option_id, o.name, str(o.kind)) for o in options),
+                kind=str(tool_call.kind or "")))
+            chosen = next((o for o in options if o.option_id == option_id), None)
+            option_id = chosen.option_id if chosen is not None else None
+            if chosen is not None:  # kept with the turn: what was allowed, and how
+                verb = "allowed" if chosen.kind in _ALLOW else "rejected"
+                self.emit(Diagnostic(sid, source="permission",
+                                     message=f"you {verb} {title!r} ({chosen.name})"))
         if option_id is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(

@@ -20,6 +20,7 @@ from tolaria.core.events import (
     ThinkingDelta,
     ToolDone,
     ToolStart,
+    ToolUpdate,
     Usage,
 )
 
@@ -27,6 +28,8 @@ from tolaria.core.events import (
 STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
 CANCELLED_TOOL_OUTPUT = "cancelled"
 _MAX_OUTPUT = 64_000
+#: ACP statuses of a tool call that has not finished, as ``ToolUpdate.status``.
+_OPEN_STATUS = {"pending": "pending", "in_progress": "running"}
 #: Updates that describe the session, not the conversation: nothing to show in a turn.
 _QUIET = {"available_commands_update", "current_mode_update", "config_option_update",
           "session_info_update", "user_message_chunk"}
@@ -51,6 +54,17 @@ class PermissionRequest:
     title: str
     input: Any
     choices: tuple[PermissionChoice, ...]
+    #: The tool's kind (ACP: read, edit, delete, move, search, execute, think, fetch, other),
+    #: "" when the agent did not say: what an "allow always" answer is remembered for.
+    kind: str = ""
+
+    def choice(self, *kinds: str) -> PermissionChoice | None:
+        """The first offered choice of the first of ``kinds`` that is offered."""
+        for kind in kinds:
+            for choice in self.choices:
+                if choice.kind == kind:
+                    return choice
+        return None
 
 
 #: Answers a PermissionRequest with the chosen ``option_id``, or None to cancel it.
@@ -83,6 +97,7 @@ class UpdateMapper:
         self.stream_id = stream_id
         #: tool call id -> title, for calls started and not finished.
         self.open_tools: dict[str, str] = {}
+        self._state: dict[str, _ToolState] = {}
         self._closed_tools: set[str] = set()
         #: While an agent replays history (``session/load``), nothing is a new event.
         self.muted = False
@@ -131,6 +146,7 @@ class UpdateMapper:
                                for tool_id in self.open_tools]
         self._closed_tools.update(self.open_tools)
         self.open_tools.clear()
+        self._state.clear()
         return events
 
     def _tool(self, update: Mapping[str, Any]) -> list[Event]:
@@ -138,18 +154,60 @@ class UpdateMapper:
         if not isinstance(tool_id, str) or tool_id in self._closed_tools:
             return []  # late news of a call already closed (by Stop): the turn has moved on
         events: list[Event] = []
-        if tool_id not in self.open_tools:
+        state = self._state.get(tool_id)
+        if state is None or tool_id not in self.open_tools:
             title = str(update.get("title") or update.get("kind") or "tool")
+            raw_input = update.get("rawInput")
+            state = self._state[tool_id] = _ToolState(title, raw_input)
             self.open_tools[tool_id] = title
-            events.append(ToolStart(self.stream_id, tool_id=tool_id, name=title,
-                                    input=update.get("rawInput")))
+            events.append(ToolStart(self.stream_id, tool_id=tool_id, name=title, input=raw_input))
         status = update.get("status")
-        if status in ("completed", "failed"):
+        finished = status in ("completed", "failed")
+        change = state.change(update, finished)
+        if change is not None:
+            self.open_tools[tool_id] = state.title
+            events.append(ToolUpdate(self.stream_id, tool_id=tool_id, **change))
+        if finished:
             del self.open_tools[tool_id]
+            self._state.pop(tool_id, None)
             self._closed_tools.add(tool_id)
             events.append(ToolDone(self.stream_id, tool_id=tool_id, output=_tool_output(update),
                                    is_error=status == "failed"))
         return events
+
+
+class _ToolState:
+    """What the chat was last told of an open tool call, so only changes become events."""
+
+    __slots__ = ("input", "output", "status", "title")
+
+    def __init__(self, title: str, raw_input: Any) -> None:
+        self.title = title
+        self.input = raw_input
+        self.status = "running"  # what a started tool shows until told otherwise
+        self.output = ""
+
+    def change(self, update: Mapping[str, Any], finished: bool) -> dict[str, Any] | None:
+        """The changed fields of a ``ToolUpdate`` (None when nothing changed).
+
+        A finishing update only contributes its title and input: its output goes in ToolDone.
+        """
+        out: dict[str, Any] = {}
+        title = update.get("title")
+        if isinstance(title, str) and title and title != self.title:
+            self.title = out["name"] = title
+        if "rawInput" in update and update["rawInput"] not in (None, {}) \
+                and update["rawInput"] != self.input:
+            self.input = out["input"] = update["rawInput"]
+        if not finished:
+            status = _OPEN_STATUS.get(str(update.get("status")))
+            if status is not None and status != self.status:
+                self.status = out["status"] = status
+            if update.get("content") or update.get("rawOutput") is not None:
+                output = _tool_output(update)
+                if output and output != self.output:
+                    self.output = out["output"] = output
+        return out or None
 
 
 def _tool_output(update: Mapping[str, Any]) -> str:

@@ -23,9 +23,14 @@ OPENAI_CHAT = "openai-chat"
 ACP = "acp"
 #: Protocols parsed by a runtime (tolaria/core/runtimes/), plus the two Tolaria drives itself.
 PROTOCOLS = ("lines", "claude-stream-json", "qwen-stream-json", "codex-exec-json",
-             "gemini-stream-json", "opencode-json", OPENAI_CHAT, ACP)
-#: How an ``acp`` agent's ``session/request_permission`` is answered: "safe" does not allow
-#: (until the chat can ask the user), "full" allows.
+             "gemini-stream-json", "opencode-json", "cursor-stream-json", "pi-json",
+             OPENAI_CHAT, ACP)
+#: What the agent may do unattended. "safe": read and edit files, no shell; "full": shell too.
+#: A CLI gets its own flags for the mode from ``[permission_args]`` (and variables from
+#: ``[permission_env]``). "safe" asks the user (in the chat) before an ``acp`` agent's tool runs
+#: (``session/request_permission``) and before each ``run_command`` of an ``openai-chat`` model;
+#: with no one to ask (headless runs) it does not allow. "full" allows without asking.
+#: See docs/ADAPTERS.md.
 PERMISSION_MODES = ("safe", "full")
 POLITE_STOPS = ("none", "sigint", "sigterm", "interrupt")
 #: How the prompt reaches the agent. "text": as the ``{prompt}`` argument, or raw on stdin when
@@ -40,8 +45,9 @@ _KNOWN_KEYS = {
     "id", "name", "protocol", "command", "env", "version_command", "install_hint",
     "description", "stop", "resume", "input",
 }
-_CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations"}
-_ACP_KEYS = {"permissions"}
+_CHAT_KEYS = {"base_url", "model", "api_key_env", "max_iterations", "permissions"}
+#: Keys of every protocol that spawns the agent (all but openai-chat).
+_PROCESS_KEYS = {"permissions", "permission_args", "permission_env", "resume_command"}
 _STOP_KEYS = {"polite", "polite_window_ms"}
 #: ``model_args``: how a CLI is told which model to use (an argv fragment with ``{model}``).
 _KNOWN_KEYS |= {"model_args"}
@@ -92,10 +98,24 @@ class Manifest:
     model: str = ""
     api_key_env: str = ""
     max_iterations: int = 8
-    #: protocol ``acp`` only: one of PERMISSION_MODES.
+    #: The default permission mode (one of PERMISSION_MODES); a run may ask for another.
     permissions: str = "safe"
     #: One of INPUT_MODES.
     input: str = "text"
+    #: Per mode, arguments added to the command (before its ``--`` if it has one, else at
+    #: the end) and environment variables set for the run.
+    permission_args: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    permission_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: A whole argv template (with ``{session_id}`` and ``{prompt}``) used *instead of*
+    #: ``command`` to continue a session, for CLIs whose resume is a subcommand
+    #: (``codex exec resume ID PROMPT``). Exclusive with ``resume``.
+    resume_command: tuple[str, ...] = ()
+
+    @property
+    def can_resume(self) -> bool:
+        """Whether a follow-up can continue the agent's own session (``resume`` or
+        ``resume_command``) instead of sending the history along."""
+        return bool(self.resume or self.resume_command)
 
     @property
     def takes_prompt_on_stdin(self) -> bool:
@@ -118,8 +138,8 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
     def fail(key: str | None, reason: str) -> ManifestError:
         return ManifestError(path, key, reason)
 
-    known = {OPENAI_CHAT: _KNOWN_KEYS | _CHAT_KEYS, ACP: _KNOWN_KEYS | _ACP_KEYS}.get(
-        str(data.get("protocol")), _KNOWN_KEYS)
+    known = (_KNOWN_KEYS | _CHAT_KEYS if data.get("protocol") == OPENAI_CHAT
+             else _KNOWN_KEYS | _PROCESS_KEYS)
     unknown = sorted(set(data) - known)
     if unknown:
         raise fail(unknown[0], f"unknown key (known keys: {', '.join(sorted(known))})")
@@ -138,7 +158,8 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         command: tuple[str, ...] = ()
     else:
         command = _argv(data.get("command"), "command", fail)
-    if protocol == ACP:
+        extra = _permission_keys(data, fail)
+    if protocol == OPENAI_CHAT:
         permissions = data.get("permissions", "safe")
         if permissions not in PERMISSION_MODES:
             raise fail("permissions", f"must be one of {', '.join(PERMISSION_MODES)}, "
@@ -147,14 +168,7 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
     version_command = None
     if "version_command" in data:
         version_command = _argv(data["version_command"], "version_command", fail)
-    env = data.get("env", {})
-    if not isinstance(env, dict):
-        raise fail("env", "must be a table of NAME = \"value\"")
-    for key, value in env.items():
-        if _ENV_NAME_RE.fullmatch(key) is None:
-            raise fail(f"env.{key}", "is not a valid environment variable name")
-        if not isinstance(value, str):
-            raise fail(f"env.{key}", f"must be a string, got {type(value).__name__}")
+    env = _env_table(data.get("env", {}), "env", fail)
     stop = _stop_policy(data.get("stop", {}), fail)
     extra["input"] = _input_mode(data, protocol, command, stop, fail)
     resume: tuple[str, ...] = ()
@@ -162,6 +176,13 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
         resume = _argv(data["resume"], "resume", fail)
         if not any("{session_id}" in part for part in resume):
             raise fail("resume", "must contain {session_id}")
+        if any("{prompt}" in part for part in resume):
+            raise fail("resume", "must not contain {prompt} (use resume_command for that)")
+    if "resume_command" in data:
+        if "resume" in data:
+            raise fail("resume_command", "use either resume (arguments appended to command) "
+                                         "or resume_command (a whole command), not both")
+        extra["resume_command"] = _resume_command(data["resume_command"], command, fail)
     for key in ("install_hint", "description"):
         if not isinstance(data.get(key, ""), str):
             raise fail(key, "must be a string")
@@ -201,6 +222,83 @@ def _chat_keys(data: dict[str, Any], fail: Any) -> dict[str, Any]:
         raise fail("max_iterations", "must be a whole number, 0 to 100")
     return {"base_url": base_url.rstrip("/"), "model": model, "api_key_env": key_env,
             "max_iterations": iterations}
+
+
+def _permission_keys(data: dict[str, Any], fail: Any) -> dict[str, Any]:
+    permissions = data.get("permissions", "safe")
+    if permissions not in PERMISSION_MODES:
+        raise fail("permissions", f"must be one of {', '.join(PERMISSION_MODES)}, "
+                                  f"got {permissions!r}")
+    args: dict[str, tuple[str, ...]] = {}
+    for mode, value in _per_mode(data.get("permission_args", {}), "permission_args", fail):
+        key = f"permission_args.{mode}"
+        if not isinstance(value, list):
+            raise fail(key, "must be a list of strings (arguments, never a shell line)")
+        for i, part in enumerate(value):
+            if not isinstance(part, str):
+                raise fail(f"{key}[{i}]", f"must be a string, got {type(part).__name__}")
+            if "{prompt}" in part or "{session_id}" in part:
+                raise fail(f"{key}[{i}]", "must not contain {prompt} or {session_id}")
+        args[mode] = tuple(value)
+    env: dict[str, dict[str, str]] = {}
+    for mode, value in _per_mode(data.get("permission_env", {}), "permission_env", fail):
+        env[mode] = _env_table(value, f"permission_env.{mode}", fail)
+    return {"permissions": permissions, "permission_args": args, "permission_env": env}
+
+
+def _per_mode(value: object, key: str, fail: Any) -> list[tuple[str, Any]]:
+    if not isinstance(value, dict):
+        raise fail(key, "must be a table with safe = ... and full = ...")
+    unknown = sorted(set(value) - set(PERMISSION_MODES))
+    if unknown:
+        raise fail(f"{key}.{unknown[0]}",
+                   f"unknown permission mode (known: {', '.join(PERMISSION_MODES)})")
+    return list(value.items())
+
+
+def _env_table(value: object, key: str, fail: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise fail(key, "must be a table of NAME = \"value\"")
+    for name, item in value.items():
+        if _ENV_NAME_RE.fullmatch(name) is None:
+            raise fail(f"{key}.{name}", "is not a valid environment variable name")
+        if not isinstance(item, str):
+            raise fail(f"{key}.{name}", f"must be a string, got {type(item).__name__}")
+    return dict(value)
+
+
+def _resume_command(value: object, command: tuple[str, ...], fail: Any) -> tuple[str, ...]:
+    argv = _argv(value, "resume_command", fail)
+    if not any("{session_id}" in part for part in argv):
+        raise fail("resume_command", "must contain {session_id}")
+    if any("{prompt}" in part for part in command) != any("{prompt}" in p for p in argv):
+        raise fail("resume_command", "must take the prompt the same way as command: "
+                                     "{prompt} in both, or in neither (prompt on stdin)")
+    return argv
+
+
+def build_argv(manifest: Manifest, *, prompt: str, cwd: str = "", session_id: str | None = None,
+               mode: str | None = None) -> list[str]:
+    """The argv of one run: ``command`` (or ``resume_command`` when a session continues),
+    the permission mode's arguments and ``resume``'s arguments.
+
+    Added arguments go before the template's end-of-options ``--`` when it has one, else at
+    the end: a command ending ``-- {prompt}`` keeps the prompt after the ``--`` (so a prompt
+    starting with ``-`` is never read as a flag). The split is made on the template, before
+    the prompt is filled in, so no prompt can move it.
+    """
+    mode = mode or manifest.permissions
+    if session_id and manifest.resume_command:
+        template, added = manifest.resume_command, manifest.permission_args.get(mode, ())
+    else:
+        template = manifest.command
+        added = manifest.permission_args.get(mode, ()) + (manifest.resume if session_id else ())
+    if "--" in template:
+        cut = template.index("--")
+        template = template[:cut] + added + template[cut:]
+    else:
+        template = template + added
+    return substitute(template, prompt=prompt, cwd=cwd, session_id=session_id or "")
 
 
 def _argv(value: object, key: str, fail: Any) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psutil
 
 from tolaria.core import locate, proctree
-from tolaria.core.adapters import Manifest, substitute
+from tolaria.core.adapters import PERMISSION_MODES, Manifest, build_argv
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_ERROR,
@@ -97,6 +97,11 @@ class ProcessTurn:
                     duration_ms=int((time.monotonic() - self.started) * 1000),
                     survivors=tuple(self.survivors))
 
+    @property
+    def permission_mode(self) -> str:
+        """The run's permission mode: the request's, else the manifest's default."""
+        return self.request.permission_mode or self.manifest.permissions
+
     def _fail(self, message: str) -> Done:
         self.emit(Error(self.run.stream_id, message=message))
         return self._done(STOP_ERROR)
@@ -125,11 +130,14 @@ class ProcessTurn:
         problem = self._not_ready()
         if problem:
             return self._fail(problem)
-        manifest, sid = self.manifest, self.run.stream_id
-        argv = substitute(manifest.command, prompt=self.request.prompt, cwd=cwd)
-        if self.request.session_id and manifest.resume:
-            argv += substitute(manifest.resume, session_id=self.request.session_id)
-        env = build_env(manifest, sid, self.request.env)
+        manifest, sid, mode = self.manifest, self.run.stream_id, self.permission_mode
+        if mode not in PERMISSION_MODES:
+            return self._fail(f"unknown permission mode {mode!r} "
+                              f"(known: {', '.join(PERMISSION_MODES)})")
+        argv = build_argv(manifest, prompt=self.request.prompt, cwd=cwd,
+                          session_id=self.request.session_id, mode=mode)
+        env = build_env(manifest, sid, {**manifest.permission_env.get(mode, {}),
+                                        **self.request.env})
         try:
             found = await self._locate(argv[0], env)
         except locate.ProgramNotFound as exc:
@@ -181,7 +189,8 @@ class ProcessTurn:
             root = None
         self.registry.transition(self.run, RUNNING)
         return proctree.TreeKiller(self.run.stream_id, root, since=self.run.started_at,
-                                   sole_run=lambda: self.registry.live_count() == 1)
+                                   sole_run=lambda: (self.registry.live_count() == 1
+                                                    and proctree.kept_count() == 0))
 
     async def _settle(self, first: set[asyncio.Future[Any]],
                       wind_down: Callable[[bool], Coroutine[Any, Any, T]]) -> tuple[T, bool, bool]:

@@ -2,8 +2,11 @@
 ``ChatHelper``, registered in the process registry like any agent run, so ``abort`` (Stop) cancels
 it: the in-flight request is closed and a running command's tree is killed. ``done`` is last.
 
-The conversation history is kept in this process by the session id the ``init`` event reports,
-so a later ``RunRequest`` with that ``session_id`` continues it. See
+The conversation history is saved under the data dir by the session id the ``init`` event
+reports (tolaria/core/chat_history.py), so a later ``RunRequest`` with that ``session_id``
+continues it, in this process or after a restart. The API key comes from the manifest's
+environment variable or the system keyring (tolaria/core/keys.py) and is never saved.
+``RunRequest.model`` overrides the manifest's model for one turn. See
 docs/adr/0005-direct-model-chats.md.
 """
 
@@ -14,11 +17,12 @@ import logging
 import os
 import time
 import uuid
-from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tolaria.core.cancel import CancellationToken
+from tolaria.core.chat_history import ChatHistoryStore, HistoryError, SavedChat
+from tolaria.core.command_approval import CommandApproval
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_ERROR,
@@ -28,15 +32,12 @@ from tolaria.core.events import (
     EventCallback,
     Init,
 )
-from tolaria.core.openai_chat import ChatHelper
+from tolaria.core.keys import missing_key_message, resolve_api_key
+from tolaria.core.openai_chat import NOTICE, ChatHelper
 from tolaria.core.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 
 if TYPE_CHECKING:
     from tolaria.core.runner import RunRequest
-
-#: History of chats run through the runner, by the session id their ``init`` event reported.
-_SESSIONS: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
-_MAX_SESSIONS = 64
 
 log = logging.getLogger(__name__)
 
@@ -74,27 +75,34 @@ class ChatTurn:
         env = build_env(manifest, sid, self.request.env)
         key = None
         if manifest.api_key_env:
-            key = env.pop(manifest.api_key_env, None)  # tools never see the key
+            # From the variable, else the keyring (a blocking call: it may ask a daemon).
+            key = await asyncio.to_thread(resolve_api_key, manifest, env)
+            env.pop(manifest.api_key_env, None)  # tools never see the key
             if not key:
-                return self._fail(f"{manifest.name}: set the environment variable "
-                                  f"{manifest.api_key_env} to your API key")
+                return self._fail(missing_key_message(manifest))
         if self.registry.transition(self.run, RUNNING) == STOPPING:
             return self._done(STOP_CANCELLED)
-        helper = ChatHelper(manifest.base_url, manifest.model, api_key=key, cwd=cwd,
-                            stream_id=sid, on_event=self.emit,
+        model = self.request.model or manifest.model
+        # "safe": each run_command asks the user first (tolaria/core/command_approval.py).
+        approval = (CommandApproval(sid, self.request.on_permission, self.emit)
+                    if (self.request.permission_mode or manifest.permissions) == "safe" else None)
+        helper = ChatHelper(manifest.base_url, model, api_key=key, cwd=cwd,
+                            stream_id=sid,
+                            on_event=approval.on_event if approval is not None else self.emit,
                             cancellation=CancellationToken(),
                             max_iterations=manifest.max_iterations, env=env,
                             grace_s=self.grace_s, system_prompt=_system_prompt(cwd))
-        wanted = self.request.session_id
-        if wanted is not None and wanted in _SESSIONS:
-            session = wanted
-            helper.messages = list(_SESSIONS[session])
+        if approval is not None:
+            approval.redact = helper.redact
+            helper.toolbox.approve_command = approval
+        store = ChatHistoryStore()
+        saved = self._load(store)
+        if saved is not None:
+            session = str(self.request.session_id)
+            helper.messages = saved.messages
+            helper.use_tools = helper.use_tools and model not in saved.no_tools_models
         else:
-            session = uuid.uuid4().hex
-            if wanted is not None:
-                self.emit(Diagnostic(sid, source="tolaria",
-                                     message="the earlier model conversation is no longer in "
-                                             "memory (Tolaria restarted); starting a new one"))
+            session, saved = uuid.uuid4().hex, SavedChat()
         self.emit(Init(sid, agent=manifest.id, session_id=session))
         stopper = asyncio.ensure_future(self.run.stop_event.wait())
         stopper.add_done_callback(lambda f: None if f.cancelled() else helper.cancel())
@@ -113,13 +121,39 @@ class ChatTurn:
             self.emit(Error(sid, message=f"{manifest.name}: {detail}"))
         finally:
             stopper.cancel()
-            _SESSIONS[session] = helper.messages
-            _SESSIONS.move_to_end(session)
-            while len(_SESSIONS) > _MAX_SESSIONS:
-                _SESSIONS.popitem(last=False)
+            if helper.tools_rejected:
+                saved.no_tools_models.append(model)
+            saved.messages = helper.messages
+            self._save(store, session, saved, key)
         if self.registry.transition(self.run, FINISHING) == STOPPING:
             reason = STOP_CANCELLED
         return self._done(reason)
+
+    def _load(self, store: ChatHistoryStore) -> SavedChat | None:
+        """The saved history of the requested session; None (with a note) when it is gone."""
+        wanted = self.request.session_id
+        if wanted is None:
+            return None
+        why = "it was not found"
+        try:
+            saved = store.load(wanted)
+        except HistoryError as exc:
+            saved, why = None, str(exc)
+        if saved is None:
+            # A notice: the user must know the model no longer sees the earlier turns.
+            self.emit(Diagnostic(self.run.stream_id, source=NOTICE,
+                                 message=f"the earlier model conversation cannot be continued "
+                                         f"({why}); starting a new one"))
+        return saved
+
+    def _save(self, store: ChatHistoryStore, session: str, saved: SavedChat,
+              key: str | None) -> None:
+        try:
+            store.save(session, saved, redact=key)
+        except HistoryError as exc:
+            log.warning("%s", exc)
+            self.emit(Diagnostic(self.run.stream_id, source=NOTICE,
+                                 message=f"{exc}; the next turn starts a new conversation"))
 
 
 def _system_prompt(cwd: str) -> str:

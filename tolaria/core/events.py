@@ -57,6 +57,22 @@ class ToolDone(Event):
 
 
 @dataclass(frozen=True)
+class ToolUpdate(Event):
+    """A running tool call changed before its result: fields left None did not change.
+
+    ``status`` is "pending" (not started yet: its input is still streaming, or it awaits
+    approval) or "running"; ``output`` is the output so far (it replaces what came before).
+    """
+
+    kind: ClassVar[str] = "tool_update"
+    tool_id: str = ""
+    name: str | None = None
+    input: Any = None
+    status: str | None = None
+    output: str | None = None
+
+
+@dataclass(frozen=True)
 class Usage(Event):
     kind: ClassVar[str] = "usage"
     input_tokens: int | None = None
@@ -66,7 +82,12 @@ class Usage(Event):
 
 @dataclass(frozen=True)
 class Diagnostic(Event):
-    """Something that is not conversation: a stderr line, a non-JSON stdout line, a note."""
+    """Something that is not conversation: a stderr line, a non-JSON stdout line, a note.
+
+    ``source`` says where it came from, e.g. ``stderr``, ``stdout`` (a line the parser could not
+    use), ``tolaria`` (a note from Tolaria), ``acp``, or ``retry`` (the agent started or stopped
+    retrying its model requests; the chat shows these).
+    """
 
     kind: ClassVar[str] = "diagnostic"
     source: str = "stderr"
@@ -75,10 +96,18 @@ class Diagnostic(Event):
 
 @dataclass(frozen=True)
 class Error(Event):
-    """The agent (or Tolaria on its behalf) reports a failure the user must see."""
+    """The agent (or Tolaria on its behalf) reports a failure the user must see.
+
+    ``message`` is the raw text (the agent's own words). ``category`` (one of
+    ``tolaria.core.diagnose.CATEGORIES``) and ``hint`` (one actionable line naming the agent)
+    are empty when nothing better than the raw text is known, and in events stored before
+    they existed.
+    """
 
     kind: ClassVar[str] = "error"
     message: str = ""
+    category: str = ""
+    hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,7 +138,8 @@ EventCallback = Callable[[Event], None]
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
-    for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done)
+    for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done,
+                ToolUpdate)
 }
 
 

@@ -8,6 +8,11 @@ call. The in-flight HTTP response is closed at once and a running command's tree
 A cancelled turn keeps its partial answer, and every tool call the model asked for gets a tool
 message, so the history stays valid for the next prompt. ``tolaria.core.chat_turn`` plugs a helper into
 the runner (protocol ``openai-chat``). See docs/adr/0005-direct-model-chats.md.
+
+Some local models and servers reject a request that carries ``tools`` (Ollama: HTTP 400 "<model>
+does not support tools"; llama.cpp without ``--jinja``; vLLM without a tool parser). That answer
+is recognised, the same request is sent once more without tools, and a notice tells the user;
+``use_tools`` stays off for the rest of the helper's life (``tools_rejected`` says it happened).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +33,7 @@ from tolaria.core.events import (
     STOP_END_TURN,
     STOP_ERROR,
     STOP_MAX_ITERATIONS,
+    Diagnostic,
     Error,
     Event,
     EventCallback,
@@ -45,10 +52,28 @@ DEFAULT_MAX_ITERATIONS = 8
 CANCELLED_TOOL_RESULT = "Tool call cancelled"
 #: How often a token flipped elsewhere (another thread or process) is looked at while waiting.
 CANCEL_POLL_S = 0.01
+#: ``Diagnostic.source`` of a note meant for the user (shown in the turn, not as stderr).
+NOTICE = "notice"
+#: An HTTP error body that means "this model/server cannot take ``tools``".
+_TOOLS_REJECTED = re.compile(
+    r"(does not|doesn't|do not|cannot) support (tools|tool[ _]?(calls|calling|use)|function"
+    r"[ _]?calling)|(tools?|function[ _]?calling|tool[ _]choice)\b[^.]{0,60}\b(not supported|"
+    r"unsupported|not enabled|requires --)|tools param requires|enable-auto-tool-choice",
+    re.IGNORECASE)
+_TOOLS_REJECTED_STATUS = frozenset({400, 422, 500, 501})
 
 
 class ChatError(Exception):
     """The endpoint failed (connection, HTTP status, malformed reply)."""
+
+
+class ToolsRejected(ChatError):
+    """The endpoint refused the request because it carried ``tools``."""
+
+
+def rejects_tools(status: int, body: str) -> bool:
+    """Whether an HTTP error answer means the model or server does not take ``tools``."""
+    return status in _TOOLS_REJECTED_STATUS and bool(_TOOLS_REJECTED.search(body))
 
 
 @dataclass
@@ -89,6 +114,8 @@ class ChatHelper:
         self.max_iterations = max_iterations
         self.stream = stream
         self.use_tools = tools
+        #: The endpoint refused ``tools`` during this helper's life (``use_tools`` is now off).
+        self.tools_rejected = False
         self.toolbox = Toolbox(cwd, self.stream_id, env if env is not None else
                                command_env(self.stream_id), grace_s=grace_s)
         self.timeout_s = timeout_s
@@ -164,7 +191,17 @@ class ChatHelper:
         while True:
             if self.is_cancelled():  # before each request: never send one after a cancel
                 return STOP_CANCELLED
-            reply = await self._request(client)
+            try:
+                reply = await self._request(client)
+            except ToolsRejected:
+                # Retry the same request once without tools (use_tools is now off, so a
+                # second refusal is an ordinary error) and say so once.
+                self.use_tools = False
+                self.tools_rejected = True
+                self._emit(Diagnostic(self.stream_id, source=NOTICE,
+                                      message=f"{self.model} does not support tools; "
+                                              "answering without them"))
+                continue
             calls = [] if reply.cancelled else reply.tool_calls()
             if reply.text or calls:
                 message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
@@ -182,6 +219,10 @@ class ChatHelper:
             if self._iteration >= self.max_iterations:
                 self._answer_all(calls, f"Tool call not run: the turn reached max_iterations "
                                         f"({self.max_iterations})")
+                rounds = "tool round" if self.max_iterations == 1 else "tool rounds"
+                self._emit(Diagnostic(self.stream_id, source=NOTICE,
+                                      message=f"Stopped after {self.max_iterations} {rounds} "
+                                              "(max_iterations); send a message to continue"))
                 return STOP_MAX_ITERATIONS
             self._iteration += 1
             await self._run_tools(calls)
@@ -224,19 +265,26 @@ class ChatHelper:
             async with client.stream("POST", url, json=body, headers=headers) as resp:
                 if resp.status_code >= 400:
                     detail = (await resp.aread())[:500].decode("utf-8", errors="replace")
+                    if self.use_tools and rejects_tools(resp.status_code, detail):
+                        raise ToolsRejected(f"{url} answered HTTP {resp.status_code}: {detail}")
                     raise ChatError(f"{url} answered HTTP {resp.status_code}: {detail}")
                 if not self.stream:
                     self._on_message(json.loads(await resp.aread()), reply)
                     return
+                finished = False
                 async for line in resp.aiter_lines():
                     if self.is_cancelled():  # between streamed chunks
                         reply.cancelled = True
                         return
-                    if not line.startswith("data:"):
+                    # After [DONE] the body is read to its end rather than left: httpx's
+                    # generators of a response left mid-iteration are finalised later by the
+                    # garbage collector, in another task, which anyio reports as an error.
+                    if finished or not line.startswith("data:"):
                         continue
                     data = line[5:].strip()
                     if data == "[DONE]":
-                        return
+                        finished = True
+                        continue
                     self._on_chunk(json.loads(data), reply)
         except httpx.ConnectError as exc:
             raise ChatError(f"cannot reach {url} (is the server running?): {exc}") from exc

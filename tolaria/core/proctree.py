@@ -45,6 +45,27 @@ def remember_own_child(pid: int) -> None:
 
 def forget_own_child(pid: int) -> None:
     _own_children.discard(pid)
+
+
+#: Kept agent processes alive now (docs/adr/0009). While one lives, an adopted orphan without a
+#: marker could be its, so no run counts as the "sole run" that may claim such orphans.
+_kept_alive = 0
+
+
+def keeper_started() -> None:
+    global _kept_alive
+    _kept_alive += 1
+
+
+def keeper_ended() -> None:
+    global _kept_alive
+    _kept_alive = max(0, _kept_alive - 1)
+
+
+def kept_count() -> int:
+    return _kept_alive
+
+
 _PR_SET_CHILD_SUBREAPER = 36
 #: How often a stop re-scans for processes forked while it waits (known pids are polled faster).
 _RESCAN_S = 0.05

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from tolaria.core import proctree
 from tolaria.core.adapters import ACP, OPENAI_CHAT, Manifest
 from tolaria.core.agent_process import ExitProtocol, ProcessTurn
+from tolaria.core.diagnose import Agent, Diagnosis, diagnose, retry_cutoff
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -30,6 +32,7 @@ from tolaria.core.events import (
     Event,
     EventCallback,
 )
+from tolaria.core.keeper import KeeperPool, default_keepers, keepable
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
 from tolaria.core.registry import (
     ProcessRegistry,
@@ -43,10 +46,14 @@ if TYPE_CHECKING:
     from tolaria.core.acp_turn import AcpTurn
     from tolaria.core.acp_updates import PermissionCallback
     from tolaria.core.chat_turn import ChatTurn
+    from tolaria.core.kept_acp import KeptAcpTurn
+    from tolaria.core.kept_claude import KeptStreamTurn
 
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_S = 2.0
+#: Seconds an agent may keep retrying its model requests before the run is cut off.
+DEFAULT_RETRY_LIMIT_S = 60.0
 #: How long readers may take to reach EOF once every process of the run is gone.
 _DRAIN_S = 1.0
 _SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM}
@@ -64,6 +71,20 @@ class RunRequest:
     #: ACP agents with ``permissions = "safe"``: asked for each permission request (the chosen
     #: option id, or None to cancel it); without it "safe" rejects. Answered None on Stop.
     on_permission: PermissionCallback | None = None
+    #: CLI agents: once the agent has been retrying its model requests (as its runtime reports)
+    #: for this many seconds, the run is stopped like a Stop and reported as an error. None or
+    #: 0: never. An agent that retries *silently* is not cut off (see docs/retries.md).
+    retry_limit_s: float | None = DEFAULT_RETRY_LIMIT_S
+    #: "safe" or "full" for this run (tolaria.core.adapters.PERMISSION_MODES); None uses the
+    #: manifest's ``permissions``. Picks the manifest's ``[permission_args]`` for a CLI and
+    #: how an ACP agent's permission requests are answered.
+    permission_mode: str | None = None
+    #: Protocol ``openai-chat``: use this model instead of the manifest's ``model``.
+    model: str | None = None
+    #: Keep the agent process for the next turn of this conversation key (docs/adr/0009): only
+    #: for agents that can end a turn without exiting (ACP, Claude's stream-json input with the
+    #: interrupt). None (one-shot callers: ``tolaria run``, fan-out): one process per turn.
+    keep_key: str | None = None
 
 
 class _Emitter:
@@ -92,11 +113,14 @@ async def stream_ai_agent(
     registry: ProcessRegistry | None = None,
     grace_s: float = DEFAULT_GRACE_S,
     max_line: int = DEFAULT_MAX_LINE,
+    keepers: KeeperPool | None = None,
 ) -> Done:
     """Run one agent turn; every event goes to ``on_event`` (on this loop), ``done`` last.
 
     Raises InvalidStreamId for a bad id and DuplicateStreamError when the id is already live;
-    everything that goes wrong *in* the run is reported as events instead.
+    everything that goes wrong *in* the run is reported as events instead. With
+    ``request.keep_key``, the agent process is kept in ``keepers`` (default: the process-wide
+    pool) for the next turn of that key.
     """
     validate_stream_id(stream_id)
     registry = registry or default_registry()
@@ -105,7 +129,11 @@ async def stream_ai_agent(
     registry.register(run)
     emit = _Emitter(on_event)
     turn: _Turn | ChatTurn | AcpTurn
-    if request.manifest.protocol == OPENAI_CHAT:
+    if request.keep_key is not None and keepable(request.manifest):
+        # One long-lived agent process per conversation (ADR 0009).
+        turn = _kept_turn(run, request, emit, registry, grace_s, max_line,
+                          keepers or default_keepers())
+    elif request.manifest.protocol == OPENAI_CHAT:
         # No CLI: Tolaria runs the model's tool loop itself, registered like any other run.
         from tolaria.core.chat_turn import ChatTurn  # (needs httpx)
 
@@ -132,13 +160,41 @@ async def stream_ai_agent(
         registry.unregister(run)
 
 
+def _kept_turn(run: Run, request: RunRequest, emit: EventCallback, registry: ProcessRegistry,
+               grace_s: float, max_line: int, keepers: KeeperPool) -> _Turn | AcpTurn:
+    turn: KeptStreamTurn | KeptAcpTurn
+    if request.manifest.protocol == ACP:
+        from tolaria.core.kept_acp import KeptAcpTurn
+
+        turn = KeptAcpTurn(run, request, emit, registry, grace_s, max_line)
+    else:
+        from tolaria.core.kept_claude import KeptStreamTurn
+
+        turn = KeptStreamTurn(run, request, emit, registry, grace_s, max_line)
+    turn.keepers = keepers
+    return turn
+
+
 class _Turn(ProcessTurn):
-    """A CLI agent whose stdout a runtime parses line by line."""
+    """A CLI agent whose stdout a runtime parses line by line.
+
+    Failures are reported with a category and an actionable hint (tolaria.core.diagnose). When
+    the runtime reports that the agent is retrying, a ``retry`` diagnostic says so at once, and
+    if it is still retrying ``request.retry_limit_s`` later the run is stopped through the
+    registry, exactly like a Stop, then reported as an error rather than as cancelled.
+    """
 
     def __init__(self, run: Run, request: RunRequest, emit: EventCallback,
                  registry: ProcessRegistry, grace_s: float, max_line: int) -> None:
         super().__init__(run, request, emit, registry, grace_s, max_line)
         self.runtime = make_runtime(self.manifest.protocol, run.stream_id, self.manifest.id)
+        self.agent = Agent(self.manifest.id, self.manifest.name, self.manifest.protocol,
+                           self.manifest.install_hint)
+        self._retry_since: float | None = None
+        self._retry_detail = ""
+        self._retry_timer: asyncio.TimerHandle | None = None
+        #: Set when the retry limit stopped the run: the error to report instead of "cancelled".
+        self._cut_off: tuple[str, Diagnosis] | None = None
 
     def _stdin(self) -> int:
         return (asyncio.subprocess.PIPE if self.manifest.takes_prompt_on_stdin
@@ -175,6 +231,7 @@ class _Turn(ProcessTurn):
                 await asyncio.wait_for(protocol.exited.wait(), timeout=5)
 
         _, cancelled, task_cancelled = await self._settle({exited, stop}, wind_down)
+        self._stop_retry_clock()
         for task in (exited, stop, feeder, *readers):
             if task is not None and not task.done():
                 task.cancel()
@@ -207,11 +264,15 @@ class _Turn(ProcessTurn):
         for event in self.runtime.finish():
             self.emit(event)
         if cancelled:
+            if self._cut_off is not None:
+                message, diagnosis = self._cut_off
+                self._emit_error(message, diagnosis=diagnosis)
+                return self._done(STOP_ERROR, exit_code)
             return self._done(STOP_CANCELLED, exit_code)
         outcome = self.runtime.outcome()
         if outcome is not None:
             if outcome.error:
-                self.emit(Error(self.run.stream_id, message=outcome.error))
+                self._emit_error(outcome.error, exit_code)
             return self._done(outcome.stop_reason, exit_code)
         if self.runtime.trusts_exit_code and exit_code == 0:
             return self._done(STOP_END_TURN, exit_code)
@@ -219,13 +280,74 @@ class _Turn(ProcessTurn):
         reason = (f"{self.manifest.name} exited with code {exit_code}"
                   if self.runtime.trusts_exit_code
                   else f"{self.manifest.name} exited with code {exit_code} without a final result")
-        self.emit(Error(self.run.stream_id, message=f"{reason}\n{tail}" if tail else reason))
+        if self.runtime.retrying:
+            reason += f" while retrying ({self.runtime.retrying})"
+        self._emit_error(f"{reason}\n{tail}" if tail else reason, exit_code)
         return self._done(STOP_ERROR, exit_code)
+
+    def _fail(self, message: str) -> Done:
+        self._emit_error(message)
+        return self._done(STOP_ERROR)
+
+    def _emit_error(self, message: str, exit_code: int | None = None, *,
+                    diagnosis: Diagnosis | None = None) -> None:
+        if diagnosis is None:
+            diagnosis = diagnose(message, self.agent, list(self.stderr_tail), exit_code)
+        self.emit(Error(self.run.stream_id, message=message, category=diagnosis.category,
+                        hint=diagnosis.hint))
+
+    # -- retries -------------------------------------------------------------------------------
+    def _watch_retries(self) -> None:
+        """After each line: start, keep or end the retry clock as the runtime reports."""
+        if self._cut_off is not None:  # being stopped for it: what follows changes nothing
+            return
+        detail = self.runtime.retrying
+        sid, name = self.run.stream_id, self.manifest.name
+        if detail is None:
+            if self._retry_since is not None:
+                took = time.monotonic() - self._retry_since
+                self._stop_retry_clock()
+                self.emit(Diagnostic(sid, source="retry",
+                                     message=f"{name} got through after retrying for "
+                                             f"{took:.0f} s."))
+            return
+        self._retry_detail = detail
+        if self._retry_since is not None:
+            return
+        self._retry_since = time.monotonic()
+        limit = self.request.retry_limit_s or 0.0
+        note = f" Tolaria stops it if it is still retrying after {limit:g} s." if limit > 0 else ""
+        self.emit(Diagnostic(sid, source="retry", message=f"{name} is retrying: {detail}.{note}"))
+        if limit > 0:
+            self._retry_timer = asyncio.get_running_loop().call_later(
+                limit, self._on_retry_limit, limit)
+
+    def _on_retry_limit(self, limit: float) -> None:
+        self._retry_timer = None
+        if self._retry_since is None or self._cut_off is not None:
+            return
+        self._cut_off = retry_cutoff(self.agent, limit, self._retry_detail)
+        # The one stop path: the registry decides under its lock whether the run is still
+        # running (then _settle sees a stop and winds the tree down) or already ending.
+        if not self.registry.abort(self.run.stream_id):
+            self._cut_off = None
+
+    def _stop_retry_clock(self) -> None:
+        self._retry_since = None
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
+            self._retry_timer = None
 
     # -- readers -------------------------------------------------------------------------------
     def _on_stdout(self, line: str) -> None:
         for event in self.runtime.feed(line):
             self.emit(event)
+        self._watch_retries()
+
+    def _on_stderr(self, line: str) -> None:
+        super()._on_stderr(line)
+        self.runtime.feed_stderr(line)
+        self._watch_retries()
 
     def _on_oversized(self, size: int) -> None:
         self.emit(Diagnostic(self.run.stream_id, source="stdout",

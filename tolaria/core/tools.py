@@ -4,7 +4,9 @@
 that polls the cancel check. ``run_command`` starts a real child process (``/bin/sh -c``: the
 model asked for a shell line) in its own session, with ``TOLARIA_STREAM_ID=<stream id>`` in its
 environment like every agent process, so the run's tree kill (and Stop) reaches everything it
-starts. A cancelled command's tree is killed at once. See docs/adr/0005-direct-model-chats.md.
+starts. A cancelled command's tree is killed at once. In "safe" mode (``approve_command`` set by
+the chat turn) each command is approved first; a cancel while the question is open wins. See
+docs/adr/0005-direct-model-chats.md.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 import os
 import re
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,10 @@ TOOL_SPECS: list[dict[str, Any]] = [
 TOOL_NAMES = tuple(spec["function"]["name"] for spec in TOOL_SPECS)
 
 
+#: Asked before a command runs: None to run it, or why not (the model's tool result).
+ApproveCommand = Callable[[str], Awaitable[str | None]]
+
+
 class ToolError(Exception):
     """A tool call that cannot be done; its message goes back to the model as the result."""
 
@@ -99,13 +105,21 @@ class Toolbox:
         self.grace_s = grace_s
         self.command_timeout_s = command_timeout_s
         self.ran_commands = False
+        #: "safe" mode: asked before each ``run_command`` (the other tools only read); None to
+        #: run it, or the text the model gets instead. None here: commands run without asking.
+        self.approve_command: ApproveCommand | None = None
 
     # -- dispatch ------------------------------------------------------------------------------
     async def call(self, name: str, args: dict[str, Any], cancelled: Callable[[], bool],
                    cancel_event: asyncio.Event) -> ToolResult:
         try:
             if name == "run_command":
-                return await self.run_command(_str_arg(args, "command"), cancel_event)
+                command = _str_arg(args, "command")
+                if self.approve_command is not None:
+                    refusal = await self._approval(self.approve_command, command, cancel_event)
+                    if refusal is not None:
+                        return ToolResult(refusal, is_error=True)
+                return await self.run_command(command, cancel_event)
             if name not in ("read_file", "list_directory", "search_text"):
                 raise ToolError(f"unknown tool {name!r} (tools: {', '.join(TOOL_NAMES)})")
             fn = getattr(self, name)
@@ -180,6 +194,26 @@ class Toolbox:
         return "\n".join(matches) if matches else "no matches"
 
     # -- run_command ---------------------------------------------------------------------------
+    async def _approval(self, approve: ApproveCommand, command: str,
+                        cancel_event: asyncio.Event) -> str | None:
+        """``approve``'s answer; a cancel while it is pending wins (raises Cancelled) and
+        cancels the question, so whoever asks the user can close the prompt."""
+        if cancel_event.is_set():
+            raise Cancelled("cancelled")
+        asking = asyncio.ensure_future(approve(command))
+        stop = asyncio.ensure_future(cancel_event.wait())
+        try:
+            await asyncio.wait({asking, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not asking.done():
+                asking.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asking
+        if cancel_event.is_set() or asking.cancelled():
+            raise Cancelled("cancelled")
+        return asking.result()
+
     async def run_command(self, command: str, cancel_event: asyncio.Event) -> ToolResult:
         """Run ``command``; on cancel or timeout kill its whole tree (raises Cancelled on cancel)."""
         if cancel_event.is_set():

@@ -17,12 +17,20 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from tolaria.core.events import Done, Event, TextDelta, ThinkingDelta, ToolDone, ToolStart
+from tolaria.core.events import (
+    Done,
+    Event,
+    TextDelta,
+    ThinkingDelta,
+    ToolDone,
+    ToolStart,
+    ToolUpdate,
+)
 
 _OPEN = "open"
 _STOPPING = "stopping"
 #: What a stopped run may still say: the rest is the agent talking after the user said stop.
-_CONTENT = (TextDelta, ThinkingDelta, ToolStart, ToolDone)
+_CONTENT = (TextDelta, ThinkingDelta, ToolStart, ToolUpdate, ToolDone)
 _DELTAS = (TextDelta, ThinkingDelta)
 #: A merged delta is cut at about this many characters (views chunk their text anyway).
 _MERGE_LIMIT = 256 * 1024
@@ -72,6 +80,12 @@ class Bridge(QObject):
     turn_restarted = Signal(int, str, str)
     #: The operator markers of a conversation, after ``history_loaded``: id, list[Marker].
     markers_loaded = Signal(int, object)
+    #: A running turn asks the user before a tool runs (tolaria/qt/permissions.py): stream_id,
+    #: question key, PermissionRequest.
+    permission_requested = Signal(str, str, object)
+    #: A permission question ended: stream_id, question key, outcome (allow_once, allow_always,
+    #: reject, remembered: answered by an earlier "allow always", cancelled: by Stop).
+    permission_settled = Signal(str, str, str)
     #: A fan-out job's conversations exist; its runs start right after: FanOutJob.
     job_created = Signal(object)
     #: A fan-out job's status changed (running, completed, cancelled, failed): job id, status.
@@ -98,6 +112,15 @@ class Bridge(QObject):
         self._flush_stream(stream_id)  # what arrived before the stop is still shown
         self._streams[stream_id] = _STOPPING
         self.run_stopping.emit(stream_id)
+        return True
+
+    def show_permission(self, stream_id: str, key: str, request: object) -> bool:
+        """Emit ``permission_requested`` after what the run said before it (its tool card);
+        False when the stream is not open (stopping or over): nobody is asked then."""
+        if self._streams.get(stream_id) != _OPEN:
+            return False
+        self._flush_stream(stream_id)
+        self.permission_requested.emit(stream_id, key, request)
         return True
 
     def is_live(self, stream_id: str) -> bool:

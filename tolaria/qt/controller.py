@@ -11,6 +11,10 @@ event-loop turn after ``run_finished``, so every view has seen the old run end f
 action is recorded as a store marker (``message_queued``, ``messages_delivered``,
 ``stop_requested``, ``turn_restarted``).
 
+Permission questions of running turns (an ACP agent's, a model chat's commands in "safe" mode)
+are asked in the chat through ``PermissionBroker`` (tolaria/qt/permissions.py), which also keeps
+the conversation's "allow always" answers in memory.
+
 A stopped turn stays in the history of the next prompt with its partial output: the preamble
 marks it "[stopped by the user]" (tolaria/qt/history.py). When the adapter resumes the agent's own
 session instead, the agent keeps what it did itself and nothing extra is sent. A restarted
@@ -27,10 +31,16 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer
 
 from tolaria.core import discovery
-from tolaria.core.adapters import AdapterSet
+from tolaria.core.adapters import OPENAI_CHAT, AdapterSet
 from tolaria.core.events import STOP_ERROR, Done, Error, Event, TextDelta
+from tolaria.core.keeper import KeeperPool
 from tolaria.core.registry import ProcessRegistry
-from tolaria.core.runner import DEFAULT_GRACE_S, RunRequest, stream_ai_agent
+from tolaria.core.runner import (
+    DEFAULT_GRACE_S,
+    DEFAULT_RETRY_LIMIT_S,
+    RunRequest,
+    stream_ai_agent,
+)
 from tolaria.core.store import (
     MARKER_MESSAGE_QUEUED,
     MARKER_MESSAGE_UNQUEUED,
@@ -45,6 +55,7 @@ from tolaria.core.stream_id import new_stream_id
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.history import MAX_TURNS, Exchange, build_prompt
 from tolaria.qt.inflight import Launch, MessageQueues, QueuedMessage, join_messages
+from tolaria.qt.permissions import PermissionBroker
 from tolaria.qt.run_config import RunConfig
 from tolaria.qt.tasks import TaskSet
 
@@ -62,6 +73,7 @@ def title_from_prompt(prompt: str) -> str:
 class ChatController(QObject):
     def __init__(self, bridge: Bridge, store: Store, registry: ProcessRegistry,
                  adapters: AdapterSet, tasks: TaskSet, *, grace_s: float = DEFAULT_GRACE_S,
+                 retry_limit_s: float = DEFAULT_RETRY_LIMIT_S,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bridge = bridge
@@ -70,6 +82,8 @@ class ChatController(QObject):
         self.adapters = adapters
         self.tasks = tasks
         self.grace_s = grace_s
+        #: ``[behaviour] retry_limit_seconds``: how long an agent may retry before it is stopped.
+        self.retry_limit_s = retry_limit_s
         #: Preferences (agent overrides, polite window) applied to each new run.
         self.run_config = RunConfig()
         #: conversation id -> stream id of its running turn
@@ -81,7 +95,12 @@ class ChatController(QObject):
         #: streams being stopped to be re-run (stream id -> its launch)
         self._restarting: dict[str, Launch] = {}
         self.queues = MessageQueues()
+        #: Permission questions of running turns, answered in the chat.
+        self.permissions = PermissionBroker(bridge)
         self._closing = False
+        #: Each chat's kept agent process (docs/adr/0009): closed when the chat is deleted, when
+        #: its agent or folder changes, after an idle timeout, and at shutdown.
+        self.keepers = KeeperPool(grace_s=grace_s)
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_finished.connect(self._on_bridge_run_finished)
 
@@ -122,10 +141,29 @@ class ChatController(QObject):
         self._save(lambda: self.store.rename_conversation(conversation_id, title))
 
     def set_agent(self, conversation_id: int, agent: str) -> None:
+        before = self.store.get_conversation(conversation_id)
         self._save(lambda: self.store.update_conversation(conversation_id, agent=agent))
+        if before is not None and before.agent != agent:
+            self._close_kept(conversation_id)
 
     def set_cwd(self, conversation_id: int, cwd: str) -> None:
+        before = self.store.get_conversation(conversation_id)
         self._save(lambda: self.store.update_conversation(conversation_id, cwd=cwd))
+        if before is not None and before.cwd != cwd:
+            self._close_kept(conversation_id)
+
+    @staticmethod
+    def keep_key(conversation_id: int) -> str:
+        """The key of a conversation's kept agent process."""
+        return f"conversation-{conversation_id}"
+
+    def _close_kept(self, conversation_id: int, *, deleted: bool = False) -> None:
+        """Close the chat's kept process in the background (its settings changed, or it is
+        deleted). With a turn running, the next turn's own check replaces the process instead."""
+        key = self.keep_key(conversation_id)
+        if self.keepers.get(key) is None or (conversation_id in self._running and not deleted):
+            return
+        self.tasks.spawn(self.keepers.close(key), name=f"close-kept-{conversation_id}")
 
     def _save(self, change: Callable[[], Conversation]) -> None:
         try:
@@ -155,7 +193,9 @@ class ChatController(QObject):
             self._deleting.discard(conversation_id)
 
     def _delete_now(self, conversation_id: int) -> None:
+        self._close_kept(conversation_id, deleted=True)
         self.queues.take(conversation_id)
+        self.permissions.forget(conversation_id)
         self.store.delete_conversation(conversation_id)
         self.bridge.conversation_deleted.emit(conversation_id)
 
@@ -169,13 +209,20 @@ class ChatController(QObject):
             return None
         earlier = self.answered_turns(conversation_id)
         manifest = self.adapters.manifests.get(conversation.agent)
-        # Continue the agent's own session where the adapter can (Claude `--resume`): it keeps
-        # the whole context, tools included. Otherwise the history travels in the prompt.
+        # Continue the agent's own session where the adapter can (Claude `--resume`, Codex's
+        # resume_command; a model chat's history saved by Tolaria): it keeps the whole context,
+        # tools included. Otherwise the history travels in the prompt.
         resume_id = None
-        if (manifest is not None and manifest.resume and conversation.agent_session_id
+        if (manifest is not None and (manifest.can_resume or manifest.protocol == OPENAI_CHAT)
+                and conversation.agent_session_id
                 and earlier and earlier[-1].agent == conversation.agent
                 and earlier[-1].session_id == conversation.agent_session_id):
             resume_id = conversation.agent_session_id
+        kept = self.keepers.session_id(self.keep_key(conversation_id))
+        if (resume_id is None and kept and earlier and earlier[-1].agent == conversation.agent
+                and earlier[-1].session_id == kept):
+            # The chat's kept agent (or the session it resumes after a kill) holds the context.
+            resume_id = kept
         full_prompt = prompt if resume_id else build_prompt(self._exchanges(earlier), prompt)
         if not earlier and conversation.title == DEFAULT_TITLE and prompt.strip():
             self.store.rename_conversation(conversation_id, title_from_prompt(prompt))
@@ -210,7 +257,9 @@ class ChatController(QObject):
             on_event(Done(stream_id, stop_reason=STOP_ERROR))
             return stream_id
         request = RunRequest(manifest=manifest, prompt=launch.full_prompt, cwd=launch.cwd,
-                             session_id=launch.resume_id, **options)
+                             session_id=launch.resume_id, retry_limit_s=self.retry_limit_s,
+                             on_permission=self.permissions.hook(conversation_id),
+                             keep_key=self.keep_key(conversation_id), **options)
         self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
         return stream_id
 
@@ -219,7 +268,7 @@ class ChatController(QObject):
         started = time.monotonic()
         try:
             await stream_ai_agent(request, stream_id, on_event, registry=self.registry,
-                                  grace_s=self.grace_s)
+                                  grace_s=self.grace_s, keepers=self.keepers)
         except Exception as exc:
             # The runner reports what goes wrong in a run as events; this is a bug or a bad
             # request. The view must still leave the running state.
@@ -237,6 +286,10 @@ class ChatController(QObject):
         aborted = self.registry.abort(stream_id)
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
         return aborted
+
+    def answer_permission(self, stream_id: str, key: str, option_id: str) -> bool:
+        """The user answered a permission question of a running turn."""
+        return self.permissions.answer(stream_id, key, option_id)
 
     def restart(self, conversation_id: int) -> bool:
         """Abandon the running turn (the normal stop: polite, then the tree killed) and re-run
@@ -333,6 +386,7 @@ class ChatController(QObject):
         for stream_id in list(self._running.values()):
             self.bridge.mark_stopping(stream_id)
         await self.registry.abort_all_and_wait()
+        await self.keepers.close_all()  # the chats' kept agents, trees gone
         # The run tasks end right after their Done; detection and deletions are cancelled.
         await self.tasks.wait(timeout=2.0)
         await self.tasks.cancel_all()
@@ -349,6 +403,7 @@ class ChatController(QObject):
     def _on_bridge_run_finished(self, stream_id: str, done: object) -> None:
         if isinstance(done, Done):
             self.store.append_event(done)
+        self.permissions.close_stream(stream_id)
         conversation_id = self._conversation_of.pop(stream_id, None)
         self._launches.pop(stream_id, None)
         self._turn_ids.pop(stream_id, None)

@@ -236,6 +236,7 @@ def summarize_input(value: object, limit: int = 100) -> str:
 
 
 _TOOL_STATUS = {
+    "pending": "pending…",
     "running": "running…",
     "done": "done",
     "failed": "failed",
@@ -300,6 +301,26 @@ class ToolCard(QFrame):
         self._status.setStyleSheet(f"color: {theme.css(color)};")
         self._status.setAccessibleName(f"tool status: {self._status.text()}")
 
+    def apply_update(self, name: str | None, tool_input: object, status: str | None,
+                     output: str | None) -> None:
+        """A live update of the running call (``ToolUpdate``): None means unchanged."""
+        if name:
+            self._fold.toggle.setText(name)
+            self._fold.toggle.setAccessibleName(f"Tool {name}: show details")
+        if tool_input is not None:
+            self._summary.setText(summarize_input(tool_input))
+            self._input.setPlainText(json.dumps(tool_input, indent=2, ensure_ascii=False,
+                                                default=str))
+        if status and self.status in ("pending", "running"):
+            self.set_status(status)
+        if output is not None and self.status in ("pending", "running"):
+            self.output = clip_tail(output)
+            self._output_box.setPlainText(self.output)
+
+    @property
+    def title(self) -> str:
+        return self._fold.toggle.text()
+
     def finish(self, output: str, is_error: bool) -> None:
         self.output = clip_tail(output)
         self._output_box.setPlainText(self.output or "(no output)")
@@ -314,12 +335,15 @@ class ToolCard(QFrame):
 
 
 class ErrorCard(QFrame):
-    """A failure the user must see: the agent's message, and its stderr tail on demand."""
+    """A failure the user must see: what to do (the hint, when known) above the agent's own
+    message, and its stderr tail on demand."""
 
-    def __init__(self, message: str, stderr_tail: list[str], parent: QWidget | None = None) -> None:
+    def __init__(self, message: str, stderr_tail: list[str], parent: QWidget | None = None,
+                 *, hint: str = "") -> None:
         super().__init__(parent)
         self.setObjectName("errorCard")
         self.message = message
+        self.hint = hint
         background, edge, foreground = theme.error_colors()
         self.setStyleSheet(
             f"QFrame#errorCard {{ background: {theme.css(background)};"
@@ -329,12 +353,24 @@ class ErrorCard(QFrame):
         title = QLabel("Error", self)
         title.setStyleSheet(f"color: {theme.css(foreground)}; font-weight: bold;")
         layout.addWidget(title)
+        #: The actionable line (tolaria.core.diagnose); hidden when there is none.
+        self.hint_label = QLabel(hint, self)
+        self.hint_label.setObjectName("errorHint")
+        self.hint_label.setWordWrap(True)
+        self.hint_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.hint_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.hint_label.setStyleSheet("font-weight: bold;")
+        self.hint_label.setAccessibleName("What to do")
+        self.hint_label.setVisible(bool(hint))
+        layout.addWidget(self.hint_label)
         self._message = QLabel(message, self)
         self._message.setObjectName("errorMessage")
         self._message.setWordWrap(True)
         self._message.setTextFormat(Qt.TextFormat.PlainText)
         self._message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                               | Qt.TextInteractionFlag.TextSelectableByKeyboard)
+        if hint:  # the raw text stays, as the detail under the hint
+            self._message.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
         layout.addWidget(self._message)
         self._fold = Collapsible("", self)
         self._stderr = QPlainTextEdit(self._fold.body)
@@ -352,3 +388,14 @@ class ErrorCard(QFrame):
         self._fold.toggle.setText(f"Show stderr ({len(lines)} lines)")
         self._fold.toggle.setAccessibleName("Show the agent's stderr")
         self._stderr.setPlainText("\n".join(lines))
+
+
+class RetryNotice(QLabel):
+    """The agent is retrying its model requests (or got through again): said, not hidden."""
+
+    def __init__(self, message: str, parent: QWidget | None = None) -> None:
+        super().__init__(message, parent)
+        self.setObjectName("retryNotice")
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setStyleSheet(f"color: {theme.css(theme.warning_color())};")

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from tolaria.core.events import Done, Event
+from tolaria.core.acp_updates import PermissionRequest
+from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.store import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.qt.inflight import QueuedMessage
 from tolaria.settings import DEFAULT_WATCHDOG_S
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
+from tolaria.ui.permission_card import ANSWER_SHORTCUT
 from tolaria.ui.queue_chips import QueuedChips
 from tolaria.ui.status_line import StatusLine
 from tolaria.ui.transcript import TranscriptView
@@ -44,6 +47,8 @@ class ChatPane(QWidget):
     unqueue_requested = Signal(int, int)
     #: The user asked to abandon the running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
+    #: The user answered a permission question of a turn: stream id, question key, option id.
+    permission_answer_requested = Signal(str, str, str)
 
     def __init__(self, conversation_id: int, agent_name: str, stop_hint: str = "Esc",
                  parent: QWidget | None = None, *,
@@ -58,6 +63,7 @@ class ChatPane(QWidget):
         layout.setContentsMargins(0, 0, 0, 6)
         layout.setSpacing(6)
         self.transcript = TranscriptView(self)
+        self.transcript.permission_answer_requested.connect(self.permission_answer_requested)
         layout.addWidget(self.transcript, 1)
         self.queued_chips = QueuedChips(self)
         self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
@@ -92,7 +98,12 @@ class ChatPane(QWidget):
         self.awaiting.setContentsMargins(12, 0, 12, 0)
         layout.addWidget(self.awaiting)
         self._tracker = AwaitTracker()
+        #: Keys of the running turn's open permission questions (the watchdog waits for them).
+        self._asking: set[str] = set()
         self.setFocusProxy(self.composer)
+        answer = QShortcut(QKeySequence(ANSWER_SHORTCUT), self)
+        answer.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        answer.activated.connect(self._on_answer_shortcut_activated)
         self._show_running(False)
         self.status_line.set_idle(agent_name)
 
@@ -106,6 +117,14 @@ class ChatPane(QWidget):
             self.queue_requested.emit(self.conversation_id, prompt)
         else:
             self.send_requested.emit(self.conversation_id, prompt)
+
+    def _on_answer_shortcut_activated(self) -> None:
+        """Keyboard route to the oldest open permission question of this chat."""
+        for view in self.transcript.turns():
+            for card in view.permission_cards():
+                if card.focus_answers():
+                    self.transcript.ensureWidgetVisible(card)
+                    return
 
     def _on_restart_button_clicked(self) -> None:
         if self.running_stream is not None:
@@ -167,7 +186,7 @@ class ChatPane(QWidget):
                     view.enqueue(event)
             if turn.status != STATUS_RUNNING:
                 ending = Ending(turn.status, turn.duration_ms, survivors, turn.input_tokens,
-                                turn.output_tokens, turn.cost_usd)
+                                turn.output_tokens, turn.cost_usd, turn.stop_reason)
                 view.end(ending)
                 last_summary = self._summary(ending)
             self.transcript.schedule(view)
@@ -226,6 +245,27 @@ class ChatPane(QWidget):
             self._tracker.feed(event)
             self.watchdog.arm()  # output: the silence starts again
 
+    def permission_requested(self, stream_id: str, key: str, request: PermissionRequest) -> None:
+        view = self.transcript.turn(stream_id)
+        if view is None:
+            return
+        view.ask(key, request)
+        self.transcript.schedule(view)
+        if stream_id == self.running_stream:
+            self._asking.add(key)
+            self.watchdog.disarm()  # the agent waits for the user: its silence is expected
+
+    def permission_settled(self, stream_id: str, key: str, outcome: str) -> None:
+        view = self.transcript.turn(stream_id)
+        if view is None:
+            return
+        view.settle(key, outcome)
+        self.transcript.schedule(view)
+        if key in self._asking:
+            self._asking.discard(key)
+            if not self._asking and stream_id == self.running_stream:
+                self.watchdog.arm()
+
     def run_stopping(self, stream_id: str) -> None:
         view = self.transcript.turn(stream_id)
         if view is not None:
@@ -237,12 +277,13 @@ class ChatPane(QWidget):
     def run_finished(self, stream_id: str, done: Done) -> None:
         view = self.transcript.turn(stream_id)
         ending = Ending(status_from_stop_reason(done.stop_reason), done.duration_ms,
-                        done.survivors)
+                        done.survivors, stop_reason=done.stop_reason)
         if view is not None:
             view.end(ending)
             self.transcript.schedule(view)
         if stream_id == self.running_stream:
             self.running_stream = None
+            self._asking.clear()
             self._show_running(False)
             self.watchdog.disarm()
             self.awaiting.setVisible(self._tracker.awaits_operator(ending.status))
@@ -256,6 +297,8 @@ class ChatPane(QWidget):
                  output_tokens: int | None = None, cost_usd: float | None = None) -> str:
         words = {"completed": "Completed", "cancelled": "Stopped", "failed": "Failed",
                  "interrupted": "Interrupted"}.get(ending.status, ending.status)
+        if ending.stop_reason == STOP_MAX_ITERATIONS:
+            words = "Stopped at the tool-round limit"
         parts = [words]
         if ending.duration_ms is not None:
             parts.append(format_duration(ending.duration_ms))

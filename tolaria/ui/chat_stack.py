@@ -32,6 +32,8 @@ class ChatStack(PaneRouting, QStackedWidget):
     unqueue_requested = Signal(int, int)
     #: Abandon the running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
+    #: Answer a permission question of a running turn: stream id, question key, option id.
+    permission_answer_requested = Signal(str, str, str)
 
     def __init__(self, stop_hint: str, parent: QWidget | None = None, *,
                  watchdog_seconds: float = DEFAULT_WATCHDOG_S) -> None:
@@ -76,6 +78,7 @@ class ChatStack(PaneRouting, QStackedWidget):
             pane.queue_requested.connect(self.queue_requested)
             pane.unqueue_requested.connect(self.unqueue_requested)
             pane.restart_requested.connect(self.restart_requested)
+            pane.permission_answer_requested.connect(self.permission_answer_requested)
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)

@@ -43,6 +43,8 @@ class FanOutView(PaneRouting, QWidget):
     unqueue_requested = Signal(int, int)
     #: A member pane asked to restart its running turn: conversation id.
     restart_requested = Signal(int)
+    #: A member pane answered a permission question: stream id, question key, option id.
+    permission_answer_requested = Signal(str, str, str)
 
     def __init__(self, job: FanOutJob, agent_names: dict[str, str], stop_hint: str = "Esc",
                  parent: QWidget | None = None) -> None:
@@ -80,6 +82,7 @@ class FanOutView(PaneRouting, QWidget):
             pane.queue_requested.connect(self.queue_requested)
             pane.unqueue_requested.connect(self.unqueue_requested)
             pane.restart_requested.connect(self.restart_requested)
+            pane.permission_answer_requested.connect(self.permission_answer_requested)
             self.splitter.addWidget(pane)
             self._panes[member.conversation_id] = pane
         self.set_status(JOB_RUNNING)
@@ -92,6 +95,8 @@ class FanOutView(PaneRouting, QWidget):
         bridge.run_started.connect(self.on_run_started)
         bridge.event_received.connect(self.on_event)
         bridge.run_stopping.connect(self.on_run_stopping)
+        bridge.permission_requested.connect(self.on_permission_requested)
+        bridge.permission_settled.connect(self.on_permission_settled)
         bridge.run_finished.connect(self.on_run_finished)
         bridge.job_changed.connect(self.on_job_changed)
         bridge.conversation_deleted.connect(self.on_conversation_deleted)

@@ -73,6 +73,8 @@ class MainWindow(QMainWindow):
     unqueue_requested = Signal(int, int)
     #: Abandon a conversation's running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
+    #: Answer a permission question of a running turn: stream id, question key, option id.
+    permission_answer_requested = Signal(str, str, str)
     #: Rename a conversation: id, title.
     rename_requested = Signal(int, str)
     #: Delete a conversation (stopping its run first): id.
@@ -196,6 +198,7 @@ class MainWindow(QMainWindow):
         self.stack.queue_requested.connect(self.queue_requested)
         self.stack.unqueue_requested.connect(self.unqueue_requested)
         self.stack.restart_requested.connect(self.restart_requested)
+        self.stack.permission_answer_requested.connect(self.permission_answer_requested)
 
     def _action(self, text: str, key: QKeySequence, slot: object) -> QAction:
         action = QAction(text, self)
@@ -215,6 +218,8 @@ class MainWindow(QMainWindow):
         bridge.run_started.connect(self._on_bridge_run_started)
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_stopping.connect(self.stack.on_run_stopping)
+        bridge.permission_requested.connect(self.stack.on_permission_requested)
+        bridge.permission_settled.connect(self.stack.on_permission_settled)
         bridge.run_finished.connect(self._on_bridge_run_finished)
         bridge.agents_detected.connect(self._on_bridge_agents_detected)
         bridge.problem_reported.connect(self._on_bridge_problem_reported)
@@ -400,6 +405,7 @@ class MainWindow(QMainWindow):
         view.queue_requested.connect(self.queue_requested)
         view.unqueue_requested.connect(self.unqueue_requested)
         view.restart_requested.connect(self.restart_requested)
+        view.permission_answer_requested.connect(self.permission_answer_requested)
         if self._bridge is not None:
             view.attach(self._bridge)
         self.fan_out_views[job.job_id] = view

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tolaria.core.acp_updates import PermissionRequest
 from tolaria.core.events import Done, Event
 from tolaria.ui.chat_pane import ChatPane
 
@@ -15,6 +16,17 @@ class PaneRouting:
         pane = self._pane_of_stream.get(stream_id)
         if pane is not None:
             pane.apply_event(stream_id, event)
+
+    def on_permission_requested(self, stream_id: str, key: str,
+                                request: PermissionRequest) -> None:
+        pane = self._pane_of_stream.get(stream_id)
+        if pane is not None:
+            pane.permission_requested(stream_id, key, request)
+
+    def on_permission_settled(self, stream_id: str, key: str, outcome: str) -> None:
+        pane = self._pane_of_stream.get(stream_id)
+        if pane is not None:
+            pane.permission_settled(stream_id, key, outcome)
 
     def on_run_stopping(self, stream_id: str) -> None:
         pane = self._pane_of_stream.get(stream_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
@@ -25,6 +25,9 @@ _STICKY_SLACK = 24
 
 
 class TranscriptView(QScrollArea):
+    #: The user answered a permission question of one of its turns: stream id, key, option id.
+    permission_answer_requested = Signal(str, str, str)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("transcript")
@@ -64,6 +67,7 @@ class TranscriptView(QScrollArea):
     def add_turn(self, prompt: str, agent_name: str, stream_id: str) -> TurnView:
         self._placeholder.hide()
         turn = TurnView(prompt, agent_name, stream_id, self.widget())
+        turn.permission_answer_requested.connect(self.permission_answer_requested)
         self._layout.insertWidget(self._layout.count() - 1, turn)
         self._turns[stream_id] = turn
         self._sticky = True

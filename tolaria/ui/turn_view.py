@@ -14,12 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
+from tolaria.core.acp_updates import PermissionRequest
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
+    STOP_MAX_ITERATIONS,
     Diagnostic,
     Error,
     Event,
@@ -28,6 +30,7 @@ from tolaria.core.events import (
     ThinkingDelta,
     ToolDone,
     ToolStart,
+    ToolUpdate,
     Usage,
 )
 from tolaria.ui import theme
@@ -36,11 +39,17 @@ from tolaria.ui.blocks import (
     MAX_CHUNKS,
     ErrorCard,
     MarkdownSegment,
+    RetryNotice,
     ThinkingBlock,
     ToolCard,
 )
+from tolaria.ui.permission_card import PermissionCard
 
 W = TypeVar("W", bound=QWidget)
+
+#: ``Diagnostic.source`` of a note for the user (tolaria.core.openai_chat.NOTICE), shown in the
+#: turn: "<model> does not support tools ...", "Stopped after N tool rounds ...".
+NOTICE_SOURCE = "notice"
 
 #: Unseen text kept queued at most; beyond this the oldest queued text is dropped.
 MAX_PENDING_TEXT = CHUNK_CHARS * MAX_CHUNKS
@@ -60,6 +69,15 @@ _STATUS_WORDS = {
 }
 #: What a tool without a result became when the turn ended so.
 _PENDING_TOOL = {STATUS_CANCELLED: "cancelled", STATUS_INTERRUPTED: "interrupted"}
+
+
+def merge_updates(older: ToolUpdate, newer: ToolUpdate) -> ToolUpdate:
+    """Two queued updates of one tool as one: what the newer one changed wins."""
+    return ToolUpdate(newer.stream_id, tool_id=newer.tool_id,
+                      name=newer.name if newer.name is not None else older.name,
+                      input=newer.input if newer.input is not None else older.input,
+                      status=newer.status if newer.status is not None else older.status,
+                      output=newer.output if newer.output is not None else older.output)
 
 
 def status_from_stop_reason(stop_reason: str) -> str:
@@ -106,6 +124,15 @@ class _Text:
 
 
 @dataclass(frozen=True)
+class _Question:
+    """A permission question (``request`` set) or how one ended (``outcome`` set)."""
+
+    key: str
+    request: PermissionRequest | None = None
+    outcome: str | None = None
+
+
+@dataclass(frozen=True)
 class Ending:
     status: str
     duration_ms: int | None = None
@@ -113,9 +140,14 @@ class Ending:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    #: The run's ``done`` stop reason, when known (it refines a failed status).
+    stop_reason: str | None = None
 
 
 class TurnView(QWidget):
+    #: The user answered a permission question of this turn: stream id, question key, option id.
+    permission_answer_requested = Signal(str, str, str)
+
     def __init__(self, prompt: str, agent_name: str, stream_id: str,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -123,10 +155,11 @@ class TurnView(QWidget):
         self.stream_id = stream_id
         self.status = STATUS_RUNNING
         self.received_chars = 0
-        self._queue: deque[_Text | Event | Ending] = deque()
+        self._queue: deque[_Text | Event | Ending | _Question] = deque()
         self._pending_text = 0
         self._tools: dict[str, ToolCard] = {}
         self._errors: list[ErrorCard] = []
+        self._questions: dict[str, PermissionCard] = {}
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         #: The latest usage the agent reported (kept as it arrives, not when applied).
         self.usage: Usage | None = None
@@ -211,10 +244,22 @@ class TurnView(QWidget):
             return
         if isinstance(event, Usage):
             self.usage = event
+        if isinstance(event, ToolUpdate) and self._queue:
+            last = self._queue[-1]
+            if isinstance(last, ToolUpdate) and last.tool_id == event.tool_id:
+                self._queue[-1] = merge_updates(last, event)  # a stream of partial output
+                return
         self._queue.append(event)
 
     def end(self, ending: Ending) -> None:
         self._queue.append(ending)
+
+    def ask(self, key: str, request: PermissionRequest) -> None:
+        """A permission question, shown in order with the turn's events."""
+        self._queue.append(_Question(key, request=request))
+
+    def settle(self, key: str, outcome: str) -> None:
+        self._queue.append(_Question(key, outcome=outcome))
 
     def collapse_restarted(self) -> None:
         """This attempt was abandoned by "Restart turn": keep it, collapsed, under a note."""
@@ -275,6 +320,8 @@ class TurnView(QWidget):
                 self._queue.popleft()
                 if isinstance(item, Ending):
                     self._apply_ending(item)
+                elif isinstance(item, _Question):
+                    self._apply_question(item)
                 else:
                     self._apply(item)
             if time.perf_counter() >= deadline:
@@ -300,6 +347,10 @@ class TurnView(QWidget):
             card = ToolCard(event.tool_id, event.name, event.input, self)
             self._tools[event.tool_id] = card
             self._add_block(card)
+        elif isinstance(event, ToolUpdate):
+            updated = self._tools.get(event.tool_id)
+            if updated is not None:
+                updated.apply_update(event.name, event.input, event.status, event.output)
         elif isinstance(event, ToolDone):
             known = self._tools.get(event.tool_id)
             if known is None:  # a result without a start: still show it
@@ -308,24 +359,58 @@ class TurnView(QWidget):
                 self._add_block(known)
             known.finish(event.output, event.is_error)
         elif isinstance(event, Error):
-            error = ErrorCard(event.message, list(self._stderr), self)
+            error = ErrorCard(event.message, list(self._stderr), self, hint=event.hint)
             self._errors.append(error)
             self._add_block(error)
+        elif isinstance(event, Diagnostic) and event.source == "retry":
+            if isinstance(self._last, RetryNotice):
+                self._last.setText(event.message)
+            else:
+                self._add_block(RetryNotice(event.message, self))
+        elif isinstance(event, Diagnostic) and event.source == NOTICE_SOURCE:
+            note = QLabel(event.message, self.body)
+            note.setObjectName("turnNotice")
+            note.setWordWrap(True)
+            note.setTextFormat(Qt.TextFormat.PlainText)
+            note.setStyleSheet(f"color: {theme.css(theme.muted_text())}; font-style: italic;")
+            self._add_block(note)
         elif isinstance(event, Diagnostic) and event.source == "stderr":
             self._stderr.append(event.message)
             for error in self._errors:
                 error.set_stderr(list(self._stderr))
 
+    def _apply_question(self, item: _Question) -> None:
+        if item.request is not None:
+            card = PermissionCard(item.key, item.request, self)
+            card.answer_requested.connect(self._on_permission_card_answer_requested)
+            self._questions[item.key] = card
+            self._add_block(card)
+        elif item.outcome is not None and item.key in self._questions:
+            question = self._questions[item.key]
+            question.settle(item.outcome)
+            tool = self._tools.get(question.request.tool_id)
+            if tool is not None and tool.status == "pending" and question.allowed:
+                tool.set_status("running")  # no longer waiting for approval
+
+    def _on_permission_card_answer_requested(self, key: str, option_id: str) -> None:
+        self.permission_answer_requested.emit(self.stream_id, key, option_id)
+
     def _apply_ending(self, ending: Ending) -> None:
         self.ending = ending
         self.status = ending.status
+        for question in self._questions.values():  # (a no-op for the answered ones)
+            question.settle("cancelled" if ending.status == STATUS_CANCELLED else "closed")
         for card in self._tools.values():
-            if card.status == "running":
+            if card.status in ("running", "pending"):
                 card.set_status(_PENDING_TOOL.get(ending.status, "unfinished"))
         words = _STATUS_WORDS.get(ending.status, ending.status.capitalize())
         duration = format_duration(ending.duration_ms)
+        limit = ending.stop_reason == STOP_MAX_ITERATIONS
         if ending.status == STATUS_INTERRUPTED:
             line = "Interrupted: Tolaria closed while this turn was running"
+        elif limit:  # not a failure: the model goes on when asked (the notice above says so)
+            line = "Stopped at the tool-round limit (max_iterations)"
+            line += f" after {duration}" if duration else ""
         elif ending.status == STATUS_COMPLETED:
             line = f"{words} in {duration}" if duration else words
         else:
@@ -338,7 +423,8 @@ class TurnView(QWidget):
             (usage.output_tokens if usage else None),
             ending.cost_usd if ending.cost_usd is not None else (usage.cost_usd if usage else None))
         self.footer.setText(f"{line} · {extra}" if extra else line)
-        color = theme.warning_color() if ending.status in (STATUS_CANCELLED, STATUS_INTERRUPTED) \
+        color = theme.warning_color() if limit or ending.status in (STATUS_CANCELLED,
+                                                                    STATUS_INTERRUPTED) \
             else theme.error_colors()[2] if ending.status == STATUS_FAILED else theme.muted_text()
         self.footer.setStyleSheet(f"color: {theme.css(color)};")
         self.footer.setAccessibleName(f"Turn status: {line}")
@@ -355,6 +441,9 @@ class TurnView(QWidget):
 
     def tool_cards(self) -> list[ToolCard]:
         return list(self._tools.values())
+
+    def permission_cards(self) -> list[PermissionCard]:
+        return list(self._questions.values())
 
     def error_cards(self) -> list[ErrorCard]:
         return list(self._errors)

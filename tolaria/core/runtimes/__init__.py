@@ -11,9 +11,11 @@ from __future__ import annotations
 from tolaria.core.runtimes.base import Outcome, Runtime
 from tolaria.core.runtimes.claude import ClaudeStreamJson
 from tolaria.core.runtimes.codex import CodexExecJson
+from tolaria.core.runtimes.cursor import CursorStreamJson
 from tolaria.core.runtimes.gemini import GeminiStreamJson
 from tolaria.core.runtimes.lines import PlainLines
 from tolaria.core.runtimes.opencode import OpencodeJson
+from tolaria.core.runtimes.pi import PiJson
 from tolaria.core.runtimes.qwen import QwenStreamJson
 
 RUNTIMES: dict[str, type[Runtime]] = {
@@ -23,6 +25,8 @@ RUNTIMES: dict[str, type[Runtime]] = {
     "codex-exec-json": CodexExecJson,
     "gemini-stream-json": GeminiStreamJson,
     "opencode-json": OpencodeJson,
+    "cursor-stream-json": CursorStreamJson,
+    "pi-json": PiJson,
 }
 
 

@@ -54,6 +54,12 @@ class ClaudeStreamJson(JsonLinesRuntime):
             self.session_id = sid if isinstance(sid, str) else None
             return [Init(self.stream_id, agent=self.agent, session_id=self.session_id)]
         if subtype == "api_retry":
+            # Seen for a refused connection: attempt 1..10 of max_retries 10, error "unknown",
+            # error_status null, delays doubling up to ~35 s (docs/retries.md).
+            status = data.get("error_status")
+            self.mark_retrying(f"API retry {data.get('attempt')} of {data.get('max_retries')}: "
+                               f"{data.get('error') or 'error'}"
+                               + (f", HTTP {status}" if isinstance(status, int) else ""))
             return [self.diag(f"API retry: {preview(json.dumps(data))}")]
         return []
 

@@ -68,6 +68,10 @@ class CodexExecJson(JsonLinesRuntime):
         if kind == "error":
             message = data.get("message")
             self._pending_error = message if isinstance(message, str) else json.dumps(data)[:500]
+            if self._pending_error.startswith("Reconnecting"):
+                # "Reconnecting... waiting for network (...)": printed again and again, with
+                # no end, while the model cannot be reached (tests/fixtures/codex/*_unreach).
+                self.mark_retrying(self._pending_error)
             return []
         if kind == "turn.completed":
             self._outcome = Outcome(STOP_END_TURN)

@@ -32,6 +32,13 @@ class GeminiStreamJson(JsonLinesRuntime):
         super().__init__(stream_id, agent)
         self.session_id: str | None = None
 
+    def feed_stderr(self, line: str) -> None:
+        # Gemini reports retries only on stderr, each followed by a stack trace:
+        # "Attempt 2 failed. Retrying with backoff... Error: exception TypeError: fetch failed
+        # sending request" (docs/retries.md); stdout stays silent meanwhile.
+        if "Retrying with backoff" in line:
+            self.mark_retrying(line.strip())
+
     def dispatch(self, data: dict[str, Any]) -> list[Event]:
         kind = data.get("type")
         if kind == "init":

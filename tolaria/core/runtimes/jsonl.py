@@ -47,10 +47,12 @@ class JsonLinesRuntime(Runtime):
         if not isinstance(data, dict):
             return [self.diag(f"ignored JSON that is not an object: {preview(stripped)}")]
         try:
-            return self.dispatch(data)
+            events = self.dispatch(data)
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             return [self.diag(f"ignored malformed {data.get('type')!r} event ({exc}): "
                               f"{preview(stripped)}")]
+        self.note_progress(events)
+        return events
 
     def dispatch(self, data: dict[str, Any]) -> list[Event]:
         raise NotImplementedError
