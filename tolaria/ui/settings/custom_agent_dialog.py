@@ -196,14 +196,20 @@ class CustomAgentDialog(QDialog):
         self._form.setRowVisible(self.rows[key], visible)
 
     def _on_protocol_changed(self, _index: int) -> None:
-        if self.protocol.currentText() == OPENAI_CHAT and not self.edits["base_url"].text():
-            try:
-                template = template_manifest(OPENAI_CHAT)
-            except (KeyError, ValueError):
-                template = {}
-            for key in _CHAT_FIELDS:
-                if key in template and not self.edits[key].text():
-                    self.edits[key].setText(str(template[key]))
+        # Start from the new protocol's template: keys of the old one (a CLI's stop policy or
+        # permission arguments) may mean nothing, or be invalid, for this one.
+        protocol = self.protocol.currentText()
+        try:
+            template = template_manifest(protocol)
+        except (KeyError, ValueError):
+            template = {"protocol": protocol}
+        kept = {k: self._data[k] for k in ("description", "env") if k in self._data}
+        self._data = {**template, **kept}
+        for key in (*_CHAT_FIELDS, "command"):
+            if key in template and not self.edits[key].text():
+                value = template[key]
+                self.edits[key].setText(join_args(tuple(value)) if isinstance(value, list)
+                                        else str(value))
         self._show_protocol_fields()
         self.validate()
 
