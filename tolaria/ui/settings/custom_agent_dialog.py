@@ -203,7 +203,8 @@ class CustomAgentDialog(QDialog):
             template = template_manifest(protocol)
         except (KeyError, ValueError):
             template = {"protocol": protocol}
-        kept = {k: self._data[k] for k in ("description", "env") if k in self._data}
+        kept: dict[str, Any] = {k: self._data[k] for k in ("description", "env")
+                                if k in self._data}
         self._data = {**template, **kept}
         for key in (*_CHAT_FIELDS, "command"):
             if key in template and not self.edits[key].text():
