@@ -74,7 +74,10 @@ class Tolaria:
                                          retry_limit_s=self.settings.retry_limit_seconds)
         self.settings_controller = SettingsController(self.adapters, self.tasks, self.settings,
                                                       self.registry)
-        problems += [p for p in self.settings_controller.override_problems if p not in problems]
+        # A file that does not parse is reported by both readers: say it once.
+        said = {p.split(": ", 1)[0] for p in problems}
+        problems += [p for p in self.settings_controller.override_problems
+                     if p.split(": ", 1)[0] not in said]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.control = ControlServer(self.registry)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
