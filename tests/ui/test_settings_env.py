@@ -67,21 +67,20 @@ def test_closing_the_window_cancels_a_running_test(start_app, qtbot) -> None:  #
     select_agent(dialog, "hang-cli")
     button = child(dialog, QPushButton, "agentTestButton")
     button.click()
-    qtbot.waitUntil(lambda: any("fake_agent.py" in " ".join(p.cmdline()) and "hang" in p.cmdline()
-                                for p in _children()), timeout=10_000)
+    qtbot.waitUntil(lambda: any("fake_agent.py" in " ".join(c) and "hang" in c
+                                for c in _child_cmdlines()), timeout=10_000)
     dialog.close()
     qtbot.waitUntil(lambda: not drv.app.settings_controller.testing("hang-cli"), timeout=10_000)
-    qtbot.waitUntil(lambda: not [p for p in _children() if "hang" in p.cmdline()],
-                    timeout=10_000)
+    qtbot.waitUntil(lambda: not [c for c in _child_cmdlines() if "hang" in c], timeout=10_000)
     assert "cancelled" in child(dialog, QLabel, "agentTestResult").text()
 
 
-def _children() -> list[psutil.Process]:
+def _child_cmdlines() -> list[list[str]]:
+    """Command lines of our live descendants (a process may exit while we look)."""
     out = []
     for proc in psutil.Process().children(recursive=True):
         try:
-            proc.cmdline()
-            out.append(proc)
+            out.append(proc.cmdline())
         except psutil.Error:
             continue
     return out
