@@ -396,6 +396,8 @@ class PreparedRun:
     cwd: str | None
     #: ``grace_s`` for ``stream_ai_agent``.
     grace_s: float
+    #: ``RunRequest.retry_limit_s`` (``[behaviour] retry_limit_seconds``; 0 = never cut off).
+    retry_limit_s: float
     #: Problems in the settings files that do not stop this run (shown as warnings).
     warnings: list[str]
 
@@ -435,4 +437,5 @@ def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
                                                polite_window_ms=settings.polite_window_ms)
         applied = dataclasses.replace(applied, stop=stop)
     cwd = os.path.expanduser(o.cwd) if o.cwd else None
-    return PreparedRun(applied, run_options(o), o, cwd, settings.grace_seconds, warnings)
+    return PreparedRun(applied, run_options(o), o, cwd, settings.grace_seconds,
+                       settings.retry_limit_seconds, warnings)

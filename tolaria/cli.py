@@ -125,7 +125,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for warning in prepared.warnings:
         print(f"tolaria: settings: {warning}", file=sys.stderr)
     request = RunRequest(manifest=prepared.manifest, prompt=args.prompt,
-                         cwd=args.run_cwd or prepared.cwd, **prepared.options)
+                         cwd=args.run_cwd or prepared.cwd, retry_limit_s=prepared.retry_limit_s,
+                         **prepared.options)
     grace = prepared.grace_s if args.grace is None else args.grace
     printer = _JsonPrinter() if args.json else _TextPrinter()
     done = asyncio.run(_run_with_control(request, stream_id, printer, grace))

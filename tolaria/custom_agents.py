@@ -29,6 +29,8 @@ from tolaria.core.adapters import (
 #: The built-in "any command" manifest, when this version ships one: the template's base.
 TEMPLATE_ID = "custom-command"
 _FIELD_RE = re.compile(r"[A-Za-z_]+")
+#: Optional manifest keys an openai-chat agent may have too.
+_CHAT_OPTIONAL = {"env", "install_hint", "description"}
 _HEADER = ("# A custom agent made in Tolaria's preferences. You may edit this file by hand:\n"
            "# the app keeps your comments when it saves changes. Keys: docs/ADAPTERS.md\n")
 
@@ -65,7 +67,7 @@ def template_manifest(kind: str = "lines") -> dict[str, Any]:
                 "base_url": "http://127.0.0.1:11434/v1", "model": "llama3.2",
                 "api_key_env": ""}
     data: dict[str, Any] = {"id": ident, "name": "My agent", "protocol": kind,
-                            "command": ["my-agent", "{prompt}"],
+                            "command": ["my-agent", "--", "{prompt}"],
                             "stop": {"polite": "sigint", "polite_window_ms": 1000}}
     base = _builtin_data(TEMPLATE_ID)
     if base is not None:
@@ -190,15 +192,20 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
                     api_key_env=manifest.api_key_env, max_iterations=manifest.max_iterations)
     else:
         data["command"] = list(manifest.command)
-    optional = {"version_command": manifest.version_command, "env": manifest.env,
-                "install_hint": manifest.install_hint, "description": manifest.description,
-                "resume": manifest.resume, "model_args": manifest.model_args}
+    optional: dict[str, Any] = {
+        "version_command": manifest.version_command, "env": manifest.env,
+        "install_hint": manifest.install_hint, "description": manifest.description,
+        "resume": manifest.resume, "resume_command": manifest.resume_command,
+        "model_args": manifest.model_args,
+        "permission_args": {k: list(v) for k, v in manifest.permission_args.items()},
+        "permission_env": manifest.permission_env,
+    }
     for key, value in optional.items():
-        if value:
+        if value and (manifest.protocol != OPENAI_CHAT or key in _CHAT_OPTIONAL):
             data[key] = list(value) if isinstance(value, tuple) else value
-    if manifest.protocol == "acp":
+    if manifest.protocol != OPENAI_CHAT:
         data["permissions"] = manifest.permissions
-    if getattr(manifest, "input", "text") != "text":
+    if manifest.input != "text":
         data["input"] = manifest.input
     data["stop"] = {"polite": manifest.stop.polite,
                     "polite_window_ms": manifest.stop.polite_window_ms}
@@ -237,8 +244,8 @@ def remove_custom_agent(agent_id: str) -> None:
             raise ValueError(f"{manifest.name} ({agent_id}) is a built-in agent and cannot be "
                              "removed; disable it instead")
         raise ValueError(f"no custom agent {agent_id!r} in {paths.user_adapters_dir()}")
+    save_overrides(agent_id, None)  # first: a broken settings file stops it before any change
     path.unlink()
-    save_overrides(agent_id, None)
 
 
 def reset_builtin(agent_id: str) -> None:

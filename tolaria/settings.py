@@ -180,8 +180,8 @@ def _parse(data: dict[str, Any], text: str, path: Path) -> tuple[Settings, list[
     for table in _TABLES:
         section = data.get(table, {})
         if not isinstance(section, dict):
-            problems.append(f"{path}:{tomlfile.key_line(text, '', table) or '?'}: {table}: must "
-                            f"be a table ([{table}]); using the default {table}")
+            problems.append(f"{_where(path, tomlfile.key_line(text, '', table))}: {table}: "
+                            f"must be a table ([{table}]); using the default {table}")
             continue
         known = {k.key for k in _KEYS if k.table == table}
         for key in sorted(set(section) - known):

@@ -29,8 +29,9 @@ LOCK_TIMEOUT_S = 5.0
 NEW_FILE_MODE = 0o600
 
 
-class SettingsFileError(Exception):
-    """A settings or adapter file that cannot be read or must not be written over."""
+class SettingsFileError(ValueError):
+    """A settings or adapter file that cannot be read or must not be written over (a
+    ValueError, like tomllib's own decode error)."""
 
     def __init__(self, path: Path, line: int | None, problem: str) -> None:
         self.path = path

@@ -219,15 +219,19 @@ async def test_overrides_reach_a_real_run(monkeypatch: pytest.MonkeyPatch, tmp_p
                        env={"REPORT_ENV": "API_TOKEN,PLAIN", "API_TOKEN": "${SETTINGS_TEST_SECRET}",
                             "PLAIN": "plain value"},
                        permission_mode="full", cwd=str(tmp_path))
-    prepared = prepare_run(report_manifest(), settings=Settings(), overrides={"report": o})
+    manifest = report_manifest(permission_args={"safe": ("--read-only",), "full": ("--yolo",)})
+    prepared = prepare_run(manifest, settings=Settings(), overrides={"report": o})
     assert prepared.cwd == str(tmp_path)
     assert prepared.manifest.permissions == "full"
     request = RunRequest(manifest=prepared.manifest, prompt="p", **prepared.options)
-    assert getattr(request, "permission_mode", request.manifest.permissions) == "full"
+    assert request.permission_mode == "full"
     report = await run_and_report(prepared.manifest, cwd=prepared.cwd, **prepared.options)
     # Added arguments go before the command's "--"; the prompt stays one argument after it.
-    assert report["argv"][1:] == ["--model", "big-model", "--flag", "two words", "--",
+    assert report["argv"][1:] == ["--model", "big-model", "--flag", "two words", "--yolo", "--",
                                   "hello there"]
+    # Without the override, the manifest's default mode.
+    default = prepare_run(manifest, settings=Settings(), overrides={})
+    assert "--read-only" in (await run_and_report(default.manifest, **default.options))["argv"]
     assert report["env"] == {"API_TOKEN": "s3cret", "PLAIN": "plain value"}
     assert report["cwd"] == str(tmp_path)
 
@@ -252,6 +256,8 @@ def test_behaviour_settings_reach_the_run() -> None:
                            overrides={})
     assert prepared.manifest.stop == StopPolicy(polite="sigint", polite_window_ms=200)
     assert prepared.grace_s == 4.5
+    assert prepare_run(manifest, settings=Settings(retry_limit_seconds=0),
+                       overrides={}).retry_limit_s == 0
     untouched = prepare_run(manifest, settings=Settings(), overrides={})
     assert untouched.manifest == manifest
 
@@ -478,3 +484,22 @@ def test_any_valid_overrides_round_trip_through_successive_edits(
             assert load_overrides(path) == (expected, [])
         assert path.read_text().startswith("# hand-written header\n")
         assert load_settings(path)[0].grace_seconds == 1.5
+
+
+def test_cli_takes_the_retry_limit_from_settings() -> None:
+    adapters = paths.user_adapters_dir()
+    adapters.mkdir(parents=True, exist_ok=True)
+    fixture = ROOT / "tests" / "fixtures" / "codex" / "codex_unreach.jsonl"
+    retry_agent = ROOT / "tests" / "fakes" / "retry_agent.py"
+    (adapters / "retrying.toml").write_text(textwrap.dedent(f"""\
+        id = "retrying"
+        name = "Retrying codex"
+        protocol = "codex-exec-json"
+        command = [{json.dumps(sys.executable)}, {json.dumps(str(retry_agent))},
+                   {json.dumps(str(fixture))}, "{{prompt}}"]
+        """))
+    settings_path().write_text("[behaviour]\nretry_limit_seconds = 1\ngrace_seconds = 0.5\n")
+    code, out, err = _cli("run", "--agent", "retrying", "--json", "hi", env=_cli_env())
+    assert code == 1, err
+    errors = [e["message"] for e in map(json.loads, out.splitlines()) if e["kind"] == "error"]
+    assert errors and errors[0].startswith("Retrying codex could not reach the model for 1 s")

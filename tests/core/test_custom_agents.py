@@ -166,3 +166,37 @@ async def test_a_custom_agent_runs() -> None:
                                  new_stream_id(), collector, registry=ProcessRegistry())
     assert done.stop_reason == STOP_END_TURN
     assert '"--", "-x looks like a flag"' in collector.text()
+
+
+def test_manifest_data_rebuilds_every_builtin_exactly() -> None:
+    from dataclasses import replace
+
+    from tolaria.agent_config import manifest_data
+
+    for manifest in load_adapters().manifests.values():
+        detached = replace(manifest, source=None, builtin=False)
+        assert parse_manifest(manifest_data(detached)) == detached, manifest.id
+        assert manifest_data(manifest)["id"] == manifest.id  # from its file
+
+
+@async_test
+async def test_duplicate_of_a_manifest_without_a_file_runs(tmp_path: Path) -> None:
+    from helpers import fake_manifest
+
+    path = duplicate_agent(fake_manifest("normal"), "fake-copy", "Fake copy")
+    copy = load_adapters().get("fake-copy")
+    assert copy.source == path
+    collector = Collector()
+    done = await stream_ai_agent(RunRequest(manifest=copy, prompt="hi", cwd=str(tmp_path)),
+                                 new_stream_id(), collector, registry=ProcessRegistry())
+    assert done.stop_reason == STOP_END_TURN
+
+
+def test_nothing_is_removed_while_the_settings_file_is_broken() -> None:
+    from tolaria.settings import SettingsFileError, settings_path
+
+    path = write_custom_agent(custom())
+    settings_path().write_text("[agents.reporter\n")
+    with pytest.raises(SettingsFileError, match=r"settings.toml:1: not valid TOML"):
+        remove_custom_agent("reporter")
+    assert path.exists()

@@ -20,7 +20,7 @@ from keepers import chat
 
 from tolaria.core import proctree
 from tolaria.core.adapters import Manifest, StopPolicy
-from tolaria.core.events import Init, Usage
+from tolaria.core.events import Diagnostic, Error, Init, Usage
 from tolaria.core.keeper import KeeperPool, close_all_kept, close_kept, default_keepers, keepable
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import RunRequest, stream_ai_agent
@@ -235,3 +235,25 @@ async def test_the_default_pool_and_its_close_functions(tmp_path: Path) -> None:
         assert await close_kept(key) == []  # nothing left: a no-op
     finally:
         await close_all_kept()
+
+
+@async_test
+async def test_retry_cut_off_applies_on_a_kept_process(tmp_path: Path) -> None:
+    """A kept Claude that keeps retrying its model is cut off like a one-shot run: the turn ends
+    ``error`` with the "could not reach the model" message; the agent answered the interrupt,
+    so it stays kept for the next turn."""
+    async with chat(claude(), tmp_path) as c:
+        events = Collector()
+        request = RunRequest(c.manifest, "RETRY_FOREVER", str(tmp_path), c.env, keep_key=c.key,
+                             retry_limit_s=0.5)
+        done = await asyncio.wait_for(stream_ai_agent(
+            request, new_stream_id(), events, registry=c.registry, grace_s=0.5,
+            keepers=c.pool), 15)
+        assert done.stop_reason == "error", events.kinds()
+        errors = [e for e in events.events if isinstance(e, Error)]
+        assert errors and "could not reach the model" in errors[-1].message, errors
+        assert errors[-1].category == "unreachable"
+        assert any(isinstance(e, Diagnostic) and e.source == "retry" for e in events.events)
+        pid = c.pid()
+        done, _ = await c.turn("hello again")
+        assert done.stop_reason == "end_turn" and c.pid() == pid

@@ -203,6 +203,6 @@ def test_the_setting_is_read_checked_and_saved(tmp_path: Path) -> None:
         path.write_text(f"[behaviour]\nretry_limit_seconds = {bad}\n")
         settings, problems = load_settings(path)
         assert settings.retry_limit_seconds == 60
-        assert len(problems) == 1 and "behaviour.retry_limit_seconds must be a number" in problems[0]
+        assert len(problems) == 1 and "behaviour.retry_limit_seconds: must be a number" in problems[0]
     save_settings(replace(Settings(), retry_limit_seconds=12.5), path)
     assert load_settings(path) == (replace(Settings(), retry_limit_seconds=12.5), [])

@@ -26,7 +26,8 @@ from tolaria.core.stream_id import new_stream_id
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 #: adapter id -> the pinned CLI that provides it
-AGENTS = {"claude-acp": "claude-acp", "gemini-acp": "gemini"}
+AGENTS = {"claude-acp": "claude-acp", "gemini-acp": "gemini", "qwen-acp": "qwen",
+          "opencode-acp": "opencode"}
 
 
 class AcpChat:

@@ -35,6 +35,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -58,12 +59,29 @@ log_dir = os.environ.get("FAKE_LOG")
 cost = [0.0]  # total_cost_usd so far: cumulative per process, as real Claude's
 
 
+#: Set while a ``RETRY_FOREVER`` turn prints Claude's ``system/api_retry`` lines (a model that
+#: cannot be reached); an interrupt clears it.
+retrying = threading.Event()
+_out = threading.Lock()
+
+
 def emit(data: dict[str, Any]) -> None:
     if data.get("type") == "result" and isinstance(data.get("total_cost_usd"), float):
         cost[0] += data["total_cost_usd"]
         data = {**data, "total_cost_usd": cost[0]}
-    sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    with _out:
+        sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+
+
+def retry_forever(session: str) -> None:
+    attempt = 0
+    while retrying.is_set():
+        attempt += 1
+        emit({"type": "system", "subtype": "api_retry", "attempt": attempt, "max_retries": 10,
+              "retry_delay_ms": 100, "error_status": None, "error": "unknown",
+              "session_id": session})
+        time.sleep(0.1)
 
 
 def with_session(data: dict[str, Any], session: str) -> dict[str, Any]:
@@ -108,6 +126,10 @@ def on_user(message: dict[str, Any], session: str, crash: bool) -> None:
     emit(with_session(INIT, session))
     if crash:
         sys.exit(3)
+    if "RETRY_FOREVER" in content:
+        retrying.set()
+        threading.Thread(target=retry_forever, args=(session,), daemon=True).start()
+        return
     if "RUN_SLEEP" in content:
         emit(with_session(TEXT, session))
         emit(with_session(TOOL_USE, session))
@@ -153,7 +175,8 @@ def main(argv: list[str]) -> int:
             emit({"type": "control_response", "response": {
                 "subtype": "error", "request_id": data["request_id"], "error": "not now"}})
         elif data["type"] == "control_request" and not ignore_interrupt:
-            was_running = tool is not None
+            was_running = tool is not None or retrying.is_set()
+            retrying.clear()
             kill_tool()
             response = json.loads(json.dumps(CONTROL_RESPONSE))
             response["response"]["request_id"] = data["request_id"]

@@ -119,7 +119,9 @@ class ProcessTurn:
         raise NotImplementedError
 
     # -- the turn --------------------------------------------------------------------------------
-    async def execute(self) -> Done:
+    def _start(self) -> str | Done:
+        """The turn's working folder, or the ``done`` that ends the turn before anything runs
+        (stopped already, no such folder, not ready)."""
         if self.run.stop_requested:
             return self._done(STOP_CANCELLED)
         cwd = self.request.cwd or os.getcwd()
@@ -130,6 +132,12 @@ class ProcessTurn:
         problem = self._not_ready()
         if problem:
             return self._fail(problem)
+        return cwd
+
+    async def execute(self) -> Done:
+        cwd = self._start()
+        if isinstance(cwd, Done):
+            return cwd
         manifest, sid, mode = self.manifest, self.run.stream_id, self.permission_mode
         if mode not in PERMISSION_MODES:
             return self._fail(f"unknown permission mode {mode!r} "

@@ -84,6 +84,7 @@ class KeptStreamTurn(KeptTurnMixin, StreamInputTurn):
             if keeper is not None:
                 event = _per_turn(event, keeper)
             self.emit(event)
+        self._watch_retries()  # as _Turn._on_stdout does: the retry cut-off applies here too
         if not self._result.is_set() and self.runtime.outcome() is not None:
             self._on_result()
         elif self._interrupt_sent and _CONTROL_RESPONSE in line:

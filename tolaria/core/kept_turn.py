@@ -8,8 +8,6 @@ the turn's: it carries the keeper's stream id as its marker and outlives the tur
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psutil
@@ -42,16 +40,9 @@ class KeptTurnMixin(ProcessTurn):
         return self.request.keep_key
 
     async def execute(self) -> Done:
-        if self.run.stop_requested:
-            return self._done(STOP_CANCELLED)
-        cwd = self.request.cwd or os.getcwd()
-        if not Path(cwd).is_dir():
-            return self._fail(f"working folder {cwd} does not exist or is not a folder")
-        if self.absolute_cwd:
-            cwd = str(Path(cwd).resolve())
-        problem = self._not_ready()
-        if problem:
-            return self._fail(problem)
+        cwd = self._start()
+        if isinstance(cwd, Done):
+            return cwd
         signature = signature_of(self.manifest, cwd, self.request.env)
         keeper = self.keepers.get(self.key)
         if keeper is not None and keeper.busy:
