@@ -21,15 +21,16 @@ from tolaria import __version__
 from tolaria.core.adapters import load_adapters
 from tolaria.core.control import ControlServer
 from tolaria.core.registry import ProcessRegistry
-from tolaria.core.runner import DEFAULT_GRACE_S
 from tolaria.core.store import Store
+from tolaria.prefs import Preferences
 from tolaria.qt import loop
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
 from tolaria.qt.fanout import FanOutController
+from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
-from tolaria.settings import load_settings
+from tolaria.settings import load_settings, settings_path
 from tolaria.ui import theme
 from tolaria.ui.main_window import MainWindow
 
@@ -42,8 +43,9 @@ class Tolaria:
     """Everything one window needs, built in dependency order; ``start``/``shutdown`` are async."""
 
     def __init__(self, *, agent: str | None = None, cwd: str | None = None,
-                 grace_s: float = DEFAULT_GRACE_S, store_path: Path | None = None) -> None:
+                 grace_s: float | None = None, store_path: Path | None = None) -> None:
         self.settings, problems = load_settings()
+        broken_file = settings_path() if problems else None
         self.adapters = load_adapters()
         problems += [f"broken adapter manifest: {e}" for e in self.adapters.errors]
         self.preselect = agent is not None or cwd is not None
@@ -66,21 +68,35 @@ class Tolaria:
         self.tasks = TaskSet()
         self.bridge = Bridge()
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
-                                         self.tasks, grace_s=grace_s,
+                                         self.tasks,
+                                         grace_s=grace_s if grace_s is not None
+                                         else self.settings.grace_seconds,
                                          retry_limit_s=self.settings.retry_limit_seconds)
+        self.settings_controller = SettingsController(self.adapters, self.tasks, self.settings,
+                                                      self.registry)
+        # A file that does not parse is reported by both readers: say it once.
+        said = {p.split(": ", 1)[0] for p in problems}
+        problems += [p for p in self.settings_controller.override_problems
+                     if p.split(": ", 1)[0] not in said]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.control = ControlServer(self.registry)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
-        self.window.set_manifests(list(self.adapters.manifests.values()))
+        if broken_file is not None:
+            self.window.offer_to_open(broken_file)
         self.window.attach(self.bridge)
+        self.preferences = Preferences(self.window, self.controller, self.settings_controller,
+                                       self.tasks)
+        self.preferences.show_manifests()
+        if grace_s is not None:  # the command line (and tests) win over the settings file
+            self.controller.grace_s = grace_s
         self._wire()
         self._closed: asyncio.Future[None] | None = None
         self._control_started = False
 
     def _wire(self) -> None:
         w, c = self.window, self.controller
-        w.new_chat_requested.connect(c.new_conversation)
+        w.new_chat_requested.connect(self._on_window_new_chat_requested)
         w.open_requested.connect(c.open_conversation)
         w.send_requested.connect(c.send)
         w.stop_requested.connect(c.stop)
@@ -96,6 +112,10 @@ class Tolaria:
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.closed.connect(self._on_window_closed)
+
+    def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
+        # The agent's default working folder (Preferences) wins for a new chat.
+        self.controller.new_conversation(agent, self.settings_controller.default_cwd(agent) or cwd)
 
     def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str) -> None:
         names = {m.id: m.name for m in self.adapters.manifests.values()}
@@ -117,7 +137,7 @@ class Tolaria:
             self.controller.set_cwd(latest.id, self.default_cwd)
         self.window.show()
         self.window.open_conversation(latest.id)
-        self.tasks.spawn(self.controller.detect_agents(), name="detect-agents")
+        self.tasks.spawn(self.preferences.detect_agents(), name="detect-agents")
 
     def _on_window_closed(self) -> None:
         if self._closed is not None and not self._closed.done():
@@ -131,6 +151,7 @@ class Tolaria:
 
     async def shutdown(self) -> None:
         """Stop every run and wait for their trees to be gone, then close socket and store."""
+        self.preferences.close()
         self.window.hide()
         for view in self.window.fan_out_views.values():
             view.hide()

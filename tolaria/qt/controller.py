@@ -56,6 +56,7 @@ from tolaria.qt.bridge import Bridge
 from tolaria.qt.history import MAX_TURNS, Exchange, build_prompt
 from tolaria.qt.inflight import Launch, MessageQueues, QueuedMessage, join_messages
 from tolaria.qt.permissions import PermissionBroker
+from tolaria.qt.run_config import RunConfig
 from tolaria.qt.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,8 @@ class ChatController(QObject):
         self.grace_s = grace_s
         #: ``[behaviour] retry_limit_seconds``: how long an agent may retry before it is stopped.
         self.retry_limit_s = retry_limit_s
+        #: Preferences (agent overrides, polite window) applied to each new run.
+        self.run_config = RunConfig()
         #: conversation id -> stream id of its running turn
         self._running: dict[int, str] = {}
         self._conversation_of: dict[str, int] = {}
@@ -247,10 +250,16 @@ class ChatController(QObject):
                                               f"(known: {known}). Pick another agent."))
             on_event(Done(stream_id, stop_reason=STOP_ERROR))
             return stream_id
+        try:
+            manifest, options = self.run_config.configure(manifest)
+        except ValueError as exc:  # disabled in Preferences, or overrides that cannot apply
+            on_event(Error(stream_id, message=str(exc)))
+            on_event(Done(stream_id, stop_reason=STOP_ERROR))
+            return stream_id
         request = RunRequest(manifest=manifest, prompt=launch.full_prompt, cwd=launch.cwd,
                              session_id=launch.resume_id, retry_limit_s=self.retry_limit_s,
                              on_permission=self.permissions.hook(conversation_id),
-                             keep_key=self.keep_key(conversation_id))
+                             keep_key=self.keep_key(conversation_id), **options)
         self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
         return stream_id
 

@@ -43,6 +43,7 @@ class ChatStack(PaneRouting, QStackedWidget):
         self._pane_of_stream: dict[str, ChatPane] = {}
         self._agent_names: dict[str, str] = {}
         self._stop_hint = stop_hint
+        self._send_key = "Enter"
 
     # -- panes ----------------------------------------------------------------------------------
     def set_agent_names(self, names: dict[str, str]) -> None:
@@ -56,11 +57,22 @@ class ChatStack(PaneRouting, QStackedWidget):
         for pane in self._panes.values():
             pane.set_stop_hint(hint)
 
+    def set_send_key(self, key: str) -> None:
+        self._send_key = key
+        for pane in self._panes.values():
+            pane.composer.set_send_key(key)
+
+    def set_watchdog_seconds(self, seconds: float) -> None:
+        self._watchdog_seconds = seconds
+        for pane in self._panes.values():
+            pane.watchdog.set_seconds(seconds)
+
     def show_conversation(self, conversation: Conversation) -> ChatPane:
         pane = self._panes.get(conversation.id)
         if pane is None:
             pane = ChatPane(conversation.id, self.agent_name(conversation.agent),
                             self._stop_hint, self, watchdog_seconds=self._watchdog_seconds)
+            pane.composer.set_send_key(self._send_key)
             pane.send_requested.connect(self.send_requested)
             pane.stop_requested.connect(self.stop_requested)
             pane.queue_requested.connect(self.queue_requested)

@@ -13,23 +13,39 @@ _MIN_LINES = 2
 _MAX_LINES = 10
 
 
+_HINTS = {"Enter": "Enter sends, Shift+Enter adds a line",
+          "Ctrl+Enter": "Ctrl+Enter sends, Enter adds a line"}
+
+
 class Composer(QPlainTextEdit):
-    #: The user pressed Enter (without Shift) to send what is typed.
+    #: The user pressed the send key (Enter, or Ctrl+Enter when so configured).
     submit_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("composer")
         self.setAccessibleName("Message")
-        self.setAccessibleDescription("Enter sends, Shift+Enter adds a line")
-        self.setPlaceholderText("Message the agent… (Enter sends, Shift+Enter adds a line)")
+        self._ctrl_enter_sends = False
+        self.set_send_key("Enter")
         self.setTabChangesFocus(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self._fit()
 
+    def set_send_key(self, key: str) -> None:
+        """``"Enter"`` or ``"Ctrl+Enter"`` sends (``[shortcuts] send``); the other adds a line."""
+        self._ctrl_enter_sends = key == "Ctrl+Enter"
+        hint = _HINTS["Ctrl+Enter" if self._ctrl_enter_sends else "Enter"]
+        self.setAccessibleDescription(hint)
+        self.setPlaceholderText(f"Message the agent… ({hint})")
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+            if self._ctrl_enter_sends and not ctrl:
+                self.insertPlainText("\n")
+                event.accept()
+                return
             if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
                 self.insertPlainText("\n")
                 event.accept()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
@@ -28,7 +28,8 @@ _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")
 
 class AgentPicker(QComboBox):
     """The agents Tolaria knows; ones whose program is missing are greyed, with the install hint
-    as their tooltip."""
+    as their tooltip. Agents disabled in Preferences are left out (a chat that still uses one
+    shows it greyed)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -37,15 +38,18 @@ class AgentPicker(QComboBox):
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self._manifests: dict[str, Manifest] = {}
         self._detections: dict[str, Detection] = {}
+        self._hidden: set[str] = set()
 
-    def set_manifests(self, manifests: Sequence[Manifest]) -> None:
+    def set_manifests(self, manifests: Sequence[Manifest], hidden: Collection[str] = ()) -> None:
         self._manifests = {m.id: m for m in manifests}
+        self._hidden = set(hidden)
         current = self.current_agent()
         self.blockSignals(True)
         self.clear()
         # The built-in demo first: it always works.
         for manifest in sorted(manifests, key=lambda m: (m.id != "demo", m.name.lower())):
-            self.addItem(manifest.name, manifest.id)
+            if manifest.id not in self._hidden:
+                self.addItem(manifest.name, manifest.id)
         self.blockSignals(False)
         self._refresh()
         if current:
@@ -63,7 +67,7 @@ class AgentPicker(QComboBox):
             agent = self.itemData(row)
             manifest = self._manifests.get(agent)
             item = model.item(row)
-            if manifest is None or item is None:
+            if manifest is None or item is None or agent in self._hidden:
                 continue
             found = self._detections.get(agent)
             if found is None:
@@ -90,8 +94,10 @@ class AgentPicker(QComboBox):
     def select(self, agent: str) -> None:
         index = self.findData(agent)
         if index < 0:
-            # An agent this install no longer has: show it, unusable.
-            self.addItem(f"{agent} (unknown)", agent)
+            # An agent this install no longer has, or one disabled: show it, unusable.
+            manifest = self._manifests.get(agent)
+            self.addItem(f"{manifest.name} (disabled)" if manifest is not None
+                         else f"{agent} (unknown)", agent)
             index = self.count() - 1
             model = self.model()
             assert isinstance(model, QStandardItemModel)
@@ -104,7 +110,8 @@ class AgentPicker(QComboBox):
 
     def is_available(self, agent: str) -> bool:
         found = self._detections.get(agent)
-        return agent in self._manifests and (found is None or found.path is not None)
+        return (agent in self._manifests and agent not in self._hidden
+                and (found is None or found.path is not None))
 
 
 class ChatHeader(QWidget):

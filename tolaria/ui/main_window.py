@@ -8,7 +8,8 @@ dialog owns the keyboard.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
+    QPushButton,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -28,13 +30,20 @@ from tolaria.core.events import Done, Event
 from tolaria.core.store import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.fanout import FanOutJob
-from tolaria.settings import DEFAULT_RESTART, DEFAULT_STOP, DEFAULT_STOP_ALL, Settings
+from tolaria.settings import (
+    DEFAULT_NEW_CHAT,
+    DEFAULT_RESTART,
+    DEFAULT_STOP,
+    DEFAULT_STOP_ALL,
+    Settings,
+)
 from tolaria.ui import theme
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
 from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
+from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.sidebar import Sidebar
 
 
@@ -78,6 +87,10 @@ class MainWindow(QMainWindow):
     fan_out_requested = Signal(str, object, str)
     #: Stop every running member of a fan-out job: job id.
     stop_job_requested = Signal(str)
+    #: Open the Preferences window.
+    preferences_requested = Signal()
+    #: Open the settings file in the user's editor: path.
+    open_file_requested = Signal(object)
     #: The window was closed (after the user confirmed stopping the running turns).
     closed = Signal()
 
@@ -98,6 +111,8 @@ class MainWindow(QMainWindow):
         self._quit_box: QMessageBox | None = None
         self._bridge: Bridge | None = None
         self._stop_hint = ""
+        self.settings = settings
+        self._problem_file: Path | None = None
         #: job id -> its side-by-side view (fan-out jobs started in this session)
         self.fan_out_views: dict[str, FanOutView] = {}
         self.fan_out_dialog: FanOutDialog | None = None
@@ -129,10 +144,17 @@ class MainWindow(QMainWindow):
         self._problems.setWordWrap(True)
         self._problems.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
         self.statusBar().addWidget(self._problems, 1)
+        self._open_file = QPushButton("Open the settings file", self)
+        self._open_file.setObjectName("openSettingsFileButton")
+        self._open_file.setVisible(False)
+        self._open_file.clicked.connect(self._on_open_file_clicked)
+        self.statusBar().addPermanentWidget(self._open_file)
         self.show_problems(problems)
+        self.notifier = BackgroundNotifier(self)
 
-        self.new_action = self._action("&New chat", QKeySequence(QKeySequence.StandardKey.New),
-                                       self._on_new_action_triggered)
+        new_key = parse_shortcut(settings.new_chat_shortcut, DEFAULT_NEW_CHAT, "new_chat",
+                                 problems)
+        self.new_action = self._action("&New chat", new_key, self._on_new_action_triggered)
         self.quit_action = self._action("&Quit", QKeySequence(QKeySequence.StandardKey.Quit),
                                         self.close)
         self.stop_action = self._action("&Stop", stop_key, self._on_stop_action_triggered)
@@ -147,6 +169,11 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.sidebar.rename_action)
         file_menu.addAction(self.sidebar.delete_action)
         file_menu.addSeparator()
+        self.preferences_action = self._action("&Preferences…", QKeySequence("Ctrl+,"),
+                                               self.preferences_requested.emit)
+        self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
+        file_menu.addAction(self.preferences_action)
+        file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         run_menu = self.menuBar().addMenu("&Run")
         run_menu.addAction(self.stop_action)
@@ -154,6 +181,9 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.restart_action)
         run_menu.addSeparator()
         run_menu.addAction(self.fan_out_action)
+
+        self.show_problems(problems)
+        self.stack.set_send_key(settings.send_shortcut)
 
         self.sidebar.new_chat_requested.connect(self._on_new_action_triggered)
         self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
@@ -197,13 +227,42 @@ class MainWindow(QMainWindow):
         bridge.queue_changed.connect(self.stack.on_queue_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
 
-    def set_manifests(self, manifests: Sequence[Manifest]) -> None:
-        self.header.agent_picker.set_manifests(manifests)
+    def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
+        """The agents Tolaria knows; disabled ones are left out of the picker."""
+        self.header.agent_picker.set_manifests(manifests, hidden=disabled)
         self.stack.set_agent_names({m.id: m.name for m in manifests})
+        if self.fan_out_dialog is not None:
+            self.fan_out_dialog.set_agents(agents_of(self.header.agent_picker))
 
     def show_problems(self, problems: Sequence[str]) -> None:
         self._problems.setText("\n".join(f"⚠ {p}" for p in problems))
         self._problems.setVisible(bool(problems))
+        self._open_file.setVisible(bool(problems) and self._problem_file is not None)
+
+    def offer_to_open(self, file: Path) -> None:
+        """The settings file has problems: a button next to them opens it."""
+        self._problem_file = file
+        self._open_file.setVisible(self._problems.isVisibleTo(self))
+
+    def _on_open_file_clicked(self) -> None:
+        if self._problem_file is not None:
+            self.open_file_requested.emit(self._problem_file)
+
+    def apply_settings(self, settings: Settings) -> list[str]:
+        """Re-bind the shortcuts and take the behaviour settings at once (no restart needed)."""
+        problems: list[str] = []
+        stop_key = parse_shortcut(settings.stop_shortcut, DEFAULT_STOP, "stop", problems)
+        self.stop_action.setShortcut(stop_key)
+        self.stop_all_action.setShortcut(parse_shortcut(
+            settings.stop_all_shortcut, DEFAULT_STOP_ALL, "stop_all", problems))
+        self.new_action.setShortcut(parse_shortcut(
+            settings.new_chat_shortcut, DEFAULT_NEW_CHAT, "new_chat", problems))
+        self._stop_hint = stop_key.toString(QKeySequence.SequenceFormat.NativeText)
+        self.stack.set_stop_hint(self._stop_hint)
+        self.stack.set_send_key(settings.send_shortcut)
+        self.stack.set_watchdog_seconds(settings.watchdog_seconds)
+        self.settings = settings
+        return problems
 
     # -- queries --------------------------------------------------------------------------------
     def current_conversation_id(self) -> int | None:
@@ -330,6 +389,12 @@ class MainWindow(QMainWindow):
         if conversation_id is not None:
             self.sidebar.set_running(conversation_id, False)
         self.stack.on_run_finished(stream_id, done)
+        if conversation_id is not None and self.settings.notify_background:
+            conversation = self._conversations.get(conversation_id)
+            in_view = (conversation_id == self.current_conversation_id()
+                       and self.isActiveWindow() and not self.isMinimized())
+            if conversation is not None and not in_view:
+                self.notifier.chat_finished(conversation.title, done.stop_reason)
 
     def _on_bridge_job_created(self, job: FanOutJob) -> None:
         names = {m.agent: self.stack.agent_name(m.agent) for m in job.members}
@@ -355,7 +420,7 @@ class MainWindow(QMainWindow):
     # -- closing ------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:
         running = self.running_count()
-        if running and not self._quit_confirmed:
+        if running and not self._quit_confirmed and self.settings.confirm_quit:
             event.ignore()
             self._ask_to_quit(running)
             return

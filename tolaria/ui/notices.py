@@ -76,6 +76,11 @@ class WatchdogNotice(QLabel):
     def armed(self) -> bool:
         return self._timer.isActive()
 
+    def set_seconds(self, seconds: float) -> None:
+        """A new threshold (Preferences); counted from the next output."""
+        self.seconds = seconds
+        self._timer.setInterval(max(1, round(seconds * 1000)))
+
     def arm(self) -> None:
         """(Re)start counting silence from now; hides the notice (output arrived)."""
         self.hide()

@@ -1,0 +1,88 @@
+"""Preferences > Behaviour: grace and polite window reach the next run, quit confirmation can be
+turned off, and a chat that finishes out of view is announced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtWidgets import QCheckBox, QPushButton
+from settingshelpers import child, close_preferences, open_preferences
+from uihelpers import processes_of
+
+from tolaria.core.adapters import Manifest
+from tolaria.settings import load_settings
+
+
+def test_behaviour_settings_are_saved_and_reach_new_runs(start_app, qtbot, home: Path) -> None:  # type: ignore[no-untyped-def]
+    drv = start_app()
+    dialog = open_preferences(drv)
+    page = dialog.behaviour
+    page.grace.setValue(3.5)
+    page.polite_own.setChecked(False)
+    page.polite.setValue(250)
+    page.watchdog.setValue(20)
+    child(dialog, QPushButton, "settingsSave").click()
+    saved = load_settings()[0]
+    assert (saved.grace_seconds, saved.polite_window_ms, saved.watchdog_seconds) == (3.5, 250, 20)
+    assert drv.app.controller.grace_s == 3.5
+    demo = drv.app.adapters.manifests["demo"]
+    manifest, _options = drv.app.controller.run_config.configure(demo)
+    assert isinstance(manifest, Manifest) and manifest.stop.polite_window_ms == 250
+    assert drv.pane.watchdog.seconds == 20
+
+
+def test_quit_without_confirmation_when_turned_off(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    drv = start_app()
+    dialog = open_preferences(drv)
+    confirm = child(dialog, QCheckBox, "confirmQuit")
+    confirm.click()
+    assert not confirm.isChecked()
+    child(dialog, QPushButton, "settingsSave").click()
+    close_preferences(drv, dialog, qtbot)
+    stream_id = drv.send("long")
+    drv.wait_tool_running(stream_id)
+    drv.window.close()
+    assert not drv.window.isVisible(), "closed without asking"
+    assert drv.window.findChild(object, "quitDialog") is None
+    drv.close()  # the real shutdown: the run's tree is stopped on the way out
+    assert processes_of(stream_id) == []
+
+
+@pytest.mark.parametrize("notify", [True, False])
+def test_a_background_chat_that_finishes_is_announced(start_app, qtbot, monkeypatch,  # type: ignore[no-untyped-def]
+                                                      notify: bool) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "1")
+    drv = start_app()
+    if not notify:
+        dialog = open_preferences(drv)
+        child(dialog, QCheckBox, "notifyBackground").click()
+        child(dialog, QPushButton, "settingsSave").click()
+        close_preferences(drv, dialog, qtbot)
+    first = drv.pane
+    drv.send("background work")
+    drv.window.new_action.trigger()
+    qtbot.waitUntil(lambda: drv.window.current_pane() is not first)
+    drv.wait_finished(first)
+    title = drv.app.store.get_conversation(first.conversation_id).title  # type: ignore[union-attr]
+    if notify:
+        assert title in drv.window.notifier.last_notice
+        assert "finished" in drv.window.statusBar().currentMessage()
+    else:
+        assert drv.window.notifier.last_notice == ""
+
+
+def test_a_hand_edit_made_while_the_window_is_open_survives_a_save(  # type: ignore[no-untyped-def]
+        start_app, qtbot, home: Path) -> None:
+    drv = start_app()
+    dialog = open_preferences(drv)
+    settings_file = home / "settings.toml"
+    settings_file.write_text("# tuned by hand\n[behaviour]\nwatchdog_seconds = 90.0\n")
+    dialog.behaviour.grace.setValue(4.0)
+    child(dialog, QPushButton, "settingsSave").click()
+    text = settings_file.read_text()
+    assert "# tuned by hand" in text and "watchdog_seconds = 90.0" in text
+    saved = load_settings()[0]
+    assert (saved.grace_seconds, saved.watchdog_seconds) == (4.0, 90.0)
+    assert dialog.behaviour.watchdog.value() == 90.0, "the window shows what is in effect"

@@ -1,0 +1,86 @@
+"""Preferences > Agents: environment variables (secrets masked), overrides reaching the next run,
+and a Test cancelled by closing the window."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import psutil
+from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton, QTableWidget
+from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
+from test_settings_agents import FAKE_AGENT, add_custom_agent, pick_agent
+
+from tolaria.agent_config import MASK, load_overrides
+
+
+def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_run(  # type: ignore[no-untyped-def]
+        start_app, qtbot, home: Path, tmp_path: Path) -> None:
+    drv = start_app()
+    add_custom_agent(drv, qtbot, "env-cli",
+                     [sys.executable, str(FAKE_AGENT), "print_env", "{prompt}"])
+    dialog = open_preferences(drv)
+    select_agent(dialog, "env-cli")
+    table = child(dialog, QTableWidget, "envTable")
+    child(dialog, QPushButton, "envAddButton").click()
+    table.item(0, 0).setText("MY_API_KEY")
+    table.item(0, 1).setText("s3cret-value")
+    child(dialog, QPushButton, "envAddButton").click()
+    table.item(1, 0).setText("PLAIN")
+    table.item(1, 1).setText("${HOME}/x")
+    assert table.item(0, 1).text() == MASK, "a secret-looking value is masked"
+    assert table.item(1, 1).text() == "${HOME}/x"
+    reveal = child(dialog, QCheckBox, "envReveal")
+    reveal.click()
+    assert table.item(0, 1).text() == "s3cret-value"
+    reveal.click()
+    assert table.item(0, 1).text() == MASK
+    type_into(child(dialog, QLineEdit, "agentExtraArgs"), "--extra 'two words'")
+    folder = tmp_path / "agent-folder"
+    folder.mkdir()
+    type_into(child(dialog, QLineEdit, "agentCwd"), str(folder))
+    child(dialog, QPushButton, "settingsSave").click()
+    assert child(dialog, QLabel, "settingsSaveError").isHidden()
+    saved = load_overrides()[0]["env-cli"]
+    assert dict(saved.env) == {"MY_API_KEY": "s3cret-value", "PLAIN": "${HOME}/x"}
+    assert saved.extra_args == ("--extra", "two words")
+    assert "s3cret-value" not in repr(saved)
+    close_preferences(drv, dialog, qtbot)
+
+    # A new chat with this agent starts in its default folder and runs with the extra arguments.
+    pick_agent(drv, "env-cli")
+    drv.window.new_action.trigger()
+    qtbot.waitUntil(lambda: drv.app.store.get_conversation(  # type: ignore[union-attr]
+        drv.pane.conversation_id).cwd == str(folder))
+    drv.send("show me")
+    turn = drv.wait_finished()
+    assert turn.status == "completed"
+    printed = json.loads(next(line for line in turn.text().splitlines() if line.startswith("{")))
+    assert printed["argv"][-2:] == ["--extra", "two words"], "one argument each, no shell"
+
+
+def test_closing_the_window_cancels_a_running_test(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+    drv = start_app()
+    add_custom_agent(drv, qtbot, "hang-cli", [sys.executable, str(FAKE_AGENT), "hang", "{prompt}"])
+    dialog = open_preferences(drv)
+    select_agent(dialog, "hang-cli")
+    button = child(dialog, QPushButton, "agentTestButton")
+    button.click()
+    qtbot.waitUntil(lambda: any("fake_agent.py" in " ".join(c) and "hang" in c
+                                for c in _child_cmdlines()), timeout=10_000)
+    dialog.close()
+    qtbot.waitUntil(lambda: not drv.app.settings_controller.testing("hang-cli"), timeout=10_000)
+    qtbot.waitUntil(lambda: not [c for c in _child_cmdlines() if "hang" in c], timeout=10_000)
+    assert "cancelled" in child(dialog, QLabel, "agentTestResult").text()
+
+
+def _child_cmdlines() -> list[list[str]]:
+    """Command lines of our live descendants (a process may exit while we look)."""
+    out = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            out.append(proc.cmdline())
+        except psutil.Error:
+            continue
+    return out

@@ -1,0 +1,52 @@
+"""Preferences > Agents: duplicate, remove a custom agent, reset a built-in, discard on reopen."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLineEdit, QMessageBox, QPushButton
+from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
+from test_settings_agents import picker_agents
+
+from tolaria import paths
+from tolaria.agent_config import load_overrides
+
+
+def test_duplicate_then_remove_a_custom_agent(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+    drv = start_app()
+    dialog = open_preferences(drv)
+    select_agent(dialog, "demo")
+    child(dialog, QPushButton, "duplicateAgentButton").click()
+    copy = paths.user_adapters_dir() / "demo-copy.toml"
+    assert copy.is_file()
+    assert dialog.agents.current_agent() == "demo-copy"
+    assert "demo-copy" in picker_agents(drv)
+    assert not child(dialog, QPushButton, "removeAgentButton").isHidden()
+
+    child(dialog, QPushButton, "removeAgentButton").click()
+    box = dialog.findChild(QMessageBox, "removeAgentDialog")
+    assert box is not None
+    qtbot.waitExposed(box)
+    child(box, QPushButton, "removeAgentDialogConfirm").click()
+    qtbot.waitUntil(lambda: not copy.exists())
+    assert "demo-copy" not in picker_agents(drv)
+    assert "demo-copy" not in dialog.agents.agent_ids()
+
+
+def test_reset_a_builtin_and_unsaved_edits_are_dropped_on_reopen(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+    drv = start_app()
+    dialog = open_preferences(drv)
+    select_agent(dialog, "codex")
+    type_into(child(dialog, QLineEdit, "agentExtraArgs"), "--search")
+    child(dialog, QPushButton, "settingsSave").click()
+    assert load_overrides()[0]["codex"].extra_args == ("--search",)
+    assert not child(dialog, QPushButton, "removeAgentButton").isEnabled(), "built-ins stay"
+
+    child(dialog, QPushButton, "resetAgentButton").click()
+    assert "codex" not in load_overrides()[0]
+    assert child(dialog, QLineEdit, "agentExtraArgs").text() == ""
+
+    type_into(child(dialog, QLineEdit, "agentExtraArgs"), "--never-saved")
+    close_preferences(drv, dialog, qtbot)
+    dialog = open_preferences(drv)
+    select_agent(dialog, "codex")
+    assert child(dialog, QLineEdit, "agentExtraArgs").text() == ""
+    assert dialog.agents.pending() == {}

@@ -1,0 +1,127 @@
+"""The Behaviour page: how stops and the no-output watchdog behave, quitting, notifications."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tolaria.settings import Settings
+from tolaria.ui import theme
+
+_FIELD_WIDTH = 140
+
+
+def _with_hint(field: QWidget | QHBoxLayout, text: str, parent: QWidget) -> QWidget:
+    """The field at its natural width, its explanation right under it."""
+    box = QWidget(parent)
+    column = QVBoxLayout(box)
+    column.setContentsMargins(0, 0, 0, 6)
+    column.setSpacing(2)
+    row = QHBoxLayout()
+    if isinstance(field, QHBoxLayout):
+        row.addLayout(field)
+    else:
+        row.addWidget(field)
+    row.addStretch(1)
+    column.addLayout(row)
+    label = QLabel(text, box)
+    label.setWordWrap(True)
+    label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+    column.addWidget(label)
+    return box
+
+
+class BehaviourPage(QWidget):
+    #: A value was changed.
+    changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("behaviourPage")
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        layout.addLayout(form)
+        self.grace = QDoubleSpinBox(self)
+        self.grace.setObjectName("graceSeconds")
+        self.grace.setRange(0.1, 60.0)
+        self.grace.setSingleStep(0.5)
+        self.grace.setSuffix(" s")
+        self.grace.valueChanged.connect(self.changed)
+        self.grace.setFixedWidth(_FIELD_WIDTH)
+        form.addRow("Stop grace period", _with_hint(
+            self.grace, "After Stop, how long the agent's processes get to exit after SIGTERM "
+                        "before they are killed (SIGKILL).", self))
+        polite_row = QHBoxLayout()
+        self.polite_own = QCheckBox("Each agent's own", self)
+        self.polite_own.setObjectName("politeWindowDefault")
+        self.polite_own.toggled.connect(self._on_polite_own_toggled)
+        self.polite = QSpinBox(self)
+        self.polite.setObjectName("politeWindowMs")
+        self.polite.setRange(0, 60_000)
+        self.polite.setSingleStep(100)
+        self.polite.setSuffix(" ms")
+        self.polite.valueChanged.connect(self.changed)
+        self.polite.setFixedWidth(_FIELD_WIDTH)
+        polite_row.addWidget(self.polite_own)
+        polite_row.addWidget(self.polite)
+        form.addRow("Polite-stop window", _with_hint(
+            polite_row, "How long an agent may take to stop when asked nicely (Ctrl+C, its "
+                        "protocol's cancel) before the whole tree is stopped.", self))
+        self.watchdog = QDoubleSpinBox(self)
+        self.watchdog.setObjectName("watchdogSeconds")
+        self.watchdog.setRange(5.0, 3600.0)
+        self.watchdog.setSingleStep(5.0)
+        self.watchdog.setSuffix(" s")
+        self.watchdog.valueChanged.connect(self.changed)
+        self.watchdog.setFixedWidth(_FIELD_WIDTH)
+        form.addRow("No-output notice after", _with_hint(
+            self.watchdog, "A running turn silent this long offers to restart it (it never "
+                           "restarts by itself).", self))
+        self.confirm_quit = QCheckBox("Ask before quitting while chats are running", self)
+        self.confirm_quit.setObjectName("confirmQuit")
+        self.confirm_quit.toggled.connect(self.changed)
+        form.addRow("Quit", self.confirm_quit)
+        self.notify = QCheckBox("Notify me when a chat I am not looking at finishes", self)
+        self.notify.setObjectName("notifyBackground")
+        self.notify.toggled.connect(self.changed)
+        form.addRow("Notifications", self.notify)
+        layout.addStretch(1)
+
+    def set_settings(self, settings: Settings) -> None:
+        for widget in (self.grace, self.polite, self.polite_own, self.watchdog,
+                       self.confirm_quit, self.notify):
+            widget.blockSignals(True)
+        self.grace.setValue(settings.grace_seconds)
+        own = settings.polite_window_ms is None
+        self.polite_own.setChecked(own)
+        self.polite.setValue(settings.polite_window_ms or 1000)
+        self.polite.setEnabled(not own)
+        self.watchdog.setValue(settings.watchdog_seconds)
+        self.confirm_quit.setChecked(settings.confirm_quit)
+        self.notify.setChecked(settings.notify_background)
+        for widget in (self.grace, self.polite, self.polite_own, self.watchdog,
+                       self.confirm_quit, self.notify):
+            widget.blockSignals(False)
+
+    def apply(self, settings: Settings) -> Settings:
+        return replace(
+            settings, grace_seconds=float(self.grace.value()),
+            polite_window_ms=None if self.polite_own.isChecked() else int(self.polite.value()),
+            watchdog_seconds=float(self.watchdog.value()),
+            confirm_quit=self.confirm_quit.isChecked(),
+            notify_background=self.notify.isChecked())
+
+    def _on_polite_own_toggled(self, own: bool) -> None:
+        self.polite.setEnabled(not own)
+        self.changed.emit()

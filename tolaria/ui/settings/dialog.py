@@ -1,0 +1,212 @@
+"""The Preferences window (Ctrl+,): Agents, Shortcuts and Behaviour pages and one Save.
+
+Non-modal (``show()``), so chats keep running and the chat window stays usable while it is
+open. It emits intents; ``tolaria.qt.settings_controller`` writes the files and answers with
+facts. Save is disabled while any field is invalid or shortcuts conflict; a broken settings
+file on disk is named (file, line, problem) and never saved over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tolaria.agent_config import AgentOverrides
+from tolaria.core.adapters import Manifest
+from tolaria.core.discovery import Detection
+from tolaria.settings import Settings
+from tolaria.ui import theme
+from tolaria.ui.settings.agents_page import AgentsPage
+from tolaria.ui.settings.behaviour_page import BehaviourPage
+from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
+from tolaria.ui.settings.fields import ErrorLabel
+from tolaria.ui.settings.shortcuts_page import ShortcutsPage
+
+
+def open_file(path: Path) -> None:
+    """Open a settings file in the user's editor (whatever the desktop has for .toml)."""
+    QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+
+
+class SettingsDialog(QDialog):
+    #: Write the settings and the edited agents' overrides: Settings, dict[str, AgentOverrides].
+    save_requested = Signal(object, object)
+    #: Write a custom agent's manifest: data, the id it replaces (or None).
+    custom_agent_save_requested = Signal(object, object)
+    #: The window closed: running Tests are cancelled.
+    closed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("settingsDialog")
+        self.setWindowTitle("Preferences — Tolaria")
+        self.setModal(False)
+        self.resize(860, 640)
+        self._settings = Settings()
+        self._file: Path | None = None
+        self.custom_dialog: CustomAgentDialog | None = None
+        layout = QVBoxLayout(self)
+        banner_row = QHBoxLayout()
+        self.file_problem = ErrorLabel("settingsFileProblem", self)
+        self.file_problem.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        banner_row.addWidget(self.file_problem, 1)
+        self.open_file_button = QPushButton("Open the file", self)
+        self.open_file_button.setObjectName("openSettingsFile")
+        self.open_file_button.setAutoDefault(False)
+        self.open_file_button.setVisible(False)
+        self.open_file_button.clicked.connect(self._on_open_file_button_clicked)
+        banner_row.addWidget(self.open_file_button)
+        layout.addLayout(banner_row)
+        self.tabs = QTabWidget(self)
+        self.tabs.setObjectName("settingsTabs")
+        self.agents = AgentsPage(self)
+        self.shortcuts = ShortcutsPage(self)
+        self.behaviour = BehaviourPage(self)
+        self.tabs.addTab(self.agents, "&Agents")
+        self.tabs.addTab(self.shortcuts, "&Shortcuts")
+        self.tabs.addTab(self.behaviour, "&Behaviour")
+        layout.addWidget(self.tabs, 1)
+        self.save_error = ErrorLabel("settingsSaveError", self)
+        layout.addWidget(self.save_error)
+        buttons = QHBoxLayout()
+        self.status = QLabel(self)
+        self.status.setObjectName("settingsStatus")
+        self.status.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        buttons.addWidget(self.status, 1)
+        self.save_button = QPushButton("Save", self)
+        self.save_button.setObjectName("settingsSave")
+        self.save_button.setAutoDefault(False)
+        self.save_button.setToolTip("Changes apply to the next run; running chats are unaffected")
+        self.save_button.clicked.connect(self._on_save_button_clicked)
+        close = QPushButton("Close", self)
+        close.setObjectName("settingsClose")
+        close.setAutoDefault(False)
+        close.clicked.connect(self.close)
+        buttons.addWidget(self.save_button)
+        buttons.addWidget(close)
+        layout.addLayout(buttons)
+        for page in (self.agents, self.shortcuts, self.behaviour):
+            page.changed.connect(self._on_page_changed)
+        self.agents.add_requested.connect(self._on_agents_add_requested)
+
+    # -- facts --------------------------------------------------------------------------------
+    def set_settings(self, settings: Settings) -> None:
+        self._settings = settings
+        self.shortcuts.set_settings(settings)
+        self.behaviour.set_settings(settings)
+        self._refresh_save()
+
+    def set_agents(self, manifests: Sequence[Manifest], overrides: Mapping[str, AgentOverrides],
+                   model_lists: set[str], select: str | None = None) -> None:
+        self.agents.set_agents(manifests, overrides, model_lists, select)
+        self._refresh_save()
+
+    def show_file_problems(self, path: Path, problems: Sequence[str]) -> None:
+        """The settings file is broken: say where and why; saving will be refused."""
+        self._file = path
+        text = ("\n".join(f"⚠ {p}" for p in problems)
+                + "\nSaving is refused until the file is fixed (it is never overwritten)."
+                if problems else "")
+        self.file_problem.show_message(text)
+        self.open_file_button.setVisible(bool(problems))
+
+    def show_saved(self) -> None:
+        self.save_error.show_message("")
+        self.agents.mark_saved()
+        self.status.setText("Saved. New runs use these settings.")
+        self._refresh_save()
+
+    def show_save_failed(self, message: str) -> None:
+        self.status.clear()
+        self.save_error.show_message(message)
+        self.open_file_button.setVisible(self._file is not None)
+
+    def show_detection(self, agent_id: str, found: Detection) -> None:
+        self.agents.show_detection(agent_id, found)
+
+    def show_test_result(self, agent_id: str, result: Any) -> None:
+        if result is None:
+            self.agents.show_test_result(agent_id, None, "")
+            return
+        ok = bool(getattr(result, "ok", False))
+        version = getattr(result, "version", None)
+        message = str(getattr(result, "message", "") or "")
+        detail = str(getattr(result, "detail", "") or "")
+        if ok:
+            text = "✓ Works" + (f": {version}" if version else "") + (
+                f" — {message}" if message else "")
+        else:
+            text = "✗ " + (message or "The test failed") + (f"\n{detail}" if detail else "")
+        self.agents.show_test_result(agent_id, ok, text)
+
+    def show_models(self, agent_id: str, models: Sequence[str], error: str) -> None:
+        self.agents.show_models(agent_id, models, error)
+
+    def open_custom_agent(self, data: dict[str, Any] | None, replace_id: str | None) -> None:
+        if self.custom_dialog is not None:
+            self.custom_dialog.close()
+        dialog = CustomAgentDialog(data, replace_id, frozenset(self.agents.agent_ids()), self)
+        dialog.save_requested.connect(self.custom_agent_save_requested)
+        dialog.finished.connect(self._on_custom_dialog_finished)
+        self.custom_dialog = dialog
+        dialog.open()
+
+    def custom_agent_saved(self, agent_id: str) -> None:
+        if self.custom_dialog is not None:
+            self.custom_dialog.accept()
+        self.status.setText(f"Saved the agent {agent_id}.")
+        self.agents.select(agent_id)
+
+    def custom_agent_failed(self, message: str) -> None:
+        if self.custom_dialog is not None:
+            self.custom_dialog.show_failure(message)
+
+    # -- queries ------------------------------------------------------------------------------
+    def edited_settings(self) -> Settings:
+        return self.behaviour.apply(self.shortcuts.apply(self._settings))
+
+    def can_save(self) -> bool:
+        return self.shortcuts.validate() and self.agents.is_valid()
+
+    # -- intents ------------------------------------------------------------------------------
+    def _refresh_save(self) -> None:
+        self.save_button.setEnabled(self.can_save())
+
+    def _on_page_changed(self) -> None:
+        self.status.clear()
+        self._refresh_save()
+
+    def _on_save_button_clicked(self) -> None:
+        if self.can_save():
+            self.save_requested.emit(self.edited_settings(), self.agents.pending())
+
+    def _on_agents_add_requested(self) -> None:
+        self.open_custom_agent(None, None)
+
+    def _on_custom_dialog_finished(self, _result: int) -> None:
+        self.custom_dialog = None
+
+    def _on_open_file_button_clicked(self) -> None:
+        if self._file is not None:
+            open_file(self._file)
+
+    def done(self, result: int) -> None:
+        # Every way out ends here: Close, the title bar (closeEvent -> reject) and Esc.
+        was_visible = self.isVisible()
+        self.agents.stop_timers()
+        super().done(result)
+        if was_visible:
+            self.closed.emit()

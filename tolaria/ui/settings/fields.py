@@ -1,0 +1,85 @@
+"""Small building blocks of the settings pages: an inline error label and a path chooser."""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+
+from tolaria.ui import theme
+
+
+def error_text_color() -> QColor:
+    """Red enough to read as an error on light and dark palettes."""
+    return theme.mix(theme.text(), QColor(220, 50, 47), 0.8)
+
+
+class ErrorLabel(QLabel):
+    """The message of one invalid field, right under it; hidden while the field is valid."""
+
+    def __init__(self, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName(name)
+        self.setWordWrap(True)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setStyleSheet(f"color: {theme.css(error_text_color())};")
+        self.setVisible(False)
+
+    def show_message(self, message: str) -> None:
+        self.setText(message)
+        # isHidden, not isVisible: the page itself may not be shown yet.
+        self.setVisible(bool(message))
+
+
+class PathField(QWidget):
+    """A line edit plus "Browse…" (a non-modal chooser: ``open()``, never ``exec()``)."""
+
+    #: The text changed (typed or chosen): text.
+    edited = Signal(str)
+
+    def __init__(self, name: str, placeholder: str, folder: bool,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._folder = folder
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.edit = QLineEdit(self)
+        self.edit.setObjectName(name)
+        self.edit.setPlaceholderText(placeholder)
+        self.edit.setClearButtonEnabled(True)
+        self.edit.textEdited.connect(self.edited)
+        layout.addWidget(self.edit, 1)
+        self.browse = QPushButton("Browse…", self)
+        self.browse.setObjectName(f"{name}Browse")
+        self.browse.setAutoDefault(False)
+        self.browse.clicked.connect(self._on_browse_clicked)
+        layout.addWidget(self.browse)
+        self._dialog: QFileDialog | None = None
+
+    def text(self) -> str:
+        return self.edit.text().strip()
+
+    def set_text(self, text: str) -> None:
+        self.edit.setText(text)
+
+    def _on_browse_clicked(self) -> None:
+        start = self.text() or os.path.expanduser("~")
+        title = "Choose a folder" if self._folder else "Choose the agent's program"
+        dialog = QFileDialog(self, title, start if os.path.isdir(start) else os.path.dirname(start))
+        if self._folder:
+            dialog.setFileMode(QFileDialog.FileMode.Directory)
+            dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        else:
+            dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.fileSelected.connect(self._on_dialog_file_selected)
+        self._dialog = dialog
+        dialog.open()
+
+    def _on_dialog_file_selected(self, path: str) -> None:
+        self._dialog = None
+        if path:
+            self.edit.setText(path)
+            self.edited.emit(path)
