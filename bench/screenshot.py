@@ -31,7 +31,31 @@ async def until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-un
         await asyncio.sleep(0.05)
 
 
-async def shoot(out: Path) -> None:
+async def shoot_settings(app, out: Path) -> None:  # type: ignore[no-untyped-def]
+    """The Preferences window (Agents page, the demo agent selected, its Test run)."""
+    from PySide6.QtWidgets import QPushButton
+
+    from tolaria.ui.settings import SettingsDialog
+
+    app.window.preferences_action.trigger()
+    dialog = app.window.findChild(SettingsDialog, "settingsDialog")
+    assert dialog is not None
+    dialog.resize(900, 660)
+    dialog.tabs.setCurrentIndex(0)
+    await asyncio.sleep(2.0)  # detection of every agent runs in the background
+    test = dialog.findChild(QPushButton, "agentTestButton")
+    if test is not None and test.isEnabled():
+        os.environ["TOLARIA_DEMO_TOOL_SECONDS"] = "0.2"  # the Test's tiny turn runs the demo too
+        test.click()
+        await asyncio.sleep(0.2)
+        await until(lambda: test.text() == "Test", timeout=60)
+    if not dialog.grab().save(str(out)):
+        raise RuntimeError(f"could not write {out}")
+    print(f"wrote {out}")
+    dialog.close()
+
+
+async def shoot(out: Path, settings_out: Path | None = None) -> None:
     from tolaria.app import Tolaria
 
     app = Tolaria(cwd=str(ROOT))
@@ -67,6 +91,8 @@ async def shoot(out: Path) -> None:
         if not window.grab().save(str(out)):
             raise RuntimeError(f"could not write {out}")
         print(f"wrote {out}")
+        if settings_out is not None:
+            await shoot_settings(app, settings_out)
     finally:
         app.window.force_close()
         await app.shutdown()
@@ -75,6 +101,8 @@ async def shoot(out: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshot.png")
+    parser.add_argument("--settings-out", type=Path, default=ROOT / "docs" / "settings.png",
+                        help="where the Preferences window's picture goes")
     args = parser.parse_args()
     from tolaria.app import make_qapplication
     from tolaria.qt import loop
@@ -83,7 +111,7 @@ def main() -> int:
         os.environ["TOLARIA_HOME"] = home
         os.environ.setdefault("TOLARIA_DEMO_DELAY", "0.002")
         make_qapplication()
-        loop.run(shoot(args.out.resolve()))
+        loop.run(shoot(args.out.resolve(), args.settings_out.resolve()))
     return 0
 
 
