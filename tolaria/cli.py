@@ -138,6 +138,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | None) -> int:
+    for known in adapters.manifests.values():  # kept out of crash reports
+        crash.remember_secrets(known.env)
     if args.run_agent is None:
         if saved is None or saved.agent is None:
             print("tolaria: run needs --agent (or --chat ID to continue a chat with its agent)",

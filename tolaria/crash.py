@@ -5,7 +5,8 @@ in memory; ``asyncio_handler`` is the event loop's exception handler (each loop 
 window's qasync loop, ``tolaria run``'s loop). A report goes to ``<data dir>/crash-reports/``
 (``TOLARIA_HOME`` respected; mode 0600 in a 0700 folder): version, platform, where it happened,
 the traceback and the recent log lines. Never the process environment, never argv (a prompt may
-hold anything). Everything written passes through ``redact``: values of environment variables
+hold anything). Everything written passes through ``redact`` (and so do the log lines the
+process prints once ``install`` ran): values of environment variables
 whose names look secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``...) wherever they
 appear, and secret-looking text (``sk-...`` keys, ``Bearer ...``, ``FOO_TOKEN=...``).
 
@@ -63,16 +64,30 @@ _SECRET_TEXT = [
     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
 ]
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
-_ASSIGNMENT = re.compile(r"(?i)\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*)"
+# FOO_TOKEN=..., api_key: ... (case-sensitive on purpose: "KeyError: 'x'" is no assignment).
+_ASSIGNMENT = re.compile(r"\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*"
+                         r"|[a-z0-9_]*(?:api[_-]?key|token|secret|password|passwd)[a-z0-9_]*)"
                          r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)")
 
 
+#: Secret values known besides the environment (e.g. an adapter's ``[env]`` table).
+_known: set[str] = set()
+
+
+def remember_secrets(variables: Mapping[str, str]) -> None:
+    """Redact these variables' values too, when their names look secret (a manifest's ``[env]``
+    may hold a token that is in no environment until the agent runs)."""
+    _known.update(value for name, value in variables.items()
+                  if _SECRET_NAME.search(name) and len(value.strip()) >= MIN_SECRET_CHARS)
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of the environment variables whose names look secret, longest first."""
+    """Values of the environment variables whose names look secret (and the remembered ones),
+    longest first."""
     env = os.environ if environ is None else environ
     found = {value for name, value in env.items()
              if _SECRET_NAME.search(name) and len(value.strip()) >= MIN_SECRET_CHARS}
-    return sorted(found, key=len, reverse=True)
+    return sorted(found | _known, key=len, reverse=True)
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
@@ -103,10 +118,24 @@ class _RecentLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            line = self.format(record)
+            line = self.format(record)  # redacted below even when no other handler did
         except Exception:
             return
         self.lines.append(redact(line[:MAX_LINE_CHARS * 4])[:MAX_LINE_CHARS])
+
+
+class _Redacting(logging.Filter):
+    """Redacts a record in place before a handler writes it (message and traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with contextlib.suppress(Exception):
+            message = record.getMessage()
+            record.msg, record.args = redact(message), None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            if record.exc_text:
+                record.exc_text = redact(record.exc_text)
+        return True
 
 
 _recent = _RecentLog()
@@ -131,6 +160,8 @@ def install(kind: str) -> None:
         default = logging.StreamHandler()
         default.setLevel(logging.WARNING)
         root.addHandler(default)
+    for handler in root.handlers:  # what goes to stderr (or a log file) is redacted too
+        handler.addFilter(_Redacting())
     root.addHandler(_recent)
     previous_hook = sys.excepthook
     previous_thread_hook = threading.excepthook
@@ -140,14 +171,20 @@ def install(kind: str) -> None:
         # No running loop: the exception unwound the whole program (it is about to end).
         fatal = _running_loop() is None and threading.current_thread() is threading.main_thread()
         path = write_report(exc, where="unhandled exception", fatal=fatal)
-        previous_hook(exc_type, exc, tb)
+        if previous_hook is sys.__excepthook__:  # Python's own printout, minus the secrets
+            _print_redacted(exc, "")
+        else:
+            previous_hook(exc_type, exc, tb)
         _tell(path)
 
     def thread_hook(args: threading.ExceptHookArgs) -> None:
         if args.exc_value is not None and not isinstance(args.exc_value, SystemExit):
             name = args.thread.name if args.thread is not None else "?"
             path = write_report(args.exc_value, where=f"thread {name}", fatal=False)
-            previous_thread_hook(args)
+            if previous_thread_hook is threading.__excepthook__:
+                _print_redacted(args.exc_value, f"Exception in thread {name}:\n")
+            else:
+                previous_thread_hook(args)
             _tell(path)
         else:
             previous_thread_hook(args)
@@ -166,6 +203,12 @@ def asyncio_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) ->
                             fatal=False)
     loop.default_exception_handler(context)
     _tell(path)
+
+
+def _print_redacted(exc: BaseException, heading: str) -> None:
+    with contextlib.suppress(Exception):
+        text = heading + "".join(traceback.format_exception(exc))
+        print(redact(text), end="", file=sys.stderr, flush=True)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
