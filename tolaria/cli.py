@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import signal
 import sqlite3
 import sys
-import time
 from typing import Any
 
 from tolaria import __version__, crash
@@ -124,7 +124,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _report_manifest_errors(adapters)
     try:
         saved = None if args.no_save else SavedRun.open(args.chat)
-    except (ChatError, OSError, sqlite3.Error) as exc:
+    except (ChatError, OSError, sqlite3.Error, RuntimeError) as exc:  # RuntimeError: schema
         print(f"tolaria: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT if isinstance(exc, ChatError) else EXIT_ERROR
     try:
@@ -241,13 +241,12 @@ def _cmd_chats(as_json: bool) -> int:
     finally:
         store.close()
     if as_json:
-        print(json.dumps(chats, indent=2, ensure_ascii=False))
-    elif not chats:
+        print(json.dumps([dataclasses.asdict(c) for c in chats], indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for c in chats:
+        print(c.line())
+    if not chats:
         print("no chats")
-    for c in [] if as_json else chats:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(c["updated_at"])))  # type: ignore[arg-type]
-        status = c["last_status"] or "no turns"
-        print(f"{c['id']:>5}  {when}  {c['agent']!s:<12} {status:<11} {c['title']}")
     return EXIT_OK
 
 

@@ -168,6 +168,9 @@ def install(kind: str) -> None:
 
     def excepthook(exc_type: type[BaseException], exc: BaseException,
                    tb: TracebackType | None) -> None:
+        if issubclass(exc_type, KeyboardInterrupt):  # Ctrl+C is no crash
+            previous_hook(exc_type, exc, tb)
+            return
         # No running loop: the exception unwound the whole program (it is about to end).
         fatal = _running_loop() is None and threading.current_thread() is threading.main_thread()
         path = write_report(exc, where="unhandled exception", fatal=fatal)

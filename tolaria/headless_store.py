@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tolaria.core import control
@@ -164,14 +166,30 @@ class SavedRun:
         return out
 
 
-def list_chats(store: Store) -> list[dict[str, object]]:
+@dataclass(frozen=True)
+class ChatSummary:
+    """One line of ``tolaria chats``."""
+
+    id: int
+    title: str
+    agent: str
+    cwd: str | None
+    updated_at: float
+    turns: int
+    last_status: str | None
+    agent_session_id: str | None
+
+    def line(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.updated_at))
+        return (f"{self.id:>5}  {when}  {self.agent:<12} {self.last_status or 'no turns':<11} "
+                f"{self.title}")
+
+
+def list_chats(store: Store) -> list[ChatSummary]:
     """``tolaria chats``: every conversation, newest activity first, with its last turn."""
-    out: list[dict[str, object]] = []
+    out = []
     for c in store.list_conversations():
         turns = store.turns(c.id)
-        last = turns[-1] if turns else None
-        out.append({"id": c.id, "title": c.title, "agent": c.agent, "cwd": c.cwd,
-                    "updated_at": c.updated_at, "turns": len(turns),
-                    "last_status": last.status if last is not None else None,
-                    "agent_session_id": c.agent_session_id})
+        out.append(ChatSummary(c.id, c.title, c.agent, c.cwd, c.updated_at, len(turns),
+                               turns[-1].status if turns else None, c.agent_session_id))
     return out

@@ -6,6 +6,7 @@ See docs/RELIABILITY.md.
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -187,3 +188,9 @@ def test_redact_any_value_of_a_secret_looking_variable() -> None:
 def test_redact_leaves_exception_names_alone() -> None:
     assert crash.redact("KeyError: 'name'", {}) == "KeyError: 'name'"
     assert crash.redact("api_key: abc password=x", {}) == "api_key: *** password=***"
+
+
+def test_ctrl_c_is_no_crash(tolaria_home: Path) -> None:
+    done = _python(tolaria_home, PRELUDE + "    raise KeyboardInterrupt\n")
+    assert done.returncode == -signal.SIGINT and "KeyboardInterrupt" in done.stderr
+    assert _reports(tolaria_home) == []
