@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from tolaria import __version__
+from tolaria import __version__, crash
 from tolaria.core.adapters import load_adapters
 from tolaria.core.control import ControlServer
 from tolaria.core.registry import ProcessRegistry
@@ -48,6 +48,7 @@ class Tolaria:
         broken_file = settings_path() if problems else None
         self.adapters = load_adapters()
         problems += [f"broken adapter manifest: {e}" for e in self.adapters.errors]
+        problems += crash.unseen_notice("gui")  # a crash report left by the last run
         self.preselect = agent is not None or cwd is not None
         self.default_agent = DEFAULT_AGENT
         if agent is not None:
@@ -166,6 +167,7 @@ class Tolaria:
 async def main(agent: str | None = None, cwd: str | None = None) -> int:
     app = Tolaria(agent=agent, cwd=cwd)
     running = asyncio.get_running_loop()
+    running.set_exception_handler(crash.asyncio_handler)
     for sig in (signal.SIGINT, signal.SIGTERM):
         running.add_signal_handler(sig, app.window.force_close)
     try:
@@ -195,5 +197,6 @@ def make_qapplication(argv: Sequence[str] | None = None) -> QApplication:
 def run(agent: str | None = None, cwd: str | None = None) -> int:
     """``tolaria`` with no subcommand."""
     logging.basicConfig(level=logging.WARNING, format="tolaria: %(levelname)s %(name)s: %(message)s")
+    crash.install("gui")
     make_qapplication()
     return loop.run(main(agent, cwd))

@@ -1,6 +1,8 @@
 """The ``tolaria`` command: no subcommand opens the window; subcommands run headless.
 
 Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input.
+``tolaria run`` keeps its turn in the window's store (a new chat, or ``--chat ID``); see
+tolaria/headless_store.py. ``tolaria chats`` lists the stored chats.
 ``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
 ``tolaria models`` and ``tolaria key``: 0 done, 1 endpoint or keyring failure, 2 bad input.
 """
@@ -9,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import signal
+import sqlite3
 import sys
 from typing import Any
 
-from tolaria import __version__
+from tolaria import __version__, crash
 from tolaria.agent_overrides import AgentSettingsError, prepare_run
 from tolaria.core import control, discovery
 from tolaria.core.adapters import AdapterSet, load_adapters
@@ -33,6 +37,7 @@ from tolaria.core.events import (
 from tolaria.core.registry import default_registry
 from tolaria.core.runner import RunRequest, stream_ai_agent
 from tolaria.core.stream_id import InvalidStreamId, new_stream_id, validate_stream_id
+from tolaria.headless_store import ChatError, SavedRun, list_chats, open_store
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -44,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cwd", help="working folder to preselect in the window")
     sub = p.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run one agent turn headless and stream it")
-    run.add_argument("--agent", required=True, dest="run_agent", help="adapter id (see `tolaria agents`)")
+    run.add_argument("--agent", dest="run_agent",
+                     help="adapter id (see `tolaria agents`); with --chat, the chat's agent")
     run.add_argument("--cwd", dest="run_cwd", help="working folder of the agent")
     run.add_argument("--stream-id", help="use this stream id instead of a new one")
     run.add_argument("--json", action="store_true", help="one JSON event per line")
@@ -52,6 +58,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="seconds between SIGTERM and SIGKILL when stopping (default: "
                           "[behaviour] grace_seconds in settings.toml, else 2)")
     run.add_argument("prompt")
+    saving = run.add_mutually_exclusive_group()
+    saving.add_argument("--chat", type=int, metavar="ID",
+                        help="add this turn to a stored chat (see `tolaria chats`); default: a "
+                             "new chat titled from the prompt")
+    saving.add_argument("--no-save", action="store_true",
+                        help="do not keep the turn in the store (nothing to recover or reopen)")
+    chats = sub.add_parser("chats", help="list the stored chats (the window's sidebar)")
+    chats.add_argument("--json", action="store_true")
     agents = sub.add_parser("agents", help="list adapters with detected path and version")
     agents.add_argument("--json", action="store_true")
     streams = sub.add_parser("streams", help="list live runs of every Tolaria process")
@@ -72,8 +86,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command is not None:  # the window installs its own hooks (tolaria.app.run)
+        crash.install("cli")
     if args.command == "run":
         return _cmd_run(args)
+    if args.command == "chats":
+        return _cmd_chats(args.json)
     if args.command == "agents":
         return asyncio.run(_cmd_agents(args.json))
     if args.command == "streams":
@@ -107,6 +125,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
     adapters = load_adapters()
     _report_manifest_errors(adapters)
     try:
+        saved = None if args.no_save else SavedRun.open(args.chat)
+    except (ChatError, OSError, sqlite3.Error, RuntimeError) as exc:  # RuntimeError: schema
+        print(f"tolaria: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT if isinstance(exc, ChatError) else EXIT_ERROR
+    try:
+        return _run_turn(args, adapters, saved)
+    finally:
+        if saved is not None:
+            saved.close()
+            if saved.chat_id is not None and saved.stream_id is not None:
+                print(f"tolaria: saved in chat {saved.chat_id} (continue it with --chat "
+                      f"{saved.chat_id})", file=sys.stderr)
+
+
+def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | None) -> int:
+    for known in adapters.manifests.values():  # kept out of crash reports
+        crash.remember_secrets(known.env)
+    if args.run_agent is None:
+        if saved is None or saved.agent is None:
+            print("tolaria: run needs --agent (or --chat ID to continue a chat with its agent)",
+                  file=sys.stderr)
+            return EXIT_BAD_INPUT
+        args.run_agent = saved.agent
+    try:
         manifest = adapters.get(args.run_agent)
     except KeyError as exc:
         print(f"tolaria: {exc.args[0]}", file=sys.stderr)
@@ -127,8 +169,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     request = RunRequest(manifest=prepared.manifest, prompt=args.prompt,
                          cwd=args.run_cwd or prepared.cwd, retry_limit_s=prepared.retry_limit_s,
                          **prepared.options)
+    if saved is not None:  # the turn goes into the store first (history, resume, chat folder)
+        try:
+            request = saved.begin(request, stream_id, explicit_cwd=args.run_cwd)
+        except ValueError as exc:
+            print(f"tolaria: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     grace = prepared.grace_s if args.grace is None else args.grace
-    printer = _JsonPrinter() if args.json else _TextPrinter()
+    printer: Any = _JsonPrinter() if args.json else _TextPrinter()
+    if saved is not None:
+        printer = saved.record(printer)
     done = asyncio.run(_run_with_control(request, stream_id, printer, grace))
     if done.stop_reason == STOP_END_TURN:
         return EXIT_OK
@@ -139,6 +189,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 async def _run_with_control(request: RunRequest, stream_id: str, printer: Any, grace: float) -> Done:
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(crash.asyncio_handler)
     registry = default_registry()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, registry.abort, stream_id)
@@ -190,6 +241,26 @@ class _TextPrinter:
             extra = f"; still alive: {survivors}" if survivors else ""
             print(f"[done: {event.stop_reason}, {event.duration_ms} ms{extra}]", file=sys.stderr,
                   flush=True)
+
+
+def _cmd_chats(as_json: bool) -> int:
+    try:
+        store = open_store()
+    except (OSError, sqlite3.Error, RuntimeError) as exc:
+        print(f"tolaria: cannot open the store: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        chats = list_chats(store)
+    finally:
+        store.close()
+    if as_json:
+        print(json.dumps([dataclasses.asdict(c) for c in chats], indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for c in chats:
+        print(c.line())
+    if not chats:
+        print("no chats")
+    return EXIT_OK
 
 
 async def _cmd_agents(as_json: bool) -> int:

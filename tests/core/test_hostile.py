@@ -1,5 +1,6 @@
 """Hostile input: manifests cannot turn a shell on, other users cannot use the control socket,
-API keys never reach ``tolaria agents`` / ``tolaria run`` output. See docs/RELIABILITY.md.
+API keys never reach ``tolaria agents`` / ``tolaria run`` output, crash reports or the stored
+turn. See docs/RELIABILITY.md.
 
 Covered elsewhere (referenced there): the hostile prompt reaching the agent as one verbatim
 argument (tests/core/test_zoo.py::test_env_marker_and_hostile_prompt_is_one_verbatim_argument)
@@ -29,6 +30,7 @@ from tolaria.core import control
 from tolaria.core.adapters import ManifestError, parse_manifest
 from tolaria.core.control import ControlServer
 from tolaria.core.registry import ProcessRegistry
+from tolaria.core.store import STATUS_INTERRUPTED, Store
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "$(touch pwned); rm -rf ~"
@@ -223,3 +225,45 @@ def test_api_keys_stay_out_of_agents_and_run_output(tolaria_home: Path) -> None:
     assert outputs[4].returncode == 0, outputs[4].stderr
     for result in outputs:
         assert SECRET not in result.stdout + result.stderr
+
+
+#: ``tolaria run`` with a bug in its run path: the exception's message holds the whole manifest
+#: (its ``[env]`` with the secrets) and the key from the environment.
+_BUGGY_RUN = """\
+import os, sys
+from tolaria import cli
+
+async def broken(request, stream_id, printer, grace):
+    raise RuntimeError(f"bug: {request.manifest!r} {os.environ['LEAKY_KEY']}")
+
+cli._run_with_control = broken
+sys.exit(cli.main(["run", "--agent", "leaky-cli", "hi"]))
+"""
+
+
+def test_api_keys_stay_out_of_crash_reports_and_the_stored_turn(tolaria_home: Path) -> None:
+    plain = "plain-password-without-pattern"  # no sk-/Bearer shape: only its name says secret
+    adapters = tolaria_home / "adapters"
+    adapters.mkdir()
+    (adapters / "leaky-cli.toml").write_text(
+        'id = "leaky-cli"\nprotocol = "lines"\n'
+        f'command = [{json.dumps(sys.executable)}, "-c", "print(\'hello\')", "{{prompt}}"]\n'
+        f'[env]\nLEAKY_TOKEN = "{SECRET}"\nLEAKY_PASSWORD = "{plain}"\n')
+    full = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
+    full.update(TOLARIA_HOME=str(tolaria_home), PYTHONPATH=str(ROOT), LEAKY_KEY=SECRET)
+    crashed = subprocess.run([sys.executable, "-c", _BUGGY_RUN], env=full, cwd=tolaria_home,
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert crashed.returncode == 1
+    [report] = (tolaria_home / "data" / "crash-reports").glob("crash-*.txt")
+    text = report.read_text()
+    assert "RuntimeError: bug: Manifest(" in text and "LEAKY_PASSWORD': '***'" in text
+    store_file = tolaria_home / "data" / "tolaria.sqlite3"
+    for output in (text, crashed.stdout, crashed.stderr, store_file.read_bytes().decode("latin-1")):
+        assert SECRET not in output and plain not in output
+    store = Store(store_file)
+    try:
+        [chat] = store.list_conversations()
+        [turn] = store.turns(chat.id)
+        assert turn.status == STATUS_INTERRUPTED  # the run never ended: marked on the way out
+    finally:
+        store.close()
