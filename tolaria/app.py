@@ -18,6 +18,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication
 
 from tolaria import __version__, crash
+from tolaria.core import control
 from tolaria.core.adapters import load_adapters
 from tolaria.core.control import ControlServer
 from tolaria.core.registry import ProcessRegistry
@@ -65,7 +66,8 @@ class Tolaria:
             else:
                 problems.append(f"--cwd {cwd!r} is not a folder; using {self.default_cwd}")
         self.registry = ProcessRegistry()
-        self.store = Store(store_path)
+        # Turns another Tolaria process (`tolaria run`) streams now are not crashed ones.
+        self.store = Store(store_path, live_elsewhere=control.live_stream_ids())
         self.tasks = TaskSet()
         self.bridge = Bridge()
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,

@@ -12,15 +12,13 @@ chat's last turn was answered by the same agent in that session (exactly the win
 tolaria/qt/controller.py, minus the window's kept agent processes); otherwise the earlier turns
 travel in the prompt as the window's "Previous conversation:" preamble (tolaria/qt/history.py).
 
-Opening the store marks every ``running`` turn as interrupted (a crash recovery meant for the
-only process using the file). When another Tolaria process (a window, another ``tolaria run``)
-has live runs right now, their turns are running for real: ``open_store`` then skips that
-recovery (the window recovers them at its next start anyway).
+Opening the store marks ``running`` turns as interrupted (crash recovery), except the turns
+another Tolaria process (a window, another ``tolaria run``) is streaming right now, found through
+the control sockets (``control.live_stream_ids``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import time
@@ -50,25 +48,10 @@ class ChatError(ValueError):
     """A ``--chat`` that names no stored conversation."""
 
 
-class _SharedStore(Store):
-    """The store, minus the start-up recovery while other Tolaria processes run turns."""
-
-    def __init__(self, path: Path | None, *, recover: bool) -> None:
-        self._may_recover = recover
-        super().__init__(path)
-
-    def _recover(self) -> None:
-        if self._may_recover:
-            super()._recover()
-
-
 def open_store(path: Path | None = None) -> Store:
-    """The window's store; see the module docstring for when it skips the crash recovery."""
-    try:
-        live_elsewhere = asyncio.run(control.list_streams())
-    except OSError:  # no socket folder: nobody else can be running
-        live_elsewhere = []
-    return _SharedStore(path, recover=not live_elsewhere)
+    """The window's store. Turns that other Tolaria processes are streaming right now are left
+    running (only turns of crashed processes are marked interrupted)."""
+    return Store(path, live_elsewhere=control.live_stream_ids())
 
 
 def answered_turns(store: Store, conversation_id: int) -> list[Turn]:

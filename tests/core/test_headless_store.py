@@ -21,10 +21,11 @@ from typing import Any
 import pytest
 from helpers import marker_pids, pid_gone
 
+from tolaria.core import control
 from tolaria.core.events import TextDelta
 from tolaria.core.store import STATUS_COMPLETED, STATUS_INTERRUPTED, STATUS_RUNNING, Store
 from tolaria.core.stream_id import new_stream_id
-from tolaria.headless_store import _SharedStore, title_from_prompt
+from tolaria.headless_store import title_from_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = ROOT / "tests" / "fakes"
@@ -149,23 +150,70 @@ def test_chats_when_there_are_none(tolaria_home: Path) -> None:
 
 
 def test_opening_the_store_leaves_other_processes_running_turns_alone(tmp_path: Path) -> None:
-    """``tolaria run`` must not mark a turn that another live process is streaming."""
+    """A store opened while another process streams a turn (``live_elsewhere``, from the control
+    sockets) leaves that turn running and recovers only the crashed ones."""
     db = tmp_path / "t.sqlite3"
     owner = Store(db)
     try:
         chat = owner.create_conversation("x", "demo", None)
-        owner.start_turn(chat.id, new_stream_id(), "demo", "p")
-        guest = _SharedStore(db, recover=False)  # what open_store does while others run turns
-        guest.close()
-        assert owner.turns(chat.id)[0].status == STATUS_RUNNING
-        recovering = _SharedStore(db, recover=True)
-        recovering.close()
+        live, crashed = new_stream_id(), new_stream_id()
+        owner.start_turn(chat.id, live, "demo", "p")
+        owner.start_turn(chat.id, crashed, "demo", "q")
+        Store(db, live_elsewhere={live}).close()
+        status = {t.stream_id: t.status for t in owner.turns(chat.id)}
+        assert status == {live: STATUS_RUNNING, crashed: STATUS_INTERRUPTED}
+        Store(db).close()  # once no process runs it any more, it is recovered too
         assert owner.turns(chat.id)[0].status == STATUS_INTERRUPTED
     finally:
         owner.close()
-    # The override must keep overriding: a renamed store method would silently bring back the
-    # recovery of other processes' turns.
-    assert "_recover" in vars(Store)
+
+
+def test_live_stream_ids_without_any_tolaria_process(tmp_path: Path) -> None:
+    assert control.live_stream_ids(tmp_path / "no-sockets") == set()
+
+
+def test_a_store_opened_while_tolaria_run_streams_leaves_its_turn_running(
+        tolaria_home: Path) -> None:
+    """What the window does at start while a real `tolaria run` streams: that turn stays
+    running (it is not a crashed one), then completes normally."""
+    home = tolaria_home
+    _adapter(home, "ticker", f'protocol = "lines"\ncommand = [{json.dumps(sys.executable)}, '
+             f'{json.dumps(str(FAKES / "tick_agent.py"))}, "{{prompt}}"]\n')
+    sid = new_stream_id()
+    pidfile = home / "tool.pid"
+    app = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--stream-id", sid,
+                            "--agent", "ticker", "tick please"],
+                           env=_env(home, FAKE_PIDFILE=str(pidfile)), cwd=home,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists():
+            assert app.poll() is None and time.monotonic() < deadline, "the ticker never started"
+            time.sleep(0.01)
+        deadline = time.monotonic() + 10
+        while sid not in control.live_stream_ids(home / "run"):
+            assert time.monotonic() < deadline, "tolaria run's control socket never listed it"
+            time.sleep(0.05)
+        store = Store(home / "data" / "tolaria.sqlite3",
+                      live_elsewhere=control.live_stream_ids(home / "run"))
+        try:
+            turn = store.turn_by_stream(sid)
+            assert turn is not None and turn.status == STATUS_RUNNING
+        finally:
+            store.close()
+        assert _tolaria(home, "abort", sid).returncode == 0
+        app.wait(30)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait(10)
+    store = _store(home)
+    try:
+        turn = store.turn_by_stream(sid)
+        assert turn is not None and turn.status == "cancelled"  # stopped, not "interrupted"
+    finally:
+        store.close()
 
 
 # --- crash durability of tolaria run ----------------------------------------------------------

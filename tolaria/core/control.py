@@ -10,6 +10,7 @@ pids; an abort is answered once the stop is complete (tree gone).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -152,6 +153,18 @@ async def list_streams(folder: Path | None = None) -> list[dict[str, Any]]:
             for stream in answer.get("streams", []):
                 streams.append({**stream, "owner_pid": answer.get("pid")})
     return streams
+
+
+def live_stream_ids(folder: Path | None = None, timeout: float = 3.0) -> set[str]:
+    """The stream ids other Tolaria processes of this user are running now (blocking; safe to
+    call with or without a running event loop: it asks from a worker thread). Empty when none
+    answer in time."""
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tolaria-live") as pool:
+        try:
+            streams = pool.submit(asyncio.run, list_streams(folder)).result(timeout)
+        except (OSError, concurrent.futures.TimeoutError):
+            return set()
+    return {str(s["stream_id"]) for s in streams if s.get("stream_id")}
 
 
 async def abort_remote(stream_id: str, folder: Path | None = None) -> bool:

@@ -16,7 +16,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,13 +148,16 @@ class Store(MarkerLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
     def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,
-                 limits: OutputLimits | None = None) -> None:
+                 limits: OutputLimits | None = None, live_elsewhere: Iterable[str] = ()) -> None:
         if flush_interval <= 0:
             raise ValueError("flush_interval must be positive")
         #: What is kept of each turn's output (default: the caps, changed by the environment).
         self.limits = limits if limits is not None else OutputLimits.from_env()
         self.path = path if path is not None else DEFAULT_PATH()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        #: Stream ids other Tolaria processes are running right now (``control.live_stream_ids``):
+        #: their turns are not crashed, so the start-up recovery leaves them alone.
+        self._live_elsewhere = frozenset(live_elsewhere)
         # Lock order: _db_lock before _buf_lock. Appends only take _buf_lock, so a slow write
         # never blocks the thread that reads the agent's output.
         self._db_lock = threading.RLock()
@@ -428,9 +431,14 @@ class Store(MarkerLog):
                 self._conn.execute(f"PRAGMA user_version = {target}")
 
     def _recover(self) -> None:
-        """Turns left running by a crash (or a kill) become interrupted, partial output kept."""
+        """Turns left running by a crash (or a kill) become interrupted, partial output kept;
+        not those another live Tolaria process is streaming (``live_elsewhere``)."""
+        live = sorted(self._live_elsewhere)
+        where = "status = ?"
+        if live:
+            where += f" AND stream_id NOT IN ({', '.join('?' * len(live))})"
         with self._tx():
-            self._interrupt("status = ?", (STATUS_RUNNING,), time.time())
+            self._interrupt(where, (STATUS_RUNNING, *live), time.time())
 
     def _interrupt(self, where: str, args: tuple[Any, ...], now: float) -> None:
         last_event = ("(SELECT created_at FROM events WHERE events.turn_id = turns.id"
