@@ -159,9 +159,18 @@ def live_stream_ids(folder: Path | None = None, timeout: float = 3.0) -> set[str
     """The stream ids other Tolaria processes of this user are running now (blocking; safe to
     call with or without a running event loop: it asks from a worker thread). Empty when none
     answer in time."""
+    def ask() -> list[dict[str, Any]]:
+        # A plain selector loop of its own: the GUI's loop policy (qasync) would build a Qt
+        # event loop, which cannot run outside the main thread.
+        loop = asyncio.SelectorEventLoop()
+        try:
+            return loop.run_until_complete(list_streams(folder))
+        finally:
+            loop.close()
+
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tolaria-live") as pool:
         try:
-            streams = pool.submit(asyncio.run, list_streams(folder)).result(timeout)
+            streams = pool.submit(ask).result(timeout)
         except (OSError, concurrent.futures.TimeoutError):
             return set()
     return {str(s["stream_id"]) for s in streams if s.get("stream_id")}
