@@ -160,8 +160,8 @@ def live_stream_ids(folder: Path | None = None, timeout: float = 3.0) -> set[str
     call with or without a running event loop: it asks from a worker thread). Empty when none
     answer in time."""
     def ask() -> list[dict[str, Any]]:
-        # A plain selector loop of its own: the GUI's loop policy (qasync) would build a Qt
-        # event loop, which cannot run outside the main thread.
+        # A plain selector loop of its own: the GUI's event-loop policy would build a loop
+        # bound to the main thread, which cannot run here.
         loop = asyncio.SelectorEventLoop()
         try:
             return loop.run_until_complete(list_streams(folder))
