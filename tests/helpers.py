@@ -19,9 +19,39 @@ from tolaria.core.adapters import Manifest, StopPolicy
 from tolaria.core.events import Done, Event, TextDelta
 from tolaria.core.registry import ProcessRegistry
 from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.runtimes import make_runtime
+from tolaria.core.runtimes.base import Outcome
 from tolaria.core.stream_id import new_stream_id
 
 FAKE_AGENT = Path(__file__).resolve().parent / "fakes" / "fake_agent.py"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def parse_fixture(cli: str, name: str, protocol: str,
+                  stream_id: str) -> tuple[list[Event], Outcome | None]:
+    """Feed ``fixtures/<cli>/<name>`` line by line through the ``protocol`` runtime."""
+    rt = make_runtime(protocol, stream_id, cli)
+    events: list[Event] = []
+    for line in (FIXTURES / cli / name).read_text().splitlines():
+        events.extend(rt.feed(line))
+    events.extend(rt.finish())
+    assert all(e.stream_id == stream_id for e in events)
+    return events, rt.outcome()
+
+
+def assert_history_valid(messages: list[dict[str, Any]]) -> None:
+    """Every tool call id of an assistant message is answered by a tool message before the next
+    non-tool message, and no tool message answers an unknown id."""
+    pending: set[str] = set()
+    for message in messages:
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in pending, message
+            pending.discard(message["tool_call_id"])
+            continue
+        assert not pending, f"unanswered tool calls {pending} before {message}"
+        if message["role"] == "assistant":
+            pending = {c["id"] for c in message.get("tool_calls", [])}
+    assert not pending
 
 
 def fake_manifest(mode: str, protocol: str = "claude-stream-json", polite: str = "none",

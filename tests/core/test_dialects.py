@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import assert_run_gone, async_test, start_run, wait_pidfile
+from helpers import assert_run_gone, async_test, parse_fixture, start_run, wait_pidfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,13 +40,7 @@ DIALECTS = {"codex": "codex-exec-json", "gemini": "gemini-stream-json",
 
 def parse(name: str, protocol: str | None = None) -> tuple[list[Event], Outcome | None]:
     cli = name.split("_", 1)[0]
-    rt = make_runtime(protocol or DIALECTS[cli], SID, cli)
-    events: list[Event] = []
-    for line in (FIXTURES / cli / name).read_text().splitlines():
-        events.extend(rt.feed(line))
-    events.extend(rt.finish())
-    assert all(e.stream_id == SID for e in events)
-    return events, rt.outcome()
+    return parse_fixture(cli, name, protocol or DIALECTS[cli], SID)
 
 
 def text_of(events: list[Event]) -> str:

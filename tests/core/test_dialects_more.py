@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import assert_run_gone, async_test, start_run
+from helpers import assert_run_gone, async_test, parse_fixture, start_run
 
 from tolaria.core.adapters import Manifest, StopPolicy, load_adapters
 from tolaria.core.events import (
@@ -36,13 +36,7 @@ DIALECTS = {"cursor": "cursor-stream-json", "pi": "pi-json"}
 
 def parse(name: str) -> tuple[list[Event], Outcome | None]:
     cli = name.split("_", 1)[0]
-    rt = make_runtime(DIALECTS[cli], SID, cli)
-    events: list[Event] = []
-    for line in (FIXTURES / cli / name).read_text().splitlines():
-        events.extend(rt.feed(line))
-    events.extend(rt.finish())
-    assert all(e.stream_id == SID for e in events)
-    return events, rt.outcome()
+    return parse_fixture(cli, name, DIALECTS[cli], SID)
 
 
 def text_of(events: list[Event]) -> str:

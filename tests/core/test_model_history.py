@@ -25,7 +25,7 @@ from fakes.fake_openai_server import (
     tool_reply,
     tools_unsupported_reply,
 )
-from helpers import Collector, LiveRun, async_test, wait_until
+from helpers import Collector, LiveRun, assert_history_valid, async_test, wait_until
 
 from tolaria.core.adapters import Manifest
 from tolaria.core.chat_history import (
@@ -77,17 +77,6 @@ def notices(run: LiveRun | Collector) -> list[str]:
     return [e.message for e in events if isinstance(e, Diagnostic) and e.source == NOTICE]
 
 
-def assert_history_valid(messages: list[dict[str, Any]]) -> None:
-    pending: set[str] = set()
-    for message in messages:
-        if message["role"] == "tool":
-            assert message["tool_call_id"] in pending, message
-            pending.discard(message["tool_call_id"])
-            continue
-        assert not pending, f"unanswered tool calls {pending} before {message}"
-        if message["role"] == "assistant":
-            pending = {c["id"] for c in message.get("tool_calls", [])}
-    assert not pending
 
 
 THIRD_TURN = textwrap.dedent("""

@@ -23,7 +23,15 @@ import pytest
 pytest.importorskip("httpx")
 
 from fakes.fake_openai_server import FakeOpenAIServer, Reply, text_reply, tool_reply
-from helpers import Collector, assert_run_gone, async_test, marker_pids, start_run, wait_until
+from helpers import (
+    Collector,
+    assert_history_valid,
+    assert_run_gone,
+    async_test,
+    marker_pids,
+    start_run,
+    wait_until,
+)
 
 from tolaria.core.adapters import Manifest, ManifestError, load_adapters, parse_manifest
 from tolaria.core.cancel import CancellationToken
@@ -67,19 +75,6 @@ def helper(server: FakeOpenAIServer, cwd: Path, collector: Collector | None = No
                       **kwargs)
 
 
-def assert_history_valid(messages: list[dict[str, Any]]) -> None:
-    """Every tool call id of an assistant message is answered by a tool message before the next
-    non-tool message, and no tool message answers an unknown id."""
-    pending: set[str] = set()
-    for message in messages:
-        if message["role"] == "tool":
-            assert message["tool_call_id"] in pending, message
-            pending.discard(message["tool_call_id"])
-            continue
-        assert not pending, f"unanswered tool calls {pending} before {message}"
-        if message["role"] == "assistant":
-            pending = {c["id"] for c in message.get("tool_calls", [])}
-    assert not pending
 
 
 def saved_history(session_id: str | None) -> list[dict[str, Any]]:
