@@ -2,14 +2,14 @@
 
     python bench/crash_store.py [--kills 10]
 
-Each round starts the app's own composition root (``tolaria.app.Tolaria``, offscreen, qasync,
+Each round starts the app's own composition root (``tolaria.app.main.Tolaria``, offscreen, qasync,
 the real ``Store`` under a temporary ``TOLARIA_HOME``) and sends a prompt (``controller.send``,
 what the Send button does) to a ``lines`` agent that prints ``tick N <unix time>`` every 2 ms.
 After a random 0.5-1.5 s the app is SIGKILLed. Then: ``PRAGMA integrity_check``; the turn
 reopened with ``Store()`` must read ``interrupted``; the **loss window** is the kill time minus
 the timestamp of the last tick the store kept (it includes the pipe, the Qt bridge and the
 store's 50 ms flush interval); and no process of the run may be alive 2 s after the kill
-(tolaria.core.watchdog).
+(tolaria.core.process.watchdog).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tolaria.core.events import TextDelta  # noqa: E402
-from tolaria.core.store import Store  # noqa: E402
+from tolaria.core.store.db import Store  # noqa: E402
 
 TICKER = """\
 import sys, time
@@ -45,7 +45,7 @@ while True:
 
 APP = """\
 import asyncio, sys
-from tolaria.app import Tolaria, make_qapplication
+from tolaria.app.main import Tolaria, make_qapplication
 from tolaria.qt import loop
 
 async def main() -> None:

@@ -3,7 +3,7 @@
     python bench/flood_window.py [--mb 1024] [--stop-after-mb 256] [--json]
 
 Each scenario runs in a fresh child process (this script with ``--child``) that builds the app's
-own composition root, ``tolaria.app.Tolaria`` (offscreen, qasync loop, real ``Store`` in a fresh
+own composition root, ``tolaria.app.main.Tolaria`` (offscreen, qasync loop, real ``Store`` in a fresh
 ``TOLARIA_HOME``, real runner and registry), and sends a prompt to a ``lines`` agent that prints
 1 KiB lines (each one a text delta) as fast as it can:
 
@@ -87,8 +87,8 @@ async def child(scenario: str, mb: int, stop_after_mb: int, home: Path) -> dict[
     from helpers import marker_pids  # tests/helpers.py
     from ui_stream import TickRecorder  # bench/ui_stream.py
 
-    from tolaria.app import Tolaria
-    from tolaria.core.adapters import Manifest
+    from tolaria.app.main import Tolaria
+    from tolaria.core.adapters.manifest import Manifest
     from tolaria.core.events import TextDelta
     from tolaria.core.output_cap import OutputLimits
 
@@ -156,7 +156,7 @@ async def child(scenario: str, mb: int, stop_after_mb: int, home: Path) -> dict[
     result["db_bytes"] = sum(p.stat().st_size for p in app.store.path.parent.glob(
         app.store.path.name + "*"))
     # What opening the conversation again reads: the capped turn's events from the file.
-    from tolaria.core.store import Store
+    from tolaria.core.store.db import Store
 
     gc.collect()
     before_kb = _status_kb("VmRSS")
@@ -197,7 +197,7 @@ def main() -> int:
     parser.add_argument("--home", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        from tolaria.app import make_qapplication
+        from tolaria.app.main import make_qapplication
         from tolaria.qt import loop
 
         make_qapplication()

@@ -31,8 +31,8 @@ for extra in (ROOT, ROOT / "tests"):
 
 from helpers import fake_manifest, marker_pids, start_run  # noqa: E402
 
-from tolaria.core.control import ControlServer  # noqa: E402
-from tolaria.core.registry import ProcessRegistry  # noqa: E402
+from tolaria.core.process.control import ControlServer  # noqa: E402
+from tolaria.core.process.registry import ProcessRegistry  # noqa: E402
 from tolaria.core.stream_id import PREFIX, InvalidStreamId, validate_stream_id  # noqa: E402
 
 ORACLE = re.compile(r"ai-agent-stream-[A-Za-z0-9-]{1,64}")

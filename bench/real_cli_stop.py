@@ -46,18 +46,18 @@ for extra in (ROOT, ROOT / "tests" / "e2e"):
 from clis import CLIS, install, run_env  # noqa: E402
 from fake_model import FakeModelServer  # noqa: E402
 
-from tolaria.core import proctree  # noqa: E402
-from tolaria.core.adapters import (  # noqa: E402
+from tolaria.core.adapters.manifest import (  # noqa: E402
     CLAUDE_STREAM_INPUT,
     Manifest,
     build_argv,
     load_adapters,
 )
-from tolaria.core.agent_process import build_env, resolve_program  # noqa: E402
 from tolaria.core.events import Done, Event  # noqa: E402
-from tolaria.core.registry import ProcessRegistry  # noqa: E402
-from tolaria.core.runner import RunRequest, stream_ai_agent  # noqa: E402
+from tolaria.core.process import proctree  # noqa: E402
+from tolaria.core.process.registry import ProcessRegistry  # noqa: E402
 from tolaria.core.stream_id import new_stream_id  # noqa: E402
+from tolaria.core.turns.process_turn import build_env, resolve_program  # noqa: E402
+from tolaria.core.turns.runner import RunRequest, stream_ai_agent  # noqa: E402
 
 PROMPT = "E2E-SLEEP: run the slow command"
 SPAWN_TIMEOUT_S = 120.0

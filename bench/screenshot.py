@@ -56,7 +56,7 @@ async def shoot_settings(app, out: Path) -> None:  # type: ignore[no-untyped-def
 
 
 async def shoot(out: Path, settings_out: Path | None = None) -> None:
-    from tolaria.app import Tolaria
+    from tolaria.app.main import Tolaria
 
     app = Tolaria(cwd=str(ROOT))
     await app.start()
@@ -104,7 +104,7 @@ def main() -> int:
     parser.add_argument("--settings-out", type=Path, default=ROOT / "docs" / "settings.png",
                         help="where the Preferences window's picture goes")
     args = parser.parse_args()
-    from tolaria.app import make_qapplication
+    from tolaria.app.main import make_qapplication
     from tolaria.qt import loop
 
     with tempfile.TemporaryDirectory(prefix="tolaria-shot-") as home:

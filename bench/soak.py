@@ -42,9 +42,9 @@ for extra in (ROOT, ROOT / "tests"):
 from helpers import Collector, fake_manifest, marker_pids  # noqa: E402
 
 from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN  # noqa: E402
-from tolaria.core.registry import ProcessRegistry, Run  # noqa: E402
-from tolaria.core.runner import RunRequest, stream_ai_agent  # noqa: E402
+from tolaria.core.process.registry import ProcessRegistry, Run  # noqa: E402
 from tolaria.core.stream_id import new_stream_id  # noqa: E402
+from tolaria.core.turns.runner import RunRequest, stream_ai_agent  # noqa: E402
 
 #: mode -> (extra env, whether it ends on its own with end_turn, grace for its stop)
 ZOO: dict[str, tuple[dict[str, str], bool, float]] = {

@@ -48,12 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tolaria.core import proctree  # noqa: E402
-from tolaria.core.adapters import Manifest  # noqa: E402
+from tolaria.core.adapters.manifest import Manifest  # noqa: E402
 from tolaria.core.events import Done, Event, Init  # noqa: E402
-from tolaria.core.registry import ProcessRegistry  # noqa: E402
-from tolaria.core.runner import RunRequest, stream_ai_agent  # noqa: E402
+from tolaria.core.process import proctree  # noqa: E402
+from tolaria.core.process.registry import ProcessRegistry  # noqa: E402
 from tolaria.core.stream_id import PREFIX, validate_stream_id  # noqa: E402
+from tolaria.core.turns.runner import RunRequest, stream_ai_agent  # noqa: E402
 
 MARKER = "TOLARIA_STREAM_ID"
 POLL_S = 0.001

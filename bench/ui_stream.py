@@ -2,7 +2,7 @@
 
     QT_QPA_PLATFORM=offscreen python bench/ui_stream.py [--mb 20] [--starts 5] [--json]
 
-*Stall*: the real window (``tolaria.app.Tolaria``, real store, real runner, qasync loop) runs the
+*Stall*: the real window (``tolaria.app.main.Tolaria``, real store, real runner, qasync loop) runs the
 fake agent's ``flood`` mode (``FAKE_FLOOD_LINES`` lines of ~1 KB, each a separate text delta:
 ``--mb 20`` is ~20 MB). A 5 ms precise QTimer records the gap between its ticks from Send until
 the run has finished and the transcript has applied everything; lateness = gap - 5 ms. Reported:
@@ -43,7 +43,7 @@ _FIRST_PAINT = """
 import sys, time
 from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
-import tolaria.app as app_module
+import tolaria.app.main as app_module
 
 class FirstPaint(QObject):
     done = False
@@ -63,7 +63,7 @@ def patched(argv=None):
     qapp.installEventFilter(qapp._first_paint)
     return qapp
 app_module.make_qapplication = patched
-from tolaria.cli import main
+from tolaria.cli.main import main
 sys.exit(main([]))
 """
 
@@ -113,7 +113,7 @@ class TickRecorder:
 async def measure_stall(megabytes: int) -> dict[str, Any]:
     from helpers import fake_manifest  # tests/helpers.py
 
-    from tolaria.app import Tolaria
+    from tolaria.app.main import Tolaria
     from tolaria.ui import blocks
 
     app = Tolaria()
@@ -198,7 +198,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
-    from tolaria.app import make_qapplication
+    from tolaria.app.main import make_qapplication
     from tolaria.qt import loop
 
     with tempfile.TemporaryDirectory(prefix="tolaria-bench-") as home:

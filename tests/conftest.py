@@ -50,7 +50,7 @@ def marked_processes(home_prefix: str | None = None) -> list[psutil.Process]:
 
 
 def _is_watchdog(proc: psutil.Process) -> bool:
-    """The app's one long-lived watchdog (tolaria.core.watchdog): not a leak."""
+    """The app's one long-lived watchdog (tolaria.core.process.watchdog): not a leak."""
     try:
         with open(f"/proc/{proc.pid}/environ", "rb") as fh:
             return b"TOLARIA_WATCHDOG=1" in fh.read().split(b"\0")

@@ -15,13 +15,13 @@ from typing import Any
 
 import psutil
 
-from tolaria.core.adapters import Manifest, StopPolicy
+from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.core.events import Done, Event, TextDelta
-from tolaria.core.registry import ProcessRegistry
-from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.runtimes import make_runtime
 from tolaria.core.runtimes.base import Outcome
 from tolaria.core.stream_id import new_stream_id
+from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
 FAKE_AGENT = Path(__file__).resolve().parent / "fakes" / "fake_agent.py"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -118,7 +118,7 @@ async def wait_until(predicate: Callable[[], object], within: float = 10.0,
 def marker_pids(stream_id: str) -> list[int]:
     """Live (non-zombie) pids whose environment holds exactly ``TOLARIA_STREAM_ID=stream_id``.
 
-    Scans /proc/*/environ directly, independently of tolaria.core.proctree.
+    Scans /proc/*/environ directly, independently of tolaria.core.process.proctree.
     """
     needle = f"TOLARIA_STREAM_ID={stream_id}".encode()
     found = []

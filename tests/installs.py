@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tolaria.core import login_shell
-from tolaria.core.native import RULES, node_platform
+from tolaria.core.programs import login_shell
+from tolaria.core.programs.native import RULES, node_platform
 
 #: Variables that point discovery at install folders; cleared so the machine's own do not leak in.
 INSTALL_VARS = ("NPM_CONFIG_PREFIX", "npm_config_prefix", "NVM_BIN", "NVM_DIR", "PNPM_HOME",

@@ -11,12 +11,12 @@ from typing import Any
 
 from helpers import Collector, marker_pids
 
-from tolaria.core.adapters import Manifest
+from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import Done
-from tolaria.core.keeper import KeeperPool, close_all_kept
-from tolaria.core.registry import ProcessRegistry
-from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
+from tolaria.core.turns.keeper import KeeperPool, close_all_kept
+from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
 KEY = "conversation-1"
 

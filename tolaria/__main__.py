@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from tolaria.cli import main
+from tolaria.cli.main import main
 
 raise SystemExit(main())

@@ -17,10 +17,10 @@ from helpers import async_test
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tolaria.core.adapters import ManifestError, parse_manifest
-from tolaria.core.control import ControlServer
+from tolaria.core.adapters.manifest import ManifestError, parse_manifest
 from tolaria.core.events import Event
-from tolaria.core.registry import ProcessRegistry
+from tolaria.core.process.control import ControlServer
+from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.runtimes import make_runtime
 from tolaria.core.stream_id import InvalidStreamId, is_valid_stream_id, validate_stream_id
 
@@ -270,7 +270,7 @@ def _settings_files() -> st.SearchStrategy[bytes]:
 def test_generated_settings_files_give_settings_or_clear_problems(raw: bytes) -> None:
     import tempfile
 
-    from tolaria.settings import Settings, load_settings
+    from tolaria.config.settings import Settings, load_settings
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "settings.toml"

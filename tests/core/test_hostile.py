@@ -3,9 +3,9 @@ API keys never reach ``tolaria agents`` / ``tolaria run`` output, crash reports 
 turn. See docs/RELIABILITY.md.
 
 Covered elsewhere (referenced there): the hostile prompt reaching the agent as one verbatim
-argument (tests/core/test_zoo.py::test_env_marker_and_hostile_prompt_is_one_verbatim_argument)
+argument (tests/core/process/test_zoo.py::test_env_marker_and_hostile_prompt_is_one_verbatim_argument)
 and the control socket refusing non-id requests
-(tests/core/test_cli.py::test_control_socket_is_private_and_refuses_junk).
+(tests/cli/test_cli.py::test_control_socket_is_private_and_refuses_junk).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 from helpers import async_test, start_run
 
-from tolaria.core import control
-from tolaria.core.adapters import ManifestError, parse_manifest
-from tolaria.core.control import ControlServer
-from tolaria.core.registry import ProcessRegistry
-from tolaria.core.store import STATUS_INTERRUPTED, Store
+from tolaria.core.adapters.manifest import ManifestError, parse_manifest
+from tolaria.core.process import control
+from tolaria.core.process.control import ControlServer
+from tolaria.core.process.registry import ProcessRegistry
+from tolaria.core.store.db import STATUS_INTERRUPTED, Store
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "$(touch pwned); rm -rf ~"
@@ -231,7 +231,7 @@ def test_api_keys_stay_out_of_agents_and_run_output(tolaria_home: Path) -> None:
 #: (its ``[env]`` with the secrets) and the key from the environment.
 _BUGGY_RUN = """\
 import os, sys
-from tolaria import cli
+from tolaria.cli.main import main as cli
 
 async def broken(request, stream_id, printer, grace):
     raise RuntimeError(f"bug: {request.manifest!r} {os.environ['LEAKY_KEY']}")

@@ -21,7 +21,7 @@ def test_core_sources_do_not_mention_qt() -> None:
 
 def test_importing_core_and_cli_loads_no_qt() -> None:
     code = (
-        "import sys, pkgutil, importlib, tolaria.core, tolaria.cli\n"
+        "import sys, pkgutil, importlib, tolaria.core, tolaria.cli.main\n"
         "for m in pkgutil.walk_packages(tolaria.core.__path__, 'tolaria.core.'):\n"
         "    importlib.import_module(m.name)\n"
         "bad = [m for m in sys.modules if m.startswith(('PySide6', 'qasync', 'shiboken'))]\n"

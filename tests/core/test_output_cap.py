@@ -20,7 +20,7 @@ from tolaria.core.events import (
     ToolUpdate,
 )
 from tolaria.core.output_cap import CAP_SOURCE, OutputCap, OutputLimits, clip_item
-from tolaria.core.store import Store
+from tolaria.core.store.db import Store
 
 SID = "ai-agent-stream-capped0001"
 LIMITS = OutputLimits(turn_chars=10_000, item_chars=2_000, tail_chars=500)

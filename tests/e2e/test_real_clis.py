@@ -17,11 +17,11 @@ from conftest import installed_cli
 from fake_model import ECHO_COMMAND, TEXT_REPLY, FakeModelServer
 from helpers import Collector, async_test, marker_pids, pid_gone, wait_until
 
-from tolaria.core.adapters import Manifest, load_adapters
+from tolaria.core.adapters.manifest import Manifest, load_adapters
 from tolaria.core.events import Done, Error, Init, ToolDone, ToolStart
-from tolaria.core.registry import ProcessRegistry
-from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
+from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -167,7 +167,7 @@ async def test_model_setting_reaches_the_model_api(agent: str, model_server: Fak
                                                    tmp_path: Path) -> None:
     """The Settings "model" of an agent goes through its manifest's ``model_args``: the CLI asks
     the model API for exactly that model."""
-    from tolaria.agent_config import AgentOverrides, apply_overrides
+    from tolaria.config.agents import AgentOverrides, apply_overrides
 
     turn = Turn(agent, model_server, tmp_path)
     wanted = f"tolaria-e2e-model-{agent}"

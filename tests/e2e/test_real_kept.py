@@ -21,10 +21,10 @@ from helpers import Collector, async_test, marker_pids, pid_gone, wait_until
 from test_real_clis import TURN_S, manifest, sleep_pids
 
 from tolaria.core.events import Done
-from tolaria.core.keeper import KeeperPool
-from tolaria.core.registry import ProcessRegistry
-from tolaria.core.runner import RunRequest, stream_ai_agent
+from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
+from tolaria.core.turns.keeper import KeeperPool
+from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 from uihelpers import AppDriver
 
-from tolaria.app import Tolaria, make_qapplication
+from tolaria.app.main import Tolaria, make_qapplication
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.loop import attach_running_loop, detach_loop
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from uihelpers import processes_of
 
-from tolaria.core import proctree
+from tolaria.core.process import proctree
 
 
 def _tolaria(qtbot, *args: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]

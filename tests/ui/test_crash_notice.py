@@ -1,5 +1,5 @@
 """The window's process leaves crash reports (a Qt slot, the qasync loop, an exception that ends
-the app) and the next start says so in the problems banner, once. See tolaria/crash.py.
+the app) and the next start says so in the problems banner, once. See tolaria/support/crash.py.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-secret-123"
 
-#: The real ``tolaria.app.run`` (hooks, qasync loop, shutdown), with a start that misbehaves:
+#: The real ``tolaria.app.main.run`` (hooks, qasync loop, shutdown), with a start that misbehaves:
 #: a Qt slot raises, a loop callback raises, then start itself raises and ends the app.
 CRASHING_GUI = textwrap.dedent("""\
     import asyncio, os, sys
     from PySide6.QtCore import QTimer
-    from tolaria import app
+    from tolaria.app.main import main as app
 
     async def start(self):
         def slot():

@@ -8,9 +8,9 @@ from pathlib import Path
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 
-from tolaria.core.adapters import Manifest, StopPolicy
-from tolaria.core.diagnose import AUTH
+from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.core.events import Error
+from tolaria.core.turns.diagnose import AUTH
 from tolaria.ui.blocks import ErrorCard, RetryNotice
 from tolaria.ui.turn_view import TurnView
 

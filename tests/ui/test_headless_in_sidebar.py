@@ -1,4 +1,4 @@
-"""A turn run with ``tolaria run`` (tolaria/headless_store.py) is in the window's sidebar at
+"""A turn run with ``tolaria run`` (tolaria/chats/saved_runs.py) is in the window's sidebar at
 the next start, with its transcript."""
 
 from __future__ import annotations

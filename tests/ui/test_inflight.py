@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QPushButton
 from uihelpers import AppDriver, processes_of
 
 from tolaria.core.events import TextDelta
-from tolaria.core.store import (
+from tolaria.core.store.db import (
     MARKER_MESSAGE_QUEUED,
     MARKER_MESSAGE_UNQUEUED,
     MARKER_MESSAGES_DELIVERED,

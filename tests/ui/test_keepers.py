@@ -10,7 +10,7 @@ import psutil
 from helpers import is_gone, marker_pids
 from uihelpers import AppDriver
 
-from tolaria.core.adapters import Manifest, StopPolicy
+from tolaria.core.adapters.manifest import Manifest, StopPolicy
 
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "fake_claude_stream.py"
 

@@ -10,7 +10,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QComboBox, QListWidget, QPlainTextEdit, QPushButton
 from uihelpers import processes_of
 
-from tolaria.settings import Settings, load_settings, save_settings
+from tolaria.config.settings import Settings, load_settings, save_settings
 
 
 def test_focus_starts_in_the_composer_and_widgets_are_named(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from fakes.fake_openai_server import (
 )
 from PySide6.QtWidgets import QLabel
 
-from tolaria.core.adapters import Manifest
+from tolaria.core.adapters.manifest import Manifest
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from uihelpers import AppDriver, processes_of
 
-from tolaria.core.adapters import Manifest
+from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import Diagnostic, TextDelta, ToolDone
 from tolaria.core.output_cap import CAP_SOURCE
 

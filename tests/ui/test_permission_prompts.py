@@ -17,7 +17,7 @@ from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 from uihelpers import AppDriver, processes_of
 
-from tolaria.core.adapters import Manifest, StopPolicy
+from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.ui.permission_card import PermissionCard
 from tolaria.ui.turn_view import TurnView
 
@@ -178,7 +178,7 @@ def model_server() -> Iterator[object]:
 def test_model_chat_command_asks_first(start_app, model_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from fakes.fake_openai_server import text_reply, tool_reply
 
-    from tolaria.core.command_approval import DECLINED
+    from tolaria.core.modelchat.command_approval import DECLINED
 
     model_server.script(tool_reply(("c1", "run_command", {"command": "touch ran"})),
                         text_reply("As you wish."))

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QMessageBox, QPushButton
 from uihelpers import processes_of
 
 from tolaria.core.events import TextDelta, ToolStart
-from tolaria.core.store import Store
+from tolaria.core.store.db import Store
 
 
 def test_restart_restores_conversations_and_transcripts(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]

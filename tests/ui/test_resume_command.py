@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tolaria.core.adapters import load_adapters
+from tolaria.core.adapters.manifest import load_adapters
 
 RESUMING = """
 id = "demo-subcommand"

@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QPushButt
 from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
 from uihelpers import AppDriver, processes_of
 
-from tolaria import paths
-from tolaria.agent_config import load_overrides
+from tolaria.config.agents import load_overrides
+from tolaria.support import paths
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 
 FAKE_AGENT = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"

@@ -10,8 +10,8 @@ from PySide6.QtWidgets import QCheckBox, QPushButton
 from settingshelpers import child, close_preferences, open_preferences
 from uihelpers import processes_of
 
-from tolaria.core.adapters import Manifest
-from tolaria.settings import load_settings
+from tolaria.config.settings import load_settings
+from tolaria.core.adapters.manifest import Manifest
 
 
 def test_behaviour_settings_are_saved_and_reach_new_runs(start_app, qtbot, home: Path) -> None:  # type: ignore[no-untyped-def]

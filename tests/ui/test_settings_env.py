@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton, QTableW
 from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
 from test_settings_agents import FAKE_AGENT, add_custom_agent, pick_agent
 
-from tolaria.agent_config import MASK, load_overrides
+from tolaria.config.agents import MASK, load_overrides
 
 
 def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_run(  # type: ignore[no-untyped-def]

@@ -6,8 +6,8 @@ from PySide6.QtWidgets import QLineEdit, QMessageBox, QPushButton
 from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
 from test_settings_agents import picker_agents
 
-from tolaria import paths
-from tolaria.agent_config import load_overrides
+from tolaria.config.agents import load_overrides
+from tolaria.support import paths
 
 
 def test_duplicate_then_remove_a_custom_agent(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton
 from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
 from test_settings_agents import pick_agent
 
-from tolaria.agent_config import load_overrides
+from tolaria.config.agents import load_overrides
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 
 

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QComboBox, QKeySequenceEdit, QLabel, QPushButton
 from settingshelpers import child, close_preferences, open_preferences
 from uihelpers import processes_of
 
-from tolaria.settings import load_settings
+from tolaria.config.settings import load_settings
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from helpers import fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextFormat
 
-from tolaria.core.adapters import Manifest
+from tolaria.core.adapters.manifest import Manifest
 from tolaria.ui import blocks
 from tolaria.ui.blocks import MarkdownSegment, RichText
 

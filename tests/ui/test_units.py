@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tolaria.qt.history import MAX_PREAMBLE_CHARS, Exchange, build_prompt
+from tolaria.chats.history import MAX_PREAMBLE_CHARS, Exchange, build_prompt
 from tolaria.ui.markdown import split_markdown
 from tolaria.ui.sidebar import relative_time
 from tolaria.ui.turn_view import format_duration, format_usage, status_from_stop_reason

@@ -11,8 +11,8 @@ from helpers import marker_pids
 from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
-from tolaria.app import Tolaria
-from tolaria.core.adapters import Manifest
+from tolaria.app.main import Tolaria
+from tolaria.core.adapters.manifest import Manifest
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.main_window import MainWindow
 from tolaria.ui.turn_view import TurnView

@@ -99,7 +99,7 @@ class Error(Event):
     """The agent (or Tolaria on its behalf) reports a failure the user must see.
 
     ``message`` is the raw text (the agent's own words). ``category`` (one of
-    ``tolaria.core.diagnose.CATEGORIES``) and ``hint`` (one actionable line naming the agent)
+    ``tolaria.core.turns.diagnose.CATEGORIES``) and ``hint`` (one actionable line naming the agent)
     are empty when nothing better than the raw text is known, and in events stored before
     they existed.
     """

@@ -16,7 +16,7 @@ are asked in the chat through ``PermissionBroker`` (tolaria/qt/permissions.py), 
 the conversation's "allow always" answers in memory.
 
 A stopped turn stays in the history of the next prompt with its partial output: the preamble
-marks it "[stopped by the user]" (tolaria/qt/history.py). When the adapter resumes the agent's own
+marks it "[stopped by the user]" (tolaria/chats/history.py). When the adapter resumes the agent's own
 session instead, the agent keeps what it did itself and nothing extra is sent. A restarted
 (abandoned) turn is left out of the next prompts' history: its re-run took its place.
 """
@@ -30,18 +30,14 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer
 
-from tolaria.core import discovery
-from tolaria.core.adapters import OPENAI_CHAT, AdapterSet
+from tolaria.chats.history import MAX_TURNS, Exchange, build_prompt
+from tolaria.chats.inflight import Launch, MessageQueues, QueuedMessage, join_messages
+from tolaria.chats.run_config import RunConfig
+from tolaria.core.adapters.manifest import OPENAI_CHAT, AdapterSet
 from tolaria.core.events import STOP_ERROR, Done, Error, Event, TextDelta
-from tolaria.core.keeper import KeeperPool
-from tolaria.core.registry import ProcessRegistry
-from tolaria.core.runner import (
-    DEFAULT_GRACE_S,
-    DEFAULT_RETRY_LIMIT_S,
-    RunRequest,
-    stream_ai_agent,
-)
-from tolaria.core.store import (
+from tolaria.core.process.registry import ProcessRegistry
+from tolaria.core.programs import discovery
+from tolaria.core.store.db import (
     MARKER_MESSAGE_QUEUED,
     MARKER_MESSAGE_UNQUEUED,
     MARKER_MESSAGES_DELIVERED,
@@ -52,11 +48,15 @@ from tolaria.core.store import (
     Turn,
 )
 from tolaria.core.stream_id import new_stream_id
+from tolaria.core.turns.keeper import KeeperPool
+from tolaria.core.turns.runner import (
+    DEFAULT_GRACE_S,
+    DEFAULT_RETRY_LIMIT_S,
+    RunRequest,
+    stream_ai_agent,
+)
 from tolaria.qt.bridge import Bridge
-from tolaria.qt.history import MAX_TURNS, Exchange, build_prompt
-from tolaria.qt.inflight import Launch, MessageQueues, QueuedMessage, join_messages
 from tolaria.qt.permissions import PermissionBroker
-from tolaria.qt.run_config import RunConfig
 from tolaria.qt.tasks import TaskSet
 
 log = logging.getLogger(__name__)

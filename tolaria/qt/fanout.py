@@ -19,14 +19,14 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject
 
-from tolaria.core.markers import MARKER_FANOUT_JOB
-from tolaria.core.store import (
+from tolaria.core.store.db import (
     STATUS_CANCELLED,
     STATUS_COMPLETED,
     STATUS_FAILED,
     STATUS_RUNNING,
     Store,
 )
+from tolaria.core.store.markers import MARKER_FANOUT_JOB
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.controller import ChatController
 

@@ -1,6 +1,6 @@
 """Turns the Preferences window's intents into settings-file and adapter calls; reports facts.
 
-Every write goes through :mod:`tolaria.settings` and :mod:`tolaria.agent_config` (atomic, keeps
+Every write goes through :mod:`tolaria.config.settings` and :mod:`tolaria.config.agents` (atomic, keeps
 hand-edits). After a write the adapters are reloaded *in place* (the chat controller and the
 fan-out controller hold the same ``AdapterSet``), so the next run uses them; running runs keep
 the manifest they started with. Detection and the Test button run as tasks; a test is
@@ -19,21 +19,27 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from tolaria import agent_config
-from tolaria.agent_config import AgentOverrides
-from tolaria.core import discovery
-from tolaria.core.adapters import OPENAI_CHAT, AdapterSet, Manifest, ManifestError, load_adapters
-from tolaria.core.registry import ProcessRegistry
+from tolaria.config import agents as agent_config
+from tolaria.config.agents import AgentOverrides
+from tolaria.config.settings import Settings, SettingsFileError, load_settings, save_settings
+from tolaria.core.adapters.manifest import (
+    OPENAI_CHAT,
+    AdapterSet,
+    Manifest,
+    ManifestError,
+    load_adapters,
+)
+from tolaria.core.process.registry import ProcessRegistry
+from tolaria.core.programs import discovery
 from tolaria.qt.tasks import TaskSet
-from tolaria.settings import Settings, SettingsFileError, load_settings, save_settings
 
 log = logging.getLogger(__name__)
 
 
 def _model_lister() -> Callable[..., list[str]] | None:
-    """``list_models`` when this install has it (tolaria/core/models_list.py), else None."""
+    """``list_models`` when this install has it (tolaria/core/modelchat/models_list.py), else None."""
     try:
-        module = importlib.import_module("tolaria.core.models_list")
+        module = importlib.import_module("tolaria.core.modelchat.models_list")
     except ImportError:
         return None
     found = getattr(module, "list_models", None)

@@ -353,7 +353,7 @@ class ErrorCard(QFrame):
         title = QLabel("Error", self)
         title.setStyleSheet(f"color: {theme.css(foreground)}; font-weight: bold;")
         layout.addWidget(title)
-        #: The actionable line (tolaria.core.diagnose); hidden when there is none.
+        #: The actionable line (tolaria.core.turns.diagnose); hidden when there is none.
         self.hint_label = QLabel(hint, self)
         self.hint_label.setObjectName("errorHint")
         self.hint_label.setWordWrap(True)

@@ -15,11 +15,11 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from tolaria.core.acp_updates import PermissionRequest
+from tolaria.chats.inflight import QueuedMessage
+from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
-from tolaria.core.store import MARKER_TURN_RESTARTED, Marker, Turn
-from tolaria.qt.inflight import QueuedMessage
-from tolaria.settings import DEFAULT_WATCHDOG_S
+from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
+from tolaria.core.turns.acp.updates import PermissionRequest
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.permission_card import ANSWER_SHORTCUT

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
 
+from tolaria.chats.inflight import QueuedMessage
+from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import Event
-from tolaria.core.store import Conversation, Marker, Turn
-from tolaria.qt.inflight import QueuedMessage
-from tolaria.settings import DEFAULT_WATCHDOG_S
+from tolaria.core.store.db import Conversation, Marker, Turn
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.stream_routing import PaneRouting
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.core.store import Turn
+from tolaria.core.store.db import Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.fanout import JOB_RUNNING, FanOutJob
 from tolaria.ui.chat_pane import ChatPane

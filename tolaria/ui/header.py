@@ -19,9 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.core.adapters import Manifest
-from tolaria.core.discovery import Detection
-from tolaria.core.store import Conversation
+from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.programs.discovery import Detection
+from tolaria.core.store.db import Conversation
 
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")
 

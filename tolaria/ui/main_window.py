@@ -24,19 +24,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.core.adapters import Manifest
-from tolaria.core.discovery import Detection
-from tolaria.core.events import Done, Event
-from tolaria.core.store import Conversation, Turn
-from tolaria.qt.bridge import Bridge
-from tolaria.qt.fanout import FanOutJob
-from tolaria.settings import (
+from tolaria.config.settings import (
     DEFAULT_NEW_CHAT,
     DEFAULT_RESTART,
     DEFAULT_STOP,
     DEFAULT_STOP_ALL,
     Settings,
 )
+from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.events import Done, Event
+from tolaria.core.programs.discovery import Detection
+from tolaria.core.store.db import Conversation, Turn
+from tolaria.qt.bridge import Bridge
+from tolaria.qt.fanout import FanOutJob
 from tolaria.ui import theme
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from tolaria.qt.inflight import QueuedMessage
+from tolaria.chats.inflight import QueuedMessage
 from tolaria.ui import theme
 
 _PREVIEW_CHARS = 120

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.core.store import Conversation
+from tolaria.core.store.db import Conversation
 from tolaria.ui import theme
 
 ID_ROLE = Qt.ItemDataRole.UserRole

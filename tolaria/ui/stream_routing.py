@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tolaria.core.acp_updates import PermissionRequest
 from tolaria.core.events import Done, Event
+from tolaria.core.turns.acp.updates import PermissionRequest
 from tolaria.ui.chat_pane import ChatPane
 
 

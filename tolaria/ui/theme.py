@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
 
-from tolaria import paths
+from tolaria.support import paths
 
 
 def palette() -> QPalette:

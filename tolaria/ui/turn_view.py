@@ -19,7 +19,6 @@ from typing import TypeVar
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from tolaria.core.acp_updates import PermissionRequest
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -36,6 +35,7 @@ from tolaria.core.events import (
     Usage,
 )
 from tolaria.core.output_cap import CAP_SOURCE, OutputCap, OutputLimits, human_size
+from tolaria.core.turns.acp.updates import PermissionRequest
 from tolaria.ui import theme
 from tolaria.ui.blocks import (
     CHUNK_CHARS,
@@ -50,7 +50,7 @@ from tolaria.ui.permission_card import PermissionCard
 
 W = TypeVar("W", bound=QWidget)
 
-#: ``Diagnostic.source`` of a note for the user (tolaria.core.openai_chat.NOTICE), shown in the
+#: ``Diagnostic.source`` of a note for the user (tolaria.core.modelchat.client.NOTICE), shown in the
 #: turn: "<model> does not support tools ...", "Stopped after N tool rounds ...".
 NOTICE_SOURCE = "notice"
 

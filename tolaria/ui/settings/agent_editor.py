@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.agent_config import AgentOverrides, join_args, split_args, validate_overrides
-from tolaria.core.adapters import OPENAI_CHAT, Manifest
-from tolaria.core.discovery import Detection
+from tolaria.config.agents import AgentOverrides, join_args, split_args, validate_overrides
+from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
+from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
 from tolaria.ui.settings.env_table import EnvTable
 from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color

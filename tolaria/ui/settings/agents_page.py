@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.agent_config import AgentOverrides
-from tolaria.core.adapters import Manifest
-from tolaria.core.discovery import Detection
+from tolaria.config.agents import AgentOverrides
+from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.programs.discovery import Detection
 from tolaria.ui.settings.agent_editor import AgentEditor
 
 _ID = Qt.ItemDataRole.UserRole

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.settings import Settings
+from tolaria.config.settings import Settings
 from tolaria.ui import theme
 
 _FIELD_WIDTH = 140

@@ -21,13 +21,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.agent_config import (
+from tolaria.config.agents import (
     join_args,
     split_args,
     template_manifest,
     validate_manifest_fields,
 )
-from tolaria.core.adapters import OPENAI_CHAT, PROTOCOLS
+from tolaria.core.adapters.manifest import OPENAI_CHAT, PROTOCOLS
 from tolaria.ui import theme
 from tolaria.ui.settings.fields import ErrorLabel
 

@@ -24,10 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.agent_config import AgentOverrides
-from tolaria.core.adapters import Manifest
-from tolaria.core.discovery import Detection
-from tolaria.settings import Settings
+from tolaria.config.agents import AgentOverrides
+from tolaria.config.settings import Settings
+from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
 from tolaria.ui.settings.agents_page import AgentsPage
 from tolaria.ui.settings.behaviour_page import BehaviourPage

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.agent_config import is_secret_name, mask
+from tolaria.config.agents import is_secret_name, mask
 
 _VALUE = Qt.ItemDataRole.UserRole
 

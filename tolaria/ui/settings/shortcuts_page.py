@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.settings import Settings, shortcut_conflicts
+from tolaria.config.settings import Settings, shortcut_conflicts
 from tolaria.ui import theme
 from tolaria.ui.settings.fields import ErrorLabel
 

@@ -1,0 +1,1 @@
+"""The desktop app's composition root: QApplication, loop, wiring, shutdown."""

@@ -1,0 +1,205 @@
+"""The composition root: QApplication, the asyncio loop, wiring, and an orderly shutdown.
+
+Shutdown order matters (see STYLE.md): the app does not quit when its window closes; ``main``
+waits for the window's ``closed`` fact, then stops every run (trees gone, pipes closed), closes
+the control socket and the store, and only then returns and lets the loop end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+from tolaria import __version__
+from tolaria.app.prefs import Preferences
+from tolaria.config.settings import load_settings, settings_path
+from tolaria.core.adapters.manifest import load_adapters
+from tolaria.core.process import control
+from tolaria.core.process.control import ControlServer
+from tolaria.core.process.registry import ProcessRegistry
+from tolaria.core.store.db import Store
+from tolaria.qt import loop
+from tolaria.qt.bridge import Bridge
+from tolaria.qt.compat import protect_singletons
+from tolaria.qt.controller import ChatController
+from tolaria.qt.fanout import FanOutController
+from tolaria.qt.settings_controller import SettingsController
+from tolaria.qt.tasks import TaskSet
+from tolaria.support import crash
+from tolaria.ui import theme
+from tolaria.ui.main_window import MainWindow
+
+log = logging.getLogger(__name__)
+
+DEFAULT_AGENT = "demo"
+
+
+class Tolaria:
+    """Everything one window needs, built in dependency order; ``start``/``shutdown`` are async."""
+
+    def __init__(self, *, agent: str | None = None, cwd: str | None = None,
+                 grace_s: float | None = None, store_path: Path | None = None) -> None:
+        self.settings, problems = load_settings()
+        broken_file = settings_path() if problems else None
+        self.adapters = load_adapters()
+        problems += [f"broken adapter manifest: {e}" for e in self.adapters.errors]
+        problems += crash.unseen_notice("gui")  # a crash report left by the last run
+        self.preselect = agent is not None or cwd is not None
+        self.default_agent = DEFAULT_AGENT
+        if agent is not None:
+            if agent in self.adapters.manifests:
+                self.default_agent = agent
+            else:
+                problems.append(f"--agent {agent!r} is not a known agent; using "
+                                f"{DEFAULT_AGENT!r} (known: "
+                                f"{', '.join(sorted(self.adapters.manifests))})")
+        self.default_cwd = os.getcwd()
+        if cwd is not None:
+            if os.path.isdir(cwd):
+                self.default_cwd = os.path.abspath(cwd)
+            else:
+                problems.append(f"--cwd {cwd!r} is not a folder; using {self.default_cwd}")
+        self.registry = ProcessRegistry()
+        # Turns another Tolaria process (`tolaria run`) streams now are not crashed ones.
+        self.store = Store(store_path, live_elsewhere=control.live_stream_ids())
+        self.tasks = TaskSet()
+        self.bridge = Bridge()
+        self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
+                                         self.tasks,
+                                         grace_s=grace_s if grace_s is not None
+                                         else self.settings.grace_seconds,
+                                         retry_limit_s=self.settings.retry_limit_seconds)
+        self.settings_controller = SettingsController(self.adapters, self.tasks, self.settings,
+                                                      self.registry)
+        # A file that does not parse is reported by both readers: say it once.
+        said = {p.split(": ", 1)[0] for p in problems}
+        problems += [p for p in self.settings_controller.override_problems
+                     if p.split(": ", 1)[0] not in said]
+        self.fanout = FanOutController(self.bridge, self.store, self.controller)
+        self.control = ControlServer(self.registry)
+        self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
+                                 default_cwd=self.default_cwd)
+        if broken_file is not None:
+            self.window.offer_to_open(broken_file)
+        self.window.attach(self.bridge)
+        self.preferences = Preferences(self.window, self.controller, self.settings_controller,
+                                       self.tasks)
+        self.preferences.show_manifests()
+        if grace_s is not None:  # the command line (and tests) win over the settings file
+            self.controller.grace_s = grace_s
+        self._wire()
+        self._closed: asyncio.Future[None] | None = None
+        self._control_started = False
+
+    def _wire(self) -> None:
+        w, c = self.window, self.controller
+        w.new_chat_requested.connect(self._on_window_new_chat_requested)
+        w.open_requested.connect(c.open_conversation)
+        w.send_requested.connect(c.send)
+        w.stop_requested.connect(c.stop)
+        w.stop_all_requested.connect(c.stop_all)
+        w.queue_requested.connect(c.queue)
+        w.unqueue_requested.connect(c.unqueue)
+        w.restart_requested.connect(c.restart)
+        w.permission_answer_requested.connect(c.answer_permission)
+        w.rename_requested.connect(c.rename)
+        w.delete_requested.connect(c.delete)
+        w.agent_change_requested.connect(c.set_agent)
+        w.cwd_change_requested.connect(c.set_cwd)
+        w.fan_out_requested.connect(self._on_window_fan_out_requested)
+        w.stop_job_requested.connect(self.fanout.stop_job)
+        w.closed.connect(self._on_window_closed)
+
+    def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
+        # The agent's default working folder (Preferences) wins for a new chat.
+        self.controller.new_conversation(agent, self.settings_controller.default_cwd(agent) or cwd)
+
+    def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str) -> None:
+        names = {m.id: m.name for m in self.adapters.manifests.values()}
+        self.fanout.start_job(prompt, agents, cwd, names)
+
+    async def start(self) -> None:
+        """Listen for ``tolaria streams``/``abort``, show the window, open a conversation."""
+        try:
+            await self.control.start()
+            self._control_started = True
+        except OSError as exc:
+            self.bridge.problem_reported.emit(f"control socket unavailable: {exc}")
+        conversations = self.controller.load()
+        latest = conversations[0] if conversations else None
+        if latest is None or (self.preselect and self.store.turns(latest.id)):
+            latest = self.controller.new_conversation(self.default_agent, self.default_cwd)
+        elif self.preselect:
+            self.controller.set_agent(latest.id, self.default_agent)
+            self.controller.set_cwd(latest.id, self.default_cwd)
+        self.window.show()
+        self.window.open_conversation(latest.id)
+        self.tasks.spawn(self.preferences.detect_agents(), name="detect-agents")
+
+    def _on_window_closed(self) -> None:
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(None)
+
+    async def wait_closed(self) -> None:
+        if not self.window.isVisible():
+            return
+        self._closed = asyncio.get_running_loop().create_future()
+        await self._closed
+
+    async def shutdown(self) -> None:
+        """Stop every run and wait for their trees to be gone, then close socket and store."""
+        self.preferences.close()
+        self.window.hide()
+        for view in self.window.fan_out_views.values():
+            view.hide()
+        try:
+            await self.controller.shutdown()
+        finally:
+            if self._control_started:
+                await self.control.close()
+            self.store.close()
+
+
+async def main(agent: str | None = None, cwd: str | None = None) -> int:
+    app = Tolaria(agent=agent, cwd=cwd)
+    running = asyncio.get_running_loop()
+    running.set_exception_handler(crash.asyncio_handler)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        running.add_signal_handler(sig, app.window.force_close)
+    try:
+        await app.start()
+        await app.wait_closed()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            running.remove_signal_handler(sig)
+        await app.shutdown()
+    return 0
+
+
+def make_qapplication(argv: Sequence[str] | None = None) -> QApplication:
+    protect_singletons()
+    existing = QApplication.instance()
+    qapp = existing if isinstance(existing, QApplication) else QApplication(
+        list(argv) if argv is not None else sys.argv[:1])
+    qapp.setApplicationName("Tolaria")
+    qapp.setApplicationVersion(__version__)
+    qapp.setDesktopFileName("tolaria")
+    qapp.setWindowIcon(theme.app_icon())
+    # We quit when *we* have stopped every run, not when the last window closes.
+    qapp.setQuitOnLastWindowClosed(False)
+    return qapp
+
+
+def run(agent: str | None = None, cwd: str | None = None) -> int:
+    """``tolaria`` with no subcommand."""
+    logging.basicConfig(level=logging.WARNING, format="tolaria: %(levelname)s %(name)s: %(message)s")
+    crash.install("gui")
+    make_qapplication()
+    return loop.run(main(agent, cwd))

@@ -1,0 +1,158 @@
+"""Composition of the Preferences window: the dialog's intents to the settings controller, its
+facts back to the dialog, the chat window and the chat controller (part of the composition root,
+tolaria/app/main.py).
+
+What a save changes takes effect at once for what comes next: shortcuts are re-bound, the
+picker is refilled (disabled agents hidden), detection runs again with the overrides, and the
+next run is built with the new overrides, grace period and polite window. Running runs keep
+what they started with.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from tolaria.config.agents import AgentOverrides, manifest_data
+from tolaria.config.settings import Settings, settings_path
+from tolaria.core.adapters.manifest import Manifest
+from tolaria.qt.controller import ChatController
+from tolaria.qt.settings_controller import SettingsController
+from tolaria.qt.tasks import TaskSet
+from tolaria.ui.main_window import MainWindow
+from tolaria.ui.settings import SettingsDialog
+from tolaria.ui.settings.dialog import open_file
+
+log = logging.getLogger(__name__)
+
+
+class Preferences:
+    def __init__(self, window: MainWindow, chat: ChatController, settings: SettingsController,
+                 tasks: TaskSet) -> None:
+        self.window = window
+        self.chat = chat
+        self.settings = settings
+        self.tasks = tasks
+        self.dialog: SettingsDialog | None = None
+        self.apply_to_runs(settings.settings)
+        chat.run_config.overrides = settings.overrides
+        window.preferences_requested.connect(self.open)
+        window.open_file_requested.connect(open_file)
+        settings.settings_saved.connect(self._on_settings_saved)
+        settings.save_failed.connect(self._on_save_failed)
+        settings.agents_changed.connect(self._on_agents_changed)
+        settings.detection_finished.connect(self._on_detection_finished)
+        settings.test_finished.connect(self._on_test_finished)
+        settings.models_listed.connect(self._on_models_listed)
+        settings.custom_agent_saved.connect(self._on_custom_agent_saved)
+        settings.custom_agent_failed.connect(self._on_custom_agent_failed)
+
+    def apply_to_runs(self, values: Settings) -> None:
+        self.chat.grace_s = values.grace_seconds
+        self.chat.retry_limit_s = values.retry_limit_seconds
+        self.chat.run_config.settings = values
+
+    def show_manifests(self) -> None:
+        self.window.set_manifests(self.settings.manifests(), disabled=self.settings.disabled())
+
+    async def detect_agents(self) -> None:
+        """Detection for the picker, as the next run would find each program."""
+        found = await self.settings.detect_all()
+        self.chat.bridge.agents_detected.emit(found)
+
+    # -- the dialog ---------------------------------------------------------------------------
+    def open(self) -> SettingsDialog:
+        dialog = self.dialog
+        if dialog is None:
+            dialog = self.dialog = SettingsDialog(self.window)
+            dialog.save_requested.connect(self._on_dialog_save_requested)
+            dialog.custom_agent_save_requested.connect(self.settings.save_custom_agent)
+            dialog.closed.connect(self.settings.cancel_tests)
+            agents = dialog.agents
+            agents.edit_requested.connect(self._on_agents_edit_requested)
+            agents.duplicate_requested.connect(self.settings.duplicate)
+            agents.remove_requested.connect(self.settings.remove)
+            agents.reset_requested.connect(self.settings.reset)
+            agents.detect_requested.connect(self.settings.detect)
+            agents.test_requested.connect(self._on_agents_test_requested)
+            agents.models_requested.connect(self.settings.list_models)
+        if not dialog.isVisible():
+            dialog.agents.discard_edits()
+            dialog.set_settings(self.settings.settings)
+            self._fill_agents(dialog)
+            dialog.show_file_problems(settings_path(), self.settings.file_problems())
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        return dialog
+
+    def _fill_agents(self, dialog: SettingsDialog, select: str | None = None) -> None:
+        manifests = self.settings.manifests()
+        lists = {m.id for m in manifests if self.settings.can_list_models(m)}
+        dialog.set_agents(manifests, self.settings.overrides, lists, select)
+
+    def close(self) -> None:
+        """The app is closing: the window goes, Tests are cancelled, nothing new starts."""
+        self.settings.shutdown()
+        if self.dialog is not None:
+            self.dialog.close()
+
+    # -- intents ------------------------------------------------------------------------------
+    def _on_dialog_save_requested(self, values: Settings,
+                                  overrides: dict[str, AgentOverrides]) -> None:
+        if not self.settings.save(values):
+            return
+        if overrides and not self.settings.save_overrides(overrides):
+            return
+        if self.dialog is not None:
+            self.dialog.set_settings(self.settings.settings)  # as saved (with hand-edits)
+            self.dialog.show_saved()
+
+    def _on_agents_edit_requested(self, agent_id: str) -> None:
+        manifest = self.settings.adapters.manifests.get(agent_id)
+        if manifest is None or self.dialog is None:
+            return
+        self.dialog.open_custom_agent(manifest_data(manifest), agent_id)
+
+    def _on_agents_test_requested(self, agent_id: str, overrides: AgentOverrides) -> None:
+        self.settings.test(agent_id, overrides, overrides.cwd or self.window.default_cwd)
+
+    # -- facts --------------------------------------------------------------------------------
+    def _on_settings_saved(self, values: Settings) -> None:
+        problems = self.window.apply_settings(values)
+        if problems:
+            self.window.show_problems(problems)
+        self.apply_to_runs(values)
+
+    def _on_save_failed(self, message: str) -> None:
+        if self.dialog is not None:
+            self.dialog.show_save_failed(message)
+
+    def _on_agents_changed(self, manifests: Sequence[Manifest],
+                           overrides: dict[str, AgentOverrides]) -> None:
+        self.chat.run_config.overrides = overrides
+        self.show_manifests()
+        if self.dialog is not None:
+            self._fill_agents(self.dialog)
+        if not self.settings.closed:
+            self.tasks.spawn(self.detect_agents(), name="detect-agents")
+
+    def _on_detection_finished(self, agent_id: str, found: object) -> None:
+        if self.dialog is not None:
+            self.dialog.show_detection(agent_id, found)  # type: ignore[arg-type]
+
+    def _on_test_finished(self, agent_id: str, result: object) -> None:
+        if self.dialog is not None:
+            self.dialog.show_test_result(agent_id, result)
+
+    def _on_models_listed(self, agent_id: str, models: list[str], error: str) -> None:
+        if self.dialog is not None:
+            self.dialog.show_models(agent_id, models, error)
+
+    def _on_custom_agent_saved(self, agent_id: str) -> None:
+        if self.dialog is not None:
+            self.dialog.custom_agent_saved(agent_id)
+
+    def _on_custom_agent_failed(self, message: str) -> None:
+        if self.dialog is not None:
+            self.dialog.custom_agent_failed(message)

@@ -1,0 +1,178 @@
+"""``tolaria run`` keeps its turn in the window's store, so it survives a crash and shows up in
+the window's sidebar afterwards.
+
+The same SQLite store as the window (tolaria/core/store/db.py): a conversation per run by default,
+titled from the prompt, or ``--chat ID`` to add a turn to an existing one. Events are appended as
+they are printed; the store's flusher commits them every 50 ms, so a SIGKILL of ``tolaria run``
+loses at most about that much, and the next ``Store()`` opened (the window's, another ``tolaria
+run``'s) reads the turn as ``interrupted`` with its partial output.
+
+A follow-up (``--chat``) continues the agent's own session when the adapter can resume and the
+chat's last turn was answered by the same agent in that session (exactly the window's rule in
+tolaria/qt/controller.py, minus the window's kept agent processes); otherwise the earlier turns
+travel in the prompt as the window's "Previous conversation:" preamble (tolaria/chats/history.py).
+
+Opening the store marks ``running`` turns as interrupted (crash recovery), except the turns
+another Tolaria process (a window, another ``tolaria run``) is streaming right now, found through
+the control sockets (``control.live_stream_ids``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tolaria.chats.history import MAX_TURNS, Exchange, build_prompt  # plain Python, no Qt
+from tolaria.core.adapters.manifest import OPENAI_CHAT
+from tolaria.core.events import Done, Event, TextDelta
+from tolaria.core.process import control
+from tolaria.core.store.db import MARKER_TURN_RESTARTED, Conversation, Store, Turn
+from tolaria.core.turns.runner import RunRequest
+
+#: Same as the window's new-chat title (tolaria/qt/controller.py).
+_TITLE_CHARS = 48
+
+
+def title_from_prompt(prompt: str) -> str:
+    line = " ".join(prompt.split())
+    if not line:
+        return "New chat"
+    return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
+
+
+class ChatError(ValueError):
+    """A ``--chat`` that names no stored conversation."""
+
+
+def open_store(path: Path | None = None) -> Store:
+    """The window's store. Turns that other Tolaria processes are streaming right now are left
+    running (only turns of crashed processes are marked interrupted)."""
+    return Store(path, live_elsewhere=control.live_stream_ids())
+
+
+def answered_turns(store: Store, conversation_id: int) -> list[Turn]:
+    """The conversation's turns without abandoned (restarted) attempts, like the window."""
+    abandoned = {m.turn_id for m in store.markers(conversation_id, MARKER_TURN_RESTARTED)}
+    return [t for t in store.turns(conversation_id) if t.id not in abandoned]
+
+
+class SavedRun:
+    """One ``tolaria run`` turn in the store: ``open`` → ``begin`` → ``record`` → ``close``."""
+
+    def __init__(self, store: Store, conversation: Conversation | None) -> None:
+        self.store = store
+        self.conversation = conversation
+        self.stream_id: str | None = None
+        self._done = False
+
+    @classmethod
+    def open(cls, chat_id: int | None, path: Path | None = None) -> SavedRun:
+        store = open_store(path)
+        conversation = None
+        if chat_id is not None:
+            conversation = store.get_conversation(chat_id)
+            if conversation is None:
+                store.close()
+                raise ChatError(f"no chat {chat_id} (see `tolaria chats`)")
+        return cls(store, conversation)
+
+    @property
+    def agent(self) -> str | None:
+        """The continued chat's agent (the default for ``--agent``)."""
+        return self.conversation.agent if self.conversation is not None else None
+
+    @property
+    def chat_id(self) -> int | None:
+        return self.conversation.id if self.conversation is not None else None
+
+    def begin(self, request: RunRequest, stream_id: str, *, explicit_cwd: str | None) -> RunRequest:
+        """Record the running turn; returns the request with the prompt the agent gets (the
+        history preamble, or the session to resume) and the chat's folder.
+
+        ValueError when ``stream_id`` already has a turn (a reused ``--stream-id``).
+        """
+        agent = request.manifest.id
+        prompt = request.prompt
+        conversation = self.conversation
+        if conversation is None:
+            cwd = os.path.abspath(request.cwd or os.getcwd())
+            conversation = self.store.create_conversation(title_from_prompt(prompt), agent, cwd)
+            earlier: list[Turn] = []
+        else:
+            cwd = os.path.abspath(explicit_cwd) if explicit_cwd else (
+                conversation.cwd or os.path.abspath(request.cwd or os.getcwd()))
+            earlier = answered_turns(self.store, conversation.id)
+            if conversation.agent != agent or conversation.cwd != cwd:
+                conversation = self.store.update_conversation(conversation.id, agent=agent,
+                                                              cwd=cwd)
+        resume_id = None
+        manifest = request.manifest
+        if ((manifest.can_resume or manifest.protocol == OPENAI_CHAT)
+                and conversation.agent_session_id and earlier and earlier[-1].agent == agent
+                and earlier[-1].session_id == conversation.agent_session_id):
+            resume_id = conversation.agent_session_id
+        full_prompt = prompt if resume_id else build_prompt(self._exchanges(earlier), prompt)
+        self.store.start_turn(conversation.id, stream_id, agent, prompt)
+        self.conversation = conversation
+        self.stream_id = stream_id
+        return dataclasses.replace(request, prompt=full_prompt, session_id=resume_id, cwd=cwd)
+
+    def record(self, on_event: Callable[[Event], None]) -> Callable[[Event], None]:
+        """``on_event`` that also stores each event (before passing it on)."""
+
+        def store_then(event: Event) -> None:
+            self.store.append_event(event)
+            if isinstance(event, Done):
+                self._done = True
+            on_event(event)
+
+        return store_then
+
+    def close(self) -> None:
+        """A turn that never got its ``Done`` (a bug, an interrupt before the run started) is
+        marked interrupted; then the store is flushed and closed."""
+        try:
+            if self.stream_id is not None and not self._done:
+                self.store.mark_interrupted(self.stream_id)
+        finally:
+            self.store.close()
+
+    def _exchanges(self, turns: list[Turn]) -> list[Exchange]:
+        out = []
+        for turn in turns[-MAX_TURNS:]:
+            text = "".join(e.text for e in self.store.events(turn.id) if isinstance(e, TextDelta))
+            out.append(Exchange(turn.prompt, text, turn.status))
+        return out
+
+
+@dataclass(frozen=True)
+class ChatSummary:
+    """One line of ``tolaria chats``."""
+
+    id: int
+    title: str
+    agent: str
+    cwd: str | None
+    updated_at: float
+    turns: int
+    last_status: str | None
+    agent_session_id: str | None
+
+    def line(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.updated_at))
+        return (f"{self.id:>5}  {when}  {self.agent:<12} {self.last_status or 'no turns':<11} "
+                f"{self.title}")
+
+
+def list_chats(store: Store) -> list[ChatSummary]:
+    """``tolaria chats``: every conversation, newest activity first, with its last turn."""
+    out = []
+    for c in store.list_conversations():
+        turns = store.turns(c.id)
+        out.append(ChatSummary(c.id, c.title, c.agent, c.cwd, c.updated_at, len(turns),
+                               turns[-1].status if turns else None, c.agent_session_id))
+    return out

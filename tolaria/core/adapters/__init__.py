@@ -1,0 +1,1 @@
+"""Agent manifests (adapters/*.toml): parsing and validation."""

@@ -1,0 +1,1 @@
+"""Direct model chats (OpenAI-compatible HTTP): client, tool loop, keys, saved histories."""

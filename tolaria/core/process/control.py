@@ -1,0 +1,184 @@
+"""The local control socket: ``tolaria streams`` and ``tolaria abort`` from another terminal.
+
+Every Tolaria process that runs agents (GUI or ``tolaria run``) listens on
+``<socket_dir>/<pid>.sock``: a Unix socket, mode 0600 in a 0700 folder, that also checks the
+peer's uid. It speaks one JSON line in, one JSON line out, and knows two requests:
+``{"op": "list"}`` and ``{"op": "abort", "stream_id": ID}``. It accepts stream ids only, never
+pids; an abort is answered once the stop is complete (tree gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import socket
+import struct
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tolaria.core.process.registry import ProcessRegistry, default_registry
+from tolaria.core.stream_id import InvalidStreamId, validate_stream_id
+from tolaria.support import paths
+
+MAX_REQUEST = 4096
+REQUEST_TIMEOUT_S = 5.0
+ABORT_TIMEOUT_S = 60.0
+
+
+def _peer_uid(sock: socket.socket | None) -> int | None:
+    if sock is None or not hasattr(socket, "SO_PEERCRED"):
+        return None
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return int(uid)
+
+
+class ControlServer:
+    def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None) -> None:
+        self.registry = registry or default_registry()
+        self.folder = folder or paths.socket_dir()
+        self.path = self.folder / f"{os.getpid()}.sock"
+        self._server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        self._server = await asyncio.start_unix_server(self._handle, path=str(self.path))
+        os.chmod(self.path, 0o600)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+            self._server = None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            uid = _peer_uid(writer.get_extra_info("socket"))
+            try:
+                # Read the request even when refusing, so the client gets the answer rather
+                # than a broken pipe.
+                line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
+            except (TimeoutError, ValueError, ConnectionError):
+                line = b""
+            if uid is not None and uid != os.getuid():
+                reply: dict[str, Any] = {"ok": False, "error": "refused: another user"}
+            else:
+                reply = await self._answer(line)
+            writer.write(json.dumps(reply).encode() + b"\n")
+            await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _answer(self, line: bytes) -> dict[str, Any]:
+        if not line or len(line) > MAX_REQUEST:
+            return {"ok": False, "error": "empty or oversized request"}
+        try:
+            request = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            return {"ok": False, "error": "request is not JSON"}
+        if not isinstance(request, dict):
+            return {"ok": False, "error": "request is not an object"}
+        op = request.get("op")
+        if op == "list":
+            return {"ok": True, "pid": os.getpid(), "streams": self.registry.live()}
+        if op == "abort":
+            try:
+                stream_id = validate_stream_id(request.get("stream_id"))
+            except InvalidStreamId as exc:
+                return {"ok": False, "error": f"invalid stream id: {exc}"}
+            stopped = await self.registry.abort_and_wait(stream_id)
+            return {"ok": True, "stopped": stopped}
+        return {"ok": False, "error": "unknown request (known: list, abort)"}
+
+
+async def _ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """Send one request to one socket; None when nobody listens there (a stale socket)."""
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), 2.0)
+    except (TimeoutError, ConnectionRefusedError, FileNotFoundError, OSError):
+        _remove_if_stale(path)
+        return None
+    try:
+        writer.write(json.dumps(request).encode() + b"\n")
+        await writer.drain()
+        line = await asyncio.wait_for(reader.readline(), timeout)
+        answer = json.loads(line) if line else None
+        return answer if isinstance(answer, dict) else None
+    except (TimeoutError, ConnectionError, json.JSONDecodeError, OSError):
+        return None
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+
+
+def _remove_if_stale(path: Path) -> None:
+    try:
+        pid = int(path.stem)
+    except ValueError:
+        return
+    if pid != os.getpid() and not psutil.pid_exists(pid):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _sockets(folder: Path | None) -> list[Path]:
+    folder = folder or paths.socket_dir()
+    return sorted(folder.glob("*.sock"))
+
+
+async def list_streams(folder: Path | None = None) -> list[dict[str, Any]]:
+    """Live runs of every Tolaria process of this user (same TOLARIA_HOME)."""
+    answers = await asyncio.gather(*(_ask(p, {"op": "list"}, REQUEST_TIMEOUT_S)
+                                     for p in _sockets(folder)))
+    streams: list[dict[str, Any]] = []
+    for answer in answers:
+        if answer and answer.get("ok"):
+            for stream in answer.get("streams", []):
+                streams.append({**stream, "owner_pid": answer.get("pid")})
+    return streams
+
+
+def live_stream_ids(folder: Path | None = None, timeout: float = 3.0) -> set[str]:
+    """The stream ids other Tolaria processes of this user are running now (blocking; safe to
+    call with or without a running event loop: it asks from a worker thread). Empty when none
+    answer in time."""
+    def ask() -> list[dict[str, Any]]:
+        # A plain selector loop of its own: the GUI's event-loop policy would build a loop
+        # bound to the main thread, which cannot run here.
+        loop = asyncio.SelectorEventLoop()
+        try:
+            return loop.run_until_complete(list_streams(folder))
+        finally:
+            loop.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tolaria-live") as pool:
+        try:
+            streams = pool.submit(ask).result(timeout)
+        except (OSError, concurrent.futures.TimeoutError):
+            return set()
+    return {str(s["stream_id"]) for s in streams if s.get("stream_id")}
+
+
+async def abort_remote(stream_id: str, folder: Path | None = None) -> bool:
+    """Ask every Tolaria process to stop ``stream_id``; True once the owner has stopped it."""
+    validate_stream_id(stream_id)
+    answers = await asyncio.gather(*(_ask(p, {"op": "abort", "stream_id": stream_id},
+                                          ABORT_TIMEOUT_S) for p in _sockets(folder)))
+    return any(bool(a and a.get("ok") and a.get("stopped")) for a in answers)

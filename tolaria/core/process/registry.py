@@ -1,0 +1,163 @@
+"""The process registry: validated stream id -> the run (and its processes).
+
+This is the only way to stop a run. It is keyed by stream id; pids are data it keeps to itself.
+``abort`` is safe from any thread, never blocks, and is idempotent: the first call on a live run
+returns True and schedules the stop on the run's own event loop; any later call, or a call for
+an unknown or finished id, returns False. An abort that lands before the agent process exists is
+remembered: the run then never spawns, or kills the child the moment it appears.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from tolaria.core.process import proctree, watchdog
+from tolaria.core.stream_id import validate_stream_id
+
+PENDING = "pending"  # registered, agent not spawned yet
+RUNNING = "running"  # agent spawned
+STOPPING = "stopping"  # stop requested (by abort)
+FINISHING = "finishing"  # agent exited on its own; cleaning up, too late to abort
+FINISHED = "finished"
+
+
+class DuplicateStreamError(RuntimeError):
+    """A stream id may carry one live run at a time."""
+
+
+@dataclass(eq=False)
+class Run:
+    """Book-keeping of one live run. Mutated under ``ProcessRegistry._lock`` only."""
+
+    stream_id: str
+    agent: str
+    loop: asyncio.AbstractEventLoop
+    cwd: str | None = None
+    started_at: float = field(default_factory=time.time)
+    state: str = PENDING
+    stop_event: asyncio.Event = field(default_factory=asyncio.Event)
+    finished: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.state == STOPPING
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "stream_id": self.stream_id,
+            "agent": self.agent,
+            "state": self.state,
+            "cwd": self.cwd,
+            "started_at": self.started_at,
+        }
+
+
+class ProcessRegistry:
+    def __init__(self) -> None:
+        # Become subreaper now, before anything is spawned, so every child the app starts for
+        # itself inherits the app-child marker and is never mistaken for a run's orphan.
+        proctree.enable_child_subreaper()
+        self._lock = threading.Lock()
+        self._runs: dict[str, Run] = {}
+
+    # -- used by the runner -------------------------------------------------------------------
+    def register(self, run: Run) -> None:
+        with self._lock:
+            if run.stream_id in self._runs:
+                raise DuplicateStreamError(f"stream {run.stream_id} already has a live run")
+            self._runs[run.stream_id] = run
+        # Before anything is spawned: should the app die from here on, its watchdog ends the run.
+        watchdog.run_started(run.stream_id)
+
+    def unregister(self, run: Run) -> None:
+        with self._lock:
+            run.state = FINISHED
+            mine = self._runs.get(run.stream_id) is run
+            if mine:
+                del self._runs[run.stream_id]
+        if mine:
+            watchdog.run_ended(run.stream_id)
+        if not run.finished.done():
+            run.finished.set_result(None)
+
+    def transition(self, run: Run, new_state: str) -> str:
+        """Move a run to RUNNING or FINISHING unless a stop got there first; return the state."""
+        with self._lock:
+            if run.state != STOPPING:
+                run.state = new_state
+            return run.state
+
+    def force_stop(self, run: Run) -> None:
+        """The run's task was cancelled: treat it as a stop unless it is already finishing."""
+        with self._lock:
+            if run.state in (PENDING, RUNNING):
+                run.state = STOPPING
+
+    def live_count(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+    # -- public -------------------------------------------------------------------------------
+    def abort(self, stream_id: str) -> bool:
+        """Request the stop of ``stream_id``'s run. Raises InvalidStreamId for a bad id."""
+        validate_stream_id(stream_id)
+        with self._lock:
+            run = self._runs.get(stream_id)
+            if run is None or run.state not in (PENDING, RUNNING):
+                return False
+            run.state = STOPPING
+        try:
+            run.loop.call_soon_threadsafe(run.stop_event.set)
+        except RuntimeError:
+            # The run's loop is closed: the run cannot be alive any more.
+            return False
+        return True
+
+    async def abort_and_wait(self, stream_id: str) -> bool:
+        """``abort``, then wait until the run has finished (tree gone, ``done`` emitted)."""
+        validate_stream_id(stream_id)
+        with self._lock:
+            run = self._runs.get(stream_id)
+        stopped = self.abort(stream_id)
+        if run is not None:
+            await asyncio.wrap_future(run.finished)
+        return stopped
+
+    def abort_all(self) -> list[str]:
+        """Stop every live run; return the ids a stop was requested for."""
+        with self._lock:
+            ids = list(self._runs)
+        return [sid for sid in ids if self.abort(sid)]
+
+    async def abort_all_and_wait(self) -> list[str]:
+        with self._lock:
+            runs = list(self._runs.values())
+        stopped = self.abort_all()
+        for run in runs:
+            await asyncio.wrap_future(run.finished)
+        return stopped
+
+    def live(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [run.info() for run in self._runs.values()]
+
+    def is_live(self, stream_id: str) -> bool:
+        with self._lock:
+            return stream_id in self._runs
+
+
+_default: ProcessRegistry | None = None
+_default_lock = threading.Lock()
+
+
+def default_registry() -> ProcessRegistry:
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = ProcessRegistry()
+        return _default

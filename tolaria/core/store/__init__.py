@@ -1,0 +1,1 @@
+"""The conversation store (SQLite): chats, turns, events, markers."""

@@ -1,0 +1,515 @@
+"""Conversations, turns and their event logs, persisted in SQLite. See docs/adr/0004.
+
+Appending an event is cheap (a dict lookup and a list append under a lock) because agents can
+stream tens of MB in tiny text deltas; a daemon thread commits the buffer every
+``flush_interval`` seconds, so a crash loses at most about that much. Events that change a turn's
+row (``Init``, ``Usage``, ``Done``) are committed before ``append_event`` returns. The database
+runs in WAL mode with ``synchronous=NORMAL``: a committed transaction survives the process being
+killed (only an OS crash or power loss may roll back the last commits). What is kept of a
+turn's output is capped (tolaria/core/output_cap.py, 32 Mi characters by default): the store never
+writes more than that per turn, plus a notice and the last 64 Ki characters of the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tolaria.core.events import (
+    STOP_CANCELLED,
+    STOP_END_TURN,
+    Diagnostic,
+    Done,
+    Event,
+    Init,
+    TextDelta,
+    ThinkingDelta,
+    Usage,
+    to_dict,
+)
+from tolaria.core.output_cap import OutputCap, OutputLimits
+from tolaria.core.store.markers import (  # re-exported: the store's API
+    MARKER_MESSAGE_QUEUED,
+    MARKER_MESSAGE_UNQUEUED,
+    MARKER_MESSAGES_DELIVERED,
+    MARKER_STOP_REQUESTED,
+    MARKER_TURN_RESTARTED,
+    Marker,
+    MarkerLog,
+)
+from tolaria.core.store.schema import (  # re-exported: the store's API
+    CONV_COLS as _CONV_COLS,
+)
+from tolaria.core.store.schema import (
+    MIGRATIONS as _MIGRATIONS,
+)
+from tolaria.core.store.schema import (
+    SCHEMA_VERSION,
+    STATUS_CANCELLED,
+    STATUS_COMPLETED,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_RUNNING,
+    Conversation,
+    Turn,
+)
+from tolaria.core.store.schema import (
+    TURN_COLS as _TURN_COLS,
+)
+from tolaria.core.store.schema import decode as _decode
+from tolaria.core.store.schema import encode as _encode
+from tolaria.support import paths
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "MARKER_MESSAGES_DELIVERED",
+    "MARKER_MESSAGE_QUEUED",
+    "MARKER_MESSAGE_UNQUEUED",
+    "MARKER_STOP_REQUESTED",
+    "MARKER_TURN_RESTARTED",
+    "SCHEMA_VERSION",
+    "STATUS_CANCELLED",
+    "STATUS_COMPLETED",
+    "STATUS_FAILED",
+    "STATUS_INTERRUPTED",
+    "STATUS_RUNNING",
+    "Conversation",
+    "Marker",
+    "Store",
+    "Turn",
+]
+
+#: Consecutive deltas of one turn are merged into one row up to this many characters.
+COALESCE_MAX_CHARS = 256 * 1024
+
+
+def default_db_path() -> Path:
+    return paths.data_dir() / "tolaria.sqlite3"
+
+
+DEFAULT_PATH: Callable[[], Path] = default_db_path
+
+
+_DELTA_TYPES = (TextDelta, ThinkingDelta)
+#: Events that change the turn or conversation row: committed before append_event returns.
+_ROW_EVENTS = (Init, Usage, Done)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One future event row; deltas keep their texts in ``parts`` until the flush joins them."""
+
+    turn_id: int
+    conversation_id: int
+    seq: int
+    event: Event
+    created_at: float
+    parts: list[str] | None = None
+    size: int = 0
+
+    def row(self) -> tuple[int, int, str, str | bytes, float]:
+        event = self.event
+        if self.parts is not None:
+            event = type(event)(stream_id=event.stream_id, text="".join(self.parts))  # type: ignore[call-arg]
+        try:
+            payload = _encode(to_dict(event))
+        except (TypeError, ValueError) as exc:  # e.g. a tool input with non-string keys
+            # A row that can never be written must not block every later write: keep a note.
+            event = Diagnostic(event.stream_id, source="store",
+                               message=f"could not store a {event.kind} event: {exc}")
+            payload = _encode(to_dict(event))
+        return (self.turn_id, self.seq, event.kind, payload, self.created_at)
+
+
+@dataclass(slots=True)
+class _Live:
+    """A turn that is running in this process: where its next events go."""
+
+    turn_id: int
+    conversation_id: int
+    cap: OutputCap
+    next_seq: int = 0
+    open: _Pending | None = None  # the buffered delta row that the next same-kind delta extends
+
+
+#: A Done's stop reason -> the turn's status; any other reason is a failure.
+_STATUS_BY_STOP = {STOP_END_TURN: STATUS_COMPLETED, STOP_CANCELLED: STATUS_CANCELLED}
+
+
+class Store(MarkerLog):
+    """The conversation store. Thread-safe; ``close`` it when done."""
+
+    def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,
+                 limits: OutputLimits | None = None, live_elsewhere: Iterable[str] = ()) -> None:
+        if flush_interval <= 0:
+            raise ValueError("flush_interval must be positive")
+        #: What is kept of each turn's output (default: the caps, changed by the environment).
+        self.limits = limits if limits is not None else OutputLimits.from_env()
+        self.path = path if path is not None else DEFAULT_PATH()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        #: Stream ids other Tolaria processes are running right now (``control.live_stream_ids``):
+        #: their turns are not crashed, so the start-up recovery leaves them alone.
+        self._live_elsewhere = frozenset(live_elsewhere)
+        # Lock order: _db_lock before _buf_lock. Appends only take _buf_lock, so a slow write
+        # never blocks the thread that reads the agent's output.
+        self._db_lock = threading.RLock()
+        self._buf_lock = threading.Lock()
+        self._buffer: list[_Pending] = []
+        self._live: dict[str, _Live] = {}
+        self._closed = False
+        self._last_tick = 0.0
+        self._conn = sqlite3.connect(
+            str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0
+        )
+        try:
+            self._conn.executescript(
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
+            )
+            self._migrate()
+            self._recover()
+        except BaseException:
+            self._conn.close()
+            raise
+        self._interval = flush_interval
+        self._stop = threading.Event()
+        self._flusher = threading.Thread(
+            target=self._run_flusher, name="tolaria-store-flusher", daemon=True
+        )
+        self._flusher.start()
+
+    # lifecycle
+
+    def close(self) -> None:
+        """Flush, stop the flusher and close the database; idempotent."""
+        with self._buf_lock:
+            if self._closed:
+                return
+            self._closed = True
+            now = time.time()
+            for stream_id, live in list(self._live.items()):  # still running: keep their tails
+                for item in live.cap.finish(stream_id):
+                    self._buffer_locked(live, item, now)
+        self._stop.set()
+        if self._flusher is not threading.current_thread():
+            self._flusher.join()
+        with self._db_lock:
+            try:
+                self._flush_locked()
+            finally:
+                self._live.clear()
+                self._conn.close()
+
+    def flush(self) -> None:
+        """Write the buffered events now."""
+        with self._db_lock:
+            self._flush_locked()
+
+    # conversations
+
+    def create_conversation(self, title: str, agent: str, cwd: str | None) -> Conversation:
+        with self._db_lock, self._tx():
+            now = self._tick()
+            cur = self._conn.execute(
+                "INSERT INTO conversations (title, agent, cwd, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (title, agent, cwd, now, now),
+            )
+            assert cur.lastrowid is not None
+            return Conversation(cur.lastrowid, title, agent, cwd, now, now, None)
+
+    def get_conversation(self, conversation_id: int) -> Conversation | None:
+        rows = self._query(f"SELECT {_CONV_COLS} FROM conversations WHERE id = ?", conversation_id)
+        return Conversation(*rows[0]) if rows else None
+
+    def list_conversations(self) -> list[Conversation]:
+        """Most recently updated first (a turn starting or finishing counts as an update)."""
+        rows = self._query(f"SELECT {_CONV_COLS} FROM conversations ORDER BY updated_at DESC, id DESC")
+        return [Conversation(*row) for row in rows]
+
+    def rename_conversation(self, conversation_id: int, title: str) -> Conversation:
+        """Raises KeyError for an unknown id. Does not bump ``updated_at`` (not activity)."""
+        return self._update_conversation(conversation_id, {"title": title})
+
+    def update_conversation(
+        self, conversation_id: int, *, agent: str | None = None, cwd: str | None = None,
+        agent_session_id: str | None = None,
+    ) -> Conversation:
+        """Set the given fields (``None`` leaves a field unchanged); KeyError for an unknown id."""
+        changes = {"agent": agent, "cwd": cwd, "agent_session_id": agent_session_id}
+        return self._update_conversation(
+            conversation_id, {k: v for k, v in changes.items() if v is not None}
+        )
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        """Delete it with its turns and events; later events of its running turns are ignored."""
+        with self._db_lock:
+            with self._buf_lock:
+                for stream_id, live in list(self._live.items()):
+                    if live.conversation_id == conversation_id:
+                        del self._live[stream_id]
+                self._buffer = [p for p in self._buffer if p.conversation_id != conversation_id]
+            with self._tx():
+                self._conn.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    # turns
+
+    def start_turn(self, conversation_id: int, stream_id: str, agent: str, prompt: str) -> Turn:
+        """Record a running turn; KeyError for an unknown conversation, ValueError for a reused
+        stream id."""
+        with self._db_lock:
+            with self._tx():
+                now = self._tick()
+                self._touch(conversation_id, now)
+                try:
+                    cur = self._conn.execute(
+                        "INSERT INTO turns (conversation_id, stream_id, agent, prompt, status,"
+                        " started_at) VALUES (?, ?, ?, ?, ?, ?)",
+                        (conversation_id, stream_id, agent, prompt, STATUS_RUNNING, now),
+                    )
+                except sqlite3.IntegrityError as exc:
+                    raise ValueError(f"stream id {stream_id!r} already has a turn") from exc
+            assert cur.lastrowid is not None
+            with self._buf_lock:
+                self._live[stream_id] = _Live(cur.lastrowid, conversation_id,
+                                              OutputCap(self.limits))
+        return Turn(cur.lastrowid, conversation_id, stream_id, agent, prompt, STATUS_RUNNING,
+                    None, now, None, None, None, None, None, None)
+
+    def append_event(self, event: Event) -> None:
+        """Buffer ``event`` for its turn. Never raises: events of an unknown or finished stream
+        are ignored, and a failed write is logged and retried by the flusher. What is kept of a
+        turn's output is capped (tolaria/core/output_cap.py): the start, a notice, the tail."""
+        now = time.time()
+        with self._buf_lock:
+            live = self._live.get(event.stream_id)
+            if live is None or self._closed:
+                return
+            if isinstance(event, Done):
+                kept = [*live.cap.finish(event.stream_id), event]
+            else:
+                kept = live.cap.feed(event)
+            for item in kept:
+                self._buffer_locked(live, item, now)
+        if isinstance(event, _ROW_EVENTS):
+            try:
+                self.flush()
+            except Exception:
+                log.exception("could not write %s event of %s", event.kind, event.stream_id)
+
+    def _buffer_locked(self, live: _Live, event: Event, now: float) -> None:
+        if isinstance(event, _DELTA_TYPES):
+            pending = live.open
+            if (pending is not None and type(pending.event) is type(event)
+                    and pending.size < COALESCE_MAX_CHARS):
+                assert pending.parts is not None
+                pending.parts.append(event.text)
+                pending.size += len(event.text)
+                pending.created_at = now
+                return
+            pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now,
+                               [event.text], len(event.text))
+            live.open = pending
+        else:
+            pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now)
+            live.open = None
+            if isinstance(event, Done):
+                del self._live[event.stream_id]
+        live.next_seq += 1
+        self._buffer.append(pending)
+
+    def turns(self, conversation_id: int) -> list[Turn]:
+        """Oldest first."""
+        return self._select_turns("conversation_id = ? ORDER BY id", conversation_id)
+
+    def turn_by_stream(self, stream_id: str) -> Turn | None:
+        found = self._select_turns("stream_id = ?", stream_id)
+        return found[0] if found else None
+
+    def events(self, turn_id: int) -> list[Event]:
+        """The turn's events in order. Consecutive deltas may come back merged into one event
+        (the concatenated text is identical). A row that no longer decodes comes back as a
+        ``Diagnostic`` rather than disappearing."""
+        rows = self._query(
+            "SELECT e.seq, e.payload, t.stream_id FROM events e JOIN turns t ON t.id = e.turn_id"
+            " WHERE e.turn_id = ? ORDER BY e.seq", turn_id, flush=True,
+        )
+        out: list[Event] = []
+        for seq, payload, stream_id in rows:
+            try:
+                out.append(_decode(payload))
+            except ValueError as exc:
+                out.append(Diagnostic(stream_id, source="store",
+                                      message=f"unreadable stored event #{seq}: {exc}"))
+        return out
+
+    def mark_interrupted(self, stream_id: str) -> None:
+        """Finish a running turn whose run vanished without a ``Done``; no-op otherwise."""
+        with self._db_lock:
+            with self._buf_lock:
+                live = self._live.pop(stream_id, None)
+                if live is not None:
+                    for item in live.cap.finish(stream_id):
+                        self._buffer_locked(live, item, time.time())
+            self._flush_locked()
+            with self._tx():
+                row = self._conn.execute(
+                    "SELECT conversation_id FROM turns WHERE stream_id = ? AND status = ?",
+                    (stream_id, STATUS_RUNNING),
+                ).fetchone()
+                if row is None:
+                    return
+                self._interrupt("stream_id = ?", (stream_id,), time.time())
+                self._touch(row[0], self._tick())
+
+    # internals
+
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _tick(self) -> float:
+        """Wall-clock time, strictly increasing within this store (coarse clocks tie)."""
+        self._last_tick = max(time.time(), self._last_tick + 1e-6)
+        return self._last_tick
+
+    def _touch(self, conversation_id: int, now: float) -> None:
+        cur = self._conn.execute(
+            "UPDATE conversations SET updated_at = ? WHERE id = ?", (now, conversation_id)
+        )
+        if cur.rowcount == 0:
+            raise KeyError(conversation_id)
+
+    def _query(self, sql: str, *args: object, flush: bool = False) -> list[Any]:
+        with self._db_lock:
+            if flush:  # read your own writes, buffered deltas included
+                try:
+                    self._flush_locked()
+                except sqlite3.Error:  # still show what is stored; the flusher retries
+                    log.exception("could not write buffered events to %s", self.path)
+            return self._conn.execute(sql, args).fetchall()
+
+    def _select_turns(self, where: str, arg: object) -> list[Turn]:
+        rows = self._query(f"SELECT {_TURN_COLS} FROM turns WHERE {where}", arg, flush=True)
+        return [Turn(*row) for row in rows]
+
+    def _update_conversation(self, conversation_id: int, changes: dict[str, Any]) -> Conversation:
+        with self._db_lock:
+            if changes:  # the column names come from our own code, never from the caller
+                sets = ", ".join(f"{column} = ?" for column in changes)
+                with self._tx():
+                    self._conn.execute(f"UPDATE conversations SET {sets} WHERE id = ?",
+                                       (*changes.values(), conversation_id))
+            conversation = self.get_conversation(conversation_id)
+        if conversation is None:
+            raise KeyError(conversation_id)
+        return conversation
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path} has schema version {version}; this Tolaria knows {SCHEMA_VERSION}"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with self._tx():
+                for statement in _MIGRATIONS[target - 1]:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {target}")
+
+    def _recover(self) -> None:
+        """Turns left running by a crash (or a kill) become interrupted, partial output kept;
+        not those another live Tolaria process is streaming (``live_elsewhere``)."""
+        live = sorted(self._live_elsewhere)
+        where = "status = ?"
+        if live:
+            where += f" AND stream_id NOT IN ({', '.join('?' * len(live))})"
+        with self._tx():
+            self._interrupt(where, (STATUS_RUNNING, *live), time.time())
+
+    def _interrupt(self, where: str, args: tuple[Any, ...], now: float) -> None:
+        last_event = ("(SELECT created_at FROM events WHERE events.turn_id = turns.id"
+                      " ORDER BY seq DESC LIMIT 1)")
+        self._conn.execute(
+            f"UPDATE turns SET finished_at = COALESCE({last_event}, ?)"
+            f" WHERE status = 'running' AND {where}",
+            (now, *args),
+        )
+        self._conn.execute(
+            "UPDATE turns SET status = ?, stop_reason = ?,"
+            " duration_ms = CAST(ROUND(MAX(finished_at - started_at, 0) * 1000) AS INTEGER)"
+            f" WHERE status = 'running' AND {where}",
+            (STATUS_INTERRUPTED, STATUS_INTERRUPTED, *args),
+        )
+
+    def _flush_locked(self) -> None:
+        with self._buf_lock:
+            if not self._buffer:
+                return
+            batch, self._buffer = self._buffer, []
+            for live in self._live.values():
+                live.open = None  # those rows are leaving the buffer; no more merging into them
+        try:
+            self._write(batch)
+        except BaseException:
+            with self._buf_lock:
+                self._buffer[:0] = batch  # keep the order; the flusher retries
+            raise
+
+    def _write(self, batch: list[_Pending]) -> None:
+        rows = [p.row() for p in batch]
+        with self._tx():
+            self._conn.executemany(
+                "INSERT INTO events (turn_id, seq, kind, payload, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            for p in batch:
+                if isinstance(p.event, _ROW_EVENTS):
+                    self._apply(p)
+
+    def _apply(self, p: _Pending) -> None:
+        event, execute = p.event, self._conn.execute
+        if isinstance(event, Init):
+            execute("UPDATE turns SET session_id = ? WHERE id = ?", (event.session_id, p.turn_id))
+            if event.session_id is not None:
+                execute("UPDATE conversations SET agent_session_id = ? WHERE id = ?",
+                        (event.session_id, p.conversation_id))
+        elif isinstance(event, Usage):
+            execute(
+                "UPDATE turns SET input_tokens = COALESCE(?, input_tokens),"
+                " output_tokens = COALESCE(?, output_tokens), cost_usd = COALESCE(?, cost_usd)"
+                " WHERE id = ?",
+                (event.input_tokens, event.output_tokens, event.cost_usd, p.turn_id),
+            )
+        elif isinstance(event, Done):
+            status = _STATUS_BY_STOP.get(event.stop_reason, STATUS_FAILED)
+            execute(
+                "UPDATE turns SET status = ?, stop_reason = ?, duration_ms = ?, finished_at = ?"
+                " WHERE id = ? AND status = 'running'",
+                (status, event.stop_reason, event.duration_ms, p.created_at, p.turn_id),
+            )
+            execute("UPDATE conversations SET updated_at = ? WHERE id = ?",
+                    (self._tick(), p.conversation_id))
+
+    def _run_flusher(self) -> None:
+        while not self._stop.wait(self._interval):
+            if not self._buffer:  # unlocked peek: a miss only delays the write by one interval
+                continue
+            try:
+                self.flush()
+            except Exception:
+                log.exception("could not write buffered events to %s", self.path)

@@ -1,0 +1,104 @@
+"""The store's rows and schema: record types, migrations, and how an event becomes a payload.
+
+Split out of tolaria/core/store/db.py (which re-exports every public name here); see docs/adr/0004.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tolaria.core.events import Event, event_from_dict
+
+STATUS_RUNNING = "running"
+STATUS_COMPLETED = "completed"
+STATUS_CANCELLED = "cancelled"
+STATUS_FAILED = "failed"
+STATUS_INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: int
+    title: str
+    agent: str
+    cwd: str | None
+    created_at: float
+    updated_at: float
+    #: Last session id the agent reported (for resume).
+    agent_session_id: str | None
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: int
+    conversation_id: int
+    stream_id: str
+    agent: str
+    prompt: str
+    status: str  # running | completed | cancelled | failed | interrupted
+    stop_reason: str | None
+    started_at: float
+    finished_at: float | None
+    duration_ms: int | None
+    session_id: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+
+
+CONV_COLS = ", ".join(f.name for f in dataclasses.fields(Conversation))
+TURN_COLS = ", ".join(f.name for f in dataclasses.fields(Turn))
+
+# Migration i brings the schema from version i to i + 1 (PRAGMA user_version). Append, never edit.
+# events.payload is JSON text, or UTF-8 bytes (surrogatepass) when it holds lone surrogates: an
+# agent may split a UTF-16 pair across two deltas, and the transcript must come back exact.
+MIGRATIONS: list[tuple[str, ...]] = [
+    (
+        """CREATE TABLE conversations (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL,
+            agent TEXT NOT NULL, cwd TEXT, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+            agent_session_id TEXT)""",
+        "CREATE INDEX conversations_by_update ON conversations (updated_at, id)",
+        """CREATE TABLE turns (id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            stream_id TEXT NOT NULL UNIQUE, agent TEXT NOT NULL, prompt TEXT NOT NULL,
+            status TEXT NOT NULL, stop_reason TEXT, started_at REAL NOT NULL, finished_at REAL,
+            duration_ms INTEGER, session_id TEXT, input_tokens INTEGER, output_tokens INTEGER,
+            cost_usd REAL)""",
+        "CREATE INDEX turns_by_conversation ON turns (conversation_id, id)",
+        "CREATE INDEX turns_running ON turns (status) WHERE status = 'running'",
+        """CREATE TABLE events (
+            turn_id INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL, kind TEXT NOT NULL, payload NOT NULL, created_at REAL NOT NULL,
+            PRIMARY KEY (turn_id, seq))""",
+    ),
+    (
+        # Operator actions (queue, deliver, restart, stop) with their time: the audit record.
+        """CREATE TABLE markers (id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            turn_id INTEGER REFERENCES turns (id) ON DELETE CASCADE,
+            kind TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL)""",
+        "CREATE INDEX markers_by_conversation ON markers (conversation_id, id)",
+    ),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def encode(data: dict[str, Any]) -> str | bytes:
+    """An event dict as its stored payload: JSON text, or surrogatepass UTF-8 bytes."""
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def decode(payload: str | bytes) -> Event:
+    if isinstance(payload, bytes):
+        payload = payload.decode("utf-8", "surrogatepass")
+    return event_from_dict(json.loads(payload))

@@ -1,0 +1,1 @@
+"""Agent Client Protocol turns: the SDK client, session/update mapping, kept ACP processes."""

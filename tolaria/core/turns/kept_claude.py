@@ -1,0 +1,108 @@
+"""A Claude stream-json turn on the conversation's kept process (docs/adr/0009).
+
+As ``StreamInputTurn`` (ADR 0007), except that the process is the keeper's: the user message is
+written to its open stdin, the ``result`` line ends the turn and stdin stays open for the next
+one. Stop writes the interrupt; answered within the polite window, the turn ends ``cancelled``
+and the process stays; unanswered (or refused), SIGINT so Claude saves its session, then the
+keeper's whole tree is killed and the next turn starts a process with ``--resume``.
+
+``total_cost_usd`` is cumulative per process: a turn reports the difference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from typing import Any
+
+from tolaria.core.events import Done, Event, Init, Usage
+from tolaria.core.process.registry import FINISHING, RUNNING
+from tolaria.core.turns.keeper import Keeper
+from tolaria.core.turns.kept_turn import KeptTurnMixin
+from tolaria.core.turns.stream_input import _CONTROL_RESPONSE, StreamInputTurn, user_message
+
+
+class KeptStreamTurn(KeptTurnMixin, StreamInputTurn):
+    """A ``claude-stream-json`` turn written to a kept Claude process."""
+
+    _keeper: Keeper | None = None
+
+    async def _supervise_kept(self, keeper: Keeper, cwd: str, fresh: bool) -> Done:
+        self._keeper = keeper
+        before = keeper.snapshot()
+        self.registry.transition(self.run, RUNNING)
+        proc, protocol = keeper.proc, keeper.protocol
+        self._exited = protocol.exited
+        self._stdin_writer = proc.stdin
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                proc.stdin.write(user_message(self.request.prompt))
+                self._user_sent = True
+                await proc.stdin.drain()
+        waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._result.wait()),
+                   asyncio.ensure_future(protocol.exited.wait()),
+                   asyncio.ensure_future(self.run.stop_event.wait())}
+
+        async def wind_down(cancelled: bool) -> int | None:
+            keep = self._result.is_set()
+            if cancelled:
+                keep = await self._stop_kept(keeper)
+            if not keep:
+                # An agent that exited mid-turn is not waited for below: give the exit its moment
+                # so the turn reports the agent's own code, not our kill's.
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(protocol.exited.wait()), 0.2)
+            exited_alone = protocol.exited.is_set()
+            self.survivors = await self._end_turn(keeper, before, keep, root_had_grace=cancelled)
+            return proc.returncode if exited_alone else None
+
+        code, cancelled, task_cancelled = await self._settle(waiters, wind_down)
+        for waiter in waiters:
+            waiter.cancel()
+        return self._report(self._final(code, cancelled), task_cancelled)
+
+    async def _stop_kept(self, keeper: Keeper) -> bool:
+        """The interrupt; True if Claude ended the turn and is still alive to keep."""
+        protocol = keeper.protocol
+        if protocol.exited.is_set():
+            return False
+        if not self._user_sent or self._result.is_set():
+            return True  # no turn running in Claude: nothing to interrupt
+        window = self.manifest.stop.polite_window_ms / 1000
+        if await self._interrupt(protocol, window) and not protocol.exited.is_set():
+            return True
+        if not protocol.exited.is_set():
+            # Unanswered or refused: SIGINT lets Claude save its session for --resume.
+            await self._sigint(keeper.proc, protocol, window)
+        return False
+
+    # -- stdout ----------------------------------------------------------------------------------
+    def _on_stdout(self, line: str) -> None:
+        keeper = self._keeper
+        for event in self.runtime.feed(line):
+            if keeper is not None:
+                event = _per_turn(event, keeper)
+            self.emit(event)
+        self._watch_retries()  # as _Turn._on_stdout does: the retry cut-off applies here too
+        if not self._result.is_set() and self.runtime.outcome() is not None:
+            self._on_result()
+        elif self._interrupt_sent and _CONTROL_RESPONSE in line:
+            self._on_control_response(line)
+
+    def _on_result(self) -> None:
+        """The turn is over by the protocol (a Stop is too late now); the process stays."""
+        self._result.set()
+        self.registry.transition(self.run, FINISHING)
+
+
+def _per_turn(event: Event, keeper: Keeper) -> Event:
+    """Note the session; turn Claude's cumulative ``total_cost_usd`` into this turn's cost."""
+    if isinstance(event, Init) and event.session_id:
+        keeper.session_id = event.session_id
+    if isinstance(event, Usage) and event.cost_usd is not None:
+        total = event.cost_usd
+        event = dataclasses.replace(event, cost_usd=max(0.0, total - keeper.cost_usd))
+        keeper.cost_usd = total
+    return event
+

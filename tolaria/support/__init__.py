@@ -1,0 +1,1 @@
+"""Lowest layer: paths, TOML files, crash reports, secret redaction. Imports nothing else of Tolaria."""
