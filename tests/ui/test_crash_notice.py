@@ -18,7 +18,7 @@ KEY = "sk-test-secret-123"
 CRASHING_GUI = textwrap.dedent("""\
     import asyncio, os, sys
     from PySide6.QtCore import QTimer
-    from tolaria.app.main import main as app
+    from tolaria.app import main as app
 
     async def start(self):
         def slot():
