@@ -6,28 +6,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers import stored_turn
+
 from tolaria.chats.service import ChatService, resume_session
 from tolaria.chats.titles import DEFAULT_TITLE, title_from_prompt
 from tolaria.core.adapters.manifest import parse_manifest
-from tolaria.core.events import Done, Init, TextDelta
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Conversation, Store
-from tolaria.core.stream_id import new_stream_id
 
 RESUMING = parse_manifest({"id": "resumer", "protocol": "claude-stream-json",
                            "command": ["resumer", "{prompt}"],
                            "resume": ["--resume", "{session_id}"]})
 ONE_SHOT = parse_manifest({"id": "oneshot", "protocol": "lines", "command": ["x", "{prompt}"]})
-
-
-def _turn(store: Store, chat: Conversation, agent: str, prompt: str, answer: str,
-          session: str | None = None, stop: str = "end_turn") -> int:
-    sid = new_stream_id()
-    turn = store.start_turn(chat.id, sid, agent, prompt)
-    if session is not None:
-        store.append_event(Init(sid, agent=agent, session_id=session))
-    store.append_event(TextDelta(sid, text=answer))
-    store.append_event(Done(sid, stop_reason=stop))
-    return turn.id
 
 
 def _fresh(store: Store, chat_id: int) -> Conversation:
@@ -60,10 +49,12 @@ def test_history_leaves_out_abandoned_attempts_and_marks_stopped_turns(tmp_path:
     try:
         service = ChatService(store)
         chat = store.create_conversation("c", "oneshot", None)
-        _turn(store, chat, "oneshot", "first question", "first answer")
-        abandoned = _turn(store, chat, "oneshot", "wedged", "never mind", stop="cancelled")
+        stored_turn(store, chat.id, "oneshot", "first question", "first answer")
+        abandoned = stored_turn(store, chat.id, "oneshot", "wedged", "never mind",
+                                stop="cancelled")
         store.add_marker(chat.id, MARKER_TURN_RESTARTED, turn_id=abandoned, data={})
-        _turn(store, chat, "oneshot", "second question", "partial", stop="cancelled")
+        stored_turn(store, chat.id, "oneshot", "second question", "partial",
+                    stop="cancelled")
         turn = service.next_turn(_fresh(store, chat.id), "third", ONE_SHOT)
         assert turn.resume_id is None
         assert turn.full_prompt.startswith("Previous conversation:\n\nUser: first question")
@@ -82,7 +73,7 @@ def test_resume_only_the_session_that_answered_last(tmp_path: Path) -> None:
         assert RESUMING.can_resume and not ONE_SHOT.can_resume
         service = ChatService(store)
         chat = store.create_conversation("c", "resumer", None)
-        _turn(store, chat, "resumer", "q1", "a1", session="s-1")
+        stored_turn(store, chat.id, "resumer", "q1", "a1", session="s-1")
         chat = _fresh(store, chat.id)
         assert chat.agent_session_id == "s-1"
         turn = service.next_turn(chat, "q2", RESUMING)
@@ -94,7 +85,7 @@ def test_resume_only_the_session_that_answered_last(tmp_path: Path) -> None:
         assert resume_session(ONE_SHOT, chat, earlier, kept_session="s-1") == "s-1"
         assert resume_session(ONE_SHOT, chat, earlier, kept_session="other") is None
         # Another agent answered last: its session is not this agent's to resume.
-        _turn(store, chat, "oneshot", "q2", "a2")
+        stored_turn(store, chat.id, "oneshot", "q2", "a2")
         chat = _fresh(store, chat.id)
         other = service.next_turn(chat, "q3", RESUMING)
         assert other.resume_id is None and "User: q2" in other.full_prompt

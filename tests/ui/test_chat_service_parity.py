@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from helpers import stored_turn
 from pytestqt.qtbot import QtBot
 from uihelpers import AppDriver
 
-from tolaria.core.events import Done, Init, TextDelta
+from tolaria.core.events import TextDelta
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Store
-from tolaria.core.stream_id import new_stream_id
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = ROOT / "tests" / "fakes"
@@ -46,29 +46,18 @@ def _prepare_home(home: Path) -> Path:
     return home / "data" / "tolaria.sqlite3"
 
 
-def _turn(store: Store, chat_id: int, agent: str, prompt: str, answer: str, *,
-          session: str | None = None, stop: str = "end_turn") -> int:
-    sid = new_stream_id()
-    turn = store.start_turn(chat_id, sid, agent, prompt)
-    if session is not None:
-        store.append_event(Init(sid, agent=agent, session_id=session))
-    store.append_event(TextDelta(sid, text=answer))
-    store.append_event(Done(sid, stop_reason=stop))
-    return turn.id
-
-
 def _stored_chats(db: Path, cwd: Path) -> None:
     """Chat 1: echo, with a stopped turn and an abandoned (restarted) attempt; chat 2: resumer,
     answered last in its session; chat 3: a new chat never sent to."""
     store = Store(db)
     try:
         echo = store.create_conversation("Echo chat", "echo", str(cwd))
-        _turn(store, echo.id, "echo", "what is tolaria", "a chat app")
-        wedged = _turn(store, echo.id, "echo", "wedged", "never mind", stop="cancelled")
+        stored_turn(store, echo.id, "echo", "what is tolaria", "a chat app")
+        wedged = stored_turn(store, echo.id, "echo", "wedged", "never mind", stop="cancelled")
         store.add_marker(echo.id, MARKER_TURN_RESTARTED, turn_id=wedged, data={})
-        _turn(store, echo.id, "echo", "and its store?", "SQLite, part", stop="cancelled")
+        stored_turn(store, echo.id, "echo", "and its store?", "SQLite, part", stop="cancelled")
         resumer = store.create_conversation("Resumer chat", "resumer", str(cwd))
-        _turn(store, resumer.id, "resumer", "first question", "first answer",
+        stored_turn(store, resumer.id, "resumer", "first question", "first answer",
               session="fake-session")
         store.create_conversation("New chat", "echo", str(cwd))
     finally:
@@ -81,7 +70,8 @@ def _wide_chat(db: Path, cwd: Path) -> None:
     try:
         chat = store.create_conversation("長い会話", "echo", str(cwd))
         for i in range(12):
-            _turn(store, chat.id, "echo", f"質問 {i} " + "漢字" * 900, "🙂漢" * 2500 + f" 答え {i}")
+            stored_turn(store, chat.id, "echo", f"質問 {i} " + "漢字" * 900,
+                        "🙂漢" * 2500 + f" 答え {i}")
     finally:
         store.close()
 
