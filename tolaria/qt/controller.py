@@ -15,10 +15,10 @@ Permission questions of running turns (an ACP agent's, a model chat's commands i
 are asked in the chat through ``PermissionBroker`` (tolaria/qt/permissions.py), which also keeps
 the conversation's "allow always" answers in memory.
 
-A stopped turn stays in the history of the next prompt with its partial output: the preamble
-marks it "[stopped by the user]" (tolaria/chats/history.py). When the adapter resumes the agent's own
-session instead, the agent keeps what it did itself and nothing extra is sent. A restarted
-(abandoned) turn is left out of the next prompts' history: its re-run took its place.
+What a turn sends (the history preamble or the resumed session) and a new chat's title come from
+``ChatService`` (tolaria/chats/service.py), the rules ``tolaria run`` follows too; this controller
+adds the chat's kept agent process and turns the results into signals. A stopped turn stays in
+the next prompt's history, marked "[stopped by the user]"; a restarted (abandoned) one is left out.
 """
 
 from __future__ import annotations
