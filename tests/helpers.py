@@ -16,10 +16,11 @@ from typing import Any
 import psutil
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
-from tolaria.core.events import Done, Event, TextDelta
+from tolaria.core.events import Done, Event, Init, TextDelta
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.runtimes import make_runtime
 from tolaria.core.runtimes.base import Outcome
+from tolaria.core.store.db import Store
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
@@ -233,3 +234,16 @@ def start_run(manifest: Manifest, prompt: str = "hi", *, cwd: str | Path | None 
     task = asyncio.ensure_future(
         stream_ai_agent(request, stream_id, collector, registry=registry, grace_s=grace_s))
     return LiveRun(stream_id, registry, collector, task)
+
+
+def stored_turn(store: Store, chat_id: int, agent: str, prompt: str, answer: str, *,
+                session: str | None = None, stop: str = "end_turn") -> int:
+    """A finished turn written straight into a store (its id): an earlier turn of a chat, as a
+    real run would have stored it (``session``: the agent's session id from its init)."""
+    sid = new_stream_id()
+    turn = store.start_turn(chat_id, sid, agent, prompt)
+    if session is not None:
+        store.append_event(Init(sid, agent=agent, session_id=session))
+    store.append_event(TextDelta(sid, text=answer))
+    store.append_event(Done(sid, stop_reason=stop))
+    return turn.id

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from helpers import marker_pids, pid_gone
 
-from tolaria.chats.saved_runs import title_from_prompt
+from tolaria.chats.titles import title_from_prompt
 from tolaria.core.events import TextDelta
 from tolaria.core.process import control
 from tolaria.core.store.db import STATUS_COMPLETED, STATUS_INTERRUPTED, STATUS_RUNNING, Store

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from tolaria.chats.run_config import prepare_run
 from tolaria.config.agents import (
     MASK,
     AgentOverrides,
@@ -27,8 +28,6 @@ from tolaria.config.agents import (
     is_secret_name,
     load_overrides,
     mask,
-    prepare_run,
-    run_options,
     save_overrides,
     test_agent,
     validate_overrides,
@@ -223,15 +222,18 @@ async def test_overrides_reach_a_real_run(monkeypatch: pytest.MonkeyPatch, tmp_p
     prepared = prepare_run(manifest, settings=Settings(), overrides={"report": o})
     assert prepared.cwd == str(tmp_path)
     assert prepared.manifest.permissions == "full"
-    request = RunRequest(manifest=prepared.manifest, prompt="p", **prepared.options)
-    assert request.permission_mode == "full"
-    report = await run_and_report(prepared.manifest, cwd=prepared.cwd, **prepared.options)
+    request = prepared.request("p")
+    assert (request.permission_mode, request.model, request.cwd) == ("full", "big-model",
+                                                                     str(tmp_path))
+    report = await run_and_report(prepared.manifest, cwd=prepared.cwd,
+                                  permission_mode=prepared.permission_mode, model=prepared.model)
     # Added arguments go before the command's "--"; the prompt stays one argument after it.
     assert report["argv"][1:] == ["--model", "big-model", "--flag", "two words", "--yolo", "--",
                                   "hello there"]
     # Without the override, the manifest's default mode.
     default = prepare_run(manifest, settings=Settings(), overrides={})
-    assert "--read-only" in (await run_and_report(default.manifest, **default.options))["argv"]
+    assert (default.permission_mode, default.model) == (None, None)
+    assert "--read-only" in (await run_and_report(default.manifest))["argv"]
     assert report["env"] == {"API_TOKEN": "s3cret", "PLAIN": "plain value"}
     assert report["cwd"] == str(tmp_path)
 
@@ -267,7 +269,8 @@ def test_model_of_a_model_endpoint_replaces_its_model() -> None:
                            "base_url": "http://127.0.0.1:9/v1", "model": "small"})
     applied = apply_overrides(chat, AgentOverrides(model="large", env={"X": "1"}))
     assert (applied.model, applied.env) == ("large", {"X": "1"})
-    assert run_options(AgentOverrides()) == {}
+    options = prepare_run(chat, settings=Settings(), overrides={"local": AgentOverrides()})
+    assert (options.model, options.request("p").model) == (None, None)
     with pytest.raises(AgentSettingsError, match="model endpoint"):
         apply_overrides(chat, AgentOverrides(extra_args=("-v",)))
 

@@ -9,8 +9,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QPushButton, QSplitter
 from uihelpers import AppDriver, processes_of
 
+from tolaria.chats.fanout import FanOutJob, job_status
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.qt.fanout import FanOutJob, job_status
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout_view import FanOutView

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tolaria.chats.history import MAX_PREAMBLE_CHARS, Exchange, build_prompt
+from tolaria.chats.history import MAX_PREAMBLE_BYTES, Exchange, build_prompt
 from tolaria.ui.markdown import split_markdown
 from tolaria.ui.sidebar import relative_time
 from tolaria.ui.turn_view import format_duration, format_usage, status_from_stop_reason
@@ -53,7 +53,7 @@ def test_preamble_is_bounded_and_newest_first() -> None:
     prompt = build_prompt(history, "next")
     assert prompt.startswith("Previous conversation:")
     assert prompt.endswith("next")
-    assert len(prompt) <= MAX_PREAMBLE_CHARS + 200
+    assert len(prompt.encode()) <= MAX_PREAMBLE_BYTES + len("next")
     assert "question 29" in prompt and "question 0\n" not in prompt
     stopped = build_prompt([Exchange("q", "partial", "cancelled")], "again")
     assert "[stopped by the user]" in stopped

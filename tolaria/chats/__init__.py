@@ -1,1 +1,8 @@
-"""Qt-free chat service shared by the window and `tolaria run`: titles, history, resume, run options, saved runs."""
+"""Qt-free chat service shared by the window (tolaria/qt/controller.py) and ``tolaria run``.
+
+- service.py: the rules of one turn (answered turns, history or resume, the first prompt's title)
+- history.py: the "Previous conversation:" preamble, its byte budget for argv
+- titles.py: chat titles; fanout.py: fan-out jobs (members, status, markers)
+- run_config.py: ``prepare_run`` and the typed ``RunOptions`` of one run
+- inflight.py: queued messages and launches (restart); saved_runs.py: ``tolaria run``'s turns
+"""

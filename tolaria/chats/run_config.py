@@ -1,42 +1,120 @@
-"""What Preferences change about the next run: the agent's overrides and the stop settings.
+"""What the settings files change about the next run: one entry point, ``prepare_run``, for the
+window and ``tolaria run``.
 
-The chat controller asks ``configure`` for each new run (``prepare_run``, the same entry point
-as ``tolaria run``); runs already started keep the manifest and request they were built with,
-so a change never touches them.
+The agent's overrides (program path, extra arguments, environment, model, permission mode,
+default folder) and the behaviour settings (polite-stop window, grace period, retry limit) turn
+a manifest into a typed :class:`RunOptions`; ``RunOptions.request`` builds the ``RunRequest``.
+Nothing is skipped silently: a disabled agent, or overrides that cannot be applied, raise
+``AgentSettingsError`` with a sentence saying what to change.
+
+The window's ``RunConfig`` holds the Preferences currently saved: runs already started keep the
+manifest and request they were built with, so a change never touches them.
 """
 
 from __future__ import annotations
 
-import logging
+import dataclasses
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tolaria.config.agents import AgentOverrides, prepare_run
-from tolaria.config.settings import Settings
-from tolaria.core.adapters.manifest import Manifest
+from tolaria.config.overrides import (
+    AgentOverrides,
+    AgentSettingsError,
+    apply_overrides,
+    read_overrides,
+    validate_overrides,
+)
+from tolaria.config.settings import Settings, load_settings, settings_path
+from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.core.turns.runner import RunRequest
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from tolaria.core.turns.acp.updates import PermissionCallback
 
-_REQUEST_FIELDS = frozenset(f.name for f in fields(RunRequest))
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run of one agent uses, from its manifest and the settings files."""
+
+    #: The manifest with the agent's overrides and the polite-stop window applied.
+    manifest: Manifest
+    overrides: AgentOverrides
+    #: "safe" / "full" for this run, or None for the manifest's own ``permissions``.
+    permission_mode: str | None
+    #: The model override, or None for the manifest's own.
+    model: str | None
+    #: The agent's default working folder, if the user set one (expanded).
+    cwd: str | None
+    #: ``grace_s`` for ``stream_ai_agent``.
+    grace_s: float
+    #: ``RunRequest.retry_limit_s`` (``[behaviour] retry_limit_seconds``; 0 = never cut off).
+    retry_limit_s: float
+    #: Problems in the settings files that do not stop this run (shown as warnings).
+    warnings: tuple[str, ...] = ()
+
+    def request(self, prompt: str, *, cwd: str | None = None, session_id: str | None = None,
+                on_permission: PermissionCallback | None = None,
+                keep_key: str | None = None) -> RunRequest:
+        """The ``RunRequest`` of one turn with these options; ``cwd`` defaults to the agent's."""
+        return RunRequest(manifest=self.manifest, prompt=prompt, cwd=cwd or self.cwd,
+                          session_id=session_id, on_permission=on_permission,
+                          retry_limit_s=self.retry_limit_s, permission_mode=self.permission_mode,
+                          model=self.model, keep_key=keep_key)
+
+
+def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
+                overrides: Mapping[str, AgentOverrides] | None = None,
+                path: Path | None = None) -> RunOptions:
+    """Apply the settings to ``manifest`` for one run (the window and ``tolaria run`` alike).
+
+    Reads ``settings.toml`` for what is not passed in. Raises AgentSettingsError when the
+    agent is disabled or its overrides are invalid: never runs it differently than configured.
+    """
+    path = path or settings_path()
+    warnings: list[str] = []
+    if settings is None:
+        settings, problems = load_settings(path)
+        warnings += problems
+    if overrides is None:
+        loaded, problems, by_agent = read_overrides(path)
+        if manifest.id in by_agent:
+            raise AgentSettingsError(f"agent {manifest.id} has invalid settings: "
+                                     + "; ".join(by_agent[manifest.id]))
+        warnings += [p for p in problems if p not in warnings]
+        overrides = loaded
+    o = overrides.get(manifest.id, AgentOverrides())
+    if not o.enabled:
+        raise AgentSettingsError(f"agent {manifest.id} is disabled in settings (enable it in "
+                                 f"Preferences > Agents, or set enabled = true under "
+                                 f"[agents.{manifest.id}] in {path})")
+    invalid = validate_overrides(o, manifest)
+    if invalid:
+        raise AgentSettingsError(f"agent {manifest.id} cannot run as configured in {path}: "
+                                 + "; ".join(f"{n}: {m}" for n, m in invalid))
+    applied = apply_overrides(manifest, o)
+    if settings.polite_window_ms is not None:
+        stop: StopPolicy = dataclasses.replace(applied.stop,
+                                               polite_window_ms=settings.polite_window_ms)
+        applied = dataclasses.replace(applied, stop=stop)
+    cwd = os.path.expanduser(o.cwd) if o.cwd else None
+    return RunOptions(applied, o, o.permission_mode, o.model, cwd, settings.grace_seconds,
+                      settings.retry_limit_seconds, tuple(warnings))
 
 
 @dataclass
 class RunConfig:
+    """The window's saved Preferences, applied to each new run."""
+
     settings: Settings = field(default_factory=Settings)
     overrides: Mapping[str, AgentOverrides] = field(default_factory=dict)
 
-    def configure(self, manifest: Manifest) -> tuple[Manifest, dict[str, Any]]:
-        """The manifest the next run uses and the extra ``RunRequest`` keyword arguments.
+    def configure(self, manifest: Manifest) -> RunOptions:
+        """The options of the next run of ``manifest``.
 
         Raises ``AgentSettingsError`` (a ValueError) when the agent is disabled or its
         overrides cannot be used: a run never runs differently than configured.
         """
-        prepared = prepare_run(manifest, settings=self.settings, overrides=self.overrides)
-        options = dict(prepared.options)
-        unknown = sorted(set(options) - _REQUEST_FIELDS)
-        if unknown:  # a run option this version of the runner does not take
-            log.warning("run options not supported by this runner: %s", ", ".join(unknown))
-            options = {k: v for k, v in options.items() if k in _REQUEST_FIELDS}
-        return prepared.manifest, options
+        return prepare_run(manifest, settings=self.settings, overrides=self.overrides)

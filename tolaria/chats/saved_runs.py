@@ -7,10 +7,9 @@ they are printed; the store's flusher commits them every 50 ms, so a SIGKILL of 
 loses at most about that much, and the next ``Store()`` opened (the window's, another ``tolaria
 run``'s) reads the turn as ``interrupted`` with its partial output.
 
-A follow-up (``--chat``) continues the agent's own session when the adapter can resume and the
-chat's last turn was answered by the same agent in that session (exactly the window's rule in
-tolaria/qt/controller.py, minus the window's kept agent processes); otherwise the earlier turns
-travel in the prompt as the window's "Previous conversation:" preamble (tolaria/chats/history.py).
+A new chat is named from its first prompt and a follow-up (``--chat``) resumes the agent's own
+session or sends the earlier turns along by the window's own rules, in one place:
+``ChatService.next_turn`` (tolaria/chats/service.py; ``tolaria run`` keeps no agent process).
 
 Opening the store marks ``running`` turns as interrupted (crash recovery), except the turns
 another Tolaria process (a window, another ``tolaria run``) is streaming right now, found through
@@ -26,22 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tolaria.chats.history import MAX_TURNS, Exchange, build_prompt  # plain Python, no Qt
-from tolaria.core.adapters.manifest import OPENAI_CHAT
-from tolaria.core.events import Done, Event, TextDelta
+from tolaria.chats.service import ChatService
+from tolaria.chats.titles import DEFAULT_TITLE
+from tolaria.core.events import Done, Event
 from tolaria.core.process import control
-from tolaria.core.store.db import MARKER_TURN_RESTARTED, Conversation, Store, Turn
+from tolaria.core.store.db import Conversation, Store
 from tolaria.core.turns.runner import RunRequest
-
-#: Same as the window's new-chat title (tolaria/qt/controller.py).
-_TITLE_CHARS = 48
-
-
-def title_from_prompt(prompt: str) -> str:
-    line = " ".join(prompt.split())
-    if not line:
-        return "New chat"
-    return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
 
 
 class ChatError(ValueError):
@@ -52,12 +41,6 @@ def open_store(path: Path | None = None) -> Store:
     """The window's store. Turns that other Tolaria processes are streaming right now are left
     running (only turns of crashed processes are marked interrupted)."""
     return Store(path, live_elsewhere=control.live_stream_ids())
-
-
-def answered_turns(store: Store, conversation_id: int) -> list[Turn]:
-    """The conversation's turns without abandoned (restarted) attempts, like the window."""
-    abandoned = {m.turn_id for m in store.markers(conversation_id, MARKER_TURN_RESTARTED)}
-    return [t for t in store.turns(conversation_id) if t.id not in abandoned]
 
 
 class SavedRun:
@@ -96,30 +79,22 @@ class SavedRun:
         ValueError when ``stream_id`` already has a turn (a reused ``--stream-id``).
         """
         agent = request.manifest.id
-        prompt = request.prompt
         conversation = self.conversation
         if conversation is None:
             cwd = os.path.abspath(request.cwd or os.getcwd())
-            conversation = self.store.create_conversation(title_from_prompt(prompt), agent, cwd)
-            earlier: list[Turn] = []
+            conversation = self.store.create_conversation(DEFAULT_TITLE, agent, cwd)
         else:
             cwd = os.path.abspath(explicit_cwd) if explicit_cwd else (
                 conversation.cwd or os.path.abspath(request.cwd or os.getcwd()))
-            earlier = answered_turns(self.store, conversation.id)
             if conversation.agent != agent or conversation.cwd != cwd:
                 conversation = self.store.update_conversation(conversation.id, agent=agent,
                                                               cwd=cwd)
-        resume_id = None
-        manifest = request.manifest
-        if ((manifest.can_resume or manifest.protocol == OPENAI_CHAT)
-                and conversation.agent_session_id and earlier and earlier[-1].agent == agent
-                and earlier[-1].session_id == conversation.agent_session_id):
-            resume_id = conversation.agent_session_id
-        full_prompt = prompt if resume_id else build_prompt(self._exchanges(earlier), prompt)
-        self.store.start_turn(conversation.id, stream_id, agent, prompt)
-        self.conversation = conversation
+        turn = ChatService(self.store).next_turn(conversation, request.prompt, request.manifest)
+        self.conversation = turn.conversation
+        self.store.start_turn(conversation.id, stream_id, agent, request.prompt)
         self.stream_id = stream_id
-        return dataclasses.replace(request, prompt=full_prompt, session_id=resume_id, cwd=cwd)
+        return dataclasses.replace(request, prompt=turn.full_prompt, session_id=turn.resume_id,
+                                   cwd=cwd)
 
     def record(self, on_event: Callable[[Event], None]) -> Callable[[Event], None]:
         """``on_event`` that also stores each event (before passing it on)."""
@@ -140,13 +115,6 @@ class SavedRun:
                 self.store.mark_interrupted(self.stream_id)
         finally:
             self.store.close()
-
-    def _exchanges(self, turns: list[Turn]) -> list[Exchange]:
-        out = []
-        for turn in turns[-MAX_TURNS:]:
-            text = "".join(e.text for e in self.store.events(turn.id) if isinstance(e, TextDelta))
-            out.append(Exchange(turn.prompt, text, turn.status))
-        return out
 
 
 @dataclass(frozen=True)

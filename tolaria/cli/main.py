@@ -19,8 +19,9 @@ import sys
 from typing import Any
 
 from tolaria import __version__
+from tolaria.chats.run_config import prepare_run
 from tolaria.chats.saved_runs import ChatError, SavedRun, list_chats, open_store
-from tolaria.config.overrides import AgentSettingsError, prepare_run
+from tolaria.config.overrides import AgentSettingsError
 from tolaria.core.adapters.manifest import AdapterSet, load_adapters
 from tolaria.core.events import (
     STOP_CANCELLED,
@@ -168,9 +169,7 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
         return EXIT_BAD_INPUT
     for warning in prepared.warnings:
         print(f"tolaria: settings: {warning}", file=sys.stderr)
-    request = RunRequest(manifest=prepared.manifest, prompt=args.prompt,
-                         cwd=args.run_cwd or prepared.cwd, retry_limit_s=prepared.retry_limit_s,
-                         **prepared.options)
+    request = prepared.request(args.prompt, cwd=args.run_cwd)
     if saved is not None:  # the turn goes into the store first (history, resume, chat folder)
         try:
             request = saved.begin(request, stream_id, explicit_cwd=args.run_cwd)

@@ -1,6 +1,7 @@
 """Agent settings, one import for the window and the CLI (Qt-free).
 
 - per-agent overrides in ``settings.toml`` and how a run applies them: tolaria/config/overrides.py
+  (one run's options, ``prepare_run``: tolaria/chats/run_config.py)
 - custom agents (one manifest file each in the user adapters folder): tolaria/config/custom_agents.py
 - the "Test" button (version probe + one tiny real turn): tolaria/config/probe.py
 """
@@ -21,14 +22,11 @@ from tolaria.config.overrides import (
     MASK,
     AgentOverrides,
     AgentSettingsError,
-    PreparedRun,
     apply_overrides,
     is_secret_name,
     join_args,
     load_overrides,
     mask,
-    prepare_run,
-    run_options,
     save_overrides,
     split_args,
     validate_overrides,
@@ -36,10 +34,10 @@ from tolaria.config.overrides import (
 from tolaria.config.probe import TEST_PROMPT, TestResult, test_agent
 
 __all__ = [
-    "MASK", "TEST_PROMPT", "AgentOverrides", "AgentSettingsError", "PreparedRun", "TestResult",
+    "MASK", "TEST_PROMPT", "AgentOverrides", "AgentSettingsError", "TestResult",
     "apply_overrides", "duplicate_agent", "field_of", "is_secret_name", "join_args",
     "load_overrides",
-    "manifest_data", "mask", "prepare_run", "remove_custom_agent", "reset_builtin",
-    "run_options", "save_overrides", "split_args", "template_manifest", "test_agent", "validate_manifest_fields",
+    "manifest_data", "mask", "remove_custom_agent", "reset_builtin",
+    "save_overrides", "split_args", "template_manifest", "test_agent", "validate_manifest_fields",
     "validate_overrides", "write_custom_agent",
 ]

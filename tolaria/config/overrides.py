@@ -1,10 +1,8 @@
 """Per-agent settings (``[agents.<id>]`` in ``settings.toml``) and how a run applies them.
 
-The window and ``tolaria run`` share :func:`prepare_run`: the agent's overrides (program path,
-extra arguments, environment, model, permission mode, default folder) and the behaviour
-settings (polite-stop window, grace period) turn a manifest into what is actually run. Nothing is
-skipped silently: a disabled agent, or overrides that cannot be applied, raise AgentSettingsError
-with a sentence saying what to change.
+The window and ``tolaria run`` share ``prepare_run`` (tolaria/chats/run_config.py), which applies
+these overrides with :func:`apply_overrides`. Nothing is skipped silently: overrides that cannot
+be applied raise AgentSettingsError with a sentence saying what to change.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tolaria.config.settings import Settings, SettingsFileError, load_settings, settings_path
-from tolaria.core.adapters.manifest import OPENAI_CHAT, PERMISSION_MODES, Manifest, StopPolicy
+from tolaria.config.settings import SettingsFileError, settings_path
+from tolaria.core.adapters.manifest import OPENAI_CHAT, PERMISSION_MODES, Manifest
 from tolaria.support import tomlfile
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -231,16 +229,6 @@ def apply_overrides(manifest: Manifest, o: AgentOverrides) -> Manifest:
     return dataclasses.replace(manifest, **changes)
 
 
-def run_options(o: AgentOverrides) -> dict[str, Any]:
-    """Extra ``RunRequest`` keyword arguments (``permission_mode``, ``model``), only those the
-    running core's RunRequest has (the manifest from apply_overrides carries them too)."""
-    from tolaria.core.turns.runner import RunRequest
-
-    accepted = {f.name for f in dataclasses.fields(RunRequest)}
-    wanted = {"permission_mode": o.permission_mode, "model": o.model}
-    return {k: v for k, v in wanted.items() if v is not None and k in accepted}
-
-
 # -- storage ------------------------------------------------------------------------------------
 
 _FIELDS = ("enabled", "path", "extra_args", "env", "model", "permission_mode", "cwd")
@@ -280,7 +268,8 @@ def _from_table(agent_id: str, table: object, path: Path, text: str
     return candidate, problems
 
 
-def _load(path: Path) -> tuple[dict[str, AgentOverrides], list[str], dict[str, list[str]]]:
+def read_overrides(path: Path) -> tuple[dict[str, AgentOverrides], list[str], dict[str, list[str]]]:
+    """Every ``[agents.<id>]`` table, every problem found, and the problems of each agent."""
     try:
         found = tomlfile.read(path)
     except SettingsFileError as exc:
@@ -305,7 +294,7 @@ def _load(path: Path) -> tuple[dict[str, AgentOverrides], list[str], dict[str, l
 
 def load_overrides(path: Path | None = None) -> tuple[dict[str, AgentOverrides], list[str]]:
     """Every ``[agents.<id>]`` table, and the problems found (file:line: key: problem)."""
-    result, problems, _ = _load(path or settings_path())
+    result, problems, _ = read_overrides(path or settings_path())
     return result, problems
 
 
@@ -380,62 +369,3 @@ def _edit_table(table: Any, o: AgentOverrides, new_table: tomlfile.TableFactory)
 def _same(current: Any, new: Any) -> bool:
     unwrap = getattr(current, "unwrap", None)
     return bool((unwrap() if unwrap else current) == new)
-
-
-# -- one entry point for a run --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PreparedRun:
-    """What a run of one agent uses, from its manifest and the settings files."""
-
-    manifest: Manifest
-    #: Extra ``RunRequest`` keyword arguments (see :func:`run_options`).
-    options: dict[str, Any]
-    overrides: AgentOverrides
-    #: The agent's default working folder, if the user set one (expanded).
-    cwd: str | None
-    #: ``grace_s`` for ``stream_ai_agent``.
-    grace_s: float
-    #: ``RunRequest.retry_limit_s`` (``[behaviour] retry_limit_seconds``; 0 = never cut off).
-    retry_limit_s: float
-    #: Problems in the settings files that do not stop this run (shown as warnings).
-    warnings: list[str]
-
-
-def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
-                overrides: Mapping[str, AgentOverrides] | None = None,
-                path: Path | None = None) -> PreparedRun:
-    """Apply the settings to ``manifest`` for one run (the window and ``tolaria run`` alike).
-
-    Reads ``settings.toml`` for what is not passed in. Raises AgentSettingsError when the
-    agent is disabled or its overrides are invalid: never runs it differently than configured.
-    """
-    path = path or settings_path()
-    warnings: list[str] = []
-    if settings is None:
-        settings, problems = load_settings(path)
-        warnings += problems
-    if overrides is None:
-        loaded, problems, by_agent = _load(path)
-        if manifest.id in by_agent:
-            raise AgentSettingsError(f"agent {manifest.id} has invalid settings: "
-                                     + "; ".join(by_agent[manifest.id]))
-        warnings += [p for p in problems if p not in warnings]
-        overrides = loaded
-    o = overrides.get(manifest.id, AgentOverrides())
-    if not o.enabled:
-        raise AgentSettingsError(f"agent {manifest.id} is disabled in settings (enable it in "
-                                 f"Preferences > Agents, or set enabled = true under "
-                                 f"[agents.{manifest.id}] in {path})")
-    invalid = validate_overrides(o, manifest)
-    if invalid:
-        raise AgentSettingsError(f"agent {manifest.id} cannot run as configured in {path}: "
-                                 + "; ".join(f"{n}: {m}" for n, m in invalid))
-    applied = apply_overrides(manifest, o)
-    if settings.polite_window_ms is not None:
-        stop: StopPolicy = dataclasses.replace(applied.stop,
-                                               polite_window_ms=settings.polite_window_ms)
-        applied = dataclasses.replace(applied, stop=stop)
-    cwd = os.path.expanduser(o.cwd) if o.cwd else None
-    return PreparedRun(applied, run_options(o), o, cwd, settings.grace_seconds,
-                       settings.retry_limit_seconds, warnings)

@@ -15,7 +15,6 @@ from tolaria.config.overrides import (
     AgentOverrides,
     AgentSettingsError,
     apply_overrides,
-    run_options,
 )
 from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.events import STOP_END_TURN, Diagnostic, Error, Event, TextDelta
@@ -77,7 +76,8 @@ async def _turn(manifest: Manifest, o: AgentOverrides, cwd: str, timeout: float,
         elif isinstance(event, TextDelta):
             text.append(event.text)
 
-    request = RunRequest(manifest=manifest, prompt=TEST_PROMPT, cwd=cwd, **run_options(o))
+    request = RunRequest(manifest=manifest, prompt=TEST_PROMPT, cwd=cwd,
+                         permission_mode=o.permission_mode, model=o.model)
     stream_id = new_stream_id()
     task = asyncio.ensure_future(stream_ai_agent(request, stream_id, on_event, registry=registry,
                                                  grace_s=grace_s))

@@ -15,14 +15,15 @@ Permission questions of running turns (an ACP agent's, a model chat's commands i
 are asked in the chat through ``PermissionBroker`` (tolaria/qt/permissions.py), which also keeps
 the conversation's "allow always" answers in memory.
 
-A stopped turn stays in the history of the next prompt with its partial output: the preamble
-marks it "[stopped by the user]" (tolaria/chats/history.py). When the adapter resumes the agent's own
-session instead, the agent keeps what it did itself and nothing extra is sent. A restarted
-(abandoned) turn is left out of the next prompts' history: its re-run took its place.
+What a turn sends (the history preamble or the resumed session) and a new chat's title come from
+``ChatService`` (tolaria/chats/service.py), the rules ``tolaria run`` follows too; this controller
+adds the chat's kept agent process and turns the results into signals. A stopped turn stays in
+the next prompt's history, marked "[stopped by the user]"; a restarted (abandoned) one is left out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -30,11 +31,12 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer
 
-from tolaria.chats.history import MAX_TURNS, Exchange, build_prompt
 from tolaria.chats.inflight import Launch, MessageQueues, QueuedMessage, join_messages
 from tolaria.chats.run_config import RunConfig
-from tolaria.core.adapters.manifest import OPENAI_CHAT, AdapterSet
-from tolaria.core.events import STOP_ERROR, Done, Error, Event, TextDelta
+from tolaria.chats.service import ChatService
+from tolaria.chats.titles import DEFAULT_TITLE
+from tolaria.core.adapters.manifest import AdapterSet
+from tolaria.core.events import STOP_ERROR, Done, Error, Event
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs import discovery
 from tolaria.core.store.db import (
@@ -61,14 +63,6 @@ from tolaria.qt.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TITLE = "New chat"
-_TITLE_CHARS = 48
-
-
-def title_from_prompt(prompt: str) -> str:
-    line = " ".join(prompt.split())
-    return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rstrip() + "…"
-
 
 class ChatController(QObject):
     def __init__(self, bridge: Bridge, store: Store, registry: ProcessRegistry,
@@ -78,6 +72,8 @@ class ChatController(QObject):
         super().__init__(parent)
         self.bridge = bridge
         self.store = store
+        #: The chat rules shared with ``tolaria run``: titles, history, the resume decision.
+        self.chats = ChatService(store)
         self.registry = registry
         self.adapters = adapters
         self.tasks = tasks
@@ -207,27 +203,12 @@ class ChatController(QObject):
         conversation = self.store.get_conversation(conversation_id)
         if conversation is None:
             return None
-        earlier = self.answered_turns(conversation_id)
-        manifest = self.adapters.manifests.get(conversation.agent)
-        # Continue the agent's own session where the adapter can (Claude `--resume`, Codex's
-        # resume_command; a model chat's history saved by Tolaria): it keeps the whole context,
-        # tools included. Otherwise the history travels in the prompt.
-        resume_id = None
-        if (manifest is not None and (manifest.can_resume or manifest.protocol == OPENAI_CHAT)
-                and conversation.agent_session_id
-                and earlier and earlier[-1].agent == conversation.agent
-                and earlier[-1].session_id == conversation.agent_session_id):
-            resume_id = conversation.agent_session_id
-        kept = self.keepers.session_id(self.keep_key(conversation_id))
-        if (resume_id is None and kept and earlier and earlier[-1].agent == conversation.agent
-                and earlier[-1].session_id == kept):
-            # The chat's kept agent (or the session it resumes after a kill) holds the context.
-            resume_id = kept
-        full_prompt = prompt if resume_id else build_prompt(self._exchanges(earlier), prompt)
-        if not earlier and conversation.title == DEFAULT_TITLE and prompt.strip():
-            self.store.rename_conversation(conversation_id, title_from_prompt(prompt))
+        turn = self.chats.next_turn(conversation, prompt,
+                                    self.adapters.manifests.get(conversation.agent),
+                                    kept_session=self.keepers.session_id(
+                                        self.keep_key(conversation_id)))
         cwd = conversation.cwd if conversation.cwd else os.getcwd()
-        return self._launch(Launch(conversation_id, prompt, full_prompt, resume_id,
+        return self._launch(Launch(conversation_id, prompt, turn.full_prompt, turn.resume_id,
                                    conversation.agent, cwd))
 
     def _launch(self, launch: Launch) -> str:
@@ -251,15 +232,17 @@ class ChatController(QObject):
             on_event(Done(stream_id, stop_reason=STOP_ERROR))
             return stream_id
         try:
-            manifest, options = self.run_config.configure(manifest)
+            options = self.run_config.configure(manifest)
         except ValueError as exc:  # disabled in Preferences, or overrides that cannot apply
             on_event(Error(stream_id, message=str(exc)))
             on_event(Done(stream_id, stop_reason=STOP_ERROR))
             return stream_id
-        request = RunRequest(manifest=manifest, prompt=launch.full_prompt, cwd=launch.cwd,
-                             session_id=launch.resume_id, retry_limit_s=self.retry_limit_s,
-                             on_permission=self.permissions.hook(conversation_id),
-                             keep_key=self.keep_key(conversation_id), **options)
+        # The controller's retry limit: Preferences (and tests) set it on the controller.
+        options = dataclasses.replace(options, retry_limit_s=self.retry_limit_s)
+        request = options.request(launch.full_prompt, cwd=launch.cwd,
+                                  session_id=launch.resume_id,
+                                  on_permission=self.permissions.hook(conversation_id),
+                                  keep_key=self.keep_key(conversation_id))
         self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
         return stream_id
 
@@ -368,8 +351,7 @@ class ChatController(QObject):
 
     def answered_turns(self, conversation_id: int) -> list[Turn]:
         """The conversation's turns without the abandoned (restarted) attempts."""
-        abandoned = {m.turn_id for m in self.store.markers(conversation_id, MARKER_TURN_RESTARTED)}
-        return [t for t in self.store.turns(conversation_id) if t.id not in abandoned]
+        return self.chats.answered_turns(conversation_id)
 
     def stop_all(self) -> list[str]:
         running = list(self._running.items())
@@ -418,11 +400,3 @@ class ChatController(QObject):
             conversation = self.store.get_conversation(conversation_id)
             if conversation is not None:
                 self.bridge.conversation_saved.emit(conversation)
-
-    def _exchanges(self, turns: list[Turn]) -> list[Exchange]:
-        out = []
-        for turn in turns[-MAX_TURNS:]:
-            text = "".join(e.text for e in self.store.events(turn.id) if isinstance(e, TextDelta))
-            out.append(Exchange(turn.prompt, text, turn.status))
-        return out
-

@@ -1,78 +1,30 @@
-"""Fan-out jobs (issue 6, item 6): one prompt sent to several agents at once.
+"""The window's side of fan-out jobs (one prompt to several agents): starts the member chats
+through the chat controller, stops a job's own runs, reports ``job_created`` / ``job_changed``.
 
-A job is not a new kind of run. It is one ordinary conversation per selected agent (titled
-"<prompt start> · <agent>"), each running one ordinary turn under its own stream id through the
-chat controller's send path; a ``fanout_job`` marker on each member turn groups them by job id.
-So every member keeps what it produced with its own status, is reachable from the sidebar like
-any chat, and survives a restart; stopping a member is the normal stop of its conversation.
-
-The job's status is derived, never stored: ``running`` while any member runs; once all ended,
-``cancelled`` if any member was stopped by the user, else ``failed`` if every member failed, else
-``completed``. Partial results are never discarded: a stopped member is a ``cancelled`` turn.
+What a job is, its member titles, its status rules and its ``fanout_job`` markers are Qt-free:
+tolaria/chats/fanout.py.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from PySide6.QtCore import QObject
 
-from tolaria.core.store.db import (
-    STATUS_CANCELLED,
-    STATUS_COMPLETED,
-    STATUS_FAILED,
-    STATUS_RUNNING,
-    Store,
+from tolaria.chats.fanout import (
+    FanOutJob,
+    JobMember,
+    member_status,
+    member_title,
+    new_job_id,
+    record_member,
+    stored_jobs,
+    stored_status,
 )
-from tolaria.core.store.markers import MARKER_FANOUT_JOB
+from tolaria.core.store.db import Store
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.controller import ChatController
-
-JOB_RUNNING = STATUS_RUNNING
-JOB_COMPLETED = STATUS_COMPLETED
-JOB_CANCELLED = STATUS_CANCELLED
-JOB_FAILED = STATUS_FAILED
-
-_PROMPT_CHARS = 32
-
-
-@dataclass(frozen=True)
-class JobMember:
-    """One agent's part of a job: its conversation and the stream id of its turn."""
-
-    conversation_id: int
-    agent: str
-    stream_id: str | None = None
-
-
-@dataclass(frozen=True)
-class FanOutJob:
-    job_id: str
-    prompt: str
-    members: tuple[JobMember, ...]
-
-    def stream_ids(self) -> list[str]:
-        return [m.stream_id for m in self.members if m.stream_id is not None]
-
-
-def member_title(prompt: str, agent_name: str) -> str:
-    line = " ".join(prompt.split())
-    if len(line) > _PROMPT_CHARS:
-        line = line[: _PROMPT_CHARS - 1].rstrip() + "…"
-    return f"{line} · {agent_name}"
-
-
-def job_status(statuses: list[str]) -> str:
-    """The job's status from its members' turn statuses (see the module docstring)."""
-    if not statuses or any(s == STATUS_RUNNING for s in statuses):
-        return JOB_RUNNING
-    if any(s == STATUS_CANCELLED for s in statuses):
-        return JOB_CANCELLED
-    if all(s == STATUS_FAILED for s in statuses):
-        return JOB_FAILED
-    return JOB_COMPLETED
 
 
 class FanOutController(QObject):
@@ -99,7 +51,7 @@ class FanOutController(QObject):
         if not prompt.strip() or not agents:
             return None
         names = agent_names or {}
-        job_id = f"job-{uuid.uuid4().hex[:12]}"
+        job_id = new_job_id()
         members = []
         for agent in agents:
             conversation = self.store.create_conversation(
@@ -114,12 +66,8 @@ class FanOutController(QObject):
             stream_id = self.chats.send(member.conversation_id, prompt)
             if stream_id is not None:
                 self._job_of_stream[stream_id] = job_id
-                turn = self.store.turn_by_stream(stream_id)
-                self.store.add_marker(member.conversation_id, MARKER_FANOUT_JOB,
-                                      turn_id=turn.id if turn is not None else None,
-                                      data={"job_id": job_id, "prompt": prompt, "agent":
-                                            member.agent, "stream_id": stream_id})
             started.append(replace(member, stream_id=stream_id))
+            record_member(self.store, job, started[-1])
         job = replace(job, members=tuple(started))
         self._jobs[job_id] = job
         self.bridge.job_changed.emit(job_id, self.status(job_id))
@@ -144,18 +92,7 @@ class FanOutController(QObject):
     # -- queries ------------------------------------------------------------------------------
     def jobs(self) -> list[FanOutJob]:
         """Every stored job, oldest first (members in the order they were started)."""
-        found: dict[str, FanOutJob] = {}
-        for marker in self.store.markers_of_kind(MARKER_FANOUT_JOB):
-            data = marker.data if isinstance(marker.data, dict) else {}
-            job_id = str(data.get("job_id", ""))
-            if not job_id:
-                continue
-            member = JobMember(marker.conversation_id, str(data.get("agent", "")),
-                               data.get("stream_id"))
-            job = found.get(job_id)
-            found[job_id] = (FanOutJob(job_id, str(data.get("prompt", "")), (member,))
-                             if job is None else replace(job, members=(*job.members, member)))
-        return list(found.values())
+        return stored_jobs(self.store)
 
     def job(self, job_id: str) -> FanOutJob | None:
         known = self._jobs.get(job_id)
@@ -165,18 +102,10 @@ class FanOutController(QObject):
 
     def member_status(self, member: JobMember) -> str:
         """``completed``, ``cancelled``, ``failed``, ``interrupted`` or ``running``."""
-        if member.stream_id is None:
-            return STATUS_FAILED  # it could not start (conversation busy or gone)
-        turn = self.store.turn_by_stream(member.stream_id)
-        if turn is None:
-            return STATUS_FAILED
-        return turn.status
+        return member_status(self.store, member)
 
     def status(self, job_id: str) -> str:
-        job = self.job(job_id)
-        if job is None:
-            return JOB_FAILED
-        return job_status([self.member_status(m) for m in job.members])
+        return stored_status(self.store, self.job(job_id))
 
     # -- bridge -------------------------------------------------------------------------------
     def _on_bridge_run_finished(self, stream_id: str, _done: object) -> None:

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tolaria.chats.fanout import JOB_RUNNING, FanOutJob
 from tolaria.core.store.db import Turn
 from tolaria.qt.bridge import Bridge
-from tolaria.qt.fanout import JOB_RUNNING, FanOutJob
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.stream_routing import PaneRouting
 

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tolaria.chats.fanout import FanOutJob
 from tolaria.config.settings import (
     DEFAULT_NEW_CHAT,
     DEFAULT_RESTART,
@@ -36,7 +37,6 @@ from tolaria.core.events import Done, Event
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
-from tolaria.qt.fanout import FanOutJob
 from tolaria.ui import theme
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
