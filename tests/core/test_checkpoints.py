@@ -1,0 +1,154 @@
+"""Checkpoints on real git repositories: snapshots never touch the user's index, branches or stash."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tolaria.core import checkpoints as ck
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u",
+               GIT_COMMITTER_EMAIL="u@x")
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          env=env, check=True, timeout=30)
+    return done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    (root / "keep.txt").write_text("unchanged\n")
+    (root / ".gitignore").write_text("ignored.log\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "first")
+    return root
+
+
+def user_state(repo: Path) -> tuple[str, str, str, str, str]:
+    """Everything of the user's that a checkpoint must leave alone."""
+    index = hashlib.sha256((repo / ".git" / "index").read_bytes()).hexdigest()
+    return (index, git(repo, "status", "--porcelain=v1", "--untracked-files=all"),
+            git(repo, "branch", "-a"), git(repo, "stash", "list"), git(repo, "rev-parse", "HEAD"))
+
+
+def test_not_a_git_folder_has_no_repo(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert ck.find_repo(plain) is None
+    with pytest.raises(ck.CheckpointError, match="not inside a git working tree"):
+        ck.snapshot(plain, ck.ref_name("1", "1", "before"))
+
+
+def test_snapshot_records_untracked_and_staged_work_without_touching_the_user(repo: Path) -> None:
+    (repo / "a.txt").write_text("staged edit\n")
+    git(repo, "add", "a.txt")
+    (repo / "new.txt").write_text("untracked\n")
+    (repo / "ignored.log").write_text("noise\n")
+    git(repo, "stash", "list")
+    before_state = user_state(repo)
+
+    cp = ck.snapshot(repo, ck.ref_name("7", "3", "before"))
+
+    assert user_state(repo) == before_state
+    assert cp.ref == "refs/tolaria/7/3/before"
+    files = git(repo, "ls-tree", "-r", "--name-only", cp.commit).split()
+    assert "new.txt" in files and "a.txt" in files and "ignored.log" not in files
+    assert git(repo, "show", f"{cp.commit}:a.txt") == "staged edit\n"
+    assert "refs/tolaria" not in git(repo, "branch", "-a") + git(repo, "log", "--all", "--oneline",
+                                                                 "--decorate=short", "-n", "0")
+    assert ck.load(repo, cp.ref) == cp
+
+
+def test_changes_diff_and_revert_of_a_turn(repo: Path) -> None:
+    before = ck.snapshot(repo, ck.ref_name("1", "1", "before"))
+    lines = (repo / "a.txt").read_text().splitlines(keepends=True)
+    lines[1] = "changed near the top\n"
+    lines[27] = "changed near the bottom\n"
+    (repo / "a.txt").write_text("".join(lines))
+    (repo / "created.py").write_text("print('hi')\n")
+    (repo / "keep.txt").unlink()
+    after = ck.snapshot(repo, ck.ref_name("1", "1", "after"))
+
+    found = {c.path: c.status for c in ck.changes(before, after)}
+    assert found == {"a.txt": "modified", "created.py": "added", "keep.txt": "deleted"}
+    diff = ck.file_diff(before, after, "a.txt")
+    parts = ck.hunks(diff)
+    assert len(parts) == 2 and all(p.header.startswith("diff --git") for p in parts)
+
+    # Revert only the second hunk: the top change stays, the bottom one is undone.
+    ck.revert_hunk(before, "a.txt", parts[1])
+    text = (repo / "a.txt").read_text()
+    assert "changed near the top" in text and "changed near the bottom" not in text
+    assert "line 28\n" in text
+    # The same hunk again no longer applies: a clear error, the file untouched.
+    with pytest.raises(ck.CheckpointError, match="no longer applies"):
+        ck.revert_hunk(before, "a.txt", parts[1])
+    assert (repo / "a.txt").read_text() == text
+
+    ck.revert_file(before, "created.py")
+    ck.revert_file(before, "keep.txt")
+    assert not (repo / "created.py").exists()
+    assert (repo / "keep.txt").read_text() == "unchanged\n"
+    assert {c.path for c in ck.changes(before)} == {"a.txt"}
+
+
+def test_rewind_restores_every_file_and_keeps_modes_and_the_index(repo: Path) -> None:
+    script = repo / "run.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    git(repo, "add", "run.sh")
+    state = user_state(repo)
+    before = ck.snapshot(repo, ck.ref_name("2", "5", "before"))
+    script.write_text("#!/bin/sh\nrm -rf /tmp/nothing\n")
+    script.chmod(0o644)
+    (repo / "deep" / "er").mkdir(parents=True)
+    (repo / "deep" / "er" / "x.txt").write_text("x\n")
+    (repo / "a.txt").unlink()
+
+    restored = ck.rewind(before)
+
+    assert sorted(restored) == ["a.txt", "deep/er/x.txt", "run.sh"]
+    assert script.read_text() == "#!/bin/sh\necho hi\n" and os.access(script, os.X_OK)
+    assert not (repo / "deep" / "er" / "x.txt").exists()
+    assert (repo / "a.txt").read_text().startswith("line 1\n")
+    assert ck.changes(before) == []
+    assert user_state(repo) == state
+
+
+def test_a_repository_without_commits_and_ref_cleanup(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "f.txt").write_text("one\n")
+    before = ck.snapshot(root, ck.ref_name("9", "1", "before"))
+    (root / "f.txt").write_text("two\n")
+    ck.snapshot(root, ck.ref_name("9", "1", "after"))
+    assert [c.path for c in ck.changes(before)] == ["f.txt"]
+    assert ck.delete(root, "refs/tolaria/9/") == 2
+    assert ck.load(root, before.ref) is None
+    assert git(root, "status", "--porcelain") == "?? f.txt\n"
+
+
+@pytest.mark.parametrize("bad", ["..", "a/b", "", "x.lock", "-rf", "a b"])
+def test_ref_parts_are_validated(bad: str) -> None:
+    with pytest.raises(ValueError, match="not a valid checkpoint ref part"):
+        ck.ref_name("1", bad)
+
+
+def test_paths_outside_the_tree_are_refused(repo: Path) -> None:
+    before = ck.snapshot(repo, ck.ref_name("3", "1", "before"))
+    with pytest.raises(ck.CheckpointError, match="outside the working tree"):
+        ck.revert_file(before, "../escape.txt")
