@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import fake_agent as fa  # (this folder is on sys.path: the script's own)
+if TYPE_CHECKING:  # mypy knows this folder as ``fakes`` under tests/, the tests' import root
+    from fakes import fake_agent as fa
+else:
+    import fake_agent as fa  # (this folder is on sys.path: the script's own)
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from uihelpers import processes_of
+from ui.uihelpers import processes_of
 
 from tolaria.core.process import proctree
 

@@ -7,7 +7,7 @@ import pytest
 from helpers import fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QPushButton, QSplitter
-from uihelpers import AppDriver, processes_of
+from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.qt.fanout import FanOutJob, job_status

@@ -10,7 +10,7 @@ from helpers import fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QPushButton
-from uihelpers import AppDriver, processes_of
+from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.core.events import TextDelta
 from tolaria.core.store.db import (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 from helpers import is_gone, marker_pids
-from uihelpers import AppDriver
+from ui.uihelpers import AppDriver
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
 

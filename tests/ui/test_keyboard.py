@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QComboBox, QListWidget, QPlainTextEdit, QPushButton
-from uihelpers import processes_of
+from ui.uihelpers import processes_of
 
 from tolaria.config.settings import Settings, load_settings, save_settings
 

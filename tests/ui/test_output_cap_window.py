@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from uihelpers import AppDriver, processes_of
+from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import Diagnostic, TextDelta, ToolDone

@@ -15,7 +15,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
-from uihelpers import AppDriver, processes_of
+from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.ui.permission_card import PermissionCard

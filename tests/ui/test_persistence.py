@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QMessageBox, QPushButton
-from uihelpers import processes_of
+from ui.uihelpers import processes_of
 
 from tolaria.core.events import TextDelta, ToolStart
 from tolaria.core.store.db import Store

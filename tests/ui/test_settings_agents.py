@@ -2,56 +2,30 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QPushButton
-from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
-from uihelpers import AppDriver, processes_of
+from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton
+from ui.settingshelpers import (
+    FAKE_AGENT,
+    add_custom_agent,
+    child,
+    open_preferences,
+    pick_agent,
+    picker_agents,
+    select_agent,
+    type_into,
+)
+from ui.uihelpers import processes_of
 
 from tolaria.config.agents import load_overrides
 from tolaria.support import paths
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 
-FAKE_AGENT = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def picker_agents(drv: AppDriver) -> list[str]:
-    picker = drv.window.header.agent_picker
-    return [picker.itemData(i) for i in range(picker.count())]
-
-
-def pick_agent(drv: AppDriver, agent_id: str) -> None:
-    """What choosing an entry in the header's agent list does."""
-    picker = drv.window.header.agent_picker
-    index = picker.findData(agent_id)
-    assert index >= 0, f"{agent_id} is not in the picker"
-    picker.setCurrentIndex(index)
-    picker.activated.emit(index)
-
-
-def add_custom_agent(drv: AppDriver, qtbot, agent_id: str, command: list[str]) -> None:  # type: ignore[no-untyped-def]
-    dialog = open_preferences(drv)
-    child(dialog, QPushButton, "addAgentButton").click()
-    custom = dialog.findChild(CustomAgentDialog, "customAgentDialog")
-    assert custom is not None
-    qtbot.waitExposed(custom)
-    type_into(child(custom, QLineEdit, "custom_id"), agent_id)
-    type_into(child(custom, QLineEdit, "custom_name"), "Fake CLI")
-    protocol = child(custom, QComboBox, "customProtocol")
-    protocol.setCurrentIndex(protocol.findText("claude-stream-json"))
-    type_into(child(custom, QLineEdit, "custom_command"), shlex.join(command))
-    save = child(custom, QPushButton, "customAgentSave")
-    assert save.isEnabled(), [e.text() for e in custom.errors.values() if e.text()]
-    save.click()
-    qtbot.waitUntil(lambda: not custom.isVisible())
-    assert dialog.agents.current_agent() == agent_id
-    close_preferences(drv, dialog, qtbot)
 
 
 def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]

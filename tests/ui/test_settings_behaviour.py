@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QCheckBox, QPushButton
-from settingshelpers import child, close_preferences, open_preferences
-from uihelpers import processes_of
+from ui.settingshelpers import child, close_preferences, open_preferences
+from ui.uihelpers import processes_of
 
 from tolaria.config.settings import load_settings
 from tolaria.core.adapters.manifest import Manifest

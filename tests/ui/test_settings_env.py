@@ -9,8 +9,16 @@ from pathlib import Path
 
 import psutil
 from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton, QTableWidget
-from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
-from test_settings_agents import FAKE_AGENT, add_custom_agent, pick_agent
+from ui.settingshelpers import (
+    FAKE_AGENT,
+    add_custom_agent,
+    child,
+    close_preferences,
+    open_preferences,
+    pick_agent,
+    select_agent,
+    type_into,
+)
 
 from tolaria.config.agents import MASK, load_overrides
 

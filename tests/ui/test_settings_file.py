@@ -8,7 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QLabel, QPushButton
-from settingshelpers import child, open_preferences
+from ui.settingshelpers import child, open_preferences
 
 from tolaria.ui.settings.behaviour_page import BehaviourPage
 

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from PySide6.QtWidgets import QLineEdit, QMessageBox, QPushButton
-from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
-from test_settings_agents import picker_agents
+from ui.settingshelpers import (
+    child,
+    close_preferences,
+    open_preferences,
+    picker_agents,
+    select_agent,
+    type_into,
+)
 
 from tolaria.config.agents import load_overrides
 from tolaria.support import paths

@@ -8,8 +8,14 @@ from collections.abc import Iterator
 import pytest
 from fakes.fake_openai_server import FakeOpenAIServer, text_reply
 from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton
-from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
-from test_settings_agents import pick_agent
+from ui.settingshelpers import (
+    child,
+    close_preferences,
+    open_preferences,
+    pick_agent,
+    select_agent,
+    type_into,
+)
 
 from tolaria.config.agents import load_overrides
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog

@@ -10,8 +10,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QKeySequenceEdit, QLabel, QPushButton
-from settingshelpers import child, close_preferences, open_preferences
-from uihelpers import processes_of
+from ui.settingshelpers import child, close_preferences, open_preferences
+from ui.uihelpers import processes_of
 
 from tolaria.config.settings import load_settings
 

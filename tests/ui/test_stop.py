@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMenu
-from uihelpers import AppDriver, processes_of
+from ui.uihelpers import AppDriver, processes_of
 
 
 @pytest.fixture
