@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from ui.uihelpers import StartApp
+
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-secret-123"
 
@@ -38,7 +40,7 @@ def _reports(home: Path) -> list[Path]:
     return sorted((home / "data" / "crash-reports").glob("crash-*.txt"))
 
 
-def test_a_crashed_window_leaves_reports_and_the_next_start_says_so(start_app, home: Path  # type: ignore[no-untyped-def]
+def test_a_crashed_window_leaves_reports_and_the_next_start_says_so(start_app: StartApp, home: Path
                                                                     ) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
     env.update(PYTHONPATH=str(ROOT), OPENAI_API_KEY=KEY, QT_QPA_PLATFORM="offscreen")

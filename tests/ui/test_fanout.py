@@ -7,7 +7,8 @@ import pytest
 from helpers import fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QPushButton, QSplitter
-from ui.uihelpers import AppDriver, processes_of
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.qt.fanout import FanOutJob, job_status
@@ -52,7 +53,7 @@ def member_streams(view: FanOutView) -> list[str]:
     return streams  # type: ignore[return-value]
 
 
-def wait_pane_done(qtbot, pane: ChatPane) -> None:  # type: ignore[no-untyped-def]
+def wait_pane_done(qtbot: QtBot, pane: ChatPane) -> None:
     qtbot.waitUntil(lambda: pane.running_stream is None, timeout=15_000)
     turn = pane.turn_views()[-1]
     qtbot.waitUntil(lambda: turn.status != "running" and not turn.busy, timeout=15_000)
@@ -66,7 +67,7 @@ def test_job_status_rules() -> None:
     assert job_status(["completed", "completed"]) == "completed"
 
 
-def test_shortcut_opens_a_non_modal_dialog_listing_enabled_agents(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_shortcut_opens_a_non_modal_dialog_listing_enabled_agents(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_agent(drv, fake_manifest("normal"))
     assert drv.window.fan_out_action.shortcut().toString() == "Ctrl+Shift+N"
@@ -88,8 +89,8 @@ def test_shortcut_opens_a_non_modal_dialog_listing_enabled_agents(start_app, qtb
     dialog.hide()
 
 
-def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(  # type: ignore[no-untyped-def]
-        start_app, qtbot) -> None:
+def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_agent(drv, fake_manifest("tool"))
     view = fan_out(drv, "compare your answers", ["demo", "fake-tool"])
@@ -128,7 +129,7 @@ def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(  # type:
     assert drv.app.fanout.status(view.job.job_id) == "cancelled"
 
 
-def test_stop_all_in_job_stops_only_the_jobs_runs(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_stop_all_in_job_stops_only_the_jobs_runs(start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     add_agent(drv, fake_manifest("tool"))
@@ -166,7 +167,7 @@ def test_stop_all_in_job_stops_only_the_jobs_runs(start_app, qtbot, monkeypatch)
 
 
 @pytest.mark.usefixtures("home")
-def test_job_results_persist_across_a_restart(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_job_results_persist_across_a_restart(start_app: StartApp, qtbot: QtBot) -> None:
     first = start_app()
     add_agent(first, fake_manifest("tool"))
     view = fan_out(first, "persist me", ["demo", "fake-tool"])
@@ -203,8 +204,8 @@ def test_job_results_persist_across_a_restart(start_app, qtbot) -> None:  # type
     assert "I'll run a tool." in turn.text()
 
 
-def test_a_running_member_opened_from_the_sidebar_can_be_stopped_there(  # type: ignore[no-untyped-def]
-        start_app, qtbot, monkeypatch) -> None:
+def test_a_running_member_opened_from_the_sidebar_can_be_stopped_there(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     add_agent(drv, fake_manifest("tool"))

@@ -8,12 +8,13 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QComboBox, QListWidget, QPlainTextEdit, QPushButton
-from ui.uihelpers import processes_of
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.config.settings import Settings, load_settings, save_settings
 
 
-def test_focus_starts_in_the_composer_and_widgets_are_named(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_focus_starts_in_the_composer_and_widgets_are_named(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.focusWidget() is drv.pane.composer)
@@ -28,7 +29,7 @@ def test_focus_starts_in_the_composer_and_widgets_are_named(start_app, qtbot) ->
     assert transcript is not None and transcript.accessibleName() == "Transcript"
 
 
-def test_enter_sends_and_shift_enter_adds_a_line(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_enter_sends_and_shift_enter_adds_a_line(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     composer = drv.pane.composer
     composer.setFocus()
@@ -47,7 +48,7 @@ def test_enter_sends_and_shift_enter_adds_a_line(start_app, qtbot) -> None:  # t
     assert drv.pane.running_stream is None
 
 
-def test_ctrl_n_opens_a_new_chat_with_focus_in_its_composer(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_n_opens_a_new_chat_with_focus_in_its_composer(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.send("first")
     drv.wait_finished()
@@ -61,7 +62,7 @@ def test_ctrl_n_opens_a_new_chat_with_focus_in_its_composer(start_app, qtbot) ->
     assert drv.pane.turn_views() == []
 
 
-def test_the_stop_shortcut_comes_from_settings(start_app, home: Path, monkeypatch, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_stop_shortcut_comes_from_settings(start_app: StartApp, home: Path, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     (home / "settings.toml").write_text('[shortcuts]\nstop = "Ctrl+."\n')
     drv = start_app()
@@ -79,7 +80,7 @@ def test_the_stop_shortcut_comes_from_settings(start_app, home: Path, monkeypatc
 
 @pytest.mark.parametrize("content", ["this is [not toml", '[shortcuts]\nstop = "NoSuchKey+Q+W"\n',
                                      "shortcuts = 3\n"])
-def test_broken_settings_use_defaults_and_say_so(start_app, home: Path, content: str) -> None:  # type: ignore[no-untyped-def]
+def test_broken_settings_use_defaults_and_say_so(start_app: StartApp, home: Path, content: str) -> None:
     (home / "settings.toml").write_text(content)
     drv = start_app()
     assert drv.window.stop_action.shortcut().toString() == "Esc"

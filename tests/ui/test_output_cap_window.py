@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ui.uihelpers import AppDriver, processes_of
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import Diagnostic, TextDelta, ToolDone
@@ -40,7 +41,7 @@ def stored_text(events: list) -> str:  # type: ignore[type-arg]
 
 
 def test_a_flood_of_three_caps_keeps_the_start_and_says_so_live_and_restored(
-        start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.use_agent(flood_agent("text", 3 * CAP))
     stream_id = drv.send("flood me")
@@ -71,7 +72,7 @@ def test_a_flood_of_three_caps_keeps_the_start_and_says_so_live_and_restored(
     assert restored.text() == shown
 
 
-def test_stop_in_the_middle_of_an_endless_flood(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_stop_in_the_middle_of_an_endless_flood(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.use_agent(flood_agent("text", 0))  # prints until it is stopped
     stream_id = drv.send("never stop")
@@ -90,7 +91,7 @@ def test_stop_in_the_middle_of_an_endless_flood(start_app, qtbot) -> None:  # ty
     assert len(turn.cap_notices()) == 2
 
 
-def test_one_huge_tool_output_is_clipped(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_one_huge_tool_output_is_clipped(start_app: StartApp) -> None:
     drv = start_app()
     drv.use_agent(flood_agent("tool", 50_000))
     stream_id = drv.send("cat the log")
@@ -104,7 +105,7 @@ def test_one_huge_tool_output_is_clipped(start_app) -> None:  # type: ignore[no-
     assert "after the tool" in turn.text() and turn.cap_notices() == []
 
 
-def test_a_stderr_flood_is_capped_too(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_a_stderr_flood_is_capped_too(start_app: StartApp) -> None:
     drv = start_app()
     drv.use_agent(flood_agent("stderr", 3 * CAP))
     stream_id = drv.send("complain")

@@ -9,6 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton
+from pytestqt.qtbot import QtBot
 from ui.settingshelpers import (
     FAKE_AGENT,
     add_custom_agent,
@@ -19,7 +20,7 @@ from ui.settingshelpers import (
     select_agent,
     type_into,
 )
-from ui.uihelpers import processes_of
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.config.agents import load_overrides
 from tolaria.support import paths
@@ -28,7 +29,7 @@ from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "fake-cli", [sys.executable, str(FAKE_AGENT), "tool", "{prompt}"])
     written = paths.user_adapters_dir() / "fake-cli.toml"
@@ -48,7 +49,7 @@ def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app, qtbot) -> None:  #
     assert drv.app.store.turn_by_stream(stream_id).agent == "fake-cli"  # type: ignore[union-attr]
 
 
-def test_invalid_custom_agent_is_refused_with_its_message(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_custom_agent_is_refused_with_its_message(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     child(dialog, QPushButton, "addAgentButton").click()
@@ -82,8 +83,8 @@ def test_invalid_custom_agent_is_refused_with_its_message(start_app, qtbot) -> N
     custom.reject()
 
 
-def test_invalid_overrides_show_their_message_and_nothing_is_saved(  # type: ignore[no-untyped-def]
-        start_app, qtbot, home: Path) -> None:
+def test_invalid_overrides_show_their_message_and_nothing_is_saved(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     settings_file = home / "settings.toml"
     original = b"# my settings, by hand\n[behaviour]\nwatchdog_seconds = 90\n"
     settings_file.write_bytes(original)
@@ -108,7 +109,7 @@ def test_invalid_overrides_show_their_message_and_nothing_is_saved(  # type: ign
     assert load_overrides()[0] == {}
 
 
-def test_disabling_an_agent_removes_it_from_the_picker_at_once(start_app, qtbot, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_disabling_an_agent_removes_it_from_the_picker_at_once(start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     assert "codex" in picker_agents(drv)
     dialog = open_preferences(drv)
@@ -134,7 +135,7 @@ def demo_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("demo_importable")
-def test_test_button_shows_success_for_the_demo_agent(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_test_button_shows_success_for_the_demo_agent(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     select_agent(dialog, "demo")
@@ -147,7 +148,7 @@ def test_test_button_shows_success_for_the_demo_agent(start_app, qtbot) -> None:
     assert "tolaria-demo-agent" in result.text(), "shows the version"
 
 
-def test_test_button_shows_the_exact_error_for_a_missing_program(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_test_button_shows_the_exact_error_for_a_missing_program(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "ghost", ["no-such-tolaria-cli-xyz", "{prompt}"])
     dialog = open_preferences(drv)

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QCheckBox, QPushButton
+from pytestqt.qtbot import QtBot
 from ui.settingshelpers import child, close_preferences, open_preferences
-from ui.uihelpers import processes_of
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.config.settings import load_settings
 from tolaria.core.adapters.manifest import Manifest
 
 
-def test_behaviour_settings_are_saved_and_reach_new_runs(start_app, qtbot, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_behaviour_settings_are_saved_and_reach_new_runs(start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     page = dialog.behaviour
@@ -32,7 +33,7 @@ def test_behaviour_settings_are_saved_and_reach_new_runs(start_app, qtbot, home:
     assert drv.pane.watchdog.seconds == 20
 
 
-def test_quit_without_confirmation_when_turned_off(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_quit_without_confirmation_when_turned_off(start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     dialog = open_preferences(drv)
@@ -51,7 +52,7 @@ def test_quit_without_confirmation_when_turned_off(start_app, qtbot, monkeypatch
 
 
 @pytest.mark.parametrize("notify", [True, False])
-def test_a_background_chat_that_finishes_is_announced(start_app, qtbot, monkeypatch,  # type: ignore[no-untyped-def]
+def test_a_background_chat_that_finishes_is_announced(start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch,
                                                       notify: bool) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "1")
     drv = start_app()
@@ -73,8 +74,8 @@ def test_a_background_chat_that_finishes_is_announced(start_app, qtbot, monkeypa
         assert drv.window.notifier.last_notice == ""
 
 
-def test_a_hand_edit_made_while_the_window_is_open_survives_a_save(  # type: ignore[no-untyped-def]
-        start_app, qtbot, home: Path) -> None:
+def test_a_hand_edit_made_while_the_window_is_open_survives_a_save(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     settings_file = home / "settings.toml"

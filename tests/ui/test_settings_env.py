@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton, QTableWidget
+from pytestqt.qtbot import QtBot
 from ui.settingshelpers import (
     FAKE_AGENT,
     add_custom_agent,
@@ -19,12 +20,13 @@ from ui.settingshelpers import (
     select_agent,
     type_into,
 )
+from ui.uihelpers import StartApp
 
 from tolaria.config.agents import MASK, load_overrides
 
 
-def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_run(  # type: ignore[no-untyped-def]
-        start_app, qtbot, home: Path, tmp_path: Path) -> None:
+def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_run(
+        start_app: StartApp, qtbot: QtBot, home: Path, tmp_path: Path) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "env-cli",
                      [sys.executable, str(FAKE_AGENT), "print_env", "{prompt}"])
@@ -68,7 +70,7 @@ def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_ru
     assert printed["argv"][-2:] == ["--extra", "two words"], "one argument each, no shell"
 
 
-def test_closing_the_window_cancels_a_running_test(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_closing_the_window_cancels_a_running_test(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "hang-cli", [sys.executable, str(FAKE_AGENT), "hang", "{prompt}"])
     dialog = open_preferences(drv)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp
 
 from tolaria.ui.settings import SettingsDialog
 
 
-def test_ctrl_comma_opens_preferences_without_blocking(start_app, qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_comma_opens_preferences_without_blocking(start_app: StartApp, qtbot: QtBot, tmp_path: Path) -> None:
     drv = start_app()
     QTest.keyClick(drv.pane.composer, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
     dialog = drv.window.findChild(SettingsDialog, "settingsDialog")

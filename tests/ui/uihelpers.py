@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import psutil
@@ -107,3 +107,6 @@ def processes_of(stream_id: str) -> list[psutil.Process]:
     return out
 
 
+#: The ``start_app`` fixture (tests/ui/conftest.py): starts a Tolaria (keyword arguments go to
+#: ``Tolaria``) and returns its driver; the fixture's teardown closes every app it started.
+StartApp = Callable[..., AppDriver]
