@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from PySide6.QtWidgets import QLabel
 from ui.uihelpers import StartApp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +21,7 @@ KEY = "sk-test-secret-123"
 CRASHING_GUI = textwrap.dedent("""\
     import asyncio, os, sys
     from PySide6.QtCore import QTimer
-    from tolaria.app.main import main as app
+    from tolaria.app import main as app
 
     async def start(self):
         def slot():
@@ -59,11 +60,11 @@ def test_a_crashed_window_leaves_reports_and_the_next_start_says_so(start_app: S
         assert KEY not in text
 
     drv = start_app()
-    problems = drv.window.findChild(object, "settingsProblems")
+    problems = drv.window.findChild(QLabel, "settingsProblems")
     assert problems is not None and problems.isVisible()
     assert (f"Tolaria quit unexpectedly last time (3 reports); a report was saved at "
             f"{reports[-1]}") in problems.text()
     drv.close()
     again = start_app()
-    problems = again.window.findChild(object, "settingsProblems")
+    problems = again.window.findChild(QLabel, "settingsProblems")
     assert problems is not None and "unexpectedly" not in problems.text()
