@@ -42,9 +42,9 @@ def main() -> int:
         fa.tool_result("toolu_flood", body)
         fa.text("after the tool", "msg_fake_2")
     elif mode == "stderr":
-        line = ("e" * 99 + "\n").encode()
+        raw = ("e" * 99 + "\n").encode()
         for _ in range(max(1, total // 100)):
-            sys.stderr.buffer.write(line)
+            sys.stderr.buffer.write(raw)
         sys.stderr.buffer.flush()
         fa.text("the end")
     else:
