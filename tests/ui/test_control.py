@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp, processes_of
 
@@ -30,7 +31,8 @@ def _tolaria(qtbot: QtBot, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def test_streams_and_abort_from_another_process(start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_streams_and_abort_from_another_process(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     stream_id = drv.send("long one")
@@ -54,12 +56,13 @@ def test_streams_and_abort_from_another_process(start_app: StartApp, qtbot: QtBo
 def test_bad_preselection_falls_back_and_says_so(start_app: StartApp, args: list[str]) -> None:
     kwargs = {args[0][2:]: args[1]}
     drv = start_app(**kwargs)
-    problems = drv.window.findChild(object, "settingsProblems")
+    problems = drv.window.findChild(QLabel, "settingsProblems")
     assert problems is not None and args[0] in problems.text()
     assert drv.window.header.agent_picker.current_agent() == "demo"
 
 
-def test_preselected_agent_and_folder(start_app: StartApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preselected_agent_and_folder(
+        start_app: StartApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The demo runs as `python -m tolaria.demo_agent` in the chat's folder: from a checkout
     # that is not pip-installed, Python finds the package only through PYTHONPATH.
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
@@ -71,4 +74,4 @@ def test_preselected_agent_and_folder(start_app: StartApp, tmp_path: Path, monke
     assert drv.window.header.folder_button.text() == "project"
     stream_id = drv.send("where am I")
     drv.wait_finished()
-    assert drv.app.store.turn_by_stream(stream_id).status == "completed"  # type: ignore[union-attr]
+    assert drv.stored_turn(stream_id).status == "completed"

@@ -67,7 +67,8 @@ def test_job_status_rules() -> None:
     assert job_status(["completed", "completed"]) == "completed"
 
 
-def test_shortcut_opens_a_non_modal_dialog_listing_enabled_agents(start_app: StartApp, qtbot: QtBot) -> None:
+def test_shortcut_opens_a_non_modal_dialog_listing_enabled_agents(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_agent(drv, fake_manifest("normal"))
     assert drv.window.fan_out_action.shortcut().toString() == "Ctrl+Shift+N"
@@ -113,12 +114,12 @@ def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(
     assert "I'll run a tool." in fake_turn.text(), "partial output stays"
     qtbot.waitUntil(lambda: view.status == "cancelled")
     assert "Stopped" in view.header.text()
-    assert not view.findChild(QPushButton, "stopJobButton").isEnabled()
+    stop_job = view.findChild(QPushButton, "stopJobButton")
+    assert stop_job is not None and not stop_job.isEnabled()
 
-    store = drv.app.store
-    assert store.turn_by_stream(demo_stream).status == "completed"
-    assert store.turn_by_stream(fake_stream).status == "cancelled"
-    titles = {m.agent: store.get_conversation(m.conversation_id).title
+    assert drv.stored_turn(demo_stream).status == "completed"
+    assert drv.stored_turn(fake_stream).status == "cancelled"
+    titles = {m.agent: drv.stored_conversation(m.conversation_id).title
               for m in view.job.members}
     assert titles["demo"].startswith("compare your answers · ")
     assert titles["fake-tool"] == "compare your answers · Fake agent (tool)"
@@ -129,7 +130,8 @@ def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(
     assert drv.app.fanout.status(view.job.job_id) == "cancelled"
 
 
-def test_stop_all_in_job_stops_only_the_jobs_runs(start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stop_all_in_job_stops_only_the_jobs_runs(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     add_agent(drv, fake_manifest("tool"))
@@ -150,7 +152,7 @@ def test_stop_all_in_job_stops_only_the_jobs_runs(start_app: StartApp, qtbot: Qt
         wait_pane_done(qtbot, pane)
     for stream_id in streams:
         assert processes_of(stream_id) == [], "the job's process trees must be gone"
-        assert drv.app.store.turn_by_stream(stream_id).status == "cancelled"
+        assert drv.stored_turn(stream_id).status == "cancelled"
     for pane in view.panes():
         turn = pane.turn_views()[-1]
         assert turn.status == "cancelled"
@@ -160,7 +162,7 @@ def test_stop_all_in_job_stops_only_the_jobs_runs(start_app: StartApp, qtbot: Qt
     # The other chat's run is untouched.
     assert other_pane.running_stream == other_stream
     assert processes_of(other_stream), "the other chat keeps running"
-    assert drv.app.store.turn_by_stream(other_stream).status == "running"
+    assert drv.stored_turn(other_stream).status == "running"
     stop_button(other_pane).click()
     drv.wait_finished(other_pane)
     assert processes_of(other_stream) == []

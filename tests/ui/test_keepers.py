@@ -39,7 +39,8 @@ def turn(drv: AppDriver, conversation_id: int, prompt: str) -> None:
                         timeout=15_000)
 
 
-def test_turns_share_the_process_and_deleting_the_chat_closes_it(start_app: StartApp, tmp_path: Path) -> None:
+def test_turns_share_the_process_and_deleting_the_chat_closes_it(
+        start_app: StartApp, tmp_path: Path) -> None:
     drv = start_app(cwd=str(tmp_path))
     drv.use_agent(fake_claude())
     chat = drv.pane.conversation_id

@@ -37,7 +37,8 @@ def notice_texts(turn: TurnView) -> list[str]:
     return [label.text() for label in turn.body.findChildren(QLabel, "turnNotice")]
 
 
-def test_max_iterations_reads_as_a_pause(start_app: StartApp, server: FakeOpenAIServer, qtbot: QtBot) -> None:
+def test_max_iterations_reads_as_a_pause(
+        start_app: StartApp, server: FakeOpenAIServer, qtbot: QtBot) -> None:
     server.script(tool_reply(("c1", "list_directory", {})), tool_reply(("c2", "list_directory", {})))
     drv = start_app()
     drv.use_agent(model_agent(server, max_iterations=1))
@@ -60,7 +61,8 @@ def test_max_iterations_reads_as_a_pause(start_app: StartApp, server: FakeOpenAI
     assert notice_texts(view) == notes
 
 
-def test_no_tools_notice_is_shown_in_the_turn(start_app: StartApp, server: FakeOpenAIServer) -> None:
+def test_no_tools_notice_is_shown_in_the_turn(
+        start_app: StartApp, server: FakeOpenAIServer) -> None:
     server.script(tools_unsupported_reply(), text_reply("Plain answer"))
     drv = start_app()
     drv.use_agent(model_agent(server))
@@ -70,8 +72,8 @@ def test_no_tools_notice_is_shown_in_the_turn(start_app: StartApp, server: FakeO
     assert notice_texts(turn) == ["fake-model does not support tools; answering without them"]
 
 
-def test_follow_up_after_restart_continues_the_saved_history(start_app: StartApp, server: FakeOpenAIServer, qtbot: QtBot,
-                                                             home: Path) -> None:
+def test_follow_up_after_restart_continues_the_saved_history(
+        start_app: StartApp, server: FakeOpenAIServer, qtbot: QtBot, home: Path) -> None:
     (home / "notes.txt").write_text("alpha\n")
     server.script(tool_reply(("c1", "read_file", {"path": "notes.txt"})), text_reply("It says alpha"))
     first = start_app()

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
@@ -52,7 +53,7 @@ def test_a_flood_of_three_caps_keeps_the_start_and_says_so_live_and_restored(
     assert first.startswith("Output truncated: this turn printed more than 98 KB; the rest was "
                             "not kept (the agent kept running; Stop ends it).")
     assert "of output was not kept. The last 2 KB of the answer:" in last
-    label = turn.findChild(object, "capNotice")
+    label = turn.findChild(QLabel, "capNotice")
     assert label is not None
     qtbot.waitUntil(label.isVisible)
     assert turn.text().endswith("the end"), "the tail (how the flood ended) is shown"

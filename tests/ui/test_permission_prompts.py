@@ -179,7 +179,8 @@ def model_server() -> Iterator[FakeOpenAIServer]:
 # httpx's line iterators, left unclosed by ChatHelper._fetch when it returns at "[DONE]", are
 # finalized by the garbage collector after the loop is gone (the app's own loop has the hooks).
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_model_chat_command_asks_first(start_app: StartApp, model_server: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_model_chat_command_asks_first(
+        start_app: StartApp, model_server: FakeOpenAIServer, tmp_path: Path) -> None:
     from fakes.fake_openai_server import text_reply, tool_reply
 
     from tolaria.core.modelchat.command_approval import DECLINED

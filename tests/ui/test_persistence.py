@@ -54,7 +54,8 @@ def test_follow_up_resumes_the_agents_own_session(start_app: StartApp, qtbot: Qt
     assert [t.session_id for t in stored] == [first_session, first_session]
 
 
-def test_turn_left_running_by_a_crash_shows_interrupted(start_app: StartApp, home: Path, qtbot: QtBot) -> None:
+def test_turn_left_running_by_a_crash_shows_interrupted(
+        start_app: StartApp, home: Path, qtbot: QtBot) -> None:
     store = Store()
     conversation = store.create_conversation("Crashed chat", "demo", str(home))
     sid = "ai-agent-stream-crashed0001"
@@ -76,7 +77,8 @@ def test_turn_left_running_by_a_crash_shows_interrupted(start_app: StartApp, hom
     assert [c.status for c in view.tool_cards()] == ["interrupted"]
 
 
-def test_shutdown_with_active_runs_leaves_nothing_alive(start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
+def test_shutdown_with_active_runs_leaves_nothing_alive(
+        start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     one = drv.send("one")
@@ -97,7 +99,8 @@ def test_shutdown_with_active_runs_leaves_nothing_alive(start_app: StartApp, mon
     assert store is drv.app.store
 
 
-def test_closing_the_window_with_runs_asks_first(start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
+def test_closing_the_window_with_runs_asks_first(
+        start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     stream_id = drv.send("busy")
@@ -126,7 +129,8 @@ def test_closing_the_window_with_runs_asks_first(start_app: StartApp, monkeypatc
 
 
 @pytest.mark.parametrize("running", [False, True])
-def test_delete_conversation_stops_its_run_first(start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot, running: bool) -> None:
+def test_delete_conversation_stops_its_run_first(
+        start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot, running: bool) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60" if running else "0")
     drv = start_app()
     doomed = drv.pane.conversation_id

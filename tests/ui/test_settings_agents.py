@@ -37,7 +37,7 @@ def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app: StartApp, qtbot: Q
     assert "fake-cli" in picker_agents(drv), "the picker updates at once"
 
     pick_agent(drv, "fake-cli")
-    qtbot.waitUntil(lambda: drv.app.store.get_conversation(  # type: ignore[union-attr]
+    qtbot.waitUntil(lambda: drv.stored_conversation(
         drv.pane.conversation_id).agent == "fake-cli")
     stream_id = drv.send("use the tool")
     qtbot.waitUntil(lambda: "tool started" in drv.last_turn().text(), timeout=10_000)
@@ -46,10 +46,11 @@ def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app: StartApp, qtbot: Q
     turn = drv.wait_finished()
     assert turn.status == "cancelled"
     assert processes_of(stream_id) == []
-    assert drv.app.store.turn_by_stream(stream_id).agent == "fake-cli"  # type: ignore[union-attr]
+    assert drv.stored_turn(stream_id).agent == "fake-cli"
 
 
-def test_invalid_custom_agent_is_refused_with_its_message(start_app: StartApp, qtbot: QtBot) -> None:
+def test_invalid_custom_agent_is_refused_with_its_message(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     child(dialog, QPushButton, "addAgentButton").click()
@@ -109,7 +110,8 @@ def test_invalid_overrides_show_their_message_and_nothing_is_saved(
     assert load_overrides()[0] == {}
 
 
-def test_disabling_an_agent_removes_it_from_the_picker_at_once(start_app: StartApp, qtbot: QtBot, home: Path) -> None:
+def test_disabling_an_agent_removes_it_from_the_picker_at_once(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     assert "codex" in picker_agents(drv)
     dialog = open_preferences(drv)
@@ -148,7 +150,8 @@ def test_test_button_shows_success_for_the_demo_agent(start_app: StartApp, qtbot
     assert "tolaria-demo-agent" in result.text(), "shows the version"
 
 
-def test_test_button_shows_the_exact_error_for_a_missing_program(start_app: StartApp, qtbot: QtBot) -> None:
+def test_test_button_shows_the_exact_error_for_a_missing_program(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "ghost", ["no-such-tolaria-cli-xyz", "{prompt}"])
     dialog = open_preferences(drv)

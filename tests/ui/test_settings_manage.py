@@ -39,7 +39,8 @@ def test_duplicate_then_remove_a_custom_agent(start_app: StartApp, qtbot: QtBot)
     assert "demo-copy" not in dialog.agents.agent_ids()
 
 
-def test_reset_a_builtin_and_unsaved_edits_are_dropped_on_reopen(start_app: StartApp, qtbot: QtBot) -> None:
+def test_reset_a_builtin_and_unsaved_edits_are_dropped_on_reopen(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     select_agent(dialog, "codex")

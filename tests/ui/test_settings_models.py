@@ -30,7 +30,8 @@ def server() -> Iterator[FakeOpenAIServer]:
     srv.stop()
 
 
-def test_list_models_and_use_the_chosen_one(start_app: StartApp, qtbot: QtBot, server: FakeOpenAIServer) -> None:
+def test_list_models_and_use_the_chosen_one(
+        start_app: StartApp, qtbot: QtBot, server: FakeOpenAIServer) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     child(dialog, QPushButton, "addAgentButton").click()

@@ -48,7 +48,8 @@ def test_a_changed_stop_shortcut_works_and_the_old_one_does_not(
     assert processes_of(stream_id) == []
 
 
-def test_conflicting_shortcuts_are_shown_and_block_save(start_app: StartApp, qtbot: QtBot, home: Path) -> None:
+def test_conflicting_shortcuts_are_shown_and_block_save(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     dialog.tabs.setCurrentWidget(dialog.shortcuts)
@@ -80,4 +81,4 @@ def test_ctrl_enter_sends_when_chosen(start_app: StartApp, qtbot: QtBot) -> None
     QTest.keyClick(composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert drv.pane.running_stream is not None
     turn = drv.wait_finished()
-    assert drv.app.store.turn_by_stream(turn.stream_id).prompt == "one\ntwo"  # type: ignore[union-attr]
+    assert drv.stored_turn(turn.stream_id).prompt == "one\ntwo"

@@ -59,7 +59,9 @@ def test_esc_with_an_open_popup_or_menu_does_not_stop(start_app: StartApp, qtbot
     picker.showPopup()
     qtbot.waitUntil(lambda: QApplication.activePopupWidget() is not None)
     QTest.keyClick(drv.pane.composer, Qt.Key.Key_Escape)  # the window's Stop must not act
-    QTest.keyClick(QApplication.activePopupWidget(), Qt.Key.Key_Escape)  # closes the dropdown
+    popup = QApplication.activePopupWidget()
+    assert popup is not None
+    QTest.keyClick(popup, Qt.Key.Key_Escape)  # closes the dropdown
     qtbot.waitUntil(lambda: QApplication.activePopupWidget() is None)
 
     menu = QMenu(drv.window)
@@ -126,7 +128,7 @@ def test_late_events_of_a_stopped_stream_never_reach_a_view(start_app: StartApp)
     turn = drv.wait_finished()
     before = (turn.text(), len(turn.tool_cards()), len(turn.error_cards()), turn.footer.text(),
               turn.received_chars)
-    stored_before = len(drv.app.store.events(drv.app.store.turn_by_stream(stream_id).id))
+    stored_before = len(drv.app.store.events(drv.stored_turn(stream_id).id))
     bridge = drv.app.bridge
     for late in (TextDelta(stream_id, text="LATE TEXT"), ToolStart(stream_id, tool_id="t9",
                  name="Late"), Error(stream_id, message="late error"),
@@ -137,7 +139,7 @@ def test_late_events_of_a_stopped_stream_never_reach_a_view(start_app: StartApp)
              turn.received_chars)
     assert after == before
     assert turn.status == "cancelled"
-    assert len(drv.app.store.events(drv.app.store.turn_by_stream(stream_id).id)) == stored_before
+    assert len(drv.app.store.events(drv.stored_turn(stream_id).id)) == stored_before
 
 
 def test_content_after_stop_request_is_dropped(start_app: StartApp) -> None:

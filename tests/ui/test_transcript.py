@@ -7,7 +7,8 @@ import time
 import pytest
 from helpers import fake_manifest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextFormat
+from PySide6.QtGui import QStandardItemModel, QTextFormat
+from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
 
@@ -51,7 +52,9 @@ def test_missing_binary_says_how_to_install_it(start_app: StartApp, qtbot: QtBot
     drv.run(drv.app.controller.detect_agents())
     picker = drv.window.header.agent_picker
     row = picker.findData("ghost")
-    item = picker.model().item(row)
+    model = picker.model()
+    assert isinstance(model, QStandardItemModel)
+    item = model.item(row)
     assert not item.isEnabled(), "a missing agent is greyed out"
     assert "npm install -g ghost-cli" in item.toolTip()
     drv.send("anyone there?")
@@ -74,7 +77,8 @@ def test_error_card_has_the_stderr_tail(start_app: StartApp) -> None:
     assert "Failed" in turn.footer.text()
 
 
-def test_a_flood_is_coalesced_and_bounded(start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
+def test_a_flood_is_coalesced_and_bounded(
+        start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
     monkeypatch.setenv("FAKE_FLOOD_LINES", "3000")  # ~3 MB in 3000 deltas
     renders = []
     original = RichText.set_markdown
@@ -96,12 +100,13 @@ def test_a_flood_is_coalesced_and_bounded(start_app: StartApp, monkeypatch: pyte
     shown = turn.text()
     assert len(shown) <= blocks.CHUNK_CHARS * (blocks.MAX_CHUNKS + 1)
     assert "flood 2999:" in shown, "the newest text is what stays on screen"
-    note = turn.findChild(object, "elidedNote")
+    note = turn.findChild(QLabel, "elidedNote")
     assert note is not None and note.isVisible() and "not shown" in note.text()
     assert time.monotonic() - started < 25
 
 
-def test_hidden_chat_keeps_receiving(start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hidden_chat_keeps_receiving(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "0")
     drv = start_app()
     first = drv.pane

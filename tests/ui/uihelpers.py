@@ -13,6 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from tolaria.app.main import Tolaria
 from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.store.schema import Conversation, Turn
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.main_window import MainWindow
 from tolaria.ui.turn_view import TurnView
@@ -85,6 +86,18 @@ class AppDriver:
         self.qtbot.waitUntil(lambda: turn.status != "running" and not turn.busy,
                              timeout=timeout_ms)
         return turn
+
+    def stored_turn(self, stream_id: str) -> Turn:
+        """The store's row of this run, which must exist."""
+        turn = self.app.store.turn_by_stream(stream_id)
+        assert turn is not None, f"no stored turn for {stream_id}"
+        return turn
+
+    def stored_conversation(self, conversation_id: int) -> Conversation:
+        """The store's row of this conversation, which must exist."""
+        conversation = self.app.store.get_conversation(conversation_id)
+        assert conversation is not None, f"no stored conversation {conversation_id}"
+        return conversation
 
     def run(self, coro: Coroutine[Any, Any, T], timeout_ms: int = 15_000) -> T:
         return run_async(self.qtbot, self.loop, coro, timeout_ms)
