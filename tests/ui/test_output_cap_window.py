@@ -11,7 +11,7 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.core.events import Diagnostic, TextDelta, ToolDone
+from tolaria.core.events import Diagnostic, Event, TextDelta, ToolDone
 from tolaria.core.output_cap import CAP_SOURCE
 
 FLOOD_AGENT = Path(__file__).resolve().parent.parent / "fakes" / "flood_agent.py"
@@ -31,13 +31,13 @@ def flood_agent(mode: str, chars: int) -> Manifest:
                     env={"FLOOD_CHARS": str(chars)})
 
 
-def stored(drv: AppDriver, stream_id: str) -> list:  # type: ignore[type-arg]
+def stored(drv: AppDriver, stream_id: str) -> list[Event]:
     turn = drv.app.store.turn_by_stream(stream_id)
     assert turn is not None
     return drv.app.store.events(turn.id)
 
 
-def stored_text(events: list) -> str:  # type: ignore[type-arg]
+def stored_text(events: list[Event]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
