@@ -283,9 +283,9 @@ def _streams(home: Path, cwd: Path) -> list[dict[str, Any]]:
 def test_abort_from_another_process(tolaria_home: Path, work: Path) -> None:
     with demo_in_background(tolaria_home, work) as (runner, sid, procs):
         deadline = time.monotonic() + 20
-        while not (mine := [s for s in _streams(tolaria_home, work) if s["stream_id"] == sid]):
+        while not (listed := [s for s in _streams(tolaria_home, work) if s["stream_id"] == sid]):
             assert time.monotonic() < deadline, "tolaria streams never listed the run"
-        (mine,) = mine
+        (mine,) = listed
         assert mine["agent"] == "demo"
         assert mine["owner_pid"] == runner.proc.pid
 

@@ -451,7 +451,7 @@ def test_arguments_typed_on_one_line() -> None:
 
 
 _names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}", fullmatch=True)
-_texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
+_texts = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\0"),
                  max_size=30)
 _lines = _texts.filter(lambda t: t.strip() != "" and "\n" not in t and "\r" not in t)
 _overrides = st.builds(

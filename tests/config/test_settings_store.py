@@ -215,7 +215,7 @@ def test_a_failing_rename_leaves_the_old_file_and_no_temp_file(
     def refuse(src: str, dst: str) -> None:
         raise OSError(18, "Invalid cross-device link")
 
-    monkeypatch.setattr(tomlfile.os, "replace", refuse)
+    monkeypatch.setattr("tolaria.support.tomlfile.os.replace", refuse)
     with pytest.raises(OSError, match="cross-device"):
         save_settings(Settings())
     assert path.read_bytes() == before

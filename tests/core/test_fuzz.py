@@ -75,7 +75,7 @@ def _socket_requests(rng: random.Random, count: int) -> list[tuple[bytes, bool |
             out.append((json.dumps({"op": "abort", "stream_id": sid}).encode() + b"\n",
                         ORACLE.fullmatch(sid) is not None))
         elif kind == 2:  # wrong types
-            value = rng.choice([None, 12345, 1.5, True, [], {}, ["ai-agent-stream-x"]])
+            value: object = rng.choice([None, 12345, 1.5, True, [], {}, ["ai-agent-stream-x"]])
             out.append((json.dumps({"op": "abort", "stream_id": value}).encode() + b"\n", False))
         elif kind == 3:  # bytes
             out.append((bytes(rng.randrange(256) for _ in range(rng.randint(0, 200))) + b"\n",
@@ -231,6 +231,7 @@ def _plausible() -> st.SearchStrategy[dict[str, Any]]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.sampled_from(_KEYS), _TOML, max_size=8) | _plausible())
 def test_generated_manifests_are_valid_or_a_clear_error(data: dict[str, Any]) -> None:
+    error: ManifestError | None
     try:
         manifest = parse_manifest(data, Path("fuzz.toml"))
     except ManifestError as exc:

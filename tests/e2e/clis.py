@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fake_model import GOOD_KEY
+from e2e.fake_model import GOOD_KEY
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,11 @@ end of the run; any other install problem fails.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 
 import pytest
-from clis import CLIS, Cli, RegistryUnreachable, install
-from fake_model import FakeModelServer
-
-_SKIPPED: list[str] = []
+from e2e.e2ehelpers import SKIPPED
+from e2e.fake_model import FakeModelServer
 
 
 @pytest.fixture(scope="session")
@@ -24,21 +21,6 @@ def model_server() -> Iterator[FakeModelServer]:
     server.stop()
 
 
-def installed_cli(agent: str) -> Cli:
-    """The pinned CLI for ``agent``, installed (once) into the cache; skip loudly without npm."""
-    cli = CLIS[agent]
-    try:
-        install(cli)
-    except RegistryUnreachable as exc:
-        message = (f"END-TO-END TIER SKIPPED for {cli.spec}: the npm registry cannot be reached "
-                   f"({exc}); the real CLIs were NOT tested")
-        if message not in _SKIPPED:
-            _SKIPPED.append(message)
-            warnings.warn(message, stacklevel=1)
-        pytest.skip(message)
-    return cli
-
-
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for message in _SKIPPED:
+    for message in SKIPPED:
         terminalreporter.write_sep("!", message, red=True, bold=True)

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from clis import run_env
-from conftest import installed_cli
-from fake_model import TEXT_REPLY, FakeModelServer
+from e2e.clis import run_env
+from e2e.e2ehelpers import TURN_S, installed_cli, manifest, sleep_pids
+from e2e.fake_model import TEXT_REPLY, FakeModelServer
 from helpers import Collector, async_test, marker_pids, pid_gone, wait_until
-from test_real_clis import TURN_S, manifest, sleep_pids
 
 from tolaria.core.events import Diagnostic, Done, Init, ToolDone, ToolStart
 from tolaria.core.process.registry import ProcessRegistry

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from clis import run_env
-from conftest import installed_cli
-from fake_model import ECHO_COMMAND, TEXT_REPLY, FakeModelServer
+from e2e.clis import run_env
+from e2e.e2ehelpers import TURN_S, installed_cli, manifest, sleep_pids
+from e2e.fake_model import ECHO_COMMAND, TEXT_REPLY, FakeModelServer
 from helpers import Collector, async_test, marker_pids, pid_gone, wait_until
 
-from tolaria.core.adapters.manifest import Manifest, load_adapters
+from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import Done, Error, Init, ToolDone, ToolStart
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
@@ -26,33 +26,13 @@ from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 AGENTS = ["claude", "codex", "gemini", "qwen", "opencode"]
-#: Time a turn may take end to end (a cold node CLI start is a few seconds on 2 cores).
-TURN_S = 90.0
 #: Stop to ``done`` (the polite window, the grace period and the tree kill).
 STOP_S = 6.0
-
-
-def manifest(agent: str) -> Manifest:
-    adapters = load_adapters()
-    assert not adapters.errors, adapters.errors
-    return adapters.get(agent)
 
 
 def request(m: Manifest, prompt: str, cwd: Path, env: dict[str, str],
             mode: str = "full") -> RunRequest:
     return RunRequest(m, prompt, str(cwd), env, permission_mode=mode)
-
-
-def sleep_pids(stream_id: str) -> list[int]:
-    """The run's ``sleep 300`` (the tool), found by the run's environment marker."""
-    found = []
-    for pid in marker_pids(stream_id):
-        try:
-            if psutil.Process(pid).cmdline()[:2] == ["sleep", "300"]:
-                found.append(pid)
-        except psutil.Error:
-            continue
-    return found
 
 
 class Turn:

@@ -35,7 +35,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
 SESSION = "fake-acp-session"
 _lock = threading.Lock()
 _cancelled = threading.Event()
-_answers: dict[int, Any] = {}
+_answers: dict[int | None, Any] = {}
 _answered = threading.Condition()
 _next_id = [1000]
 

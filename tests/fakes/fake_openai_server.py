@@ -181,7 +181,8 @@ class FakeOpenAIServer:
 
 def _as_message(reply: Reply) -> dict[str, Any]:
     """The non-streaming form of a scripted reply."""
-    text, calls, finish, usage = "", {}, "stop", None
+    calls: dict[int, dict[str, Any]] = {}
+    text, finish, usage = "", "stop", None
     for chunk in reply.chunks:
         usage = chunk.get("usage") or usage
         for choice in chunk.get("choices", []):

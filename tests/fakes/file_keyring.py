@@ -26,7 +26,7 @@ class FileKeyring(KeyringBackend):
         return 1
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # keyring leaves it unannotated
         self.path = Path(path or os.environ.get("TOLARIA_TEST_KEYRING", "unset-test-keyring"))
 
     def _read(self) -> dict[str, str]:

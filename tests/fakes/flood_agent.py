@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import fake_agent as fa  # (this folder is on sys.path: the script's own)
+if TYPE_CHECKING:  # mypy knows this folder as ``fakes`` under tests/, the tests' import root
+    from fakes import fake_agent as fa
+else:
+    import fake_agent as fa  # (this folder is on sys.path: the script's own)
 
 
 def main() -> int:
@@ -38,9 +42,9 @@ def main() -> int:
         fa.tool_result("toolu_flood", body)
         fa.text("after the tool", "msg_fake_2")
     elif mode == "stderr":
-        line = ("e" * 99 + "\n").encode()
+        raw = ("e" * 99 + "\n").encode()
         for _ in range(max(1, total // 100)):
-            sys.stderr.buffer.write(line)
+            sys.stderr.buffer.write(raw)
         sys.stderr.buffer.flush()
         fa.text("the end")
     else:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
-from uihelpers import AppDriver
+from ui.uihelpers import AppDriver
 
 from tolaria.app.main import Tolaria, make_qapplication
 from tolaria.qt.compat import protect_singletons

@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from uihelpers import processes_of
+from PySide6.QtWidgets import QLabel
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.core.process import proctree
 
 
-def _tolaria(qtbot, *args: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+def _tolaria(qtbot: QtBot, *args: str) -> subprocess.CompletedProcess[str]:
     # Popen + waitUntil, never run(): the GUI's loop must keep turning to answer the socket.
     proc = subprocess.Popen([sys.executable, "-m", "tolaria", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=dict(os.environ))
@@ -29,7 +31,8 @@ def _tolaria(qtbot, *args: str) -> subprocess.CompletedProcess[str]:  # type: ig
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def test_streams_and_abort_from_another_process(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_streams_and_abort_from_another_process(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     stream_id = drv.send("long one")
@@ -50,15 +53,16 @@ def test_streams_and_abort_from_another_process(start_app, qtbot, monkeypatch) -
 
 
 @pytest.mark.parametrize("args", [["--agent", "nope"], ["--cwd", "/no/such/folder"]])
-def test_bad_preselection_falls_back_and_says_so(start_app, args: list[str]) -> None:  # type: ignore[no-untyped-def]
+def test_bad_preselection_falls_back_and_says_so(start_app: StartApp, args: list[str]) -> None:
     kwargs = {args[0][2:]: args[1]}
     drv = start_app(**kwargs)
-    problems = drv.window.findChild(object, "settingsProblems")
+    problems = drv.window.findChild(QLabel, "settingsProblems")
     assert problems is not None and args[0] in problems.text()
     assert drv.window.header.agent_picker.current_agent() == "demo"
 
 
-def test_preselected_agent_and_folder(start_app, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_preselected_agent_and_folder(
+        start_app: StartApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The demo runs as `python -m tolaria.demo_agent` in the chat's folder: from a checkout
     # that is not pip-installed, Python finds the package only through PYTHONPATH.
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
@@ -70,4 +74,4 @@ def test_preselected_agent_and_folder(start_app, tmp_path, monkeypatch) -> None:
     assert drv.window.header.folder_button.text() == "project"
     stream_id = drv.send("where am I")
     drv.wait_finished()
-    assert drv.app.store.turn_by_stream(stream_id).status == "completed"  # type: ignore[union-attr]
+    assert drv.stored_turn(stream_id).status == "completed"

@@ -10,6 +10,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+from PySide6.QtWidgets import QLabel
+from ui.uihelpers import StartApp
+
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-secret-123"
 
@@ -38,7 +41,7 @@ def _reports(home: Path) -> list[Path]:
     return sorted((home / "data" / "crash-reports").glob("crash-*.txt"))
 
 
-def test_a_crashed_window_leaves_reports_and_the_next_start_says_so(start_app, home: Path  # type: ignore[no-untyped-def]
+def test_a_crashed_window_leaves_reports_and_the_next_start_says_so(start_app: StartApp, home: Path
                                                                     ) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
     env.update(PYTHONPATH=str(ROOT), OPENAI_API_KEY=KEY, QT_QPA_PLATFORM="offscreen")
@@ -57,11 +60,11 @@ def test_a_crashed_window_leaves_reports_and_the_next_start_says_so(start_app, h
         assert KEY not in text
 
     drv = start_app()
-    problems = drv.window.findChild(object, "settingsProblems")
+    problems = drv.window.findChild(QLabel, "settingsProblems")
     assert problems is not None and problems.isVisible()
     assert (f"Tolaria quit unexpectedly last time (3 reports); a report was saved at "
             f"{reports[-1]}") in problems.text()
     drv.close()
     again = start_app()
-    problems = again.window.findChild(object, "settingsProblems")
+    problems = again.window.findChild(QLabel, "settingsProblems")
     assert problems is not None and "unexpectedly" not in problems.text()

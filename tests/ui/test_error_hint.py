@@ -7,6 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.core.events import Error
@@ -52,7 +53,8 @@ def test_a_turn_builds_the_card_from_the_error_event(qtbot: QtBot) -> None:
     assert card.hint_label.isVisible() and card.hint_label.text() == "Set the key."
 
 
-def test_a_retrying_agent_is_cut_off_and_the_window_says_why(start_app, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_retrying_agent_is_cut_off_and_the_window_says_why(
+        start_app: StartApp, home: Path) -> None:
     (home / "settings.toml").write_text("[behaviour]\nretry_limit_seconds = 1\n")
     drv = start_app()
     assert drv.app.controller.retry_limit_s == 1

@@ -7,7 +7,8 @@ import pytest
 from helpers import fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QPushButton, QSplitter
-from uihelpers import AppDriver, processes_of
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.chats.fanout import FanOutJob, job_status
 from tolaria.core.adapters.manifest import Manifest
@@ -49,10 +50,10 @@ def stop_button(pane: ChatPane) -> QPushButton:
 def member_streams(view: FanOutView) -> list[str]:
     streams = [m.stream_id for m in view.job.members]
     assert all(streams)
-    return streams  # type: ignore[return-value]
+    return [s for s in streams if s]
 
 
-def wait_pane_done(qtbot, pane: ChatPane) -> None:  # type: ignore[no-untyped-def]
+def wait_pane_done(qtbot: QtBot, pane: ChatPane) -> None:
     qtbot.waitUntil(lambda: pane.running_stream is None, timeout=15_000)
     turn = pane.turn_views()[-1]
     qtbot.waitUntil(lambda: turn.status != "running" and not turn.busy, timeout=15_000)
@@ -66,7 +67,8 @@ def test_job_status_rules() -> None:
     assert job_status(["completed", "completed"]) == "completed"
 
 
-def test_shortcut_opens_a_non_modal_dialog_listing_enabled_agents(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_shortcut_opens_a_non_modal_dialog_listing_enabled_agents(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_agent(drv, fake_manifest("normal"))
     assert drv.window.fan_out_action.shortcut().toString() == "Ctrl+Shift+N"
@@ -88,8 +90,8 @@ def test_shortcut_opens_a_non_modal_dialog_listing_enabled_agents(start_app, qtb
     dialog.hide()
 
 
-def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(  # type: ignore[no-untyped-def]
-        start_app, qtbot) -> None:
+def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_agent(drv, fake_manifest("tool"))
     view = fan_out(drv, "compare your answers", ["demo", "fake-tool"])
@@ -112,12 +114,12 @@ def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(  # type:
     assert "I'll run a tool." in fake_turn.text(), "partial output stays"
     qtbot.waitUntil(lambda: view.status == "cancelled")
     assert "Stopped" in view.header.text()
-    assert not view.findChild(QPushButton, "stopJobButton").isEnabled()
+    stop_job = view.findChild(QPushButton, "stopJobButton")
+    assert stop_job is not None and not stop_job.isEnabled()
 
-    store = drv.app.store
-    assert store.turn_by_stream(demo_stream).status == "completed"
-    assert store.turn_by_stream(fake_stream).status == "cancelled"
-    titles = {m.agent: store.get_conversation(m.conversation_id).title
+    assert drv.stored_turn(demo_stream).status == "completed"
+    assert drv.stored_turn(fake_stream).status == "cancelled"
+    titles = {m.agent: drv.stored_conversation(m.conversation_id).title
               for m in view.job.members}
     assert titles["demo"].startswith("compare your answers · ")
     assert titles["fake-tool"] == "compare your answers · Fake agent (tool)"
@@ -128,7 +130,8 @@ def test_fan_out_stop_one_keeps_partial_output_and_job_reads_cancelled(  # type:
     assert drv.app.fanout.status(view.job.job_id) == "cancelled"
 
 
-def test_stop_all_in_job_stops_only_the_jobs_runs(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_stop_all_in_job_stops_only_the_jobs_runs(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     add_agent(drv, fake_manifest("tool"))
@@ -149,7 +152,7 @@ def test_stop_all_in_job_stops_only_the_jobs_runs(start_app, qtbot, monkeypatch)
         wait_pane_done(qtbot, pane)
     for stream_id in streams:
         assert processes_of(stream_id) == [], "the job's process trees must be gone"
-        assert drv.app.store.turn_by_stream(stream_id).status == "cancelled"
+        assert drv.stored_turn(stream_id).status == "cancelled"
     for pane in view.panes():
         turn = pane.turn_views()[-1]
         assert turn.status == "cancelled"
@@ -159,14 +162,14 @@ def test_stop_all_in_job_stops_only_the_jobs_runs(start_app, qtbot, monkeypatch)
     # The other chat's run is untouched.
     assert other_pane.running_stream == other_stream
     assert processes_of(other_stream), "the other chat keeps running"
-    assert drv.app.store.turn_by_stream(other_stream).status == "running"
+    assert drv.stored_turn(other_stream).status == "running"
     stop_button(other_pane).click()
     drv.wait_finished(other_pane)
     assert processes_of(other_stream) == []
 
 
 @pytest.mark.usefixtures("home")
-def test_job_results_persist_across_a_restart(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_job_results_persist_across_a_restart(start_app: StartApp, qtbot: QtBot) -> None:
     first = start_app()
     add_agent(first, fake_manifest("tool"))
     view = fan_out(first, "persist me", ["demo", "fake-tool"])
@@ -203,8 +206,8 @@ def test_job_results_persist_across_a_restart(start_app, qtbot) -> None:  # type
     assert "I'll run a tool." in turn.text()
 
 
-def test_a_running_member_opened_from_the_sidebar_can_be_stopped_there(  # type: ignore[no-untyped-def]
-        start_app, qtbot, monkeypatch) -> None:
+def test_a_running_member_opened_from_the_sidebar_can_be_stopped_there(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     add_agent(drv, fake_manifest("tool"))

@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_headless_turn_shows_up_in_the_window(start_app, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_headless_turn_shows_up_in_the_window(start_app: StartApp, home: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
     env.update(PYTHONPATH=str(ROOT))
     ran = subprocess.run([sys.executable, "-m", "tolaria", "run", "--agent", "demo",
@@ -28,8 +31,8 @@ def test_a_headless_turn_shows_up_in_the_window(start_app, home: Path) -> None: 
     assert turn.status == "completed" and turn.prompt == "from the terminal"
 
 
-def test_a_window_started_while_tolaria_run_streams_does_not_interrupt_it(  # type: ignore[no-untyped-def]
-        start_app, home: Path, qtbot) -> None:
+def test_a_window_started_while_tolaria_run_streams_does_not_interrupt_it(
+        start_app: StartApp, home: Path, qtbot: QtBot) -> None:
     """The window's start-up crash recovery asks the other Tolaria processes first: a turn that
     `tolaria run` is streaming right now stays running, and ends as it really ends."""
     env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}

@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import psutil
+import pytest
 from helpers import fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QPushButton
-from uihelpers import AppDriver, processes_of
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.events import TextDelta
 from tolaria.core.store.db import (
@@ -50,7 +52,8 @@ def agent_cmdline(stream_id: str) -> str:
     return ""
 
 
-def test_stopped_turn_is_cancelled_keeps_output_and_is_history(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_stopped_turn_is_cancelled_keeps_output_and_is_history(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.use_agent(fake_manifest("tool"))
     stream_id = drv.send("run a long tool")
@@ -81,8 +84,8 @@ def test_stopped_turn_is_cancelled_keeps_output_and_is_history(start_app, qtbot)
     # kept what it did itself and nothing extra is sent; see ChatController's docstring.)
 
 
-def test_queued_messages_can_be_edited_removed_and_go_right_after_a_stop(  # type: ignore[no-untyped-def]
-        start_app, qtbot, monkeypatch) -> None:
+def test_queued_messages_can_be_edited_removed_and_go_right_after_a_stop(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     first = drv.send("busy")
@@ -126,7 +129,8 @@ def test_queued_messages_can_be_edited_removed_and_go_right_after_a_stop(  # typ
     assert not drv.pane.awaiting.isVisible(), "the demo acted (a tool): it does not wait"
 
 
-def test_queue_is_delivered_when_the_turn_ends_by_itself(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_queue_is_delivered_when_the_turn_ends_by_itself(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     first = drv.send("first")
@@ -148,8 +152,8 @@ def test_queue_is_delivered_when_the_turn_ends_by_itself(start_app, qtbot, monke
     assert len(store.markers(cid, MARKER_MESSAGES_DELIVERED)) == 1
 
 
-def test_watchdog_offers_restart_and_restart_reruns_a_hung_turn(  # type: ignore[no-untyped-def]
-        start_app, home: Path, tmp_path: Path, qtbot) -> None:
+def test_watchdog_offers_restart_and_restart_reruns_a_hung_turn(
+        start_app: StartApp, home: Path, tmp_path: Path, qtbot: QtBot) -> None:
     (home / "settings.toml").write_text("[behaviour]\nwatchdog_seconds = 0.3\n")
     drv = start_app()
     drv.use_agent(fake_manifest("hang_once", env={"FAKE_ONCE_FILE": str(tmp_path / "once")}))
@@ -192,7 +196,8 @@ def test_watchdog_offers_restart_and_restart_reruns_a_hung_turn(  # type: ignore
     assert pane.turn_views()[0].restarted and not pane.turn_views()[1].restarted
 
 
-def test_a_turn_ending_with_a_question_waits_for_the_operator(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_a_turn_ending_with_a_question_waits_for_the_operator(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.use_agent(fake_manifest("ask"))
     drv.send("fix the bug")
@@ -210,8 +215,8 @@ def test_a_turn_ending_with_a_question_waits_for_the_operator(start_app, qtbot) 
     assert not notice.isVisible(), "a stopped turn is not waiting for an answer"
 
 
-def test_delete_during_a_run_leaves_no_process_no_rows_and_no_delivery(  # type: ignore[no-untyped-def]
-        start_app, qtbot, monkeypatch) -> None:
+def test_delete_during_a_run_leaves_no_process_no_rows_and_no_delivery(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     cid = drv.pane.conversation_id
@@ -230,14 +235,15 @@ def test_delete_during_a_run_leaves_no_process_no_rows_and_no_delivery(  # type:
     assert store._query("SELECT COUNT(*) FROM events WHERE turn_id = ?", turn.id) == [(0,)]
     assert store._query("SELECT COUNT(*) FROM markers WHERE conversation_id = ?", cid) == [(0,)]
     assert drv.app.controller.queues.get(cid) == []
-    qtbot.waitUntil(lambda: drv.window.current_pane() is not None
-                    and drv.window.current_pane().conversation_id != cid)
+    qtbot.waitUntil(lambda: (pane := drv.window.current_pane()) is not None
+                    and pane.conversation_id != cid)
     assert drv.app.controller.running_count() == 0
     assert all(t.prompt != "never delivered" for c in store.list_conversations()
                for t in store.turns(c.id))
 
 
-def test_restart_button_reruns_with_the_same_history(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_restart_button_reruns_with_the_same_history(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     drv = start_app()
     drv.send("first")
     drv.wait_finished()
@@ -249,6 +255,7 @@ def test_restart_button_reruns_with_the_same_history(start_app, qtbot, monkeypat
     drv.button("restartButton").click()
     qtbot.waitUntil(lambda: drv.pane.running_stream not in (None, old), timeout=10_000)
     new = drv.pane.running_stream
+    assert new is not None
     assert drv.app.controller._launches[new] == launch  # same prompt, history, agent, folder
     assert launch.resume_id is not None  # the demo resumes the first turn's session
     assert processes_of(old) == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 from helpers import is_gone, marker_pids
-from uihelpers import AppDriver
+from ui.uihelpers import AppDriver, StartApp
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
 
@@ -39,7 +39,8 @@ def turn(drv: AppDriver, conversation_id: int, prompt: str) -> None:
                         timeout=15_000)
 
 
-def test_turns_share_the_process_and_deleting_the_chat_closes_it(start_app, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_turns_share_the_process_and_deleting_the_chat_closes_it(
+        start_app: StartApp, tmp_path: Path) -> None:
     drv = start_app(cwd=str(tmp_path))
     drv.use_agent(fake_claude())
     chat = drv.pane.conversation_id
@@ -57,7 +58,7 @@ def test_turns_share_the_process_and_deleting_the_chat_closes_it(start_app, tmp_
     assert drv.app.controller.keepers.keys() == []
 
 
-def test_a_new_folder_closes_the_kept_process(start_app, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_new_folder_closes_the_kept_process(start_app: StartApp, tmp_path: Path) -> None:
     drv = start_app(cwd=str(tmp_path))
     drv.use_agent(fake_claude())
     chat = drv.pane.conversation_id
@@ -74,7 +75,7 @@ def test_a_new_folder_closes_the_kept_process(start_app, tmp_path) -> None:  # t
     assert kept(drv, chat)[1].cwd() == str(other)
 
 
-def test_quitting_closes_every_kept_process(start_app, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_quitting_closes_every_kept_process(start_app: StartApp, tmp_path: Path) -> None:
     drv = start_app(cwd=str(tmp_path))
     drv.use_agent(fake_claude())
     controller = drv.app.controller

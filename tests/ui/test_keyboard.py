@@ -7,13 +7,23 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QComboBox, QListWidget, QPlainTextEdit, QPushButton
-from uihelpers import processes_of
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QLabel,
+    QListWidget,
+    QPlainTextEdit,
+    QPushButton,
+    QWidget,
+)
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.config.settings import Settings, load_settings, save_settings
 
 
-def test_focus_starts_in_the_composer_and_widgets_are_named(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_focus_starts_in_the_composer_and_widgets_are_named(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.focusWidget() is drv.pane.composer)
@@ -24,11 +34,11 @@ def test_focus_starts_in_the_composer_and_widgets_are_named(start_app, qtbot) ->
         widget = window.findChild(cls, name)
         assert widget is not None, name
         assert widget.accessibleName(), f"{name} needs an accessible name"
-    transcript = window.findChild(object, "transcript")
+    transcript = window.findChild(QWidget, "transcript")
     assert transcript is not None and transcript.accessibleName() == "Transcript"
 
 
-def test_enter_sends_and_shift_enter_adds_a_line(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_enter_sends_and_shift_enter_adds_a_line(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     composer = drv.pane.composer
     composer.setFocus()
@@ -41,13 +51,14 @@ def test_enter_sends_and_shift_enter_adds_a_line(start_app, qtbot) -> None:  # t
     assert drv.pane.running_stream is not None
     assert composer.toPlainText() == ""
     turn = drv.wait_finished()
-    assert drv.app.store.turn_by_stream(turn.stream_id).prompt == "hello\nworld"  # type: ignore[union-attr]
+    assert drv.stored_turn(turn.stream_id).prompt == "hello\nworld"
     # Enter on an empty composer sends nothing.
     QTest.keyClick(composer, Qt.Key.Key_Return)
     assert drv.pane.running_stream is None
 
 
-def test_ctrl_n_opens_a_new_chat_with_focus_in_its_composer(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_n_opens_a_new_chat_with_focus_in_its_composer(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.send("first")
     drv.wait_finished()
@@ -61,7 +72,8 @@ def test_ctrl_n_opens_a_new_chat_with_focus_in_its_composer(start_app, qtbot) ->
     assert drv.pane.turn_views() == []
 
 
-def test_the_stop_shortcut_comes_from_settings(start_app, home: Path, monkeypatch, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_stop_shortcut_comes_from_settings(
+        start_app: StartApp, home: Path, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     (home / "settings.toml").write_text('[shortcuts]\nstop = "Ctrl+."\n')
     drv = start_app()
@@ -79,11 +91,12 @@ def test_the_stop_shortcut_comes_from_settings(start_app, home: Path, monkeypatc
 
 @pytest.mark.parametrize("content", ["this is [not toml", '[shortcuts]\nstop = "NoSuchKey+Q+W"\n',
                                      "shortcuts = 3\n"])
-def test_broken_settings_use_defaults_and_say_so(start_app, home: Path, content: str) -> None:  # type: ignore[no-untyped-def]
+def test_broken_settings_use_defaults_and_say_so(
+        start_app: StartApp, home: Path, content: str) -> None:
     (home / "settings.toml").write_text(content)
     drv = start_app()
     assert drv.window.stop_action.shortcut().toString() == "Esc"
-    problems = drv.window.findChild(object, "settingsProblems")
+    problems = drv.window.findChild(QLabel, "settingsProblems")
     assert problems is not None and problems.isVisible()
     assert "settings" in problems.text() or "shortcuts" in problems.text()
 

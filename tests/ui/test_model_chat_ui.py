@@ -4,6 +4,7 @@ notices of the turn (tool limit, no tools) are shown in it; both survive a resta
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fakes.fake_openai_server import (
@@ -13,8 +14,11 @@ from fakes.fake_openai_server import (
     tools_unsupported_reply,
 )
 from PySide6.QtWidgets import QLabel
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp
 
 from tolaria.core.adapters.manifest import Manifest
+from tolaria.ui.turn_view import TurnView
 
 
 @pytest.fixture
@@ -29,11 +33,12 @@ def model_agent(server: FakeOpenAIServer, max_iterations: int = 8) -> Manifest:
                     base_url=server.base_url, model="fake-model", max_iterations=max_iterations)
 
 
-def notice_texts(turn) -> list[str]:  # type: ignore[no-untyped-def]
+def notice_texts(turn: TurnView) -> list[str]:
     return [label.text() for label in turn.body.findChildren(QLabel, "turnNotice")]
 
 
-def test_max_iterations_reads_as_a_pause(start_app, server, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_max_iterations_reads_as_a_pause(
+        start_app: StartApp, server: FakeOpenAIServer, qtbot: QtBot) -> None:
     server.script(tool_reply(("c1", "list_directory", {})), tool_reply(("c2", "list_directory", {})))
     drv = start_app()
     drv.use_agent(model_agent(server, max_iterations=1))
@@ -56,7 +61,8 @@ def test_max_iterations_reads_as_a_pause(start_app, server, qtbot) -> None:  # t
     assert notice_texts(view) == notes
 
 
-def test_no_tools_notice_is_shown_in_the_turn(start_app, server) -> None:  # type: ignore[no-untyped-def]
+def test_no_tools_notice_is_shown_in_the_turn(
+        start_app: StartApp, server: FakeOpenAIServer) -> None:
     server.script(tools_unsupported_reply(), text_reply("Plain answer"))
     drv = start_app()
     drv.use_agent(model_agent(server))
@@ -66,8 +72,8 @@ def test_no_tools_notice_is_shown_in_the_turn(start_app, server) -> None:  # typ
     assert notice_texts(turn) == ["fake-model does not support tools; answering without them"]
 
 
-def test_follow_up_after_restart_continues_the_saved_history(start_app, server, qtbot,  # type: ignore[no-untyped-def]
-                                                             home) -> None:
+def test_follow_up_after_restart_continues_the_saved_history(
+        start_app: StartApp, server: FakeOpenAIServer, qtbot: QtBot, home: Path) -> None:
     (home / "notes.txt").write_text("alpha\n")
     server.script(tool_reply(("c1", "read_file", {"path": "notes.txt"})), text_reply("It says alpha"))
     first = start_app()

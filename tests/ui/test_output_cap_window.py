@@ -6,10 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from uihelpers import AppDriver, processes_of
+from PySide6.QtWidgets import QLabel
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.core.events import Diagnostic, TextDelta, ToolDone
+from tolaria.core.events import Diagnostic, Event, TextDelta, ToolDone
 from tolaria.core.output_cap import CAP_SOURCE
 
 FLOOD_AGENT = Path(__file__).resolve().parent.parent / "fakes" / "flood_agent.py"
@@ -29,18 +31,18 @@ def flood_agent(mode: str, chars: int) -> Manifest:
                     env={"FLOOD_CHARS": str(chars)})
 
 
-def stored(drv: AppDriver, stream_id: str) -> list:  # type: ignore[type-arg]
+def stored(drv: AppDriver, stream_id: str) -> list[Event]:
     turn = drv.app.store.turn_by_stream(stream_id)
     assert turn is not None
     return drv.app.store.events(turn.id)
 
 
-def stored_text(events: list) -> str:  # type: ignore[type-arg]
+def stored_text(events: list[Event]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def test_a_flood_of_three_caps_keeps_the_start_and_says_so_live_and_restored(
-        start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.use_agent(flood_agent("text", 3 * CAP))
     stream_id = drv.send("flood me")
@@ -51,7 +53,7 @@ def test_a_flood_of_three_caps_keeps_the_start_and_says_so_live_and_restored(
     assert first.startswith("Output truncated: this turn printed more than 98 KB; the rest was "
                             "not kept (the agent kept running; Stop ends it).")
     assert "of output was not kept. The last 2 KB of the answer:" in last
-    label = turn.findChild(object, "capNotice")
+    label = turn.findChild(QLabel, "capNotice")
     assert label is not None
     qtbot.waitUntil(label.isVisible)
     assert turn.text().endswith("the end"), "the tail (how the flood ended) is shown"
@@ -71,7 +73,7 @@ def test_a_flood_of_three_caps_keeps_the_start_and_says_so_live_and_restored(
     assert restored.text() == shown
 
 
-def test_stop_in_the_middle_of_an_endless_flood(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_stop_in_the_middle_of_an_endless_flood(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.use_agent(flood_agent("text", 0))  # prints until it is stopped
     stream_id = drv.send("never stop")
@@ -90,7 +92,7 @@ def test_stop_in_the_middle_of_an_endless_flood(start_app, qtbot) -> None:  # ty
     assert len(turn.cap_notices()) == 2
 
 
-def test_one_huge_tool_output_is_clipped(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_one_huge_tool_output_is_clipped(start_app: StartApp) -> None:
     drv = start_app()
     drv.use_agent(flood_agent("tool", 50_000))
     stream_id = drv.send("cat the log")
@@ -104,7 +106,7 @@ def test_one_huge_tool_output_is_clipped(start_app) -> None:  # type: ignore[no-
     assert "after the tool" in turn.text() and turn.cap_notices() == []
 
 
-def test_a_stderr_flood_is_capped_too(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_a_stderr_flood_is_capped_too(start_app: StartApp) -> None:
     drv = start_app()
     drv.use_agent(flood_agent("stderr", 3 * CAP))
     stream_id = drv.send("complain")

@@ -10,16 +10,20 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
-from uihelpers import AppDriver, processes_of
+from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.ui.permission_card import PermissionCard
 from tolaria.ui.turn_view import TurnView
+
+if TYPE_CHECKING:  # imported in the tests, after importorskip
+    from fakes.fake_openai_server import FakeOpenAIServer
 
 pytest.importorskip("acp")
 
@@ -44,7 +48,7 @@ def click(drv: AppDriver, card: PermissionCard, name: str) -> None:
     QTest.mouseClick(card.buttons[name], Qt.MouseButton.LeftButton)
 
 
-def test_allow_once_runs_the_tool(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_allow_once_runs_the_tool(start_app: StartApp) -> None:
     drv: AppDriver = start_app()
     drv.use_agent(acp_manifest())
     stream_id = drv.send("clean up")
@@ -64,7 +68,7 @@ def test_allow_once_runs_the_tool(start_app) -> None:  # type: ignore[no-untyped
     assert drv.app.controller.permissions.pending() == []
 
 
-def test_reject_is_what_the_agent_hears(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_reject_is_what_the_agent_hears(start_app: StartApp) -> None:
     drv: AppDriver = start_app()
     drv.use_agent(acp_manifest())
     stream_id = drv.send("clean up")
@@ -77,7 +81,7 @@ def test_reject_is_what_the_agent_hears(start_app) -> None:  # type: ignore[no-u
     assert processes_of(stream_id) == []
 
 
-def test_stop_while_asking_cancels_the_prompt(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_stop_while_asking_cancels_the_prompt(start_app: StartApp) -> None:
     drv: AppDriver = start_app()
     drv.use_agent(acp_manifest())
     stream_id = drv.send("clean up")
@@ -93,8 +97,8 @@ def test_stop_while_asking_cancels_the_prompt(start_app) -> None:  # type: ignor
     assert stored is not None and stored.status == "cancelled"
 
 
-def test_allow_always_answers_the_next_request_without_asking(  # type: ignore[no-untyped-def]
-        start_app) -> None:
+def test_allow_always_answers_the_next_request_without_asking(
+        start_app: StartApp) -> None:
     drv: AppDriver = start_app()
     drv.use_agent(acp_manifest())
     drv.send("clean up")
@@ -117,8 +121,8 @@ def test_allow_always_answers_the_next_request_without_asking(  # type: ignore[n
     assert drv.app.controller.permissions.remembered(conversation + 1) == frozenset()
 
 
-def test_keyboard_answers_and_the_composer_keeps_the_focus(  # type: ignore[no-untyped-def]
-        start_app, qtbot: QtBot) -> None:
+def test_keyboard_answers_and_the_composer_keeps_the_focus(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv: AppDriver = start_app()
     drv.use_agent(acp_manifest())
     drv.send("clean up")
@@ -142,7 +146,7 @@ def test_keyboard_answers_and_the_composer_keeps_the_focus(  # type: ignore[no-u
     assert card.outcome == "reject"
 
 
-def test_tool_card_takes_the_real_command_live(start_app, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_tool_card_takes_the_real_command_live(start_app: StartApp, tmp_path: Path) -> None:
     """The scripted agent's sleep tool starts as "Terminal" and is then renamed by an update."""
     drv: AppDriver = start_app()
     drv.use_agent(acp_manifest("normal", env={"FAKE_PIDFILE": str(tmp_path / "pids")}))
@@ -162,7 +166,7 @@ def test_tool_card_takes_the_real_command_live(start_app, tmp_path: Path) -> Non
 
 
 @pytest.fixture
-def model_server() -> Iterator[object]:
+def model_server() -> Iterator[FakeOpenAIServer]:
     pytest.importorskip("httpx")
     from fakes.fake_openai_server import FakeOpenAIServer
 
@@ -175,7 +179,8 @@ def model_server() -> Iterator[object]:
 # httpx's line iterators, left unclosed by ChatHelper._fetch when it returns at "[DONE]", are
 # finalized by the garbage collector after the loop is gone (the app's own loop has the hooks).
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_model_chat_command_asks_first(start_app, model_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_model_chat_command_asks_first(
+        start_app: StartApp, model_server: FakeOpenAIServer, tmp_path: Path) -> None:
     from fakes.fake_openai_server import text_reply, tool_reply
 
     from tolaria.core.modelchat.command_approval import DECLINED

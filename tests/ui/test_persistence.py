@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QMessageBox, QPushButton
-from uihelpers import processes_of
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.core.events import TextDelta, ToolStart
 from tolaria.core.store.db import Store
 
 
-def test_restart_restores_conversations_and_transcripts(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_restart_restores_conversations_and_transcripts(start_app: StartApp, qtbot: QtBot) -> None:
     first = start_app()
     first.send("remember this")
     turn = first.wait_finished()
@@ -35,7 +36,7 @@ def test_restart_restores_conversations_and_transcripts(start_app, qtbot) -> Non
     assert "Completed" in view.footer.text()
 
 
-def test_follow_up_resumes_the_agents_own_session(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_follow_up_resumes_the_agents_own_session(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     drv.send("first question")
     drv.wait_finished()
@@ -53,7 +54,8 @@ def test_follow_up_resumes_the_agents_own_session(start_app, qtbot) -> None:  # 
     assert [t.session_id for t in stored] == [first_session, first_session]
 
 
-def test_turn_left_running_by_a_crash_shows_interrupted(start_app, home: Path, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_turn_left_running_by_a_crash_shows_interrupted(
+        start_app: StartApp, home: Path, qtbot: QtBot) -> None:
     store = Store()
     conversation = store.create_conversation("Crashed chat", "demo", str(home))
     sid = "ai-agent-stream-crashed0001"
@@ -75,7 +77,8 @@ def test_turn_left_running_by_a_crash_shows_interrupted(start_app, home: Path, q
     assert [c.status for c in view.tool_cards()] == ["interrupted"]
 
 
-def test_shutdown_with_active_runs_leaves_nothing_alive(start_app, monkeypatch, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_shutdown_with_active_runs_leaves_nothing_alive(
+        start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     one = drv.send("one")
@@ -96,7 +99,8 @@ def test_shutdown_with_active_runs_leaves_nothing_alive(start_app, monkeypatch, 
     assert store is drv.app.store
 
 
-def test_closing_the_window_with_runs_asks_first(start_app, monkeypatch, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_closing_the_window_with_runs_asks_first(
+        start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     stream_id = drv.send("busy")
@@ -125,7 +129,8 @@ def test_closing_the_window_with_runs_asks_first(start_app, monkeypatch, qtbot) 
 
 
 @pytest.mark.parametrize("running", [False, True])
-def test_delete_conversation_stops_its_run_first(start_app, monkeypatch, qtbot, running) -> None:  # type: ignore[no-untyped-def]
+def test_delete_conversation_stops_its_run_first(
+        start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot, running: bool) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60" if running else "0")
     drv = start_app()
     doomed = drv.pane.conversation_id

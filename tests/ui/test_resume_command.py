@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp
+
 from tolaria.core.adapters.manifest import load_adapters
 
 RESUMING = """
@@ -17,7 +20,7 @@ resume_command = ["{python}", "-m", "tolaria.demo_agent", "--resume", "{session_
 """
 
 
-def test_follow_up_uses_the_resume_command(start_app, home: Path, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_follow_up_uses_the_resume_command(start_app: StartApp, home: Path, qtbot: QtBot) -> None:
     (home / "adapters").mkdir(exist_ok=True)
     (home / "adapters" / "demo-subcommand.toml").write_text(RESUMING)
     manifest = load_adapters().get("demo-subcommand")

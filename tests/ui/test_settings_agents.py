@@ -2,59 +2,34 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QPushButton
-from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
-from uihelpers import AppDriver, processes_of
+from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton
+from pytestqt.qtbot import QtBot
+from ui.settingshelpers import (
+    FAKE_AGENT,
+    add_custom_agent,
+    child,
+    open_preferences,
+    pick_agent,
+    picker_agents,
+    select_agent,
+    type_into,
+)
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.config.agents import load_overrides
 from tolaria.support import paths
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 
-FAKE_AGENT = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def picker_agents(drv: AppDriver) -> list[str]:
-    picker = drv.window.header.agent_picker
-    return [picker.itemData(i) for i in range(picker.count())]
-
-
-def pick_agent(drv: AppDriver, agent_id: str) -> None:
-    """What choosing an entry in the header's agent list does."""
-    picker = drv.window.header.agent_picker
-    index = picker.findData(agent_id)
-    assert index >= 0, f"{agent_id} is not in the picker"
-    picker.setCurrentIndex(index)
-    picker.activated.emit(index)
-
-
-def add_custom_agent(drv: AppDriver, qtbot, agent_id: str, command: list[str]) -> None:  # type: ignore[no-untyped-def]
-    dialog = open_preferences(drv)
-    child(dialog, QPushButton, "addAgentButton").click()
-    custom = dialog.findChild(CustomAgentDialog, "customAgentDialog")
-    assert custom is not None
-    qtbot.waitExposed(custom)
-    type_into(child(custom, QLineEdit, "custom_id"), agent_id)
-    type_into(child(custom, QLineEdit, "custom_name"), "Fake CLI")
-    protocol = child(custom, QComboBox, "customProtocol")
-    protocol.setCurrentIndex(protocol.findText("claude-stream-json"))
-    type_into(child(custom, QLineEdit, "custom_command"), shlex.join(command))
-    save = child(custom, QPushButton, "customAgentSave")
-    assert save.isEnabled(), [e.text() for e in custom.errors.values() if e.text()]
-    save.click()
-    qtbot.waitUntil(lambda: not custom.isVisible())
-    assert dialog.agents.current_agent() == agent_id
-    close_preferences(drv, dialog, qtbot)
-
-
-def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "fake-cli", [sys.executable, str(FAKE_AGENT), "tool", "{prompt}"])
     written = paths.user_adapters_dir() / "fake-cli.toml"
@@ -62,7 +37,7 @@ def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app, qtbot) -> None:  #
     assert "fake-cli" in picker_agents(drv), "the picker updates at once"
 
     pick_agent(drv, "fake-cli")
-    qtbot.waitUntil(lambda: drv.app.store.get_conversation(  # type: ignore[union-attr]
+    qtbot.waitUntil(lambda: drv.stored_conversation(
         drv.pane.conversation_id).agent == "fake-cli")
     stream_id = drv.send("use the tool")
     qtbot.waitUntil(lambda: "tool started" in drv.last_turn().text(), timeout=10_000)
@@ -71,10 +46,11 @@ def test_add_a_custom_agent_run_a_turn_and_stop_it(start_app, qtbot) -> None:  #
     turn = drv.wait_finished()
     assert turn.status == "cancelled"
     assert processes_of(stream_id) == []
-    assert drv.app.store.turn_by_stream(stream_id).agent == "fake-cli"  # type: ignore[union-attr]
+    assert drv.stored_turn(stream_id).agent == "fake-cli"
 
 
-def test_invalid_custom_agent_is_refused_with_its_message(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_custom_agent_is_refused_with_its_message(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     child(dialog, QPushButton, "addAgentButton").click()
@@ -108,8 +84,8 @@ def test_invalid_custom_agent_is_refused_with_its_message(start_app, qtbot) -> N
     custom.reject()
 
 
-def test_invalid_overrides_show_their_message_and_nothing_is_saved(  # type: ignore[no-untyped-def]
-        start_app, qtbot, home: Path) -> None:
+def test_invalid_overrides_show_their_message_and_nothing_is_saved(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     settings_file = home / "settings.toml"
     original = b"# my settings, by hand\n[behaviour]\nwatchdog_seconds = 90\n"
     settings_file.write_bytes(original)
@@ -134,7 +110,8 @@ def test_invalid_overrides_show_their_message_and_nothing_is_saved(  # type: ign
     assert load_overrides()[0] == {}
 
 
-def test_disabling_an_agent_removes_it_from_the_picker_at_once(start_app, qtbot, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_disabling_an_agent_removes_it_from_the_picker_at_once(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     assert "codex" in picker_agents(drv)
     dialog = open_preferences(drv)
@@ -160,7 +137,7 @@ def demo_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("demo_importable")
-def test_test_button_shows_success_for_the_demo_agent(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_test_button_shows_success_for_the_demo_agent(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     select_agent(dialog, "demo")
@@ -173,7 +150,8 @@ def test_test_button_shows_success_for_the_demo_agent(start_app, qtbot) -> None:
     assert "tolaria-demo-agent" in result.text(), "shows the version"
 
 
-def test_test_button_shows_the_exact_error_for_a_missing_program(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_test_button_shows_the_exact_error_for_a_missing_program(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "ghost", ["no-such-tolaria-cli-xyz", "{prompt}"])
     dialog = open_preferences(drv)

@@ -6,15 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QCheckBox, QPushButton
-from settingshelpers import child, close_preferences, open_preferences
-from uihelpers import processes_of
+from pytestqt.qtbot import QtBot
+from ui.settingshelpers import child, close_preferences, open_preferences
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.config.settings import load_settings
 from tolaria.core.adapters.manifest import Manifest
 
 
-def test_behaviour_settings_are_saved_and_reach_new_runs(start_app, qtbot, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_behaviour_settings_are_saved_and_reach_new_runs(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     page = dialog.behaviour
@@ -32,7 +35,8 @@ def test_behaviour_settings_are_saved_and_reach_new_runs(start_app, qtbot, home:
     assert drv.pane.watchdog.seconds == 20
 
 
-def test_quit_without_confirmation_when_turned_off(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_quit_without_confirmation_when_turned_off(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     dialog = open_preferences(drv)
@@ -45,14 +49,14 @@ def test_quit_without_confirmation_when_turned_off(start_app, qtbot, monkeypatch
     drv.wait_tool_running(stream_id)
     drv.window.close()
     assert not drv.window.isVisible(), "closed without asking"
-    assert drv.window.findChild(object, "quitDialog") is None
+    assert drv.window.findChild(QObject, "quitDialog") is None
     drv.close()  # the real shutdown: the run's tree is stopped on the way out
     assert processes_of(stream_id) == []
 
 
 @pytest.mark.parametrize("notify", [True, False])
-def test_a_background_chat_that_finishes_is_announced(start_app, qtbot, monkeypatch,  # type: ignore[no-untyped-def]
-                                                      notify: bool) -> None:
+def test_a_background_chat_that_finishes_is_announced(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch, notify: bool) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "1")
     drv = start_app()
     if not notify:
@@ -65,7 +69,7 @@ def test_a_background_chat_that_finishes_is_announced(start_app, qtbot, monkeypa
     drv.window.new_action.trigger()
     qtbot.waitUntil(lambda: drv.window.current_pane() is not first)
     drv.wait_finished(first)
-    title = drv.app.store.get_conversation(first.conversation_id).title  # type: ignore[union-attr]
+    title = drv.stored_conversation(first.conversation_id).title
     if notify:
         assert title in drv.window.notifier.last_notice
         assert "finished" in drv.window.statusBar().currentMessage()
@@ -73,8 +77,8 @@ def test_a_background_chat_that_finishes_is_announced(start_app, qtbot, monkeypa
         assert drv.window.notifier.last_notice == ""
 
 
-def test_a_hand_edit_made_while_the_window_is_open_survives_a_save(  # type: ignore[no-untyped-def]
-        start_app, qtbot, home: Path) -> None:
+def test_a_hand_edit_made_while_the_window_is_open_survives_a_save(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     settings_file = home / "settings.toml"

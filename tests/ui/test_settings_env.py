@@ -8,15 +8,38 @@ import sys
 from pathlib import Path
 
 import psutil
-from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton, QTableWidget
-from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
-from test_settings_agents import FAKE_AGENT, add_custom_agent, pick_agent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+)
+from pytestqt.qtbot import QtBot
+from ui.settingshelpers import (
+    FAKE_AGENT,
+    add_custom_agent,
+    child,
+    close_preferences,
+    open_preferences,
+    pick_agent,
+    select_agent,
+    type_into,
+)
+from ui.uihelpers import StartApp
 
 from tolaria.config.agents import MASK, load_overrides
 
 
-def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_run(  # type: ignore[no-untyped-def]
-        start_app, qtbot, home: Path, tmp_path: Path) -> None:
+def cell(table: QTableWidget, row: int, column: int) -> QTableWidgetItem:
+    item = table.item(row, column)
+    assert item is not None, f"no cell {row},{column}"
+    return item
+
+
+def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_run(
+        start_app: StartApp, qtbot: QtBot, home: Path, tmp_path: Path) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "env-cli",
                      [sys.executable, str(FAKE_AGENT), "print_env", "{prompt}"])
@@ -24,18 +47,18 @@ def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_ru
     select_agent(dialog, "env-cli")
     table = child(dialog, QTableWidget, "envTable")
     child(dialog, QPushButton, "envAddButton").click()
-    table.item(0, 0).setText("MY_API_KEY")
-    table.item(0, 1).setText("s3cret-value")
+    cell(table, 0, 0).setText("MY_API_KEY")
+    cell(table, 0, 1).setText("s3cret-value")
     child(dialog, QPushButton, "envAddButton").click()
-    table.item(1, 0).setText("PLAIN")
-    table.item(1, 1).setText("${HOME}/x")
-    assert table.item(0, 1).text() == MASK, "a secret-looking value is masked"
-    assert table.item(1, 1).text() == "${HOME}/x"
+    cell(table, 1, 0).setText("PLAIN")
+    cell(table, 1, 1).setText("${HOME}/x")
+    assert cell(table, 0, 1).text() == MASK, "a secret-looking value is masked"
+    assert cell(table, 1, 1).text() == "${HOME}/x"
     reveal = child(dialog, QCheckBox, "envReveal")
     reveal.click()
-    assert table.item(0, 1).text() == "s3cret-value"
+    assert cell(table, 0, 1).text() == "s3cret-value"
     reveal.click()
-    assert table.item(0, 1).text() == MASK
+    assert cell(table, 0, 1).text() == MASK
     type_into(child(dialog, QLineEdit, "agentExtraArgs"), "--extra 'two words'")
     folder = tmp_path / "agent-folder"
     folder.mkdir()
@@ -51,7 +74,7 @@ def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_ru
     # A new chat with this agent starts in its default folder and runs with the extra arguments.
     pick_agent(drv, "env-cli")
     drv.window.new_action.trigger()
-    qtbot.waitUntil(lambda: drv.app.store.get_conversation(  # type: ignore[union-attr]
+    qtbot.waitUntil(lambda: drv.stored_conversation(
         drv.pane.conversation_id).cwd == str(folder))
     drv.send("show me")
     turn = drv.wait_finished()
@@ -60,7 +83,7 @@ def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_ru
     assert printed["argv"][-2:] == ["--extra", "two words"], "one argument each, no shell"
 
 
-def test_closing_the_window_cancels_a_running_test(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_closing_the_window_cancels_a_running_test(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     add_custom_agent(drv, qtbot, "hang-cli", [sys.executable, str(FAKE_AGENT), "hang", "{prompt}"])
     dialog = open_preferences(drv)

@@ -8,7 +8,9 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QUrl, Slot
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QLabel, QPushButton
-from settingshelpers import child, open_preferences
+from pytestqt.qtbot import QtBot
+from ui.settingshelpers import child, open_preferences
+from ui.uihelpers import StartApp
 
 from tolaria.ui.settings.behaviour_page import BehaviourPage
 
@@ -25,8 +27,8 @@ class UrlRecorder(QObject):
         self.urls.append(url)
 
 
-def test_a_corrupt_settings_file_leaves_the_app_usable_and_the_file_untouched(  # type: ignore[no-untyped-def]
-        start_app, qtbot, home: Path) -> None:
+def test_a_corrupt_settings_file_leaves_the_app_usable_and_the_file_untouched(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     settings_file = home / "settings.toml"
     settings_file.write_bytes(BROKEN)
     drv = start_app()

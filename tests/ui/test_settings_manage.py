@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from PySide6.QtWidgets import QLineEdit, QMessageBox, QPushButton
-from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
-from test_settings_agents import picker_agents
+from pytestqt.qtbot import QtBot
+from ui.settingshelpers import (
+    child,
+    close_preferences,
+    open_preferences,
+    picker_agents,
+    select_agent,
+    type_into,
+)
+from ui.uihelpers import StartApp
 
 from tolaria.config.agents import load_overrides
 from tolaria.support import paths
 
 
-def test_duplicate_then_remove_a_custom_agent(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_duplicate_then_remove_a_custom_agent(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     select_agent(dialog, "demo")
@@ -31,7 +39,8 @@ def test_duplicate_then_remove_a_custom_agent(start_app, qtbot) -> None:  # type
     assert "demo-copy" not in dialog.agents.agent_ids()
 
 
-def test_reset_a_builtin_and_unsaved_edits_are_dropped_on_reopen(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_reset_a_builtin_and_unsaved_edits_are_dropped_on_reopen(
+        start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     select_agent(dialog, "codex")

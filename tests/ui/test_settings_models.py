@@ -8,8 +8,16 @@ from collections.abc import Iterator
 import pytest
 from fakes.fake_openai_server import FakeOpenAIServer, text_reply
 from PySide6.QtWidgets import QComboBox, QLineEdit, QPushButton
-from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
-from test_settings_agents import pick_agent
+from pytestqt.qtbot import QtBot
+from ui.settingshelpers import (
+    child,
+    close_preferences,
+    open_preferences,
+    pick_agent,
+    select_agent,
+    type_into,
+)
+from ui.uihelpers import StartApp
 
 from tolaria.config.agents import load_overrides
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
@@ -22,7 +30,8 @@ def server() -> Iterator[FakeOpenAIServer]:
     srv.stop()
 
 
-def test_list_models_and_use_the_chosen_one(start_app, qtbot, server: FakeOpenAIServer) -> None:  # type: ignore[no-untyped-def]
+def test_list_models_and_use_the_chosen_one(
+        start_app: StartApp, qtbot: QtBot, server: FakeOpenAIServer) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     child(dialog, QPushButton, "addAgentButton").click()

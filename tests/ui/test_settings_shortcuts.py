@@ -10,8 +10,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QKeySequenceEdit, QLabel, QPushButton
-from settingshelpers import child, close_preferences, open_preferences
-from uihelpers import processes_of
+from pytestqt.qtbot import QtBot
+from ui.settingshelpers import child, close_preferences, open_preferences
+from ui.uihelpers import StartApp, processes_of
 
 from tolaria.config.settings import load_settings
 
@@ -22,8 +23,8 @@ def long_tool(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("long_tool")
-def test_a_changed_stop_shortcut_works_and_the_old_one_does_not(  # type: ignore[no-untyped-def]
-        start_app, qtbot, home: Path) -> None:
+def test_a_changed_stop_shortcut_works_and_the_old_one_does_not(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     dialog.tabs.setCurrentWidget(dialog.shortcuts)
@@ -47,7 +48,8 @@ def test_a_changed_stop_shortcut_works_and_the_old_one_does_not(  # type: ignore
     assert processes_of(stream_id) == []
 
 
-def test_conflicting_shortcuts_are_shown_and_block_save(start_app, qtbot, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_conflicting_shortcuts_are_shown_and_block_save(
+        start_app: StartApp, qtbot: QtBot, home: Path) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     dialog.tabs.setCurrentWidget(dialog.shortcuts)
@@ -63,7 +65,7 @@ def test_conflicting_shortcuts_are_shown_and_block_save(start_app, qtbot, home: 
     assert conflicts.isHidden() and save.isEnabled()
 
 
-def test_ctrl_enter_sends_when_chosen(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_enter_sends_when_chosen(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     dialog = open_preferences(drv)
     send = child(dialog, QComboBox, "sendShortcut")
@@ -79,4 +81,4 @@ def test_ctrl_enter_sends_when_chosen(start_app, qtbot) -> None:  # type: ignore
     QTest.keyClick(composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert drv.pane.running_stream is not None
     turn = drv.wait_finished()
-    assert drv.app.store.turn_by_stream(turn.stream_id).prompt == "one\ntwo"  # type: ignore[union-attr]
+    assert drv.stored_turn(turn.stream_id).prompt == "one\ntwo"

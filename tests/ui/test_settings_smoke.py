@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMenu
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp
 
 from tolaria.ui.settings import SettingsDialog
 
 
-def test_ctrl_comma_opens_preferences_without_blocking(start_app, qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_comma_opens_preferences_without_blocking(
+        start_app: StartApp, qtbot: QtBot, tmp_path: Path) -> None:
     drv = start_app()
     QTest.keyClick(drv.pane.composer, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
     dialog = drv.window.findChild(SettingsDialog, "settingsDialog")
@@ -20,7 +25,8 @@ def test_ctrl_comma_opens_preferences_without_blocking(start_app, qtbot, tmp_pat
         dialog.tabs.setCurrentIndex(index)
         shot = dialog.grab()
         assert not shot.isNull() and shot.save(str(tmp_path / f"settings_{name}.png"))
-    assert drv.window.preferences_action in drv.window.menuBar().actions()[0].menu().actions()
+    menu = drv.window.menuBar().actions()[0].menu()
+    assert isinstance(menu, QMenu) and drv.window.preferences_action in menu.actions()
     # Chats keep working while it is open.
     drv.send("still works")
     assert drv.wait_finished().status == "completed"

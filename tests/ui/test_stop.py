@@ -6,7 +6,10 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMenu
-from uihelpers import AppDriver, processes_of
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import AppDriver, StartApp, processes_of
+
+from tolaria.ui.chat_pane import ChatPane
 
 
 @pytest.fixture
@@ -14,7 +17,7 @@ def long_tool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
 
 
-def assert_stopped(drv: AppDriver, stream_id: str, pane=None) -> None:  # type: ignore[no-untyped-def]
+def assert_stopped(drv: AppDriver, stream_id: str, pane: ChatPane | None=None) -> None:
     turn = drv.wait_finished(pane)
     assert processes_of(stream_id) == [], "the run's process tree must be gone"
     assert turn.status == "cancelled"
@@ -29,7 +32,7 @@ def assert_stopped(drv: AppDriver, stream_id: str, pane=None) -> None:  # type: 
 
 
 @pytest.mark.usefixtures("long_tool")
-def test_stop_button_kills_the_tree_and_keeps_partial_output(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_stop_button_kills_the_tree_and_keeps_partial_output(start_app: StartApp) -> None:
     drv = start_app()
     stream_id = drv.send("please run something")
     drv.wait_tool_running(stream_id)
@@ -39,7 +42,7 @@ def test_stop_button_kills_the_tree_and_keeps_partial_output(start_app) -> None:
 
 
 @pytest.mark.usefixtures("long_tool")
-def test_esc_stops_the_focused_chat(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_esc_stops_the_focused_chat(start_app: StartApp) -> None:
     drv = start_app()
     stream_id = drv.send("esc me")
     drv.wait_tool_running(stream_id)
@@ -48,7 +51,7 @@ def test_esc_stops_the_focused_chat(start_app) -> None:  # type: ignore[no-untyp
 
 
 @pytest.mark.usefixtures("long_tool")
-def test_esc_with_an_open_popup_or_menu_does_not_stop(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_esc_with_an_open_popup_or_menu_does_not_stop(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     stream_id = drv.send("keep going")
     drv.wait_tool_running(stream_id)
@@ -56,7 +59,9 @@ def test_esc_with_an_open_popup_or_menu_does_not_stop(start_app, qtbot) -> None:
     picker.showPopup()
     qtbot.waitUntil(lambda: QApplication.activePopupWidget() is not None)
     QTest.keyClick(drv.pane.composer, Qt.Key.Key_Escape)  # the window's Stop must not act
-    QTest.keyClick(QApplication.activePopupWidget(), Qt.Key.Key_Escape)  # closes the dropdown
+    popup = QApplication.activePopupWidget()
+    assert popup is not None
+    QTest.keyClick(popup, Qt.Key.Key_Escape)  # closes the dropdown
     qtbot.waitUntil(lambda: QApplication.activePopupWidget() is None)
 
     menu = QMenu(drv.window)
@@ -74,8 +79,8 @@ def test_esc_with_an_open_popup_or_menu_does_not_stop(start_app, qtbot) -> None:
     assert_stopped(drv, stream_id)
 
 
-def test_two_chats_run_at_once_and_stopping_one_leaves_the_other(  # type: ignore[no-untyped-def]
-        start_app, qtbot, monkeypatch) -> None:
+def test_two_chats_run_at_once_and_stopping_one_leaves_the_other(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_DELAY", "0.05")
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
@@ -113,7 +118,7 @@ def test_two_chats_run_at_once_and_stopping_one_leaves_the_other(  # type: ignor
 
 
 @pytest.mark.usefixtures("long_tool")
-def test_late_events_of_a_stopped_stream_never_reach_a_view(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_late_events_of_a_stopped_stream_never_reach_a_view(start_app: StartApp) -> None:
     from tolaria.core.events import Done, Error, TextDelta, ToolStart
 
     drv = start_app()
@@ -123,7 +128,7 @@ def test_late_events_of_a_stopped_stream_never_reach_a_view(start_app) -> None: 
     turn = drv.wait_finished()
     before = (turn.text(), len(turn.tool_cards()), len(turn.error_cards()), turn.footer.text(),
               turn.received_chars)
-    stored_before = len(drv.app.store.events(drv.app.store.turn_by_stream(stream_id).id))
+    stored_before = len(drv.app.store.events(drv.stored_turn(stream_id).id))
     bridge = drv.app.bridge
     for late in (TextDelta(stream_id, text="LATE TEXT"), ToolStart(stream_id, tool_id="t9",
                  name="Late"), Error(stream_id, message="late error"),
@@ -134,10 +139,10 @@ def test_late_events_of_a_stopped_stream_never_reach_a_view(start_app) -> None: 
              turn.received_chars)
     assert after == before
     assert turn.status == "cancelled"
-    assert len(drv.app.store.events(drv.app.store.turn_by_stream(stream_id).id)) == stored_before
+    assert len(drv.app.store.events(drv.stored_turn(stream_id).id)) == stored_before
 
 
-def test_content_after_stop_request_is_dropped(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_content_after_stop_request_is_dropped(start_app: StartApp) -> None:
     from tolaria.core.events import TextDelta
 
     drv = start_app()

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from helpers import fake_manifest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextFormat
+from PySide6.QtGui import QStandardItemModel, QTextFormat
+from PySide6.QtWidgets import QLabel
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import StartApp
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.ui import blocks
 from tolaria.ui.blocks import MarkdownSegment, RichText
 
 
-def test_demo_turn_renders_thinking_tool_card_and_markdown(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_demo_turn_renders_thinking_tool_card_and_markdown(start_app: StartApp) -> None:
     drv = start_app()
     drv.send("show me")
     turn = drv.wait_finished()
@@ -39,7 +43,7 @@ def test_demo_turn_renders_thinking_tool_card_and_markdown(start_app) -> None:  
     assert "Completed" in turn.footer.text() and "tokens" in turn.footer.text()
 
 
-def test_missing_binary_says_how_to_install_it(start_app, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_missing_binary_says_how_to_install_it(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()
     missing = Manifest(id="ghost", name="Ghost CLI", protocol="claude-stream-json",
                        command=("tolaria-no-such-program-xyz", "{prompt}"),
@@ -48,7 +52,9 @@ def test_missing_binary_says_how_to_install_it(start_app, qtbot) -> None:  # typ
     drv.run(drv.app.controller.detect_agents())
     picker = drv.window.header.agent_picker
     row = picker.findData("ghost")
-    item = picker.model().item(row)
+    model = picker.model()
+    assert isinstance(model, QStandardItemModel)
+    item = model.item(row)
     assert not item.isEnabled(), "a missing agent is greyed out"
     assert "npm install -g ghost-cli" in item.toolTip()
     drv.send("anyone there?")
@@ -59,7 +65,7 @@ def test_missing_binary_says_how_to_install_it(start_app, qtbot) -> None:  # typ
     qtbot.waitUntil(error.isVisible)
 
 
-def test_error_card_has_the_stderr_tail(start_app) -> None:  # type: ignore[no-untyped-def]
+def test_error_card_has_the_stderr_tail(start_app: StartApp) -> None:
     drv = start_app()
     drv.use_agent(fake_manifest("stderr_exit"))
     drv.send("fail please")
@@ -71,7 +77,8 @@ def test_error_card_has_the_stderr_tail(start_app) -> None:  # type: ignore[no-u
     assert "Failed" in turn.footer.text()
 
 
-def test_a_flood_is_coalesced_and_bounded(start_app, monkeypatch, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_a_flood_is_coalesced_and_bounded(
+        start_app: StartApp, monkeypatch: pytest.MonkeyPatch, qtbot: QtBot) -> None:
     monkeypatch.setenv("FAKE_FLOOD_LINES", "3000")  # ~3 MB in 3000 deltas
     renders = []
     original = RichText.set_markdown
@@ -93,12 +100,13 @@ def test_a_flood_is_coalesced_and_bounded(start_app, monkeypatch, qtbot) -> None
     shown = turn.text()
     assert len(shown) <= blocks.CHUNK_CHARS * (blocks.MAX_CHUNKS + 1)
     assert "flood 2999:" in shown, "the newest text is what stays on screen"
-    note = turn.findChild(object, "elidedNote")
+    note = turn.findChild(QLabel, "elidedNote")
     assert note is not None and note.isVisible() and "not shown" in note.text()
     assert time.monotonic() - started < 25
 
 
-def test_hidden_chat_keeps_receiving(start_app, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_hidden_chat_keeps_receiving(
+        start_app: StartApp, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "0")
     drv = start_app()
     first = drv.pane

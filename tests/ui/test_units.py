@@ -25,7 +25,8 @@ def test_split_inside_a_fence_closes_and_reopens_it() -> None:
     assert split is not None
     assert split.sealed.startswith("```python\n") and split.sealed.endswith("\n```")
     assert split.rest.startswith("```python\n")
-    body = lambda s: [ln for ln in s.splitlines() if not ln.startswith("```")]  # noqa: E731
+    def body(s: str) -> list[str]:
+        return [ln for ln in s.splitlines() if not ln.startswith("```")]
     assert body(split.sealed) + body(split.rest) == body(text)
 
 
@@ -43,7 +44,8 @@ def test_split_loses_no_text(text: str, limit: int) -> None:
         assert len(text) <= limit
         return
     assert 0 < len(split.sealed) <= limit
-    squeeze = lambda s: "".join(s.split())  # noqa: E731
+    def squeeze(s: str) -> str:
+        return "".join(s.split())
     assert squeeze(split.sealed) + squeeze(split.rest) == squeeze(text)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import psutil
@@ -13,6 +13,7 @@ from pytestqt.qtbot import QtBot
 
 from tolaria.app.main import Tolaria
 from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.store.schema import Conversation, Turn
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.main_window import MainWindow
 from tolaria.ui.turn_view import TurnView
@@ -86,6 +87,18 @@ class AppDriver:
                              timeout=timeout_ms)
         return turn
 
+    def stored_turn(self, stream_id: str) -> Turn:
+        """The store's row of this run, which must exist."""
+        turn = self.app.store.turn_by_stream(stream_id)
+        assert turn is not None, f"no stored turn for {stream_id}"
+        return turn
+
+    def stored_conversation(self, conversation_id: int) -> Conversation:
+        """The store's row of this conversation, which must exist."""
+        conversation = self.app.store.get_conversation(conversation_id)
+        assert conversation is not None, f"no stored conversation {conversation_id}"
+        return conversation
+
     def run(self, coro: Coroutine[Any, Any, T], timeout_ms: int = 15_000) -> T:
         return run_async(self.qtbot, self.loop, coro, timeout_ms)
 
@@ -107,3 +120,6 @@ def processes_of(stream_id: str) -> list[psutil.Process]:
     return out
 
 
+#: The ``start_app`` fixture (tests/ui/conftest.py): starts a Tolaria (keyword arguments go to
+#: ``Tolaria``) and returns its driver; the fixture's teardown closes every app it started.
+StartApp = Callable[..., AppDriver]

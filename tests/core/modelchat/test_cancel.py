@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from multiprocessing import resource_tracker
+from multiprocessing.context import ForkContext, SpawnContext
 
 import pytest
 
@@ -21,7 +22,14 @@ def _resource_tracker() -> Iterator[None]:
     per-test leak check looks, and end it with this module."""
     resource_tracker.ensure_running()
     yield
-    resource_tracker._resource_tracker._stop()
+    resource_tracker._resource_tracker._stop()  # type: ignore[attr-defined]  # private, untyped
+
+
+def context(method: str) -> ForkContext | SpawnContext:
+    """The start method's context (only the concrete ones have a typed ``Process``)."""
+    if method == "fork":
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
 
 
 def _cancel_token(token: CancellationToken) -> None:
@@ -70,7 +78,7 @@ def test_cancel_from_another_thread() -> None:
 @pytest.mark.parametrize("method", START_METHODS)
 def test_cancelled_in_a_child_process_is_seen_by_the_parent(method: str) -> None:
     token = CancellationToken()
-    child = multiprocessing.get_context(method).Process(target=_cancel_token, args=(token,))
+    child = context(method).Process(target=_cancel_token, args=(token,))
     child.start()
     child.join(30)
     assert child.exitcode == 0
@@ -80,7 +88,7 @@ def test_cancelled_in_a_child_process_is_seen_by_the_parent(method: str) -> None
 @pytest.mark.parametrize("method", START_METHODS)
 def test_cancelled_in_the_parent_is_seen_by_a_child_process(method: str) -> None:
     token = CancellationToken()
-    child = multiprocessing.get_context(method).Process(target=_wait_for_cancel, args=(token,))
+    child = context(method).Process(target=_wait_for_cancel, args=(token,))
     child.start()
     time.sleep(0.2)
     assert child.is_alive()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -40,9 +41,9 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _wait(predicate: object, what: str, within: float = 30.0) -> None:
+def _wait(predicate: Callable[[], object], what: str, within: float = 30.0) -> None:
     deadline = time.monotonic() + within
-    while not predicate():  # type: ignore[operator]
+    while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
 

@@ -86,8 +86,8 @@ class _PeakRss:
 
     def __init__(self) -> None:
         self._proc = psutil.Process()
-        self.baseline = self._proc.memory_info().rss
-        self.peak = self.baseline
+        self.baseline: int = self._proc.memory_info().rss
+        self.peak: int = self.baseline
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from helpers import assert_run_gone, async_test, parse_fixture, start_run, wait_pidfile
@@ -31,6 +32,8 @@ from tolaria.core.events import (
 from tolaria.core.runtimes import RUNTIMES, make_runtime
 from tolaria.core.runtimes.base import Outcome
 
+E = TypeVar("E", bound=Event)
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 REPLAY = Path(__file__).resolve().parents[2] / "fakes" / "replay_agent.py"
 SID = "ai-agent-stream-test"
@@ -47,7 +50,7 @@ def text_of(events: list[Event]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
-def of(events: list[Event], cls: type) -> list:
+def of(events: list[Event], cls: type[E]) -> list[E]:
     return [e for e in events if isinstance(e, cls)]
 
 
@@ -65,6 +68,7 @@ def test_codex_text() -> None:
 
 def test_codex_tool() -> None:
     events, outcome = parse("codex_echo.jsonl")
+    assert isinstance(events[0], Init)
     assert events[0].session_id == "01a23647-f07a-76b3-bd4e-7e30e13876c2"
     start, = of(events, ToolStart)
     done, = of(events, ToolDone)
@@ -80,6 +84,7 @@ def test_codex_tool() -> None:
 def test_codex_401_is_the_turn_error_not_a_diagnostic_too() -> None:
     events, outcome = parse("codex_401.jsonl")
     assert outcome is not None and outcome.stop_reason == "error"
+    assert outcome.error is not None
     assert outcome.error.startswith("unexpected status 401 Unauthorized: Incorrect API key")
     diags = [d.message for d in of(events, Diagnostic)]
     # The model-metadata warning (an `error` item) is a diagnostic; the 401 only the outcome.
@@ -107,7 +112,8 @@ def test_codex_failed_command_and_reasoning() -> None:
     out = rt.feed(json.dumps({"type": "item.completed", "item": {
         "id": "item_3", "type": "command_execution", "command": "false", "aggregated_output": "",
         "exit_code": 1, "status": "failed"}}))
-    assert [type(e) for e in out] == [ToolStart, ToolDone] and out[1].is_error
+    assert [type(e) for e in out] == [ToolStart, ToolDone]
+    assert isinstance(out[1], ToolDone) and out[1].is_error
     out = rt.feed('{"type":"item.completed","item":{"id":"r","type":"reasoning","text":"hmm"}}')
     assert out == [ThinkingDelta(SID, text="hmm")]
     rt.feed('{"type":"error","message":"boom"}')
@@ -142,6 +148,7 @@ def test_gemini_tool() -> None:
 def test_gemini_401() -> None:
     events, outcome = parse("gemini_401.jsonl")
     assert outcome is not None and outcome.stop_reason == "error"
+    assert outcome.error is not None
     assert "401" in outcome.error and "API key not valid (fake)" in outcome.error
     assert not of(events, Usage) and not of(events, TextDelta)
 

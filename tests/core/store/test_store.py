@@ -652,7 +652,7 @@ def test_markers_record_operator_actions_and_go_with_their_conversation(store: S
 
 
 def test_a_version_1_database_gains_markers(db: Path) -> None:
-    from tolaria.core.store.db import _MIGRATIONS
+    from tolaria.core.store.schema import MIGRATIONS as _MIGRATIONS
 
     db.parent.mkdir(parents=True, exist_ok=True)
     with closing(sqlite3.connect(db)) as conn:

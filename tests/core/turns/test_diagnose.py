@@ -148,7 +148,7 @@ def test_progress_ends_a_retry_but_other_lines_do_not() -> None:
     for line in (FIXTURES / "codex" / "codex_text.jsonl").read_text().splitlines():
         runtime.feed(line)
     assert runtime.retrying is None
-    assert runtime.outcome() is not None and runtime.outcome().stop_reason == "end_turn"  # type: ignore[union-attr]
+    assert runtime.outcome() is not None and runtime.outcome().stop_reason == "end_turn"
 
 
 def test_gemini_stderr_noise_does_not_count_as_a_retry() -> None:

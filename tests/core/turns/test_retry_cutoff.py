@@ -145,11 +145,13 @@ async def test_limit_zero_never_cuts_off_and_a_stop_is_still_a_stop(tmp_path: Pa
         (tmp_path / str(limit)).mkdir()
         run = start(retry_manifest("codex", "codex_unreach.jsonl"), tmp_path / str(limit), limit)
         procs = await wait_pidfile(tmp_path / str(limit) / "pids")
-        await wait_until(lambda run=run: retry_notices(run.collector), 10, "the retry notice")
+        await wait_until(lambda: retry_notices(run.collector), 10,  # noqa: B023 (awaited here)
+                         "the retry notice")
         notice, = retry_notices(run.collector)
         assert "Tolaria stops it" not in notice
         t_end = time.monotonic() + 2
-        await wait_until(lambda t_end=t_end: time.monotonic() > t_end, 5, "2 s of retrying")
+        await wait_until(lambda: time.monotonic() > t_end, 5,  # noqa: B023 (awaited here)
+                         "2 s of retrying")
         assert run.state() == "running", "still retrying after twice a 1 s limit would have cut"
         assert run.abort()
         done = await run.finish()

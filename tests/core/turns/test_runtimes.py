@@ -19,12 +19,13 @@ from tolaria.core.events import (
     Usage,
 )
 from tolaria.core.runtimes import make_runtime
+from tolaria.core.runtimes.base import Outcome
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "claude"
 SID = "ai-agent-stream-test"
 
 
-def parse(name: str) -> tuple[list[Event], object]:
+def parse(name: str) -> tuple[list[Event], Outcome | None]:
     rt = make_runtime("claude-stream-json", SID, "claude")
     events: list[Event] = []
     for line in (FIXTURES / name).read_text().splitlines():
@@ -44,7 +45,7 @@ def test_plain_text_turn() -> None:
     usage = [e for e in events if isinstance(e, Usage)]
     assert usage and usage[0].input_tokens == 10 and usage[0].output_tokens == 12
     assert usage[0].cost_usd is not None and usage[0].cost_usd > 0
-    assert outcome.stop_reason == "end_turn" and outcome.error is None
+    assert outcome is not None and outcome.stop_reason == "end_turn" and outcome.error is None
     assert all(e.stream_id == SID for e in events)
 
 
@@ -58,21 +59,21 @@ def test_tool_turn() -> None:
     assert not dones[0].is_error
     assert events.index(starts[0]) < events.index(dones[0])
     assert "Tool finished" in text_of(events)
-    assert outcome.stop_reason == "end_turn"
+    assert outcome is not None and outcome.stop_reason == "end_turn"
 
 
 def test_partial_messages_are_not_duplicated() -> None:
     events, outcome = parse("claude_partial.jsonl")
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
     assert deltas == ["Hello ", "from ", "the ", "fake ", "model!"]
-    assert outcome.stop_reason == "end_turn"
+    assert outcome is not None and outcome.stop_reason == "end_turn"
 
 
 def test_interrupt_reads_cancelled() -> None:
     events, outcome = parse("claude_sleep_INT.jsonl")
     dones = [e for e in events if isinstance(e, ToolDone)]
     assert dones and dones[0].is_error
-    assert outcome.stop_reason == "cancelled"
+    assert outcome is not None and outcome.stop_reason == "cancelled"
 
 
 def test_sigterm_leaves_no_outcome() -> None:
@@ -84,7 +85,7 @@ def test_api_errors_are_errors_even_with_subtype_success() -> None:
     for name, needle in (("claude_401.jsonl", "Invalid API key"),
                          ("claude_unreach.jsonl", "Connection refused")):
         events, outcome = parse(name)
-        assert outcome.stop_reason == "error"
+        assert outcome is not None and outcome.stop_reason == "error"
         assert needle in (outcome.error or "")
         assert needle in text_of(events)
 

@@ -15,9 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from helpers import (
     Collector,
+    LiveRun,
     assert_run_gone,
     async_test,
     start_run,
@@ -180,7 +182,8 @@ async def test_resume_arguments_are_appended_for_a_session(tmp_path: Path) -> No
     assert_run_gone(sid)
 
 
-async def start_tool_turn(tmp_path: Path, manifest: Manifest) -> tuple:
+async def start_tool_turn(tmp_path: Path, manifest: Manifest
+                          ) -> tuple[LiveRun, psutil.Process, psutil.Process]:
     run = start_run(manifest, "RUN_SLEEP", cwd=tmp_path, env=log_env(tmp_path))
     agent, tool = await wait_pidfile(tmp_path / "pids")
     await run.wait_for_kind("tool_start")

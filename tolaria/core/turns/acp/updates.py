@@ -136,14 +136,13 @@ class UpdateMapper:
             return []
         return [Diagnostic(sid, source="acp", message=f"unhandled session update {kind!r}")]
 
-    def cancel_open_tools(self) -> list[Event]:
+    def cancel_open_tools(self) -> list[ToolDone]:
         """Stop: every unfinished tool call ends now, as an error saying it was cancelled."""
         return self.close_open_tools(CANCELLED_TOOL_OUTPUT)
 
-    def close_open_tools(self, output: str) -> list[Event]:
-        events: list[Event] = [ToolDone(self.stream_id, tool_id=tool_id, output=output,
-                                        is_error=True)
-                               for tool_id in self.open_tools]
+    def close_open_tools(self, output: str) -> list[ToolDone]:
+        events = [ToolDone(self.stream_id, tool_id=tool_id, output=output, is_error=True)
+                  for tool_id in self.open_tools]
         self._closed_tools.update(self.open_tools)
         self.open_tools.clear()
         self._state.clear()

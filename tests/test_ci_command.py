@@ -1,0 +1,19 @@
+"""The project rule: .ci/run runs exactly the test command the README gives, and that command
+lints and type-checks (ruff, mypy --strict over tolaria/ and tests/) before the tests run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _commands(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("python3 -m venv .venv && ")]
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    (ci_command,) = _commands((ROOT / ".ci" / "run").read_text())
+    assert ci_command in _commands((ROOT / "README.md").read_text())
+    steps = ci_command.split(" && ")
+    assert steps[-3:] == [".venv/bin/ruff check .", ".venv/bin/mypy", ".venv/bin/python -m pytest"]
