@@ -17,7 +17,7 @@ from typing import Any
 
 from helpers import stored_turn
 from pytestqt.qtbot import QtBot
-from uihelpers import AppDriver
+from ui.uihelpers import AppDriver
 
 from tolaria.core.events import TextDelta
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Store
