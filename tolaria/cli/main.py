@@ -21,6 +21,7 @@ from typing import Any
 from tolaria import __version__
 from tolaria.chats.run_config import prepare_run
 from tolaria.chats.saved_runs import ChatError, SavedRun, list_chats, open_store
+from tolaria.cli import importing as cli_import
 from tolaria.config.overrides import AgentSettingsError
 from tolaria.core.adapters.manifest import AdapterSet, load_adapters
 from tolaria.core.events import (
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("models_agent", metavar="agent", help="an openai-chat adapter id")
     models.add_argument("--json", action="store_true")
     models.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
+    cli_import.add_parser(sub)
     key = sub.add_parser("key", help="store or delete a model endpoint's API key in the "
                                      "system keyring")
     key.add_argument("key_action", choices=("set", "delete"))
@@ -105,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         from tolaria.cli.models import cmd_models
 
         return cmd_models(args.models_agent, args.json, args.timeout)
+    if args.command == "import":
+        return cli_import.run(args)
     if args.command == "key":
         from tolaria.cli.models import cmd_key
 

@@ -1,0 +1,125 @@
+"""Capture each real CLI's own stored session files, for the importer's fixtures.
+
+Runs two turns per CLI (a text turn, then a tool turn resuming the same session) through
+Tolaria's built-in adapters against the loopback fake model, in a throwaway HOME, then copies the
+files the CLI wrote there (its session store; not its config, caches or logs) into
+``OUT/<agent>/`` with their paths relative to that HOME. The throwaway folder's path is replaced
+by ``/home/user`` (HOME) and ``/home/user/work`` (the working folder) so fixtures are stable.
+
+    PYTHONPATH=. python tests/e2e/capture_sessions.py tests/fixtures/sessions [AGENT ...]
+
+Needs the e2e tier's CLIs installed (run the e2e tests once, or they are installed here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent)]
+
+from e2e.clis import CLIS, install, run_env  # noqa: E402
+from e2e.fake_model import FakeModelServer  # noqa: E402
+from helpers import Collector  # noqa: E402
+
+from tolaria.core.adapters.manifest import load_adapters  # noqa: E402
+from tolaria.core.events import Init  # noqa: E402
+from tolaria.core.process.registry import ProcessRegistry  # noqa: E402
+from tolaria.core.stream_id import new_stream_id  # noqa: E402
+from tolaria.core.turns.runner import RunRequest, stream_ai_agent  # noqa: E402
+
+AGENTS = ["claude", "codex", "gemini", "qwen", "opencode"]
+#: Where each CLI keeps its sessions, relative to HOME (what the importer reads).
+SESSION_DIRS = {
+    "claude": [".claude/projects"],
+    "codex": [".codex/sessions"],
+    "gemini": [".gemini/tmp"],
+    "qwen": [".qwen/tmp", ".qwen/projects"],
+    "opencode": [".local/share/opencode"],
+}
+PROMPTS = ["E2E-TEXT: say hello", "E2E-ECHO: run echo hi"]
+
+
+async def capture(agent: str, server: FakeModelServer, out: Path) -> None:
+    install(CLIS[agent])
+    manifest = load_adapters().get(agent)
+    with tempfile.TemporaryDirectory(prefix="tolaria-capture-") as tmp:
+        home = Path(tmp) / "home"
+        work = Path(tmp) / "work"
+        work.mkdir()
+        env = run_env(CLIS[agent], home, server.url)
+        env["PWD"] = str(work)  # opencode takes its folder from PWD, not from its cwd
+        session: str | None = None
+        for prompt in PROMPTS:
+            events = Collector()
+            request = RunRequest(manifest, prompt, str(work), env, session_id=session,
+                                 permission_mode="full")
+            done = await asyncio.wait_for(
+                stream_ai_agent(request, new_stream_id(), events, registry=ProcessRegistry()),
+                120)
+            inits = [e.session_id for e in events.events if isinstance(e, Init) and e.session_id]
+            session = session or (inits[0] if inits else None)
+            print(f"{agent}: {prompt!r} -> {done.stop_reason} (session {session})")
+        target = out / agent
+        shutil.rmtree(target, ignore_errors=True)
+        for rel in SESSION_DIRS[agent]:
+            src = home / rel
+            if not src.exists():
+                continue
+            if agent == "opencode":
+                _copy_database(src / "opencode.db", target / rel / "opencode.db",
+                               {str(work): "/home/user/work", str(home): "/home/user"})
+                continue
+            for path in sorted(p for p in src.rglob("*") if p.is_file()):
+                rel_name = str(path.relative_to(home)).replace(
+                    str(work).replace("/", "-"), "-home-user-work")
+                dest = target / rel_name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    text = path.read_text()
+                except UnicodeDecodeError:
+                    shutil.copyfile(path, dest)
+                    continue
+                dest.write_text(text.replace(str(work), "/home/user/work")
+                                .replace(str(home), "/home/user").replace(tmp, "/tmp/capture"))
+        print(f"{agent}: {sum(1 for p in target.rglob('*') if p.is_file())} files in {target}")
+
+
+def _copy_database(src: Path, dest: Path, paths: dict[str, str]) -> None:
+    """One self-contained SQLite file (the WAL folded in), the throwaway paths replaced."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.unlink(missing_ok=True)
+    source, copy = sqlite3.connect(src), sqlite3.connect(dest)
+    try:
+        source.backup(copy)
+        for (table,) in copy.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            columns = [row[1] for row in copy.execute(f'PRAGMA table_info("{table}")')
+                       if row[2].upper() == "TEXT"]
+            for column in columns:
+                for old, new in paths.items():
+                    copy.execute(f'UPDATE "{table}" SET "{column}" = replace("{column}", ?, ?)',
+                                 (old, new))
+        copy.commit()
+        copy.execute("PRAGMA journal_mode = DELETE")
+        copy.execute("VACUUM")
+    finally:
+        source.close()
+        copy.close()
+
+
+async def main(out: Path, agents: list[str]) -> None:
+    server = FakeModelServer().start()
+    try:
+        for agent in agents:
+            await capture(agent, server, out)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1]), sys.argv[2:] or AGENTS))

@@ -1,0 +1,142 @@
+"""What an importer reads out of a CLI's own session store: plain records, no events yet.
+
+Each importer (one module per CLI) turns its CLI's files into ``Session`` values; the import
+itself (tolaria/chats/importing.py) turns those into stored turns and events. Kept apart so a
+parser is a pure function of a file, tested on real files the CLIs wrote (tests/fixtures/sessions).
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+#: A session file larger than this is reported and skipped (a JSONL session is MBs at most).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+class SessionFormatError(ValueError):
+    """A file that is not a session of the expected format; the message says why."""
+
+
+@dataclass
+class Tool:
+    """One tool call and, once the result is known, its output."""
+
+    tool_id: str
+    name: str
+    input: Any
+    output: str | None = None
+    is_error: bool = False
+
+
+@dataclass
+class Turn:
+    """One user prompt and what the agent did in answer, in order: ``str`` items are text."""
+
+    prompt: str
+    items: list[str | Tool | Thinking] = field(default_factory=list)
+    started_at: float | None = None
+
+    def text(self, text: str) -> None:
+        if text:
+            self.items.append(text)
+
+    def tool(self, tool: Tool) -> None:
+        self.items.append(tool)
+
+
+@dataclass(frozen=True)
+class Thinking:
+    text: str
+
+
+@dataclass
+class Session:
+    """One CLI session: its own id (the next turn resumes it natively), folder and turns."""
+
+    agent: str
+    session_id: str
+    source: Path
+    cwd: str | None = None
+    title: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+    #: Lines that did not parse (a session written while the CLI crashed, say): skipped.
+    bad_lines: int = 0
+
+
+def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects of a JSONL file and how many lines were not JSON objects."""
+    records: list[dict[str, Any]] = []
+    bad = 0
+    for line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+        else:
+            bad += 1
+    if not records:
+        raise SessionFormatError("no JSON records in the file")
+    return records, bad
+
+
+def _lines(path: Path) -> Iterator[str]:
+    check_file(path)
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        yield from fh
+
+
+def check_file(path: Path) -> None:
+    """A regular file of a sane size (never a FIFO or a device that would hang the import)."""
+    info = path.lstat()
+    if not stat.S_ISREG(info.st_mode):
+        raise SessionFormatError("not a regular file")
+    if info.st_size > MAX_FILE_BYTES:
+        raise SessionFormatError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+
+
+def timestamp(value: Any) -> float | None:
+    """Seconds since the epoch from an ISO 8601 string or a number of (milli)seconds."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) / 1000.0 if value > 1e11 else float(value)
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def text_of(content: Any) -> str:
+    """Text of a message content that is a string or a list of ``{"text": ...}`` parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content
+                       if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return ""
+
+
+def output_text(value: Any) -> str:
+    """A tool result as text: strings as they are, structures as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        joined = text_of(value)
+        if joined:
+            return joined
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False)

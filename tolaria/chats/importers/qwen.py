@@ -1,0 +1,90 @@
+"""Qwen Code sessions: ``~/.qwen/projects/<folder>/chats/<session id>.jsonl`` (also the older
+``~/.qwen/tmp/<hash>/chats/``).
+
+One record a line, Gemini-style parts: ``user`` (typed prompts), ``assistant`` (``text``,
+``thought`` parts, ``functionCall``), ``tool_result`` (``functionResponse`` by call id) and
+``system`` records (telemetry, snapshots), which are not the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tolaria.chats.importers.model import (
+    Session,
+    SessionFormatError,
+    Thinking,
+    Tool,
+    Turn,
+    output_text,
+    read_jsonl,
+    timestamp,
+)
+
+AGENT = "qwen"
+
+
+def find(home: Path) -> Iterator[Path]:
+    base = home / ".qwen"
+    yield from sorted([*base.glob("projects/*/chats/*.jsonl"), *base.glob("tmp/*/chats/*.jsonl")])
+
+
+def parse(path: Path) -> Session:
+    records, bad = read_jsonl(path)
+    session = Session(AGENT, path.stem, path, bad_lines=bad)
+    tools: dict[str, Tool] = {}
+    turn: Turn | None = None
+    for record in records:
+        if isinstance(record.get("sessionId"), str):
+            session.session_id = record["sessionId"]
+        if session.cwd is None and isinstance(record.get("cwd"), str):
+            session.cwd = record["cwd"]
+        message = record.get("message")
+        parts = message.get("parts") if isinstance(message, dict) else None
+        if not isinstance(parts, list):
+            continue
+        parts = [p for p in parts if isinstance(p, dict)]
+        kind = record.get("type")
+        if kind == "user":
+            text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str))
+            if text.strip():
+                turn = Turn(text, started_at=timestamp(record.get("timestamp")))
+                session.turns.append(turn)
+        elif kind == "assistant" and turn is not None:
+            for part in parts:
+                _assistant_part(part, turn, tools)
+        elif kind == "tool_result":
+            for part in parts:
+                _result(part, tools)
+    if not session.turns:
+        raise SessionFormatError("no user prompt in the session")
+    return session
+
+
+def _assistant_part(part: dict[str, Any], turn: Turn, tools: dict[str, Tool]) -> None:
+    if isinstance(part.get("text"), str):
+        if part.get("thought"):
+            turn.items.append(Thinking(part["text"]))
+        else:
+            turn.text(part["text"])
+    call = part.get("functionCall")
+    if isinstance(call, dict):
+        tool = Tool(str(call.get("id", "")), str(call.get("name", "tool")), call.get("args"))
+        tools[tool.tool_id] = tool
+        turn.tool(tool)
+
+
+def _result(part: dict[str, Any], tools: dict[str, Tool]) -> None:
+    response = part.get("functionResponse")
+    if not isinstance(response, dict):
+        return
+    tool = tools.get(str(response.get("id")))
+    if tool is None:
+        return
+    body = response.get("response")
+    if isinstance(body, dict) and "error" in body:
+        tool.output, tool.is_error = output_text(body["error"]), True
+    else:
+        tool.output = output_text(body.get("output", body) if isinstance(body, dict) else body)
