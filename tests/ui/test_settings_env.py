@@ -9,10 +9,23 @@ from pathlib import Path
 
 import psutil
 from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPushButton, QTableWidget
+from pytestqt.qtbot import QtBot
+from redact_cases import PLAIN_NAMES, SECRET_NAMES
 from settingshelpers import child, close_preferences, open_preferences, select_agent, type_into
 from test_settings_agents import FAKE_AGENT, add_custom_agent, pick_agent
 
 from tolaria.config.agents import MASK, load_overrides
+from tolaria.ui.settings.env_table import EnvTable
+
+
+def test_the_table_hides_exactly_what_the_secret_policy_calls_secret(qtbot: QtBot) -> None:
+    """The shared names (tests/redact_cases.py): ``GH_PAT`` hidden here is hidden everywhere."""
+    table = EnvTable()
+    qtbot.addWidget(table)
+    names = SECRET_NAMES + PLAIN_NAMES
+    table.set_env({name: f"value-of-{name}" for name in names})
+    shown = {name: table.displayed_value(row) for row, name in enumerate(names)}
+    assert shown == {name: MASK if name in SECRET_NAMES else f"value-of-{name}" for name in names}
 
 
 def test_secret_values_are_masked_until_revealed_and_overrides_reach_the_next_run(  # type: ignore[no-untyped-def]
