@@ -54,3 +54,19 @@ async def test_stderr_lines_and_the_error_are_masked_the_conversation_is_not(
     assert all(harmless in error.message for harmless in HARMLESS)
     text = "".join(e.text for e in run.collector.events if isinstance(e, TextDelta))
     assert "hunter2hunter2" in text  # the agent's own answer is shown as it is
+
+
+@async_test
+async def test_a_secret_given_to_the_agent_only_is_masked_too(tmp_path: Path) -> None:
+    """A value set in the agent's [env] or in Preferences is in no environment of Tolaria's own,
+    yet the agent may print it: it is masked once the run's environment is built."""
+    secret = "given-to-the-agent-only-77"
+    script = ("import os, sys; print('auth with ' + os.environ['AGENT_ONLY_SECRET'], "
+              "file=sys.stderr); sys.exit(3)")
+    manifest = Manifest(id="leaky", name="Leaky agent", protocol="lines",
+                        command=(sys.executable, "-c", script, "{prompt}"))
+    run = start_run(manifest, "hi", cwd=tmp_path, env={"AGENT_ONLY_SECRET": secret})
+    done = await run.finish()
+    assert done.stop_reason == "error"
+    shown = [e.message for e in run.collector.events if isinstance(e, Diagnostic | Error)]
+    assert "auth with ***" in shown and secret not in repr(run.collector.events)
