@@ -65,6 +65,8 @@ HARMLESS = (
     "API_KEY=${OPENAI_API_KEY}",
     "a risk-assessment of the task-runner",
     "see https://example.com/docs?page=2",
+    "Claude rejected its credentials: check its API key",
+    '{"apiKeySource": "ANTHROPIC_API_KEY", "authMethods": [], "keep_key": "chat-7"}',
 )
 
 #: Names whose values Preferences hides (and every consumer masks).

@@ -54,6 +54,11 @@ def test_harmless_text_is_left_alone(text: str) -> None:
     ("tool --password secret-1 --no-auth --x", "tool --password *** --no-auth --x"),
     ('PASSWORD="two words" after', 'PASSWORD="***" after'),
     ("plain words, a path /usr/bin and us", "plain words, a path /usr/bin and us"),
+    ("The token: hand it over", "The token: hand it over"),  # prose, not an assignment
+    ("password: hunter22 Token: 0123abcd", "password: *** Token: ***"),
+    ("Authorization: sometoken", "Authorization: ***"),  # a header is never prose
+    ("self.key = key; start_new_session=True", "self.key = key; start_new_session=True"),
+    ("config.api_key = abc", "config.api_key = ***"),
     ("a == b; x := 3; Foo::bar; token != x", "a == b; x := 3; Foo::bar; token != x"),
     ("TokenError: ('EOF in multi-line statement', (2, 0))",
      "TokenError: ('EOF in multi-line statement', (2, 0))"),

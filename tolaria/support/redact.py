@@ -43,16 +43,21 @@ _SECRET_SUBSTRINGS = ("SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL"
 #: Whole words that make a name secret wherever they stand (``GH_PAT``, ``PAT``, ``X_AUTH``).
 _SECRET_WORDS = frozenset({"TOKEN", "PAT", "PASS", "AUTH", "AUTHORIZATION", "COOKIE", "COOKIES",
                            "APIKEY", "CREDENTIALS", "CREDS"})
-#: Words that make a name secret only after another word: ``OPENAI_API_KEY``, ``MYSQL_PWD``,
-#: are secrets; ``KEY_NAME``, ``PWD``, ``KeyError`` are not. ``SESSION`` only as the last of two
-#: or more words (``MY_SESSION``, not ``session_id`` or ``DBUS_SESSION_BUS_ADDRESS``).
+#: Words that make a name secret only after another word: ``OPENAI_API_KEY`` and ``MYSQL_PWD``
+#: are secrets; ``KEY_NAME``, ``PWD`` and ``KeyError`` are not. (``SESSION`` counts only as the
+#: last of two or more words: ``MY_SESSION``, not ``session_id`` or ``DBUS_SESSION_BUS_ADDRESS``.)
 _LATER_WORDS = frozenset({"KEY", "KEYS", "PWD"})
+#: Keys that open no lock: ``sort_key``, ``cache_key``, ``keep_key``, ``public_key``...
+_NOT_SECRET_KEYS = frozenset({"CACHE", "SORT", "KEEP", "PRIMARY", "FOREIGN", "PARTITION",
+                              "PUBLIC", "HOT", "SHORTCUT", "LOOKUP", "ROUTING", "IDEMPOTENCY",
+                              "GROUP", "INDEX", "UNIQUE", "DEDUP", "MAP", "DICT"})
 #: A last word that says the name holds something *about* a secret, not the secret itself
 #: (``api_key_env`` names a variable, ``TOKEN_COUNT`` counts, ``SSH_AUTH_SOCK`` is a socket,
-#: ``TokenError`` is an exception).
+#: ``TokenError`` is an exception, Claude's ``apiKeySource`` and ACP's ``authMethods`` say how).
 _HARMLESS_LAST = frozenset({"ENV", "NAME", "NAMES", "FILE", "PATH", "DIR", "TYPE", "COUNT",
                             "LENGTH", "LEN", "LIMIT", "SIZE", "URL", "SOCK", "SOCKET", "ERROR",
-                            "EXCEPTION", "WARNING", "EXPIRES", "EXPIRY", "TTL", "HINT"})
+                            "EXCEPTION", "WARNING", "EXPIRES", "EXPIRY", "TTL", "HINT",
+                            "SOURCE", "METHOD", "METHODS", "MODE", "PROVIDER", "STATUS", "KIND"})
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -76,7 +81,7 @@ def is_secret_name(name: str) -> bool:
             return True
         if word.startswith("AUTH") and not word.startswith("AUTHOR"):  # AUTHOR is no secret
             return True
-        if n > 0 and word in _LATER_WORDS:
+        if n > 0 and word in _LATER_WORDS and words[n - 1] not in _NOT_SECRET_KEYS:
             return True
     return len(words) > 1 and words[-1] == "SESSION"
 
@@ -145,24 +150,23 @@ _SHAPES = re.compile("|".join((
     r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
 )))
-# "Bearer <credential>" anywhere; the credential has a digit or symbol, or is long (not prose
-# such as "bearer authentication"). "Basic ..." is masked only after a header name (below).
 #: What each of _SHAPES starts with.
 _SHAPE_PREFIXES = ("sk-", "rk-", "pk-", "gh", "github_pat_", "glpat-", "xox", "AKIA", "ASIA",
                    "AIza", "npm_", "hf_", "eyJ")
+# "Bearer <credential>" anywhere; the credential has a digit or symbol, or is long (not prose
+# such as "bearer authentication"). "Basic ..." is masked only after a header name (below).
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+)(?:(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=])"
                      r"[A-Za-z0-9._~+/=-]{8,}|[A-Za-z0-9_-]{24,})")
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^/\s@]+(@)")
 _VALUE = (r"(?P<value>\\\"[^\"]*?\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
-          r"|[^\s\"',;&|)}\]]+)")
+          r"|[^\s\"'`,;&|(){}\[\]][^\s\"'`,;&|)}\]]*)")
 # NAME=value, NAME: value, "name": "value", 'name': 'value' (a dict's repr), \"name\": \"value\"
 # (JSON inside a JSON string). "a == b", "a := b", "Foo::bar" are not assignments.
 _ASSIGNMENT = re.compile(r"(?<![\w.-])(?P<q>\\?[\"']?)(?P<name>[A-Za-z_][\w.-]*)(?P=q)"
                          r"(?P<sep>[ \t]*[=:](?![=:>])[ \t]*)"
                          r"(?P<scheme>(?i:bearer|basic|token)[ \t]+)?" + _VALUE)
 # --api-key VALUE, --token=VALUE (a value that is not the next flag).
-_FLAG = re.compile(r"(?<![\w-])(?P<dashes>--?)(?P<name>[A-Za-z][\w-]*)(?P<sep>=|[ \t]+)"
-                   r"(?P<scheme>)(?!-)" + _VALUE)
+_FLAG = re.compile(r"(?<![\w-])--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?!-)" + _VALUE)
 #: Every secret name contains one of these, lower-cased (see is_secret_name).
 _NAME_HINTS = ("key", "token", "secret", "pass", "pwd", "pat", "auth", "cred", "cookie",
                "session")
@@ -172,9 +176,21 @@ _KEEP = re.compile(r"(?i)[\"']?(?:\**|null|none|true|false|\$\{?\w+\}?|<[^>]*>)[
                    r"|\\\"\\\"|\"\"|''")
 
 
+def _is_prose(match: re.Match[str], name: str, value: str) -> bool:
+    """``The token: hand it over``, ``rejected its credentials: check...``: one plain word, a
+    colon and an ordinary word are a sentence, not a secret (those have digits or symbols, or
+    are long). Headers (``Authorization: ...``) and quoted or ``=`` forms are never prose."""
+    if match.re is not _ASSIGNMENT:  # a flag: --token VALUE is never prose
+        return False
+    return (":" in match["sep"] and not match["q"] and not match["scheme"] and name.isalpha()
+            and name.upper() not in ("AUTHORIZATION", "COOKIE") and value.isalpha()
+            and len(value) < 12)
+
+
 def _mask_assignment(match: re.Match[str]) -> str:
     value = match["value"]
-    if not is_secret_name(match["name"]) or _KEEP.fullmatch(value):
+    name = match["name"].rsplit(".", 1)[-1]  # self.key, config.api_key: the attribute's name
+    if not is_secret_name(name) or _KEEP.fullmatch(value) or _is_prose(match, name, value):
         return match[0]
     if value.startswith('\\"'):
         masked = f'\\"{MASK}\\"'
