@@ -93,7 +93,7 @@ class ChatTurn:
                             max_iterations=manifest.max_iterations, env=env,
                             grace_s=self.grace_s, system_prompt=_system_prompt(cwd))
         if approval is not None:
-            approval.redact = helper.redact
+            approval.redact = helper.redact_for_user
             helper.toolbox.approve_command = approval
         store = ChatHistoryStore()
         saved = self._load(store)
@@ -117,7 +117,7 @@ class ChatTurn:
         except Exception as exc:  # a bug must still end the run with one done
             log.exception("model chat %s failed", sid)
             reason = STOP_ERROR
-            detail = helper.redact(f"{type(exc).__name__}: {exc}")
+            detail = helper.redact_for_user(f"{type(exc).__name__}: {exc}")
             self.emit(Error(sid, message=f"{manifest.name}: {detail}"))
         finally:
             stopper.cancel()

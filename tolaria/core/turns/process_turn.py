@@ -32,6 +32,7 @@ from tolaria.core.events import (
 from tolaria.core.process import proctree
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
+from tolaria.support.redact import remember_secrets
 
 if TYPE_CHECKING:
     from tolaria.core.turns.runner import RunRequest
@@ -63,6 +64,9 @@ def build_env(manifest: Manifest, stream_id: str, extra: Mapping[str, str]) -> d
     # Every process of the run inherits this marker, so the tree can be found even after a
     # tool leaves it with setsid + double fork, and leak checks can name the run.
     env[proctree.ENV_MARKER] = stream_id
+    # Secrets set for the agent only (its [env], Preferences) are masked like the environment's
+    # own: in its stderr lines and errors, the logs and crash reports (tolaria/support/redact.py).
+    remember_secrets(env)
     return env
 
 

@@ -28,6 +28,7 @@ from tolaria.core.events import (
     Error,
     Event,
     EventCallback,
+    redacted,
 )
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
 from tolaria.core.process import proctree
@@ -100,7 +101,7 @@ class _Emitter:
         if isinstance(event, Done):
             self.closed = True
         try:
-            self._callback(event)
+            self._callback(redacted(event))  # errors and stderr lines without secrets
         except Exception:
             log.exception("event callback failed for %s", event.kind)
 
