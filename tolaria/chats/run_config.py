@@ -15,7 +15,7 @@ from typing import Any
 from tolaria.config.agents import AgentOverrides, prepare_run
 from tolaria.config.settings import Settings
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.core.turns.runner import RunRequest
+from tolaria.core.turns.request import RunRequest
 
 log = logging.getLogger(__name__)
 

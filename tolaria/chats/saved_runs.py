@@ -31,7 +31,7 @@ from tolaria.core.adapters.manifest import OPENAI_CHAT
 from tolaria.core.events import Done, Event, TextDelta
 from tolaria.core.process import control
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Conversation, Store, Turn
-from tolaria.core.turns.runner import RunRequest
+from tolaria.core.turns.request import RunRequest
 
 #: Same as the window's new-chat title (tolaria/qt/controller.py).
 _TITLE_CHARS = 48

@@ -234,7 +234,7 @@ def apply_overrides(manifest: Manifest, o: AgentOverrides) -> Manifest:
 def run_options(o: AgentOverrides) -> dict[str, Any]:
     """Extra ``RunRequest`` keyword arguments (``permission_mode``, ``model``), only those the
     running core's RunRequest has (the manifest from apply_overrides carries them too)."""
-    from tolaria.core.turns.runner import RunRequest
+    from tolaria.core.turns.request import RunRequest
 
     accepted = {f.name for f in dataclasses.fields(RunRequest)}
     wanted = {"permission_mode": o.permission_mode, "model": o.model}
