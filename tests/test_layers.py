@@ -182,6 +182,16 @@ def test_no_import_cycle() -> None:
     raise AssertionError("import cycle:\n" + "\n".join(steps))
 
 
+def test_only_callers_above_the_core_import_the_runner() -> None:
+    """The runner chooses the turn kind, so it imports every kind: none of the core imports it
+    (a turn needing ``RunRequest`` takes it from its leaf, core/turns/request.py)."""
+    runner = "tolaria.core.turns.runner"
+    core = LAYERS.index("core")
+    importers = [name for name, edges in import_graph().items()
+                 if runner in edges and layer(name) == core]
+    assert importers == []
+
+
 def test_nothing_below_qt_imports_qt() -> None:
     qt_layer = LAYERS.index("qt")
     offenders = []
