@@ -15,8 +15,9 @@ from pytestqt.qtbot import QtBot
 from redact_cases import ENV, HARMLESS, LEAKS
 
 from tolaria.core.events import Done, Event, ToolStart, ToolUpdate
+from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.store.db import Store
-from tolaria.core.turns.acp.updates import PermissionChoice, PermissionRequest, UpdateMapper
+from tolaria.core.turns.acp.updates import UpdateMapper
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.permission_card import PermissionCard
 from tolaria.ui.pretty_input import MASK, pretty_input

@@ -18,7 +18,6 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tolaria.core.cancel import CancellationToken
 from tolaria.core.events import (
@@ -35,9 +34,8 @@ from tolaria.core.modelchat.command_approval import CommandApproval
 from tolaria.core.modelchat.history import ChatHistoryStore, HistoryError, SavedChat
 from tolaria.core.modelchat.keys import missing_key_message, resolve_api_key
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
-
-if TYPE_CHECKING:
-    from tolaria.core.turns.runner import RunRequest
+from tolaria.core.turns.request import RunRequest
+from tolaria.core.turns.spawn import build_env
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +62,6 @@ class ChatTurn:
         return self._done(STOP_ERROR)
 
     async def execute(self) -> Done:
-        from tolaria.core.turns.process_turn import build_env
-
         sid, manifest = self.run.stream_id, self.manifest
         if self.run.stop_requested:
             return self._done(STOP_CANCELLED)
