@@ -56,8 +56,8 @@ from tolaria.core.events import Done, Event  # noqa: E402
 from tolaria.core.process import proctree  # noqa: E402
 from tolaria.core.process.registry import ProcessRegistry  # noqa: E402
 from tolaria.core.stream_id import new_stream_id  # noqa: E402
-from tolaria.core.turns.process_turn import build_env, resolve_program  # noqa: E402
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent  # noqa: E402
+from tolaria.core.turns.spawn import build_env, resolve_program  # noqa: E402
 
 PROMPT = "E2E-SLEEP: run the slow command"
 SPAWN_TIMEOUT_S = 120.0

@@ -18,6 +18,7 @@ from helpers import Collector, async_test
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from redact_cases import PLAIN_NAMES, SECRET_NAMES
 
 from tolaria.chats.run_config import prepare_run
 from tolaria.config.agents import (
@@ -45,7 +46,7 @@ from tolaria.core.events import STOP_END_TURN
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent
-from tolaria.support import paths
+from tolaria.support import paths, redact
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_AGENT = ROOT / "tests" / "fakes" / "report_agent.py"
@@ -304,10 +305,11 @@ def test_manifest_model_args_are_validated() -> None:
 # -- secrets ----------------------------------------------------------------------------------------
 
 def test_secret_names_and_masking() -> None:
-    for name in ("OPENAI_API_KEY", "GITHUB_TOKEN", "ANTHROPIC_AUTH_TOKEN", "db_password",
-                 "AWS_SECRET_ACCESS_KEY", "MYAPIKEY", "CLIENT_SECRET"):
+    # Preferences hides what every other consumer masks: one rule (tests/redact_cases.py).
+    assert is_secret_name is redact.is_secret_name
+    for name in SECRET_NAMES:
         assert is_secret_name(name), name
-    for name in ("PATH", "HOME", "PWD", "KEYBOARD_LAYOUT", "HTTPS_PROXY", "LANG"):
+    for name in PLAIN_NAMES:
         assert not is_secret_name(name), name
     assert mask("sk-live-1234567890abcdef") == MASK
     assert mask("${OPENAI_API_KEY}") == "${OPENAI_API_KEY}"

@@ -62,7 +62,11 @@ cost = [0.0]  # total_cost_usd so far: cumulative per process, as real Claude's
 #: Set while a ``RETRY_FOREVER`` turn prints Claude's ``system/api_retry`` lines (a model that
 #: cannot be reached); an interrupt clears it.
 retrying = threading.Event()
-_out = threading.Lock()
+#: Reentrant: the SIGINT handler emits too, and Python runs it in the main thread between two
+#: bytecodes, possibly inside the main thread's own ``emit`` (right after the control_response
+#: was flushed, before the lock is released). With a plain Lock the fake then deadlocked and
+#: ignored SIGINT (tests/core/turns/test_stream_input.py flaked: the 20 s window ran out).
+_out = threading.RLock()
 
 
 def emit(data: dict[str, Any]) -> None:

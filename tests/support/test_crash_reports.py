@@ -5,6 +5,7 @@ See docs/RELIABILITY.md.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -14,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from redact_cases import ENV, HARMLESS, LEAKS
 
 from tolaria.support import crash
 
@@ -169,25 +171,28 @@ def test_the_cli_installs_the_hooks(tolaria_home: Path) -> None:
     _assert_clean(report.read_text(), done.stderr)
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("Authorization: Bearer abcdef123456", "Authorization: Bearer ***"),
-    ("GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwx", "GITHUB_TOKEN=***"),
-    ("key AIzaSyA-1234567890abcdefghijklmnopqrstu here", "key *** here"),
-    ("plain words, a path /usr/bin and us", "plain words, a path /usr/bin and us"),
-])
-def test_redact_patterns(text: str, expected: str) -> None:
-    assert crash.redact(text, environ={"KEYMAP": "us"}) == expected
-
-
-def test_redact_any_value_of_a_secret_looking_variable() -> None:
-    env = {"DB_PASSWORD": "hunter22", "SOME_TOKEN": "  tok-with-spaces  ", "HOME": "/root",
-           "X_SECRET": "1"}
-    assert crash.redact("pw hunter22 tok-with-spaces /root 1", env) == "pw *** *** /root 1"
-
-
-def test_redact_leaves_exception_names_alone() -> None:
-    assert crash.redact("KeyError: 'name'", {}) == "KeyError: 'name'"
-    assert crash.redact("api_key: abc password=x", {}) == "api_key: *** password=***"
+def test_every_secret_of_the_table_is_masked_in_reports_and_logs(tolaria_home: Path,
+                                                                tmp_path: Path) -> None:
+    """The shared table (tests/redact_cases.py): each text logged, then raised; the report and
+    what the process printed lose the secrets and keep everything else."""
+    texts = [leak.text for leak in LEAKS] + list(HARMLESS)
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps(texts))
+    done = _python(tolaria_home, PRELUDE + f"""\
+    import json
+    texts = json.loads(open({str(cases)!r}).read())
+    for text in texts:
+        log.warning("%s", text)
+    raise RuntimeError("\\n".join(texts))
+    """, **ENV)
+    assert done.returncode == 1
+    [report] = _reports(tolaria_home)
+    text = report.read_text()
+    for leak in LEAKS:
+        assert leak.secret not in text + done.stderr, leak
+        assert text.count(leak.kept) >= 2, leak  # in the log lines and in the traceback
+    for harmless in HARMLESS:
+        assert text.count(harmless) >= 2 and harmless in done.stderr, harmless
 
 
 def test_ctrl_c_is_no_crash(tolaria_home: Path) -> None:

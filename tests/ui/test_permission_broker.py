@@ -6,8 +6,8 @@ import asyncio
 
 from pytestqt.qtbot import QtBot
 
+from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.stream_id import new_stream_id
-from tolaria.core.turns.acp.updates import PermissionChoice, PermissionRequest
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.permissions import PermissionBroker, always_key
 

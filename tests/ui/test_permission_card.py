@@ -10,11 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pytestqt.qtbot import QtBot
+from redact_cases import ENV, HARMLESS, LEAKS
 
 from tolaria.core.events import Done, Event, ToolStart, ToolUpdate
+from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.store.db import Store
-from tolaria.core.turns.acp.updates import PermissionChoice, PermissionRequest, UpdateMapper
+from tolaria.core.turns.acp.updates import UpdateMapper
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.permission_card import PermissionCard
 from tolaria.ui.pretty_input import MASK, pretty_input
@@ -134,6 +137,23 @@ def test_secrets_are_masked_and_long_input_is_cut(qtbot: QtBot) -> None:
     assert long.endswith("more lines") and len(long.splitlines()) <= 25
     assert pretty_input({"command": "ls -la"}) == "ls -la"
     assert len(pretty_input("x" * 100_000)) < 4100
+
+
+def test_every_secret_of_the_table_is_masked_on_the_card(qtbot: QtBot,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared table (tests/redact_cases.py) as a card's title and as its input."""
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    for leak in LEAKS:
+        card = PermissionCard("k", request(leak.text, {"command": leak.text}))
+        qtbot.addWidget(card)
+        shown = card.input_label.text() + card.title + card.accessibleName()
+        assert leak.secret not in shown, leak
+        assert leak.kept in card.title and leak.kept in card.input_label.text(), leak
+    for harmless in HARMLESS:
+        card = PermissionCard("k", request(harmless, {"command": harmless}))
+        qtbot.addWidget(card)
+        assert (card.title, card.input_label.text()) == (harmless, harmless)
 
 
 def test_tool_card_follows_the_claude_terminal_updates(qtbot: QtBot) -> None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
 )
 from pytestqt.qtbot import QtBot
+from redact_cases import PLAIN_NAMES, SECRET_NAMES
 from ui.settingshelpers import (
     FAKE_AGENT,
     add_custom_agent,
@@ -30,6 +31,17 @@ from ui.settingshelpers import (
 from ui.uihelpers import StartApp
 
 from tolaria.config.agents import MASK, load_overrides
+from tolaria.ui.settings.env_table import EnvTable
+
+
+def test_the_table_hides_exactly_what_the_secret_policy_calls_secret(qtbot: QtBot) -> None:
+    """The shared names (tests/redact_cases.py): ``GH_PAT`` hidden here is hidden everywhere."""
+    table = EnvTable()
+    qtbot.addWidget(table)
+    names = SECRET_NAMES + PLAIN_NAMES
+    table.set_env({name: f"value-of-{name}" for name in names})
+    shown = {name: table.displayed_value(row) for row, name in enumerate(names)}
+    assert shown == {name: MASK if name in SECRET_NAMES else f"value-of-{name}" for name in names}
 
 
 def cell(table: QTableWidget, row: int, column: int) -> QTableWidgetItem:

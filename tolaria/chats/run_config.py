@@ -29,10 +29,10 @@ from tolaria.config.overrides import (
 )
 from tolaria.config.settings import Settings, load_settings, settings_path
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
-from tolaria.core.turns.runner import RunRequest
+from tolaria.core.turns.request import RunRequest
 
 if TYPE_CHECKING:
-    from tolaria.core.turns.acp.updates import PermissionCallback
+    from tolaria.core.permissions import PermissionCallback
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from tolaria.chats.titles import DEFAULT_TITLE
 from tolaria.core.events import Done, Event
 from tolaria.core.process import control
 from tolaria.core.store.db import Conversation, Store
-from tolaria.core.turns.runner import RunRequest
+from tolaria.core.turns.request import RunRequest
 
 
 class ChatError(ValueError):

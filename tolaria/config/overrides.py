@@ -20,12 +20,11 @@ from tolaria.config.settings import SettingsFileError, settings_path
 from tolaria.core.adapters.manifest import OPENAI_CHAT, PERMISSION_MODES, Manifest
 from tolaria.support import tomlfile
 
+# Which env values Preferences hides: the one secret policy (the crash reports' and cards' too).
+from tolaria.support.redact import is_secret_name as is_secret_name
+
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _AGENT_ID_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
-_SECRET_PARTS = {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL",
-                 "CREDENTIALS", "AUTH", "APIKEY", "PAT", "COOKIE", "SESSION", "PRIVATE"}
-_SECRET_WORDS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "APIKEY", "API_KEY", "CREDENTIAL",
-                 "PRIVATE_KEY", "ACCESS_KEY")
 _REFERENCE_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 MASK = "••••••••"
 
@@ -61,15 +60,6 @@ class AgentOverrides:
 
 class AgentSettingsError(ValueError):
     """An agent that cannot be run as configured (disabled, or bad overrides)."""
-
-
-def is_secret_name(env_name: str) -> bool:
-    """Whether a variable's value should be masked (API keys, tokens, passwords...)."""
-    upper = env_name.upper()
-    if upper in ("PWD", "OLDPWD"):
-        return False
-    return (any(part in _SECRET_PARTS for part in upper.split("_"))
-            or any(word in upper for word in _SECRET_WORDS))
 
 
 def mask(value: str) -> str:

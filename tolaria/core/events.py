@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from tolaria.support.redact import redact_text
+
 
 @dataclass(frozen=True)
 class Event:
@@ -141,6 +143,18 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done,
                 ToolUpdate)
 }
+
+
+def redacted(event: Event) -> Event:
+    """``event`` with secrets masked where a run reports trouble: errors, stderr lines and other
+    diagnostics (an agent's failure text may quote its environment or its key), by the one
+    policy of tolaria/support/redact.py. Conversation events stay as the agent sent them:
+    masking a file the agent read would make it write the mask back."""
+    if isinstance(event, Error | Diagnostic):
+        message = redact_text(event.message)
+        if message != event.message:
+            return dataclasses.replace(event, message=message)
+    return event
 
 
 def to_dict(event: Event) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import asyncio
 import itertools
 from dataclasses import dataclass
 
-from tolaria.core.turns.acp.updates import PermissionCallback, PermissionRequest
+from tolaria.core.permissions import PermissionCallback, PermissionRequest
 from tolaria.qt.bridge import Bridge
 
 OUTCOME_ALLOW_ONCE = "allow_once"

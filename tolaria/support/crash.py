@@ -5,10 +5,11 @@ in memory; ``asyncio_handler`` is the event loop's exception handler (each loop 
 window's qasync loop, ``tolaria run``'s loop). A report goes to ``<data dir>/crash-reports/``
 (``TOLARIA_HOME`` respected; mode 0600 in a 0700 folder): version, platform, where it happened,
 the traceback and the recent log lines. Never the process environment, never argv (a prompt may
-hold anything). Everything written passes through ``redact`` (and so do the log lines the
-process prints once ``install`` ran): values of environment variables
-whose names look secret (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``...) wherever they
-appear, and secret-looking text (``sk-...`` keys, ``Bearer ...``, ``FOO_TOKEN=...``).
+hold anything). Everything written passes through the one secret policy,
+tolaria/support/redact.py (and so do the log lines the process prints once ``install`` ran:
+each handler of the root logger gets its ``RedactingFilter``): values of environment variables
+whose names look secret wherever they appear, well-known key shapes (``sk-...``, ``ghp_...``),
+``Bearer ...`` and ``FOO_TOKEN=...``.
 
 The folder holds at most ``MAX_REPORTS`` files (oldest removed first) and one process writes at
 most ``MAX_PER_PROCESS`` reports (an exception in a callback that fires 60 times a second must
@@ -25,19 +26,20 @@ import datetime as dt
 import logging
 import os
 import platform
-import re
 import sys
 import threading
 import traceback
-from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from tolaria import __version__
 from tolaria.support import paths
+from tolaria.support.redact import RedactingFilter, redact_text
 
-MASK = "***"
+# ``tolaria run`` registers its adapters' [env] secrets through this name (tolaria/cli/main.py).
+from tolaria.support.redact import remember_secrets as remember_secrets
+
 FOLDER = "crash-reports"
 #: Reports kept in the folder; older ones are removed when a new one is written.
 MAX_REPORTS = 10
@@ -48,61 +50,8 @@ LOG_LINES = 100
 #: Characters kept of one log line / of the whole traceback.
 MAX_LINE_CHARS = 2000
 MAX_TRACEBACK_CHARS = 200_000
-#: Environment values shorter than this are not searched for (``KEYMAP=us`` is no secret, and
-#: masking every "us" would garble the report).
-MIN_SECRET_CHARS = 6
 #: The file (in the folder) naming the newest report the window has announced.
 SEEN_FILE = ".announced"
-
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE", re.IGNORECASE)
-_SECRET_TEXT = [
-    re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_-]{6,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{16,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-    re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-]
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
-# FOO_TOKEN=..., api_key: ... (case-sensitive on purpose: "KeyError: 'x'" is no assignment).
-_ASSIGNMENT = re.compile(r"\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*"
-                         r"|[a-z0-9_]*(?:api[_-]?key|token|secret|password|passwd)[a-z0-9_]*)"
-                         r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)")
-
-
-#: Secret values known besides the environment (e.g. an adapter's ``[env]`` table).
-_known: set[str] = set()
-
-
-def remember_secrets(variables: Mapping[str, str]) -> None:
-    """Redact these variables' values too, when their names look secret (a manifest's ``[env]``
-    may hold a token that is in no environment until the agent runs)."""
-    _known.update(value for name, value in variables.items()
-                  if _SECRET_NAME.search(name) and len(value.strip()) >= MIN_SECRET_CHARS)
-
-
-def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values of the environment variables whose names look secret (and the remembered ones),
-    longest first."""
-    env = os.environ if environ is None else environ
-    found = {value for name, value in env.items()
-             if _SECRET_NAME.search(name) and len(value.strip()) >= MIN_SECRET_CHARS}
-    return sorted(found | _known, key=len, reverse=True)
-
-
-def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """``text`` without secret environment values and secret-looking strings."""
-    for value in secret_values(environ):
-        text = text.replace(value, MASK)
-        stripped = value.strip()
-        if stripped != value:
-            text = text.replace(stripped, MASK)
-    for pattern in _SECRET_TEXT:
-        text = pattern.sub(MASK, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
-    return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-
 
 def folder() -> Path:
     return paths.data_dir() / FOLDER
@@ -122,21 +71,7 @@ class _RecentLog(logging.Handler):
             line = self.format(record)  # redacted below even when no other handler did
         except Exception:
             return
-        self.lines.append(redact(line[:MAX_LINE_CHARS * 4])[:MAX_LINE_CHARS])
-
-
-class _Redacting(logging.Filter):
-    """Redacts a record in place before a handler writes it (message and traceback)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        with contextlib.suppress(Exception):
-            message = record.getMessage()
-            record.msg, record.args = redact(message), None
-            if record.exc_info and not record.exc_text:
-                record.exc_text = logging.Formatter().formatException(record.exc_info)
-            if record.exc_text:
-                record.exc_text = redact(record.exc_text)
-        return True
+        self.lines.append(redact_text(line[:MAX_LINE_CHARS * 4])[:MAX_LINE_CHARS])
 
 
 _recent = _RecentLog()
@@ -161,8 +96,11 @@ def install(kind: str) -> None:
         default = logging.StreamHandler()
         default.setLevel(logging.WARNING)
         root.addHandler(default)
-    for handler in root.handlers:  # what goes to stderr (or a log file) is redacted too
-        handler.addFilter(_Redacting())
+    # What goes to stderr (or a log file) is redacted too. On each handler: a logger's own
+    # filter does not see the records that propagate to it from tolaria.* loggers.
+    root.addFilter(RedactingFilter())
+    for handler in root.handlers:
+        handler.addFilter(RedactingFilter())
     root.addHandler(_recent)
     previous_hook = sys.excepthook
     previous_thread_hook = threading.excepthook
@@ -212,7 +150,7 @@ def asyncio_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) ->
 def _print_redacted(exc: BaseException, heading: str) -> None:
     with contextlib.suppress(Exception):
         text = heading + "".join(traceback.format_exception(exc))
-        print(redact(text), end="", file=sys.stderr, flush=True)
+        print(redact_text(text), end="", file=sys.stderr, flush=True)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -263,7 +201,7 @@ def _write(exc: BaseException, *, where: str, fatal: bool, kind: str) -> Path:
         lines.append(f"pyside6: {getattr(qt, '__version__', '?')}")
     lines += ["", "traceback:", trace.rstrip(), "", "recent log lines (oldest first):",
               *(_recent.lines or ["(none)"]), ""]
-    text = redact("\n".join(lines))
+    text = redact_text("\n".join(lines))
     where_to = folder()
     where_to.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond:06d}"

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout
 from tolaria.chats.inflight import QueuedMessage
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
+from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
-from tolaria.core.turns.acp.updates import PermissionRequest
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.permission_card import ANSWER_SHORTCUT

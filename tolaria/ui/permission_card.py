@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from tolaria.core.turns.acp.updates import PermissionRequest
+from tolaria.core.permissions import PermissionRequest
 from tolaria.ui import theme
 from tolaria.ui.pretty_input import pretty_input, redact_text
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tolaria.core.events import Done, Event
-from tolaria.core.turns.acp.updates import PermissionRequest
+from tolaria.core.permissions import PermissionRequest
 from tolaria.ui.chat_pane import ChatPane
 
 

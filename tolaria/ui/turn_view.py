@@ -35,7 +35,7 @@ from tolaria.core.events import (
     Usage,
 )
 from tolaria.core.output_cap import CAP_SOURCE, OutputCap, OutputLimits, human_size
-from tolaria.core.turns.acp.updates import PermissionRequest
+from tolaria.core.permissions import PermissionRequest
 from tolaria.ui import theme
 from tolaria.ui.blocks import (
     CHUNK_CHARS,

@@ -22,9 +22,9 @@ from tolaria.core.adapters.manifest import Manifest, parse_manifest
 from tolaria.core.events import Diagnostic, Done, ToolDone
 from tolaria.core.modelchat.client import CANCELLED_TOOL_RESULT
 from tolaria.core.modelchat.command_approval import DECLINED, NO_ONE_TO_ASK
+from tolaria.core.permissions import PermissionCallback, PermissionRequest
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
-from tolaria.core.turns.acp.updates import PermissionCallback, PermissionRequest
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
 SECRET = "sk-safe-mode-0123456789"

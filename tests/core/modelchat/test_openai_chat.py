@@ -32,12 +32,14 @@ from helpers import (
     start_run,
     wait_until,
 )
+from redact_cases import ENV, HARMLESS, LEAKS
 
 from tolaria.core.adapters.manifest import Manifest, ManifestError, load_adapters, parse_manifest
 from tolaria.core.cancel import CancellationToken
-from tolaria.core.events import Init, ToolDone, ToolStart, Usage
+from tolaria.core.events import Error, Init, ToolDone, ToolStart, Usage
 from tolaria.core.modelchat.client import CANCELLED_TOOL_RESULT, ChatHelper
 from tolaria.core.modelchat.history import ChatHistoryStore
+from tolaria.core.modelchat.models_list import ModelListError, list_models
 from tolaria.core.modelchat.tools import Toolbox, ToolError
 from tolaria.core.programs.discovery import detect
 
@@ -489,3 +491,36 @@ def test_chat_keys_only_for_openai_chat() -> None:
     with pytest.raises(ManifestError) as err:
         parse_manifest({"id": "m", "protocol": "lines", "command": ["x"], "model": "m"})
     assert err.value.key == "model"
+
+
+# --- secrets in errors ------------------------------------------------------------------------
+
+
+@async_test
+async def test_every_secret_of_the_table_is_masked_in_a_model_error(
+        server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared table (tests/redact_cases.py) in an error the endpoint streams back: the chat
+    shows it without the secrets (the key, and everything else the policy calls secret)."""
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)
+    texts = [leak.text for leak in LEAKS] + list(HARMLESS) + [f"your key {SECRET} was refused"]
+    server.script(Reply([{"error": {"message": "\n".join(texts)}}]))
+    events = Collector()
+    chat = helper(server, tmp_path, events, api_key=SECRET)
+    assert await chat.prompt("hi") == "error"
+    [error] = [e for e in events.events if isinstance(e, Error)]
+    for leak in LEAKS:
+        assert leak.secret not in error.message and leak.kept in error.message, leak
+    for harmless in HARMLESS:
+        assert harmless in error.message
+    assert SECRET not in error.message and "your key *** was refused" in error.message
+
+
+def test_a_model_list_error_is_masked_too(server: FakeOpenAIServer) -> None:
+    server.models_status, server.models_raw = 500, (
+        b"upstream: export GH_PAT=hunter2hunter2; using key sk-abc123xyz now")
+    with pytest.raises(ModelListError) as caught:
+        list_models(chat_manifest(server), 5)
+    message = str(caught.value)
+    assert "hunter2" not in message and "sk-abc123xyz" not in message
+    assert "HTTP 500: upstream: export GH_PAT=***; using key *** now" in message

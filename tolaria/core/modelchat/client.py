@@ -45,6 +45,7 @@ from tolaria.core.events import (
 )
 from tolaria.core.modelchat.tools import TOOL_SPECS, Toolbox, ToolResult, command_env
 from tolaria.core.stream_id import new_stream_id
+from tolaria.support.redact import hide_values, redact_text
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +179,7 @@ class ChatHelper:
             async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=15.0)) as client:
                 self.stop_reason = await self._loop_turn(client)
         except ChatError as exc:
-            self._emit(Error(self.stream_id, message=self.redact(str(exc))))
+            self._emit(Error(self.stream_id, message=self.redact_for_user(str(exc))))
             self.stop_reason = STOP_CANCELLED if self.is_cancelled() else STOP_ERROR
         finally:
             watcher.cancel()
@@ -376,7 +377,15 @@ class ChatHelper:
 
     # -- misc ----------------------------------------------------------------------------------
     def redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """``text`` without the API key: for tool output, which goes back to the model too.
+        Only the key: masking every secret-looking value of a file the model read would make
+        it write the mask back into the file."""
+        return hide_values(text, (self._api_key,)) if self._api_key else text
+
+    def redact_for_user(self, text: str) -> str:
+        """``text`` as the user may see it (errors, a command awaiting approval): the key and
+        everything else tolaria/support/redact.py takes for a secret, masked."""
+        return redact_text(self.redact(text))
 
     def _emit(self, event: Event) -> None:
         if self._on_event is not None:

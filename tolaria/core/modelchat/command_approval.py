@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 
 from tolaria.core.events import Diagnostic, Event, EventCallback, ToolStart
-from tolaria.core.turns.acp.updates import PermissionCallback, PermissionChoice, PermissionRequest
+from tolaria.core.permissions import PermissionCallback, PermissionChoice, PermissionRequest
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.modelchat.keys import resolve_api_key
+from tolaria.support.redact import hide_values, redact_text
 
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0"}
 
@@ -42,8 +43,8 @@ def list_models(manifest: Manifest, timeout: float = 10.0, *, api_key: str | Non
     key = api_key if api_key is not None else resolve_api_key(
         manifest, os.environ if env is None else env)
 
-    def redact(text: str) -> str:
-        return text.replace(key, "***") if key else text
+    def redact(text: str) -> str:  # an error shown to the user: the key and any other secret
+        return redact_text(hide_values(text, (key,) if key else ()))
 
     url = f"{base}/models"
     headers = {"Authorization": f"Bearer {key}"} if key else {}

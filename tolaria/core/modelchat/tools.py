@@ -81,7 +81,8 @@ class ToolResult:
 
 def command_env(stream_id: str, base: Mapping[str, str] | None = None,
                 hide: tuple[str, ...] = ()) -> dict[str, str]:
-    """``runner.build_env`` semantics for tool commands: the run's marker, no app marker.
+    """``tolaria.core.turns.spawn.build_env`` semantics for tool commands: the run's marker,
+    no app marker.
 
     ``hide`` names variables never passed on (the API key's variable).
     """

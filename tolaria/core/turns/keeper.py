@@ -3,7 +3,7 @@
 A *keeper* is an agent process owned by a conversation key, not by a turn. It carries its own
 stream id as ``TOLARIA_STREAM_ID`` (never a turn's), registered with the watchdog while it lives,
 so an app crash still kills its tree. Each turn on it is an ordinary run in the registry under
-the turn's own stream id (``kept_claude.py``, ``kept_acp.py``); Stop works as for any run.
+the turn's own stream id (``kept_claude.py``, ``acp/kept.py``); Stop works as for any run.
 
 A turn ends with the keeper alive when the agent answered (the turn's end, or the polite stop);
 processes born during the turn outside the agent's own process group (a tool in its own session,
@@ -30,7 +30,8 @@ from tolaria.core.adapters.manifest import ACP, Manifest
 from tolaria.core.events import Survivor
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
 from tolaria.core.process import proctree, watchdog
-from tolaria.core.turns.process_turn import ExitProtocol
+from tolaria.core.turns.request import DEFAULT_GRACE_S
+from tolaria.core.turns.spawn import ExitProtocol
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,6 @@ IDLE_TIMEOUT_S = 600.0
 #: ``close``: how long the agent may take to leave by itself once its stdin is closed (Claude
 #: saves its session and exits in 0.1-1 s) before its tree is killed.
 CLOSE_WINDOW_S = 1.0
-DEFAULT_GRACE_S = 2.0
 _DRAIN_S = 1.0
 
 

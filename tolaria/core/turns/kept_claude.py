@@ -16,22 +16,30 @@ import contextlib
 import dataclasses
 from typing import Any
 
-from tolaria.core.events import Done, Event, Init, Usage
-from tolaria.core.process.registry import FINISHING, RUNNING
-from tolaria.core.turns.keeper import Keeper
-from tolaria.core.turns.kept_turn import KeptTurnMixin
+from tolaria.core.events import Done, Event, EventCallback, Init, Survivor, Usage
+from tolaria.core.process.registry import FINISHING, ProcessRegistry, Run
+from tolaria.core.turns.keeper import Keeper, KeeperPool
+from tolaria.core.turns.kept_turn import KeptProcess
+from tolaria.core.turns.request import RunRequest
+from tolaria.core.turns.spawn import ExitProtocol
 from tolaria.core.turns.stream_input import _CONTROL_RESPONSE, StreamInputTurn, user_message
 
 
-class KeptStreamTurn(KeptTurnMixin, StreamInputTurn):
+class KeptStreamTurn(StreamInputTurn):
     """A ``claude-stream-json`` turn written to a kept Claude process."""
 
-    _keeper: Keeper | None = None
+    owns_process = False
+
+    def __init__(self, run: Run, request: RunRequest, emit: EventCallback,
+                 registry: ProcessRegistry, grace_s: float, max_line: int,
+                 keepers: KeeperPool) -> None:
+        super().__init__(run, request, emit, registry, grace_s, max_line)
+        self.kept = KeptProcess(self, keepers, reads_stdout=True, ready_when_spawned=True)
+
+    async def execute(self) -> Done:
+        return await self.kept.execute(self._supervise_kept)
 
     async def _supervise_kept(self, keeper: Keeper, cwd: str, fresh: bool) -> Done:
-        self._keeper = keeper
-        before = keeper.snapshot()
-        self.registry.transition(self.run, RUNNING)
         proc, protocol = keeper.proc, keeper.protocol
         self._exited = protocol.exited
         self._stdin_writer = proc.stdin
@@ -41,26 +49,29 @@ class KeptStreamTurn(KeptTurnMixin, StreamInputTurn):
                 self._user_sent = True
                 await proc.stdin.drain()
         waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._result.wait()),
-                   asyncio.ensure_future(protocol.exited.wait()),
-                   asyncio.ensure_future(self.run.stop_event.wait())}
-
-        async def wind_down(cancelled: bool) -> int | None:
-            keep = self._result.is_set()
-            if cancelled:
-                keep = await self._stop_kept(keeper)
-            if not keep:
-                # An agent that exited mid-turn is not waited for below: give the exit its moment
-                # so the turn reports the agent's own code, not our kill's.
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(protocol.exited.wait()), 0.2)
-            exited_alone = protocol.exited.is_set()
-            self.survivors = await self._end_turn(keeper, before, keep, root_had_grace=cancelled)
-            return proc.returncode if exited_alone else None
-
-        code, cancelled, task_cancelled = await self._settle(waiters, wind_down)
+                                             asyncio.ensure_future(protocol.exited.wait()),
+                                             asyncio.ensure_future(self.run.stop_event.wait())}
+        exited_alone, cancelled, task_cancelled = await self._settle(waiters, protocol)
         for waiter in waiters:
             waiter.cancel()
+        code = proc.returncode if exited_alone else None
         return self._report(self._final(code, cancelled), task_cancelled)
+
+    # -- the wind down's steps (ProcessTurn._wind_down) ------------------------------------------
+    async def _ask_to_stop(self, protocol: ExitProtocol) -> bool:
+        assert self.kept.keeper is not None
+        return await self._stop_kept(self.kept.keeper)
+
+    def _agent_stays(self) -> bool:
+        return self._result.is_set()
+
+    def _exit_moment(self, cancelled: bool) -> float:
+        # An agent that exited mid-turn: its exit is given a moment, so the turn reports the
+        # agent's own code, not our kill's.
+        return 0.2
+
+    async def _end_processes(self, keep: bool, cancelled: bool) -> list[Survivor]:
+        return await self.kept.end_turn(keep, root_had_grace=cancelled)
 
     async def _stop_kept(self, keeper: Keeper) -> bool:
         """The interrupt; True if Claude ended the turn and is still alive to keep."""
@@ -79,12 +90,12 @@ class KeptStreamTurn(KeptTurnMixin, StreamInputTurn):
 
     # -- stdout ----------------------------------------------------------------------------------
     def _on_stdout(self, line: str) -> None:
-        keeper = self._keeper
+        keeper = self.kept.keeper
         for event in self.runtime.feed(line):
             if keeper is not None:
                 event = _per_turn(event, keeper)
             self.emit(event)
-        self._watch_retries()  # as _Turn._on_stdout does: the retry cut-off applies here too
+        self._watch_retries()  # as CliTurn._on_stdout does: the retry cut-off applies here too
         if not self._result.is_set() and self.runtime.outcome() is not None:
             self._on_result()
         elif self._interrupt_sent and _CONTROL_RESPONSE in line:

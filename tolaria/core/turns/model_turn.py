@@ -18,7 +18,6 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tolaria.core.cancel import CancellationToken
 from tolaria.core.events import (
@@ -35,9 +34,8 @@ from tolaria.core.modelchat.command_approval import CommandApproval
 from tolaria.core.modelchat.history import ChatHistoryStore, HistoryError, SavedChat
 from tolaria.core.modelchat.keys import missing_key_message, resolve_api_key
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
-
-if TYPE_CHECKING:
-    from tolaria.core.turns.runner import RunRequest
+from tolaria.core.turns.request import RunRequest
+from tolaria.core.turns.spawn import build_env
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +62,6 @@ class ChatTurn:
         return self._done(STOP_ERROR)
 
     async def execute(self) -> Done:
-        from tolaria.core.turns.process_turn import build_env
-
         sid, manifest = self.run.stream_id, self.manifest
         if self.run.stop_requested:
             return self._done(STOP_CANCELLED)
@@ -93,7 +89,7 @@ class ChatTurn:
                             max_iterations=manifest.max_iterations, env=env,
                             grace_s=self.grace_s, system_prompt=_system_prompt(cwd))
         if approval is not None:
-            approval.redact = helper.redact
+            approval.redact = helper.redact_for_user
             helper.toolbox.approve_command = approval
         store = ChatHistoryStore()
         saved = self._load(store)
@@ -117,7 +113,7 @@ class ChatTurn:
         except Exception as exc:  # a bug must still end the run with one done
             log.exception("model chat %s failed", sid)
             reason = STOP_ERROR
-            detail = helper.redact(f"{type(exc).__name__}: {exc}")
+            detail = helper.redact_for_user(f"{type(exc).__name__}: {exc}")
             self.emit(Error(sid, message=f"{manifest.name}: {detail}"))
         finally:
             stopper.cancel()

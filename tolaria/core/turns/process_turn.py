@@ -1,25 +1,27 @@
-"""What every turn that spawns an agent process shares (CLI runtimes and ACP).
+"""What every turn that spawns an agent process shares (CLI runtimes, stream input, ACP, and
+their kept-process variants).
 
-Spawning (own session, the run's environment marker, the program located by ``locate``),
-and the end of a turn: wait for the agent or a stop, decide under the registry lock whether it
-was stopped, then wind down in a shielded task so that even a cancelled caller never leaves the
-tree alive, and report ``done`` exactly once.
+Spawning (tolaria/core/turns/spawn.py, the program located by ``locate``), and the end of a
+turn: wait for the agent or a stop, decide under the registry lock whether it was stopped, then
+run the one wind down (``_wind_down``: ask to stop, end the processes, stop reading) in a
+shielded task so that even a cancelled caller never leaves the tree alive, and report ``done``
+exactly once. Each turn kind fills in the wind down's steps; none writes its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import shutil
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import psutil
 
-from tolaria.core.adapters.manifest import PERMISSION_MODES, Manifest, build_argv
+from tolaria.core.adapters.manifest import PERMISSION_MODES, build_argv
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_ERROR,
@@ -32,53 +34,30 @@ from tolaria.core.events import (
 from tolaria.core.process import proctree
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
+from tolaria.core.turns.request import RunRequest
+from tolaria.core.turns.spawn import ExitProtocol, build_env, spawn_agent
 
-if TYPE_CHECKING:
-    from tolaria.core.turns.runner import RunRequest
-
-T = TypeVar("T")
 STDERR_TAIL = 20
+#: How long readers may take to reach EOF once every process of the run is gone.
+_DRAIN_S = 1.0
 
 
-class ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """Tells us the moment the agent exits, even while a grandchild still holds its stdout.
-
-    (On Python 3.11 ``Process.wait()`` only returns once every pipe is closed.)
-    """
-
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited = asyncio.Event()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        self.exited.set()
-
-
-def build_env(manifest: Manifest, stream_id: str, extra: Mapping[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop(proctree.APP_CHILD_MARKER, None)
-    env.update({k: os.path.expandvars(v) for k, v in manifest.env.items()})
-    env.update(extra)
-    # Every process of the run inherits this marker, so the tree can be found even after a
-    # tool leaves it with setsid + double fork, and leak checks can name the run.
-    env[proctree.ENV_MARKER] = stream_id
-    return env
-
-
-def resolve_program(program: str, env: Mapping[str, str]) -> str | None:
-    """``program`` on ``env``'s PATH only (or as given, with a folder); see ``locate`` for the
-    full search that spawning uses."""
-    if os.sep in program:
-        return program if os.access(program, os.X_OK) and os.path.isfile(program) else None
-    return shutil.which(program, path=env.get("PATH", os.defpath))
+def exit_code_of(returncode: int | None) -> int | None:
+    """A process's return code as a shell reports it: killed by signal N is 128 + N."""
+    if returncode is None:
+        return None
+    return 128 - returncode if returncode < 0 else returncode
 
 
 class ProcessTurn:
-    """Base of one turn whose agent is a child process. Subclasses write ``_supervise``."""
+    """Base of one turn whose agent is a child process. Subclasses write ``_supervise`` and the
+    hooks of the one wind down (``_wind_down``)."""
 
     #: ACP wants an absolute working folder; CLIs take it as given.
     absolute_cwd = False
+    #: Whether the agent process ends with the turn (and is waited for here) or belongs to the
+    #: conversation's keeper, whose ``end`` waits for it (ADR 0009).
+    owns_process = True
 
     def __init__(self, run: Run, request: RunRequest, emit: EventCallback,
                  registry: ProcessRegistry, grace_s: float, max_line: int) -> None:
@@ -92,6 +71,10 @@ class ProcessTurn:
         self.started = time.monotonic()
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.survivors: list[Survivor] = []
+        #: Set by ``_supervise`` for the wind down: the agent, its tree, our pipe readers.
+        self._proc: asyncio.subprocess.Process | None = None
+        self._tree: proctree.TreeKiller | None = None
+        self._readers: list[asyncio.Task[None]] = []
 
     def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
         return Done(self.run.stream_id, stop_reason=stop_reason, exit_code=exit_code,
@@ -118,6 +101,9 @@ class ProcessTurn:
     async def _supervise(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol,
                          cwd: str) -> Done:
         raise NotImplementedError
+
+    def _on_stdout(self, line: str) -> None:
+        """A line of the agent's stdout (never called where a protocol library reads it)."""
 
     # -- the turn --------------------------------------------------------------------------------
     def _start(self) -> str | Done:
@@ -147,38 +133,26 @@ class ProcessTurn:
                           session_id=self.request.session_id, mode=mode)
         env = build_env(manifest, sid, {**manifest.permission_env.get(mode, {}),
                                         **self.request.env})
-        try:
-            found = await self._locate(argv[0], env)
-        except locate.ProgramNotFound as exc:
-            hint = f"; install it with: {manifest.install_hint}" if manifest.install_hint else ""
-            return self._fail(f"{manifest.name}: {exc}{hint}")
-        if found is None:
-            return self._done(STOP_CANCELLED)
+        found = await self._find_program(argv[0], env)
+        if isinstance(found, Done):
+            return found
         argv, env = found.argv(argv[1:]), found.environment(env)
-        if self.run.stop_requested:
-            return self._done(STOP_CANCELLED)
-        loop = asyncio.get_running_loop()
         try:
-            # start_new_session: the agent gets its own session and process group, so a Ctrl+C
-            # in our terminal does not reach it and its group can be signalled as a whole.
-            transport, protocol = await loop.subprocess_exec(
-                lambda: ExitProtocol(limit=2**16, loop=loop), *argv,
-                stdin=self._stdin(), stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
+            proc, protocol, transport = await spawn_agent(argv, cwd=cwd, env=env,
+                                                          stdin=self._stdin())
         except OSError as exc:
-            return self._fail(f"{manifest.name}: cannot start {argv[0]}: {exc.strerror or exc}")
-        proc = asyncio.subprocess.Process(transport, protocol, loop)
-        proctree.remember_own_child(proc.pid)
+            return self._cannot_start(argv[0], exc)
         try:
             return await self._supervise(proc, protocol, cwd)
         finally:
             proctree.forget_own_child(proc.pid)
             transport.close()
 
-    async def _locate(self, program: str, env: Mapping[str, str]) -> locate.Location | None:
+    async def _find_program(self, program: str, env: Mapping[str, str]
+                            ) -> locate.Location | Done:
         """Find the program beyond PATH (login shell, nvm, Homebrew...; a wrapper script gives
-        way to its native binary). None if a stop came first: asking the login shell can take
-        seconds, a stop must not wait for it."""
+        way to its native binary), or the ``done`` that ends the turn: not found, or a stop came
+        first (asking the login shell can take seconds, a stop must not wait for it)."""
         lookup = asyncio.ensure_future(locate.find_program(program, env))
         stopped = asyncio.ensure_future(self.run.stop_event.wait())
         try:
@@ -187,7 +161,18 @@ class ProcessTurn:
             stopped.cancel()
             if not lookup.done():
                 lookup.cancel()
-        return lookup.result() if lookup.done() else None
+        if not lookup.done():
+            return self._done(STOP_CANCELLED)
+        try:
+            found = lookup.result()
+        except locate.ProgramNotFound as exc:
+            manifest = self.manifest
+            hint = f"; install it with: {manifest.install_hint}" if manifest.install_hint else ""
+            return self._fail(f"{manifest.name}: {exc}{hint}")
+        return self._done(STOP_CANCELLED) if self.run.stop_requested else found
+
+    def _cannot_start(self, program: str, exc: OSError) -> Done:
+        return self._fail(f"{self.manifest.name}: cannot start {program}: {exc.strerror or exc}")
 
     def _killer(self, proc: asyncio.subprocess.Process) -> proctree.TreeKiller:
         """The run's tree killer; from here an abort is handled by the stop path (an abort
@@ -197,17 +182,19 @@ class ProcessTurn:
         except psutil.Error:
             root = None
         self.registry.transition(self.run, RUNNING)
-        return proctree.TreeKiller(self.run.stream_id, root, since=self.run.started_at,
-                                   sole_run=lambda: (self.registry.live_count() == 1
-                                                    and proctree.kept_count() == 0))
+        self._proc = proc
+        self._tree = proctree.TreeKiller(self.run.stream_id, root, since=self.run.started_at,
+                                         sole_run=lambda: (self.registry.live_count() == 1
+                                                           and proctree.kept_count() == 0))
+        return self._tree
 
-    async def _settle(self, first: set[asyncio.Future[Any]],
-                      wind_down: Callable[[bool], Coroutine[Any, Any, T]]) -> tuple[T, bool, bool]:
+    async def _settle(self, first: set[asyncio.Future[Any]], protocol: ExitProtocol
+                      ) -> tuple[bool, bool, bool]:
         """Wait for any of ``first`` (the agent ended, or a stop came), then wind down.
 
-        Returns (wind-down result, stopped by the user, our own task was cancelled). The wind
-        down runs shielded: whoever awaits this turn may be cancelled (shutdown, a closed chat),
-        the tree still goes first.
+        Returns (the agent exited by itself, stopped by the user, our own task was cancelled).
+        The wind down runs shielded: whoever awaits this turn may be cancelled (shutdown, a
+        closed chat), the tree still goes first.
         """
         task_cancelled = False
         try:
@@ -217,7 +204,7 @@ class ProcessTurn:
             task_cancelled = True
         # Decide under the registry lock: either a stop got in first, or it is now too late.
         cancelled = self.registry.transition(self.run, FINISHING) == STOPPING
-        task = asyncio.ensure_future(wind_down(cancelled))
+        task = asyncio.ensure_future(self._wind_down(protocol, cancelled))
         while True:
             try:
                 await asyncio.shield(task)
@@ -234,6 +221,67 @@ class ProcessTurn:
             self.emit(done)
             raise asyncio.CancelledError
         return done
+
+    # -- the end of a turn: one wind down, the kinds fill in its steps ---------------------------
+    async def _wind_down(self, protocol: ExitProtocol, cancelled: bool) -> bool:
+        """End the turn, stopped or finished; True if the agent exited by itself (before any
+        kill of ours: its own exit code is the one to report).
+
+        A stop asks first, in the kind's own way. Then the run, which owns everything it
+        started, ends it: the agent (unless a kept agent answered and stays) and the leftovers
+        (a tool in its own session, a daemon). Only then are the pipe readers given up on.
+        """
+        keep = await self._ask_to_stop(protocol) if cancelled else self._agent_stays()
+        moment = 0.0 if keep else self._exit_moment(cancelled)
+        if moment:
+            # The pipe closes a moment before the exit is reported: give it that moment, so
+            # an agent that exited by itself is reported with its own code, not our kill's.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(protocol.exited.wait()), moment)
+        exited_alone = protocol.exited.is_set()
+        self.survivors = await self._end_processes(keep, cancelled)
+        await self._stop_reading()
+        if self.owns_process:
+            # Not proc.wait(): on 3.11 it also waits for the pipes, which a survivor may hold.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(protocol.exited.wait(), timeout=5)
+        return exited_alone
+
+    async def _ask_to_stop(self, protocol: ExitProtocol) -> bool:
+        """The kind's polite stop (a signal, the interrupt, session/cancel); True if the agent
+        answered and stays for the next turn (a kept process)."""
+        return False
+
+    def _agent_stays(self) -> bool:
+        """Not stopped: whether the agent is still there for the next turn (a kept process)."""
+        return False
+
+    def _exit_moment(self, cancelled: bool) -> float:
+        """Seconds to give an agent that is not kept to report its own exit before the kill."""
+        return 0.0
+
+    async def _end_processes(self, keep: bool, cancelled: bool) -> list[Survivor]:
+        """End the run's whole tree. After a polite request that the agent did not finish
+        within its window, the agent gets no second grace period (its tools still do)."""
+        assert self._tree is not None
+        return await self._tree.kill(
+            self.grace_s, root_had_grace=cancelled and self.manifest.stop.polite != "none")
+
+    async def _stop_reading(self) -> None:
+        """Once the processes are gone: let the readers reach EOF."""
+        await self._drain(self._readers, "output pipe")
+
+    async def _drain(self, readers: list[asyncio.Task[None]], pipe: str) -> set[asyncio.Task[None]]:
+        """Wait for ``readers`` to reach EOF; the ones a survivor still holds open are returned
+        (and noted): they are not waited for."""
+        if not readers:
+            return set()
+        _, pending = await asyncio.wait(readers, timeout=_DRAIN_S)
+        if pending:
+            self.emit(Diagnostic(self.run.stream_id, source="tolaria",
+                                 message=f"{pipe} still held open after the run ended; "
+                                         "stopped reading it"))
+        return pending
 
     # -- stderr ----------------------------------------------------------------------------------
     def _on_stderr(self, line: str) -> None:

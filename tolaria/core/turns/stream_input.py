@@ -14,7 +14,7 @@ uses the manifest's ``resume`` arguments in a new process, as for every CLI.
 
 Stop: write the interrupt; wait up to ``stop.polite_window_ms`` for the ``result``; then for
 Claude's own exit (stdin is closed by then). If it did not answer, SIGINT, one more window. The
-core's tree kill and verification always follow (``_Turn._supervise``'s wind down).
+core's tree kill and verification always follow (``ProcessTurn._wind_down``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 
 from tolaria.core.events import Diagnostic, Done
 from tolaria.core.process.registry import FINISHING
-from tolaria.core.turns.process_turn import ExitProtocol
-from tolaria.core.turns.runner import _Turn
+from tolaria.core.turns.cli_turn import CliTurn
+from tolaria.core.turns.spawn import ExitProtocol
 
 #: Claude's answer to a control request (here: our interrupt).
 _CONTROL_RESPONSE = "control_response"
@@ -53,7 +53,7 @@ def interrupt_request(request_id: str) -> bytes:
     return (line + "\n").encode()
 
 
-class StreamInputTurn(_Turn):
+class StreamInputTurn(CliTurn):
     """A ``claude-stream-json`` turn whose prompt goes to stdin as a stream-json user message."""
 
     #: After the ``result`` line stdin is closed and Claude exits on its own (0.1-1 s measured);

@@ -43,11 +43,11 @@ from tolaria.core.events import (
     ToolStart,
     Usage,
 )
+from tolaria.core.permissions import PermissionRequest
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs.discovery import detect
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.acp.updates import (
-    PermissionRequest,
     UpdateMapper,
     result_usage,
     stop_reason,

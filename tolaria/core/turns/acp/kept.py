@@ -11,14 +11,16 @@ turn starts a fresh agent that loads the session when it can.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import TYPE_CHECKING, Any, cast
 
-from tolaria.core.events import Done, Init
-from tolaria.core.process.registry import RUNNING
+from tolaria.core.events import Done, EventCallback, Init, Survivor
+from tolaria.core.process.registry import ProcessRegistry, Run
 from tolaria.core.turns.acp.turn import AcpTurn
-from tolaria.core.turns.keeper import Keeper
-from tolaria.core.turns.kept_turn import KeptTurnMixin
+from tolaria.core.turns.keeper import Keeper, KeeperPool
+from tolaria.core.turns.kept_turn import KeptProcess
+from tolaria.core.turns.process_turn import exit_code_of
+from tolaria.core.turns.request import RunRequest
+from tolaria.core.turns.spawn import ExitProtocol
 
 if TYPE_CHECKING:
     from acp import Client
@@ -51,16 +53,24 @@ class _KeptClient:
         return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
 
 
-class KeptAcpTurn(KeptTurnMixin, AcpTurn):
+class KeptAcpTurn(AcpTurn):
     """One ``session/prompt`` on a kept ACP agent."""
 
-    keeper_reads_stdout = False  # the SDK's connection reads it
-    ready_when_spawned = False  # initialize and session/new come with the first turn
+    owns_process = False
 
-    def _on_stdout(self, line: str) -> None:
-        """Never called: stdout is the SDK's (here for ``TurnSink``)."""
+    def __init__(self, run: Run, request: RunRequest, emit: EventCallback,
+                 registry: ProcessRegistry, grace_s: float, max_line: int,
+                 keepers: KeeperPool) -> None:
+        super().__init__(run, request, emit, registry, grace_s, max_line)
+        # The SDK's connection reads stdout; initialize and session/new come with the first
+        # turn, so a process stopped before it is not kept.
+        self.kept = KeptProcess(self, keepers, reads_stdout=False, ready_when_spawned=False,
+                                on_spawned=self._connect)
 
-    def _on_new_keeper(self, keeper: Keeper) -> None:
+    async def execute(self) -> Done:
+        return await self.kept.execute(self._supervise_kept)
+
+    def _connect(self, keeper: Keeper) -> None:
         import acp
 
         proc = keeper.proc
@@ -69,40 +79,35 @@ class KeptAcpTurn(KeptTurnMixin, AcpTurn):
                                            proc.stdin, proc.stdout)
 
     async def _supervise_kept(self, keeper: Keeper, cwd: str, fresh: bool) -> Done:
-        before = keeper.snapshot()
-        self.registry.transition(self.run, RUNNING)
-        conn, protocol = keeper.conn, keeper.protocol
+        protocol = keeper.protocol
         if not fresh:  # known at once, so a Stop from now on can cancel the prompt
             self.session_id = keeper.session_id
-        converse = asyncio.ensure_future(self._converse_kept(keeper, cwd, fresh))
+        self._conn = keeper.conn
+        self._converse = converse = asyncio.ensure_future(self._converse_kept(keeper, cwd, fresh))
         stop = asyncio.ensure_future(self.run.stop_event.wait())
         exited = asyncio.ensure_future(protocol.exited.wait())
-
-        async def wind_down(cancelled: bool) -> int | None:
-            if cancelled:
-                await self._polite_stop(conn, converse)
-            keep = self._answered(converse) and keeper.alive
-            if not keep and not cancelled:
-                # The pipe closes a moment before the exit is reported: give it that moment,
-                # so a crash is reported with its own exit code rather than our kill's.
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(protocol.exited.wait()), 0.5)
-            exited_alone = protocol.exited.is_set()
-            self.survivors = await self._end_turn(keeper, before, keep, root_had_grace=cancelled)
-            if not converse.done():
-                converse.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(converse), 1)
-            code = keeper.proc.returncode
-            if not exited_alone or code is None:
-                return None
-            return 128 - code if code < 0 else code
-
-        exit_code, cancelled, task_cancelled = await self._settle({converse, stop, exited},
-                                                                  wind_down)
+        exited_alone, cancelled, task_cancelled = await self._settle({converse, stop, exited},
+                                                                     protocol)
         stop.cancel()
         exited.cancel()
+        exit_code = exit_code_of(keeper.proc.returncode) if exited_alone else None
         return self._report(self._final(converse, cancelled, exit_code), task_cancelled)
+
+    # -- the wind down's steps (ProcessTurn._wind_down) ------------------------------------------
+    async def _ask_to_stop(self, protocol: ExitProtocol) -> bool:
+        await super()._ask_to_stop(protocol)  # session/cancel
+        return self._agent_stays()
+
+    def _agent_stays(self) -> bool:
+        keeper = self.kept.keeper
+        return (self._converse is not None and self._answered(self._converse)
+                and keeper is not None and keeper.alive)
+
+    def _exit_moment(self, cancelled: bool) -> float:
+        return 0.0 if cancelled else 0.5
+
+    async def _end_processes(self, keep: bool, cancelled: bool) -> list[Survivor]:
+        return await self.kept.end_turn(keep, root_had_grace=cancelled)
 
     def _answered(self, converse: asyncio.Future[dict[str, Any]]) -> bool:
         """Whether the agent ended the turn itself (result or protocol error) with a session."""

@@ -25,29 +25,22 @@ from tolaria.core.events import (
     Error,
     EventCallback,
     Init,
+    Survivor,
 )
 from tolaria.core.linereader import read_lines
-from tolaria.core.process import proctree
+from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.process.registry import ProcessRegistry, Run
-from tolaria.core.turns.acp.updates import (
-    PermissionChoice,
-    PermissionRequest,
-    UpdateMapper,
-    result_usage,
-    stop_reason,
-)
-from tolaria.core.turns.process_turn import ExitProtocol, ProcessTurn
+from tolaria.core.turns.acp.updates import UpdateMapper, result_usage, stop_reason
+from tolaria.core.turns.process_turn import ProcessTurn, exit_code_of
+from tolaria.core.turns.request import RunRequest
+from tolaria.core.turns.spawn import ExitProtocol
 
 if TYPE_CHECKING:
     from acp import Client
     from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
-    from tolaria.core.turns.runner import RunRequest
-
 log = logging.getLogger(__name__)
 
-_DRAIN_S = 1.0
-_STDERR_TAIL = 20
 _ALLOW = ("allow_once", "allow_always")
 _REJECT = ("reject_once", "reject_always")
 
@@ -80,6 +73,9 @@ class AcpTurn(ProcessTurn):
         self.stopping = False
         #: Permission requests waiting for ``request.on_permission``; Stop answers them None.
         self.pending_permissions: set[asyncio.Future[str | None]] = set()
+        #: The SDK connection and the running initialize/session/prompt, for the wind down.
+        self._conn: Any = None
+        self._converse: asyncio.Future[dict[str, Any]] | None = None
 
     def _not_ready(self) -> str | None:
         try:
@@ -95,24 +91,22 @@ class AcpTurn(ProcessTurn):
         from tolaria.core.turns.acp.noise import quiet_null_usage_errors
 
         quiet_null_usage_errors()
-        killer = self._killer(proc)
+        self._killer(proc)
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        stderr = asyncio.ensure_future(read_lines(proc.stderr, self._on_stderr,
-                                                  self._on_oversized_err, self.max_line))
+        self._readers = [asyncio.ensure_future(read_lines(proc.stderr, self._on_stderr,
+                                                          self._on_oversized_err, self.max_line))]
         # _Client implements the two methods an agent may call here (fs and terminal are not
         # advertised); the SDK answers anything else with "method not found".
-        conn = acp.connect_to_agent(cast("Client", _Client(self)), proc.stdin, proc.stdout)
-        converse = asyncio.ensure_future(self._converse(conn, cwd))
+        self._conn = conn = acp.connect_to_agent(cast("Client", _Client(self)), proc.stdin,
+                                                 proc.stdout)
+        self._converse = converse = asyncio.ensure_future(self._converse_once(conn, cwd))
         stop = asyncio.ensure_future(self.run.stop_event.wait())
-
-        async def wind_down(cancelled: bool) -> int | None:
-            return await self._wind_down(conn, converse, killer, proc, protocol, stderr, cancelled)
-
-        exit_code, cancelled, task_cancelled = await self._settle({converse, stop}, wind_down)
+        exited_alone, cancelled, task_cancelled = await self._settle({converse, stop}, protocol)
         stop.cancel()
+        exit_code = exit_code_of(proc.returncode) if exited_alone else None
         return self._report(self._final(converse, cancelled, exit_code), task_cancelled)
 
-    async def _converse(self, conn: Any, cwd: str) -> dict[str, Any]:
+    async def _converse_once(self, conn: Any, cwd: str) -> dict[str, Any]:
         """initialize, session/new (or session/load), session/prompt: the prompt's result."""
         session = await self._open_session(conn, cwd, self.request.session_id)
         return await self._send_prompt(conn, session)
@@ -172,39 +166,38 @@ class AcpTurn(ProcessTurn):
         result: dict[str, Any] = response.model_dump(mode="json", by_alias=True, exclude_none=True)
         return result
 
-    async def _wind_down(self, conn: Any, converse: asyncio.Future[dict[str, Any]],
-                         killer: proctree.TreeKiller, proc: asyncio.subprocess.Process,
-                         protocol: ExitProtocol, stderr: asyncio.Future[None],
-                         cancelled: bool) -> int | None:
-        """Stop politely if asked, then always end the tree (the process is per run)."""
-        if cancelled:
-            await self._polite_stop(conn, converse)
-        elif converse.done() and (converse.cancelled() or converse.exception() is not None):
-            # The pipe closes a moment before the exit is reported: give it that moment,
-            # so a crash is reported with its own exit code rather than our kill's.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(protocol.exited.wait(), 0.5)
-        exited_alone = protocol.exited.is_set()
-        self.survivors = await killer.kill(self.grace_s)
-        if not converse.done():
-            converse.cancel()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(converse), 1)
+    # -- the wind down's steps (ProcessTurn._wind_down) ------------------------------------------
+    async def _ask_to_stop(self, protocol: ExitProtocol) -> bool:
+        assert self._converse is not None
+        await self._polite_stop(self._conn, self._converse)
+        return False
+
+    def _exit_moment(self, cancelled: bool) -> float:
+        converse = self._converse
+        failed = converse is not None and converse.done() and (
+            converse.cancelled() or converse.exception() is not None)
+        return 0.5 if failed and not cancelled else 0.0
+
+    async def _end_processes(self, keep: bool, cancelled: bool) -> list[Survivor]:
+        """The process is per run: its whole tree goes, stopped or finished."""
+        assert self._tree is not None
+        return await self._tree.kill(self.grace_s)
+
+    async def _stop_reading(self) -> None:
+        """End the conversation task, then the connection and stderr (a kept agent's are the
+        keeper's)."""
+        converse = self._converse
+        if converse is not None:
+            if not converse.done():
+                converse.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(converse), 1)
+        if not self.owns_process:
+            return
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(conn.close(), 1)
-        _, pending = await asyncio.wait({stderr}, timeout=_DRAIN_S)
-        if pending:
-            stderr.cancel()
-            self.emit(Diagnostic(self.run.stream_id, source="tolaria",
-                                 message="stderr still held open after the run ended; "
-                                         "stopped reading it"))
-        # Not proc.wait(): on 3.11 it also waits for the pipes, which a survivor may hold.
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(protocol.exited.wait(), timeout=5)
-        code = proc.returncode
-        if not exited_alone or code is None:
-            return None
-        return 128 - code if code < 0 else code
+            await asyncio.wait_for(self._conn.close(), 1)
+        for reader in await self._drain(self._readers, "stderr"):
+            reader.cancel()
 
     async def _polite_stop(self, conn: Any, converse: asyncio.Future[dict[str, Any]]) -> None:
         sid = self.run.stream_id

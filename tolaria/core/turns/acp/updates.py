@@ -7,8 +7,7 @@ Kept apart from the turn so the same mapper parses real captured sessions in the
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from tolaria.core.events import (
@@ -33,42 +32,6 @@ _OPEN_STATUS = {"pending": "pending", "in_progress": "running"}
 #: Updates that describe the session, not the conversation: nothing to show in a turn.
 _QUIET = {"available_commands_update", "current_mode_update", "config_option_update",
           "session_info_update", "user_message_chunk"}
-
-
-@dataclass(frozen=True)
-class PermissionChoice:
-    """One answer the agent offers: ``kind`` is allow_once, allow_always, reject_once or
-    reject_always."""
-
-    option_id: str
-    name: str
-    kind: str
-
-
-@dataclass(frozen=True)
-class PermissionRequest:
-    """The agent asks before running a tool (``session/request_permission``)."""
-
-    stream_id: str
-    tool_id: str
-    title: str
-    input: Any
-    choices: tuple[PermissionChoice, ...]
-    #: The tool's kind (ACP: read, edit, delete, move, search, execute, think, fetch, other),
-    #: "" when the agent did not say: what an "allow always" answer is remembered for.
-    kind: str = ""
-
-    def choice(self, *kinds: str) -> PermissionChoice | None:
-        """The first offered choice of the first of ``kinds`` that is offered."""
-        for kind in kinds:
-            for choice in self.choices:
-                if choice.kind == kind:
-                    return choice
-        return None
-
-
-#: Answers a PermissionRequest with the chosen ``option_id``, or None to cancel it.
-PermissionCallback = Callable[[PermissionRequest], Awaitable[str | None]]
 
 
 def stop_reason(result: Mapping[str, Any] | None) -> str:

@@ -1,0 +1,46 @@
+"""What a caller asks of one agent turn: the leaf every turn kind and every caller shares.
+
+Apart from the runner (which chooses the turn kind and so imports them all) so that the turn
+kinds, the chat service and the CLI can name a request without importing the dispatcher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.permissions import PermissionCallback
+
+#: Seconds to wait for a stopped agent's tree to go before SIGKILL.
+DEFAULT_GRACE_S = 2.0
+#: Seconds an agent may keep retrying its model requests before the run is cut off.
+DEFAULT_RETRY_LIMIT_S = 60.0
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    manifest: Manifest
+    prompt: str
+    cwd: str | None = None
+    #: Extra environment for this run only (on top of the manifest's ``[env]``).
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: Continue this agent session (only used when the manifest has ``resume`` arguments).
+    session_id: str | None = None
+    #: ACP agents with ``permissions = "safe"``: asked for each permission request (the chosen
+    #: option id, or None to cancel it); without it "safe" rejects. Answered None on Stop.
+    on_permission: PermissionCallback | None = None
+    #: CLI agents: once the agent has been retrying its model requests (as its runtime reports)
+    #: for this many seconds, the run is stopped like a Stop and reported as an error. None or
+    #: 0: never. An agent that retries *silently* is not cut off (see docs/retries.md).
+    retry_limit_s: float | None = DEFAULT_RETRY_LIMIT_S
+    #: "safe" or "full" for this run (tolaria.core.adapters.manifest.PERMISSION_MODES); None uses the
+    #: manifest's ``permissions``. Picks the manifest's ``[permission_args]`` for a CLI and
+    #: how an ACP agent's permission requests are answered.
+    permission_mode: str | None = None
+    #: Protocol ``openai-chat``: use this model instead of the manifest's ``model``.
+    model: str | None = None
+    #: Keep the agent process for the next turn of this conversation key (docs/adr/0009): only
+    #: for agents that can end a turn without exiting (ACP, Claude's stream-json input with the
+    #: interrupt). None (one-shot callers: ``tolaria run``, fan-out): one process per turn.
+    keep_key: str | None = None
