@@ -226,8 +226,8 @@ class Toolbox:
             try:
                 proc = await asyncio.create_subprocess_exec(
                     "/bin/sh", "-c", command, stdin=asyncio.subprocess.DEVNULL, stdout=out,
-                    stderr=asyncio.subprocess.STDOUT, cwd=self.root, env=self.env,
-                    start_new_session=True)
+                    stderr=asyncio.subprocess.STDOUT, cwd=self.root,
+                    env={**self.env, "PWD": str(self.root)}, start_new_session=True)
             except OSError as exc:
                 raise ToolError(f"cannot start the command: {exc.strerror or exc}") from exc
             proctree.remember_own_child(proc.pid)

@@ -64,10 +64,13 @@ async def spawn_agent(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], 
     remembered as ours at once (the caller forgets it when the process is done with).
     """
     loop = asyncio.get_running_loop()
+    # PWD names the folder the agent runs in, not ours: opencode (and shells) take it over the
+    # real working directory, and ran in the folder Tolaria was started from.
+    env = {**env, "PWD": os.path.abspath(cwd)}
     transport, protocol = await loop.subprocess_exec(
         lambda: ExitProtocol(limit=2**16, loop=loop), *argv,
         stdin=stdin, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        cwd=cwd, env=dict(env), start_new_session=True)
+        cwd=cwd, env=env, start_new_session=True)
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     proctree.remember_own_child(proc.pid)
     return proc, protocol, transport
