@@ -2,12 +2,20 @@
 
 Real agent CLIs run their shell tool in a *new session*, and some tools double-fork, so neither
 "kill the child" nor "kill the child's process group" is enough. A run's processes are found
-three ways, before anything is signalled:
+four ways:
 
-1. descendants of the agent (psutil, recursively);
-2. every process whose environment carries ``TOLARIA_STREAM_ID=<id>`` (inherited by everything
-   the agent starts, even after ``setsid`` + double fork, unless a process clears it);
-3. on Linux, orphans re-parented to this process because it is a child subreaper.
+1. descendants of the agent (the kernel's children lists, or one pass over /proc);
+2. every process whose environment carries ``TOLARIA_STREAM_ID=<id>`` *and*
+   ``TOLARIA_OWNER=<this process>`` (inherited by everything the agent starts, even after
+   ``setsid`` + double fork, unless a process clears it; the owner keeps two Tolaria processes
+   that use one stream id apart);
+3. on Linux, orphans re-parented to this process because it is a child subreaper, including
+   ones whose environment is unreadable (non-dumpable daemons such as ssh-agent);
+4. every member of a session one of the run's processes belongs to.
+
+A stop signals the known tree first (1 and 3, whose cost grows with the tree only), then scans
+all of /proc for the rest. SIGTERM goes only where it can help: a process that ignores it
+(SigIgn) gets SIGKILL at once, and so does one that forks away during the stop (a "pid hopper").
 
 Each found process is kept as a ``psutil.Process`` (pid + create time), so a recycled pid is
 never signalled. Zombies count as gone. We never ``waitpid`` a child asyncio owns; only pids
@@ -29,8 +37,11 @@ from dataclasses import dataclass, field
 import psutil
 
 from tolaria.core.events import Survivor
+from tolaria.core.process import procfs
 
 ENV_MARKER = "TOLARIA_STREAM_ID"
+#: ``<pid>:<start ticks>`` of the Tolaria process that started the run (procfs.owner_token).
+OWNER_MARKER = "TOLARIA_OWNER"
 #: Set in this process's own environment once it is a subreaper, so everything it (or Qt, or a
 #: library) starts for itself inherits it; agents' environments drop it. An adopted orphan
 #: carrying it (a browser started through xdg-open, say) is never taken for a run's process.
@@ -70,6 +81,10 @@ _PR_SET_CHILD_SUBREAPER = 36
 #: How often a stop re-scans for processes forked while it waits (known pids are polled faster).
 _RESCAN_S = 0.05
 _subreaper_enabled: bool | None = None
+_CLK_TCK = procfs.CLK_TCK
+_ENV_NEEDLE = ENV_MARKER.encode()
+_OWNER_NEEDLE = OWNER_MARKER.encode()
+_APP_NEEDLE = APP_CHILD_MARKER.encode()
 
 
 def enable_child_subreaper() -> bool:
@@ -93,6 +108,18 @@ def enable_child_subreaper() -> bool:
     return _subreaper_enabled
 
 
+def mark_env(env: dict[str, str], stream_id: str) -> dict[str, str]:
+    """Give a run's environment its markers (and drop the app's own); returns ``env``.
+
+    The owner marker scopes the stream id to this Tolaria process: two ``tolaria run`` with the
+    same ``--stream-id`` (in two homes, say) never take each other's processes for their own.
+    """
+    env.pop(APP_CHILD_MARKER, None)
+    env[ENV_MARKER] = stream_id
+    env[OWNER_MARKER] = procfs.owner_token()
+    return env
+
+
 def _alive(proc: psutil.Process) -> bool:
     try:
         return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
@@ -100,51 +127,28 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
-_HAS_PROC = os.path.isdir("/proc")
-
-
-def _env_value(env: bytes, needle: bytes) -> bytes | None:
-    at = env.find(needle)
-    while at > 0 and env[at - 1] != 0:
-        at = env.find(needle, at + 1)
-    if at < 0:
-        return None
-    end = env.find(b"\0", at)
-    return env[at + len(needle) : end if end >= 0 else len(env)]
-
-
-def _read_markers(entry: str, needle: bytes, app_needle: bytes) -> tuple[bytes | None, bool]:
-    """(TOLARIA_STREAM_ID value, whether TOLARIA_APP_CHILD is set) of /proc/<entry>/environ."""
-    try:
-        with open(f"/proc/{entry}/environ", "rb") as fh:
-            env = fh.read()
-    except OSError:
-        return None, True  # unreadable: never claim it as an orphan
-    return _env_value(env, needle), _env_value(env, app_needle) is not None
-
-
-def processes_with_marker(stream_id: str) -> list[psutil.Process]:
-    """Live processes whose environment holds ``TOLARIA_STREAM_ID=stream_id`` (Linux /proc)."""
-    if not os.path.isdir("/proc"):
-        return []
-    needle = f"{ENV_MARKER}={stream_id}".encode()
+def _descendants(seeds: Iterable[int], children: Callable[[int], Iterable[int]]) -> set[int]:
+    found: set[int] = set()
+    stack = list(seeds)
     me = os.getpid()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    while stack:
+        pid = stack.pop()
+        if pid in found or pid == me:
             continue
-        pid = int(entry)
-        if pid == me:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read()
-        except OSError:
-            continue
-        if needle in env.split(b"\0"):
-            with contextlib.suppress(psutil.Error):
-                found.append(psutil.Process(pid))
+        found.add(pid)
+        stack.extend(children(pid))
     return found
+
+
+class _NoChildrenFile(Exception):
+    """The kernel has no /proc/PID/task/TID/children: the full scan has to do."""
+
+
+def _children_or_raise(pid: int) -> list[int]:
+    kids = procfs.children(pid)
+    if kids is None:
+        raise _NoChildrenFile
+    return kids
 
 
 @dataclass
@@ -163,12 +167,25 @@ class TreeKiller:
     sole_run: Callable[[], bool] = lambda: True
     known: dict[tuple[int, float], psutil.Process] = field(default_factory=dict)
     groups: set[int] = field(default_factory=set)
+    #: Sessions of the run's processes (never ours): every member of one is the run's, even one
+    #: whose environment is unreadable or scrubbed.
+    sessions: set[int] = field(default_factory=set)
+    #: Start time of the first signal (clock ticks after boot): a process born after it outside
+    #: the known tree (an orphan, or a new session: a "pid hopper" escaping) gets SIGKILL.
+    _stop_ticks: int | None = field(default=None, repr=False)
+    _born: int | None = field(default=None, repr=False)
 
+    # -- finding ---------------------------------------------------------------------------
     def snapshot(self) -> list[psutil.Process]:
         """Add every currently visible process of the run to ``known``; return the live ones."""
-        pids = self._scan_proc() if _HAS_PROC else self._scan_psutil()
+        self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
+        return self.alive()
+
+    def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
+        """Remember ``pids`` (with their groups and sessions); return the ones new to us."""
         me = os.getpid()
-        own_pgid = os.getpgid(0)
+        own_pgid, own_sid = os.getpgid(0), os.getsid(0)
+        new = []
         for pid in pids:
             if pid == me:
                 continue
@@ -177,66 +194,109 @@ class TreeKiller:
                 key = (pid, proc.create_time())
             except psutil.Error:
                 continue
-            self.known.setdefault(key, proc)
+            if key not in self.known:
+                self.known[key] = proc
+                new.append(proc)
             with contextlib.suppress(OSError):
-                pgid = os.getpgid(pid)
+                pgid, sid = os.getpgid(pid), os.getsid(pid)
                 if pgid > 1 and pgid != own_pgid:
                     self.groups.add(pgid)
-        return self.alive()
+                if sid > 1 and sid != own_sid:
+                    self.sessions.add(sid)
+        return new
+
+    def _born_ticks(self) -> int:
+        """Start time (clock ticks after boot) before which no process can be the run's."""
+        if self._born is None:
+            st = procfs.stat(self.root.pid) if self.root is not None and _alive(self.root) else None
+            if st is not None:
+                self._born = st.start
+            elif self.since > 0:
+                # psutil's clock (boot time + start ticks), with a second of slack.
+                self._born = max(0, int((self.since - 1.0 - psutil.boot_time()) * _CLK_TCK))
+            else:
+                self._born = 0
+        return self._born
+
+    def _marked(self, env: bytes) -> bool:
+        """Whether a raw environment carries this run's stream id *and* this process's owner."""
+        return (procfs.env_value(env, _ENV_NEEDLE) == self.stream_id.encode()
+                and procfs.env_value(env, _OWNER_NEEDLE) == procfs.owner_token().encode())
+
+    def _claims_orphan(self, st: procfs.Stat, env: bytes | None) -> bool:
+        """Whether a child re-parented to us (we are subreaper) is one of the run's.
+
+        Marked ones are found by their marker. Unmarked: one that carries the app-child or
+        another run's marker is not the run's; one whose environment is unreadable (it made
+        itself non-dumpable, as ssh-agent does) is judged by what stays readable: it must be
+        our own user's, and either sit in one of the run's sessions, or be born after the
+        agent while this is the only run (then nobody else can have left it).
+        """
+        if st.pid in _own_children or not _subreaper_enabled or st.zombie:
+            return False
+        if env is not None:
+            if any(procfs.env_value(env, n) is not None for n in (_ENV_NEEDLE, _APP_NEEDLE)):
+                return False
+        elif procfs.real_uid(st.pid) != os.getuid():
+            return False
+        if st.sid in self.sessions:
+            return True
+        return st.start >= self._born_ticks() and self.sole_run()
+
+    def _scan_known(self) -> set[int]:
+        """The known tree, without reading all of /proc: the root, what is known, adopted
+        orphans, and their descendants (from the kernel's children lists). Its cost grows with
+        the tree, not with the machine's process count."""
+        if not procfs.HAS_PROC:
+            return self._scan_psutil()
+        seeds = [p.pid for p in self.alive()]
+        if self.root is not None and _alive(self.root):
+            seeds.append(self.root.pid)
+        try:
+            for pid in _children_or_raise(os.getpid()):
+                if pid in _own_children:
+                    continue
+                st = procfs.stat(pid)
+                env = procfs.environ(pid)
+                if st is not None and ((env is not None and self._marked(env))
+                                       or self._claims_orphan(st, env)):
+                    seeds.append(pid)
+            return _descendants(seeds, _children_or_raise)
+        except _NoChildrenFile:
+            return self._scan_proc()
 
     def _scan_proc(self) -> set[int]:
-        """One pass over /proc: the root's and marked processes' descendants, and adopted orphans.
+        """One pass over /proc: the root's and marked processes' descendants, adopted orphans,
+        and every member of the run's sessions.
 
-        Reading each process's stat and environ once keeps a snapshot at a few milliseconds
-        even on a desktop with hundreds of processes.
+        A process started before the agent cannot carry its marker, so only younger ones have
+        their environment read: a pass costs one small read per unrelated process.
         """
         me = os.getpid()
-        needle = ENV_MARKER.encode() + b"="
-        mine = self.stream_id.encode()
-        app_needle = APP_CHILD_MARKER.encode() + b"="
+        own_sid = os.getsid(0)
+        born = self._born_ticks()
         children: dict[int, list[int]] = {}
+        young: dict[int, procfs.Stat] = {}
         seeds: set[int] = set()
-        orphans: list[int] = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
+        for pid in procfs.pids():
+            st = procfs.stat(pid)
+            if st is None:
                 continue
-            pid = int(entry)
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as fh:
-                    stat = fh.read()
-                fields = stat[stat.rfind(b")") + 2 :].split()
-                state, ppid = fields[0], int(fields[1])
-            except (OSError, IndexError, ValueError):
+            children.setdefault(st.ppid, []).append(pid)
+            if st.zombie or pid == me or st.start < born:
                 continue
-            children.setdefault(ppid, []).append(pid)
-            if state == b"Z" or pid == me:
-                continue
-            marker, app_child = _read_markers(entry, needle, app_needle)
-            if marker == mine:
+            young[pid] = st
+            env = procfs.environ(pid)
+            if ((env is not None and self._marked(env))
+                    or (st.ppid == me and self._claims_orphan(st, env))):
                 seeds.add(pid)
-            elif ppid == me and marker is None and not app_child and pid not in _own_children:
-                orphans.append(pid)
         if self.root is not None and _alive(self.root):
             seeds.add(self.root.pid)
-        if _subreaper_enabled and orphans and self.sole_run():
-            # Compare on psutil's clock (boot time + start ticks): an orphan born before the
-            # agent itself cannot be the run's.
-            born = self.since - 1.0
-            with contextlib.suppress(psutil.Error, AttributeError):
-                born = self.root.create_time() if self.root is not None else born
-            for pid in orphans:
-                with contextlib.suppress(psutil.Error):
-                    if psutil.Process(pid).create_time() >= born:
-                        seeds.add(pid)
-        found: set[int] = set()
-        stack = list(seeds)
-        while stack:
-            pid = stack.pop()
-            if pid in found or pid == me:
-                continue
-            found.add(pid)
-            stack.extend(children.get(pid, ()))
-        return found
+        found = _descendants(seeds, lambda pid: children.get(pid, ()))
+        sessions = {young[p].sid for p in found if p in young} | self.sessions
+        sessions -= {own_sid, 0, 1}
+        members = {pid for pid, st in young.items() if st.sid in sessions} - found
+        return found | _descendants(members, lambda pid: children.get(pid, ()))
 
     def _scan_psutil(self) -> set[int]:
         """Portable fallback (no /proc): descendants of the root."""
@@ -250,37 +310,71 @@ class TreeKiller:
     def alive(self) -> list[psutil.Process]:
         return [p for p in self.known.values() if _alive(p)]
 
+    # -- signalling ------------------------------------------------------------------------
     def signal_all(self, sig: int) -> None:
         """Signal every remembered group, then every remembered live pid."""
-        own_pgid = os.getpgid(0)
-        for pgid in self.groups:
-            if pgid == own_pgid:
-                continue
-            # A group is only signalled while one of *our* processes still leads or belongs to
-            # it, so a recycled pgid of a stranger is never hit.
-            if not any(_pgid_of(p) == pgid for p in self.alive()):
-                continue
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, sig)
+        self._signal_groups(sig)
         for proc in self.alive():
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
+
+    def _signal_groups(self, sig: int) -> None:
+        own_pgid = os.getpgid(0)
+        alive_groups = {_pgid_of(p) for p in self.alive()}
+        for pgid in self.groups:
+            # A group is only signalled while one of *our* processes still leads or belongs to
+            # it, so a recycled pgid of a stranger is never hit.
+            if pgid == own_pgid or pgid not in alive_groups:
+                continue
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+
+    def _terminate(self, procs: Iterable[psutil.Process], *, groups: bool) -> None:
+        """SIGTERM, except where it can do nothing: SIGKILL at once to a process that ignores
+        SIGTERM (SigIgn) and to one that escaped after the first signal (a pid hopper).
+        Catchers (SigCgt) get SIGTERM and their grace."""
+        if groups:
+            self._signal_groups(signal.SIGTERM)
+        for proc in procs:
+            sig = signal.SIGKILL if self._hopeless(proc) else signal.SIGTERM
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(sig)
+        if self._stop_ticks is None:
+            self._stop_ticks = procfs.now_ticks()
+
+    def _hopeless(self, proc: psutil.Process) -> bool:
+        """Whether SIGTERM cannot end ``proc`` or it is running from the stop."""
+        if not procfs.HAS_PROC:
+            return False
+        if procfs.ignores_sigterm(proc.pid):
+            return True
+        st = procfs.stat(proc.pid)
+        if self._stop_ticks is None or st is None or st.start < self._stop_ticks:
+            return False
+        live = {p.pid for p in self.alive()}
+        # Born during the stop and already orphaned, or in a session of its own: it forked
+        # away from a signalled process instead of exiting.
+        return st.ppid not in live or st.sid == proc.pid
 
     async def kill(self, grace: float, verify: float = 2.0, poll: float = 0.005, *,
                    root_had_grace: bool = False) -> list[Survivor]:
         """SIGTERM everything, SIGKILL what is left after ``grace`` s; return survivors.
 
-        New processes spawned while we wait (a parent that ignores SIGTERM and keeps forking)
-        are picked up by re-snapshotting on every poll. ``root_had_grace``: the agent was
-        already asked to stop (its polite window ran out), so it gets SIGKILL at once instead of
-        a second grace period; its tools still get SIGTERM first. (Measured: Qwen Code cancels
+        The known tree is signalled first (its cost does not grow with the machine's process
+        count), then all of /proc is scanned for the rest (markers, sessions, orphans).
+        Processes that ignore SIGTERM get SIGKILL at once; so do processes that appear during
+        the stop outside the tree (pid hoppers). New processes spawned while we wait are
+        picked up by re-snapshotting on every poll. ``root_had_grace``: the agent was already
+        asked to stop (its polite window ran out), so it gets SIGKILL at once instead of a
+        second grace period; its tools still get SIGTERM first. (Measured: Qwen Code cancels
         its tool on SIGTERM, then takes ~7 s to exit.)
         """
-        self.snapshot()
-        self.signal_all(signal.SIGTERM)
+        self._add(self._scan_known())  # before any signal: a dead parent hides its children
         if root_had_grace and self.root is not None and _alive(self.root):
             with contextlib.suppress(psutil.Error):
                 self.root.send_signal(signal.SIGKILL)
+        self._terminate(self.alive(), groups=True)
+        self._resnapshot_and_resignal(signal.SIGTERM)  # the rest of /proc, after the tree
         if await self._wait_gone(signal.SIGTERM, grace, poll):
             return self._finish()
         self.signal_all(signal.SIGKILL)
@@ -290,13 +384,16 @@ class TreeKiller:
     async def _wait_gone(self, sig: int, timeout: float, poll: float) -> bool:
         """Poll the known processes; every ~50 ms rescan for new ones and signal them too.
 
-        Returns True once nothing of the run is alive and a final rescan finds nothing new.
+        Returns True once nothing of the run is alive and a rescan begun *after* that finds
+        nothing new: a process that was already gone cannot fork behind the scan's back, so a
+        hopper's last child is either seen by it or never born.
         """
         deadline = time.monotonic() + timeout
         next_scan = time.monotonic() + _RESCAN_S
         while True:
-            if not self.alive() or time.monotonic() >= next_scan:
-                if not self._resnapshot_and_resignal(sig):
+            settled = not self.alive()
+            if settled or time.monotonic() >= next_scan:
+                if not self._resnapshot_and_resignal(sig) and settled:
                     return True
                 next_scan = time.monotonic() + _RESCAN_S
             if time.monotonic() >= deadline:
@@ -304,11 +401,13 @@ class TreeKiller:
             await asyncio.sleep(poll)
 
     def _resnapshot_and_resignal(self, sig: int) -> bool:
-        before = set(self.known)
-        alive = self.snapshot()
-        if set(self.known) - before:
+        """Scan once more; signal what is new; return whether anything new was found."""
+        new = self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
+        if new and sig == signal.SIGKILL:
             self.signal_all(sig)
-        return bool(alive)
+        elif new:
+            self._terminate(new, groups=True)
+        return bool(new)
 
     def _finish(self) -> list[Survivor]:
         reap_adopted(p.pid for p in self.known.values() if p is not self.root)
