@@ -355,7 +355,8 @@ async def test_a_sigterm_catcher_still_gets_sigterm_and_the_grace(tmp_path: Path
     assert run.abort() is True
     done = await run.finish()
     elapsed = time.monotonic() - started
-    assert signals.read_text().split() == ["15"]
+    # SIGTERM reached its handler (once or more: the group and the pid are both signalled).
+    assert set(signals.read_text().split()) == {"15"}
     assert done.exit_code == 128 + 9
     assert done.survivors == ()
     assert elapsed >= GRACE
