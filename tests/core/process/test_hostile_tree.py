@@ -235,3 +235,46 @@ def test_a_runs_environment_names_its_owner() -> None:
     own = procfs.stat(os.getpid())
     assert own is not None and int(start) == own.start
     assert proctree.APP_CHILD_MARKER not in env
+
+
+# --- /proc readers against real processes ----------------------------------------------------
+
+_SIGTERM_AS = ("import signal, sys, time; h = {'ignore': signal.SIG_IGN, 'catch': lambda *a: None,"
+               " 'default': signal.SIG_DFL}[sys.argv[1]]; signal.signal(signal.SIGTERM, h); "
+               "print(flush=True); time.sleep(60)")
+
+
+@pytest.mark.parametrize(("disposition", "ignores"),
+                         [("ignore", True), ("catch", False), ("default", False)])
+def test_sigign_is_read_from_proc(disposition: str, ignores: bool) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _SIGTERM_AS, disposition],
+                            stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # the disposition is set
+        assert procfs.ignores_sigterm(proc.pid) is ignores
+    finally:
+        proc.kill()
+        proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_children_lists_every_threads_children() -> None:
+    """A child forked from another thread of ours is listed too (children are per thread)."""
+    import threading
+
+    box: list[subprocess.Popen[bytes]] = []
+    thread = threading.Thread(target=lambda: box.append(subprocess.Popen(["sleep", "60"])))
+    thread.start()
+    thread.join()
+    main = subprocess.Popen(["sleep", "60"])
+    try:
+        kids = procfs.children(os.getpid())
+        assert kids is not None
+        assert {box[0].pid, main.pid} <= set(kids)
+        assert procfs.children(2**22 + 7) == []  # no such process
+    finally:
+        for proc in (box[0], main):
+            proc.kill()
+            proc.wait(5)
