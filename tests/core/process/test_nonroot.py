@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,13 +106,22 @@ def workdir(as_user: AsUser) -> Iterator[Path]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _user_processes(uid: int, since: float) -> list[psutil.Process]:
-    """Processes of ``uid`` born since ``since`` still alive (zombies excluded)."""
+def _leftovers(uid: int, work: Path) -> list[psutil.Process]:
+    """Live processes of ``uid`` that came from this scenario: below us (orphans come back to
+    us, the subreaper) or carrying its TOLARIA_HOME (other tests may use the same user)."""
+    home = f"TOLARIA_HOME={work / 'home'}".encode()
+    below = {p.pid for p in psutil.Process().children(recursive=True)}
     out = []
-    for proc in psutil.process_iter(["uids", "create_time", "status"]):
+    for proc in psutil.process_iter(["uids", "status"]):
         info = proc.info
-        if (info["uids"] is not None and info["uids"].real == uid
-                and info["create_time"] >= since - 1 and info["status"] != psutil.STATUS_ZOMBIE):
+        if info["uids"] is None or info["uids"].real != uid or info["status"] == "zombie":
+            continue
+        try:
+            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+                ours = home in fh.read().split(b"\0")
+        except OSError:
+            ours = False
+        if ours or proc.pid in below:
             out.append(proc)
     return out
 
@@ -123,11 +131,10 @@ def run_scenario(as_user: AsUser, work: Path, mode: str) -> dict[str, Any]:
     proctree.enable_child_subreaper()
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(work / "home"),
            "TOLARIA_HOME": str(work / "home"), "PYTHONPATH": as_user.path}
-    started = time.time()
     done = subprocess.run([*as_user.prefix, as_user.python, str(SCENARIO), mode, str(work)],
                           env=env, cwd=work, capture_output=True, text=True, timeout=90,
                           check=False)
-    leftovers = _user_processes(as_user.uid, started) if as_user.prefix else []
+    leftovers = _leftovers(as_user.uid, work) if as_user.prefix else []
     for proc in leftovers:
         proc.kill()
     assert not leftovers, f"processes of {USER} outlived the scenario: {leftovers}"

@@ -121,7 +121,8 @@ class TreeKiller(TreeFinder):
             with contextlib.suppress(psutil.Error):
                 self.root.send_signal(signal.SIGKILL)
         self._terminate(self.alive(), groups=True)
-        self._resnapshot_and_resignal(signal.SIGTERM)  # the rest of /proc, after the tree
+        # The rest of /proc (markers, sessions) is scanned by _wait_gone: as soon as the known
+        # tree is gone, or after _RESCAN_S. A stop of an obeying tree costs one pass over /proc.
         if await self._wait_gone(signal.SIGTERM, grace, poll):
             return self._finish()
         self.signal_all(signal.SIGKILL)
