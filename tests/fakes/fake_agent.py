@@ -298,14 +298,19 @@ def hopper(prompt: str) -> None:
     log = os.environ["FAKE_HOPLOG"]
     hide = os.environ.get("FAKE_NONDUMPABLE") == "1"
 
+    def note(pid: int) -> None:
+        with open(log, "a") as fh:
+            fh.write(f"{pid}\n")
+
     def incarnate() -> None:
         if hide:
             _not_dumpable()
-        with open(log, "a") as fh:
-            fh.write(f"{os.getpid()}\n")
+        note(os.getpid())
 
     def hop(signum: int, frame: object) -> None:
-        if os.fork():
+        child = os.fork()
+        if child:
+            note(child)  # by the parent too: the child may be killed before it can write
             os._exit(0)
         os.setsid()
         incarnate()

@@ -45,11 +45,11 @@ def _environ_readable(pid: int) -> bool:
 
 
 def _pids(*files: Path) -> list[int]:
-    out: list[int] = []
+    out: dict[int, None] = {}  # ordered, without repeats (a hopper's pid is noted twice)
     for path in files:
         if path.exists():
-            out += [int(p) for p in path.read_text().split() if int(p) not in out]
-    return out
+            out.update(dict.fromkeys(int(p) for p in path.read_text().split()))
+    return list(out)
 
 
 async def scenario(mode: str, work: Path) -> dict[str, Any]:

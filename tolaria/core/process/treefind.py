@@ -212,13 +212,16 @@ class TreeFinder:
     def _claims_orphan(self, st: procfs.Stat, env: bytes | None) -> bool:
         """Whether a child re-parented to us (we are subreaper) is one of the run's.
 
-        Marked ones are found by their marker. Unmarked: one that carries the app-child or
-        another run's marker is not the run's; one whose environment is unreadable (it made
-        itself non-dumpable, as ssh-agent does) is judged by what stays readable: it must be
-        our own user's, and either sit in one of the run's sessions, or be born after the
-        agent while this is the only run (then nobody else can have left it).
+        Marked ones are found by their marker. Unmarked: one in our own session, or that
+        carries the app-child or another run's marker, is not the run's; one whose environment
+        is unreadable (it made itself non-dumpable, as ssh-agent does) is judged by what stays
+        readable: it must be our own user's, and either sit in one of the run's sessions, or be
+        born after the agent while this is the only run (then nobody else can have left it).
         """
-        if st.pid in _own_children or not _subreaper_enabled or st.zombie:
+        # Agents always get a session of their own: a process in ours (what xdg-open left,
+        # say) was started by the app, not by a run.
+        if (st.pid in _own_children or not _subreaper_enabled or st.zombie
+                or st.sid == os.getsid(0)):
             return False
         if env is not None:
             if any(procfs.env_value(env, n) is not None for n in (_ENV_NEEDLE, _APP_NEEDLE)):
