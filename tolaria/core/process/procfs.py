@@ -43,14 +43,17 @@ class Stat:
         return self.state in (b"Z", b"X")
 
 
-def _read(path: str) -> bytes | None:
+def _read(path: str, *, short: bool = False) -> bytes | None:
     """A whole /proc file, or None. Unbuffered ``os.read``: half the cost of ``open()``, which
-    counts when a stop reads one file of every process on the machine."""
+    counts when a stop reads one file of every process on the machine. ``short``: a file the
+    kernel hands over in one read (``stat``, ``status``): no second read to see the end."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
+        if short:
+            return os.read(fd, 16384)
         chunks = []
         while chunk := os.read(fd, 65536):
             chunks.append(chunk)
@@ -63,7 +66,7 @@ def _read(path: str) -> bytes | None:
 
 def stat(pid: int | str) -> Stat | None:
     """``/proc/PID/stat``, or None if the process is gone."""
-    raw = _read(f"/proc/{pid}/stat")
+    raw = _read(f"/proc/{pid}/stat", short=True)
     if raw is None:
         return None
     try:
@@ -101,7 +104,7 @@ def children(pid: int) -> list[int] | None:
 
 
 def _status_field(pid: int, name: bytes) -> bytes | None:
-    raw = _read(f"/proc/{pid}/status")
+    raw = _read(f"/proc/{pid}/status", short=True)
     at = -1 if raw is None else raw.find(b"\n" + name)
     if raw is None or at < 0:
         return None

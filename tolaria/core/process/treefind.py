@@ -191,16 +191,23 @@ class TreeFinder:
                     self.sessions.add(sid)
         return new
 
+    def __post_init__(self) -> None:
+        self._born_ticks()  # now, while the agent surely lives: its own start time
+
     def _born_ticks(self) -> int:
         """Start time (clock ticks after boot) before which no process can be the run's."""
         if self._born is None:
             st = procfs.stat(self.root.pid) if self.root is not None and _alive(self.root) else None
             if st is not None:
                 self._born = st.start
-            elif self.since > 0:
+            elif self.root is not None:  # gone already: psutil's clock, a tick of slack
+                with contextlib.suppress(psutil.Error):
+                    born = (self.root.create_time() - psutil.boot_time()) * _CLK_TCK
+                    self._born = max(0, int(born) - 1)
+            if self._born is None and self.since > 0:
                 # psutil's clock (boot time + start ticks), with a second of slack.
                 self._born = max(0, int((self.since - 1.0 - psutil.boot_time()) * _CLK_TCK))
-            else:
+            if self._born is None:
                 self._born = 0
         return self._born
 
