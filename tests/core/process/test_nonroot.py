@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import platformdirs
 import psutil
 import pytest
 
@@ -36,11 +37,12 @@ _PROBE = ("import subprocess, sys, psutil, tolaria.core.process; "
 
 @dataclass(frozen=True)
 class AsUser:
-    """How to run a Python program as the unprivileged user: prefix, interpreter, PYTHONPATH."""
+    """How to run the scenario as the unprivileged user: prefix, interpreter, PYTHONPATH."""
 
     prefix: tuple[str, ...]
     python: str
     path: str
+    scenario: Path
     uid: int
     gid: int
 
@@ -71,26 +73,58 @@ def _interpreters() -> list[str]:
     return list(dict.fromkeys(p for p in out if p and os.path.isfile(p)))
 
 
-@pytest.fixture(scope="module")
-def as_user() -> AsUser:
-    site = str(Path(psutil.__file__).resolve().parents[1])  # where psutil is installed
-    path = os.pathsep.join([str(ROOT), site])
-    if os.getuid() != 0:
-        return AsUser((), sys.executable, path, os.getuid(), os.getgid())
-    user = _ensure_user()
-    setpriv = shutil.which("setpriv")
-    if user is None or setpriv is None:
-        pytest.skip(f"NOT TESTED AS NON-ROOT: cannot create user {USER!r} or no setpriv")
-    prefix = (setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups")
+def _readable_copy(to: Path) -> str:
+    """The package, the fakes and the scenario's libraries copied where any user can read them
+    (a checkout under /root is out of reach); returns the PYTHONPATH for them."""
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "tolaria", to / "tolaria", ignore=skip)
+    shutil.copytree(SCENARIO.parent, to / "tests" / "fakes", ignore=skip)
+    for module in (psutil, platformdirs):
+        where = Path(module.__file__ or "").resolve().parent
+        shutil.copytree(where, to / "site" / where.name, ignore=skip)
+    for folder, _dirs, _files in os.walk(to):
+        os.chmod(folder, 0o755)
+    return os.pathsep.join([str(to), str(to / "site")])
+
+
+def _first_runnable(prefix: tuple[str, ...], path: str) -> str | None:
     for python in _interpreters():
         # The scenario starts more of itself (the agent, the watchdog) from sys.executable.
         probe = subprocess.run([*prefix, python, "-c", _PROBE],
                                env={"PYTHONPATH": path, "PATH": os.defpath}, cwd="/",
                                capture_output=True, check=False)
         if probe.returncode == 0:
-            return AsUser(prefix, python, path, user.pw_uid, user.pw_gid)
-    pytest.skip(f"NOT TESTED AS NON-ROOT: no Python {sys.version_info[:2]} that {USER} can run "
-                f"with {ROOT} and psutil (tried {_interpreters()})")
+            return python
+    return None
+
+
+@pytest.fixture(scope="module")
+def as_user() -> Iterator[AsUser]:
+    site = str(Path(psutil.__file__).resolve().parents[1])  # where psutil is installed
+    path = os.pathsep.join([str(ROOT), site])
+    if os.getuid() != 0:
+        yield AsUser((), sys.executable, path, SCENARIO, os.getuid(), os.getgid())
+        return
+    user = _ensure_user()
+    setpriv = shutil.which("setpriv")
+    if user is None or setpriv is None:
+        pytest.skip(f"NOT TESTED AS NON-ROOT: cannot create user {USER!r} or no setpriv")
+    prefix = (setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups")
+    python = _first_runnable(prefix, path)
+    if python is not None:
+        yield AsUser(prefix, python, path, SCENARIO, user.pw_uid, user.pw_gid)
+        return
+    copy = Path(tempfile.mkdtemp(prefix="tolaria-nonroot-code-", dir="/tmp"))
+    try:
+        path = _readable_copy(copy)
+        python = _first_runnable(prefix, path)
+        if python is None:
+            pytest.skip(f"NOT TESTED AS NON-ROOT: no Python {sys.version_info[:2]} that {USER} "
+                        f"can run with tolaria and psutil (tried {_interpreters()})")
+        yield AsUser(prefix, python, path, copy / "tests" / "fakes" / SCENARIO.name,
+                     user.pw_uid, user.pw_gid)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 @pytest.fixture
@@ -131,7 +165,7 @@ def run_scenario(as_user: AsUser, work: Path, mode: str) -> dict[str, Any]:
     proctree.enable_child_subreaper()
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(work / "home"),
            "TOLARIA_HOME": str(work / "home"), "PYTHONPATH": as_user.path}
-    done = subprocess.run([*as_user.prefix, as_user.python, str(SCENARIO), mode, str(work)],
+    done = subprocess.run([*as_user.prefix, as_user.python, str(as_user.scenario), mode, str(work)],
                           env=env, cwd=work, capture_output=True, text=True, timeout=90,
                           check=False)
     leftovers = _leftovers(as_user.uid, work) if as_user.prefix else []
