@@ -29,6 +29,7 @@ from helpers import (
     wait_until,
 )
 
+from tolaria.core.events import Done
 from tolaria.core.process import procfs, proctree, watchdog
 from tolaria.core.stream_id import new_stream_id
 
@@ -79,17 +80,23 @@ async def test_a_pid_hopper_is_stopped_and_every_incarnation_is_gone(tmp_path: P
 # --- non-dumpable daemons (14.1; as root here, as a plain user in test_nonroot.py) --------------
 
 
-@async_test
-async def test_a_non_dumpable_setsid_daemon_is_stopped(tmp_path: Path) -> None:
-    pidfile = tmp_path / "pids"
-    run = start_run(fake_manifest("dumpable_daemon"), env={"FAKE_PIDFILE": str(pidfile)},
-                    grace_s=0.5)
+async def _start_and_stop(mode: str, env: dict[str, str], pidfile: Path
+                          ) -> tuple[str, Done, list[int]]:
+    """Run fake MODE until its one reported process exists, stop it; return that process's
+    name, the ``done`` event and the pids that outlived it (already SIGKILLed here)."""
+    run = start_run(fake_manifest(mode), env={**env, "FAKE_PIDFILE": str(pidfile)}, grace_s=0.5)
     (daemon,) = await wait_pidfile(pidfile)
     await run.wait_for_kind("text_delta")
     assert daemon.ppid() == os.getpid()  # adopted by us, the child subreaper
+    name = daemon.name()
     assert run.abort() is True
     done = await run.finish()
-    alive = _kill_all([daemon.pid])
+    return name, done, _kill_all([daemon.pid])
+
+
+@async_test
+async def test_a_non_dumpable_setsid_daemon_is_stopped(tmp_path: Path) -> None:
+    _daemon, done, alive = await _start_and_stop("dumpable_daemon", {}, tmp_path / "pids")
     assert done.stop_reason == "cancelled"
     assert alive == [], f"the daemon survived; reported {done.survivors}"
     assert done.survivors == ()
@@ -98,15 +105,9 @@ async def test_a_non_dumpable_setsid_daemon_is_stopped(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="ssh-agent is not installed")
 @async_test
 async def test_ssh_agent_started_by_a_tool_is_stopped(tmp_path: Path) -> None:
-    pidfile = tmp_path / "pids"
-    env = {"FAKE_PIDFILE": str(pidfile), "FAKE_SSH_SOCK": str(tmp_path / "agent.sock")}
-    run = start_run(fake_manifest("ssh_agent"), env=env, grace_s=0.5)
-    (agent,) = await wait_pidfile(pidfile)
-    await run.wait_for_kind("text_delta")
-    assert agent.name() == "ssh-agent"
-    assert run.abort() is True
-    done = await run.finish()
-    alive = _kill_all([agent.pid])
+    name, done, alive = await _start_and_stop(
+        "ssh_agent", {"FAKE_SSH_SOCK": str(tmp_path / "agent.sock")}, tmp_path / "pids")
+    assert name == "ssh-agent"
     assert done.stop_reason == "cancelled"
     assert alive == [], f"ssh-agent survived; reported {done.survivors}"
     assert done.survivors == ()
@@ -235,6 +236,7 @@ def test_a_runs_environment_names_its_owner() -> None:
     own = procfs.stat(os.getpid())
     assert own is not None and int(start) == own.start
     assert proctree.APP_CHILD_MARKER not in env
+    assert watchdog.OWNER_MARKER == proctree.OWNER_MARKER  # spelled out there (no imports)
 
 
 # --- /proc readers against real processes ----------------------------------------------------
