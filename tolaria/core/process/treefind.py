@@ -150,7 +150,9 @@ class TreeFinder:
 
     stream_id: str
     root: psutil.Process | None
-    #: Wall-clock start of the run: an adopted orphan older than this is not the run's.
+    #: Wall-clock start of the run, whose processes all descend from ``root``: none is older
+    #: than the agent. 0: not so (a chat's tool commands share one marker over many roots), so
+    #: no process is ruled out by its age.
     since: float = 0.0
     #: Whether this is the only live run, so an adopted orphan without a marker is surely ours.
     sole_run: Callable[[], bool] = lambda: True
@@ -196,6 +198,8 @@ class TreeFinder:
 
     def _born_ticks(self) -> int:
         """Start time (clock ticks after boot) before which no process can be the run's."""
+        if self._born is None and self.since <= 0:
+            self._born = 0
         if self._born is None:
             st = procfs.stat(self.root.pid) if self.root is not None and _alive(self.root) else None
             if st is not None:
@@ -204,11 +208,9 @@ class TreeFinder:
                 with contextlib.suppress(psutil.Error):
                     born = (self.root.create_time() - psutil.boot_time()) * _CLK_TCK
                     self._born = max(0, int(born) - 1)
-            if self._born is None and self.since > 0:
+            if self._born is None:
                 # psutil's clock (boot time + start ticks), with a second of slack.
                 self._born = max(0, int((self.since - 1.0 - psutil.boot_time()) * _CLK_TCK))
-            if self._born is None:
-                self._born = 0
         return self._born
 
     def _marked(self, env: bytes) -> bool:
