@@ -1,12 +1,15 @@
 """Stop latency: time from abort to "every process of the run is gone". See docs/PERFORMANCE.md.
 
-    python bench/stop_latency.py [--stops 50] [--grace 0.5]
+    python bench/stop_latency.py [--stops 50] [--grace 0.5] [--trees obey,ignore,busy]
 
 Each tree imitates a real agent CLI (cli-agents.md, "How they die"): an *agent* prints one
 claude-stream-json ``system/init`` line and starts a *tool* in a NEW SESSION (like every real
 CLI's shell tool); the tool starts a *grandchild* (``sleep``: the dev server / test runner),
 writes the three pids to a pidfile, and everyone sleeps. ``obey`` keeps the default SIGTERM/SIGINT
-behaviour; ``ignore`` sets both to SIG_IGN in every process (``sleep`` inherits it through exec).
+behaviour; ``ignore`` sets both to SIG_IGN in every process (``sleep`` inherits it through exec):
+Tolaria reads SigIgn and sends SIGKILL at once, so no grace is spent on it. ``busy`` is the
+``obey`` tree while ``--busy N`` (400) unrelated idle processes exist: the stop signals the known
+tree first, so its time must not grow with the machine's process count.
 
 ``tolaria`` stops it with the real backend (``stream_ai_agent`` + ``registry.abort``), timed to the
 moment the bench itself sees every process gone (and to ``done``). ``baseline`` is a naive
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import hashlib
 import json
 import math
@@ -201,8 +205,12 @@ def own_child(pid: int) -> None:
 def core_version() -> str:
     """Short hashes of the core files measured (the repository may have no commits yet)."""
     parts = []
-    for name in ("runner.py", "registry.py", "proctree.py"):
-        data = (ROOT / "tolaria" / "core" / name).read_bytes()
+    for name in ("turns/runner.py", "process/registry.py", "process/proctree.py",
+                 "process/treefind.py", "process/procfs.py"):
+        path = ROOT / "tolaria" / "core" / name
+        if not path.exists():  # an older core, measured for comparison
+            continue
+        data = path.read_bytes()
         parts.append(f"{name} {hashlib.sha256(data).hexdigest()[:10]}")
     return ", ".join(parts)
 
@@ -575,6 +583,31 @@ async def run_series(method: str, tree: Path, mode: str, args: argparse.Namespac
     return series
 
 
+def run_busy_row(tree: Path, args: argparse.Namespace, tmp: Path, cleanup: Cleanup, tag: str,
+                 monitor: Monitor, env: dict[str, str]) -> Series:
+    """The obey tree stopped while ``--busy`` unrelated idle processes exist (issue 16).
+
+    They must not be our children (a desktop's processes are not Tolaria's): the subreaper
+    flag is dropped while the shell that starts them exits, so they go to init.
+    """
+    _set_subreaper(False)
+    try:
+        background = start_background(args.busy, env)
+    finally:
+        _set_subreaper(True)
+    try:
+        args.procs_busy = sum(1 for e in os.scandir("/proc") if e.name.isdigit())
+        series = asyncio.run(run_series("tolaria", tree, "obey", args, tmp, cleanup, tag, monitor))
+    finally:
+        cleanup.kill(background)
+    series.tree = "busy"
+    return series
+
+
+def _set_subreaper(on: bool) -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(36, int(on), 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
 def progress(series: Series, i: int, total: int, quiet: bool) -> None:
     if not quiet and sys.stderr.isatty():
         print(f"\r  {series.tree:6} {series.method:8} {i + 1:3}/{total}", end="", file=sys.stderr,
@@ -588,7 +621,8 @@ def target_for(series: Series, grace: float) -> tuple[str, bool] | None:
     if series.method != "tolaria":
         return None
     med = statistics.median(series.latencies())
-    limit = 50.0 if series.tree == "obey" else grace * 1000 + 100
+    # ignore: SIGTERM is ignored (SigIgn), so SIGKILL goes at once: no grace (issue 16).
+    limit = {"obey": 50.0, "ignore": 50.0, "busy": 15.0}.get(series.tree, grace * 1000 + 100)
     return f"median <= {limit:.0f} ms, 0 survivors", med <= limit and series.survivors() == 0
 
 
@@ -625,6 +659,9 @@ def report(all_series: list[Series], args: argparse.Namespace, started: float) -
     print("tolaria: ms from registry.abort() until the monitor process saw every process of the")
     print("         tree gone (pidfile pids and any TOLARIA_STREAM_ID=<id> process);")
     print("         'done' = ms from abort until the done event reached the callback.")
+    if getattr(args, "procs_busy", None):
+        print(f"busy:    the obey tree stopped by Tolaria with {args.procs_busy} processes on the "
+              f"system ({args.busy} idle ones started for it)")
     print("baseline: ms from SIGKILL of the direct child until it was gone; survivors = processes")
     print(f"         of the tree still alive {args.baseline_wait:g} s after that SIGKILL.")
     for s in all_series:
@@ -674,7 +711,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--baseline-wait", type=float, default=1.0,
                     help="s the baseline waits after its SIGKILL before counting survivors (1.0)")
     ap.add_argument("--warmup", type=int, default=1, help="unmeasured stops first per series (1)")
-    ap.add_argument("--trees", default="obey,ignore", help="comma list of obey, ignore")
+    ap.add_argument("--trees", default="obey,ignore,busy",
+                    help="comma list of obey, ignore, busy")
+    ap.add_argument("--busy", type=int, default=400, metavar="N",
+                    help="unrelated idle processes that exist during the busy row (400)")
     ap.add_argument("--background", type=int, default=0, metavar="N",
                     help="start N idle processes first, to imitate a desktop's process count (0)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
@@ -686,8 +726,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             or args.background < 0:
         ap.error("--stops/--baseline-stops must be >= 1, --grace/--warmup/--background >= 0")
     args.trees = [t.strip() for t in args.trees.split(",") if t.strip()]
-    if not args.trees or set(args.trees) - {"obey", "ignore"}:
-        ap.error("--trees takes obey and/or ignore")
+    if not args.trees or set(args.trees) - {"obey", "ignore", "busy"}:
+        ap.error("--trees takes obey, ignore and/or busy")
     return args
 
 
@@ -722,6 +762,9 @@ def main(argv: list[str] | None = None) -> int:
         (tmp / "monitor.py").write_text(MONITOR_SCRIPT % {"poll": POLL_S})
         monitor = Monitor(tmp / "monitor.py", quiet_env)
         for mode in args.trees:
+            if mode == "busy":
+                all_series.append(run_busy_row(tree, args, tmp, cleanup, tag, monitor, quiet_env))
+                continue
             for method in ("tolaria", "baseline"):
                 all_series.append(asyncio.run(
                     run_series(method, tree, mode, args, tmp, cleanup, tag, monitor)))

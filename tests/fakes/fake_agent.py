@@ -3,7 +3,8 @@
 A real process that prints Claude Code's stream-json (``--output-format stream-json --verbose``,
 see tests/fixtures/claude/) with session id ``fake-session``, then misbehaves as MODE asks: hangs,
 floods, prints oversized or malformed lines, crashes, ignores SIGTERM, or leaves processes behind
-(a tool in a new session, a grandchild holding stdout, a setsid double-fork daemon, a deep tree).
+(a tool in a new session, a grandchild holding stdout, a setsid double-fork daemon, a deep tree,
+a non-dumpable daemon, a pid hopper, ssh-agent).
 The mode may also come from ``FAKE_AGENT_MODE``. Every line is flushed as soon as it is written.
 Modes that spawn processes write their pids (one per line) to ``FAKE_PIDFILE`` if it is set; the
 file appears complete (written then renamed) only once every pid exists.
@@ -11,6 +12,7 @@ file appears complete (written then renamed) only once every pid exists.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -244,6 +246,116 @@ def daemon(prompt: str) -> None:
     hang()
 
 
+def _detach() -> None:
+    """Stdio to /dev/null, no inherited pipes: a daemon that holds nothing of its starter."""
+    os.chdir("/")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, 4096)
+
+
+def _not_dumpable() -> None:
+    """prctl(PR_SET_DUMPABLE, 0), as ssh-agent and gpg-agent do: /proc/PID/environ becomes
+    root-owned, unreadable to the user who started us."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE = 4
+        os._exit(70)
+
+
+def _wait_file(path: str, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def dumpable_daemon(prompt: str) -> None:
+    """setsid + double fork, then not dumpable; the daemon writes FAKE_PIDFILE itself once it
+    is (so a test that sees the file knows /proc hides the daemon's environment)."""
+    init()
+    if os.fork() == 0:  # intermediate: new session, fork the daemon, exit at once
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        _detach()
+        _not_dumpable()
+        write_pidfile([os.getpid()])
+        time.sleep(300)
+        os._exit(0)
+    os.wait()
+    _wait_file(os.environ.get("FAKE_PIDFILE", ""))
+    text("non-dumpable daemon started")
+    hang()
+
+
+def hopper(prompt: str) -> None:
+    """A tool that answers SIGTERM by forking a new-session child and exiting: a "pid hopper".
+
+    Every incarnation appends its pid to FAKE_HOPLOG; FAKE_NONDUMPABLE=1 also hides its
+    environment. FAKE_PIDFILE gets the first one.
+    """
+    init()
+    log = os.environ["FAKE_HOPLOG"]
+    hide = os.environ.get("FAKE_NONDUMPABLE") == "1"
+
+    def note(pid: int) -> None:
+        with open(log, "a") as fh:
+            fh.write(f"{pid}\n")
+
+    def incarnate() -> None:
+        if hide:
+            _not_dumpable()
+        note(os.getpid())
+
+    def hop(signum: int, frame: object) -> None:
+        child = os.fork()
+        if child:
+            note(child)  # by the parent too: the child may be killed before it can write
+            os._exit(0)
+        os.setsid()
+        incarnate()
+
+    if os.fork() == 0:
+        os.setsid()
+        _detach()
+        signal.signal(signal.SIGTERM, hop)
+        incarnate()
+        write_pidfile([os.getpid()])
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+        os._exit(0)
+    _wait_file(os.environ.get("FAKE_PIDFILE", ""))
+    text("hopper started")
+    hang()
+
+
+def catch_term(prompt: str) -> None:
+    """Catches SIGTERM (a handler: SigCgt, not SigIgn), notes it in FAKE_SIGNALS, runs on."""
+    path = os.environ.get("FAKE_SIGNALS", os.devnull)
+
+    def caught(signum: int, frame: object) -> None:
+        with open(path, "a") as fh:
+            fh.write(f"{signum}\n")
+
+    signal.signal(signal.SIGTERM, caught)
+    init()
+    text("catching SIGTERM")
+    hang()
+
+
+def ssh_agent(prompt: str) -> None:
+    """Runs the real ``ssh-agent -s`` (setsid, fork, not dumpable) and leaves it running."""
+    init()
+    sock = os.environ["FAKE_SSH_SOCK"]
+    out = subprocess.run(["ssh-agent", "-s", "-a", sock], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, check=True).stdout
+    pid = int(out.split("SSH_AGENT_PID=")[1].split(";")[0])
+    write_pidfile([pid])
+    text("ssh-agent started")
+    hang()
+
+
 def tree(ignore: bool) -> None:
     if ignore:
         ignore_term_and_int()
@@ -314,6 +426,8 @@ MODES: dict[str, Callable[[str], None]] = {
     "grandchild_stdout": grandchild_stdout, "daemon": daemon, "tree3": tree3,
     "ignore_term_tree": ignore_term_tree, "echo_stdin": echo_stdin, "lines": lines,
     "print_env": print_env, "ask": ask, "hang_once": hang_once,
+    "dumpable_daemon": dumpable_daemon, "hopper": hopper, "catch_term": catch_term,
+    "ssh_agent": ssh_agent,
 }
 
 

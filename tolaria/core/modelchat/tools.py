@@ -87,11 +87,9 @@ def command_env(stream_id: str, base: Mapping[str, str] | None = None,
     ``hide`` names variables never passed on (the API key's variable).
     """
     env = dict(os.environ if base is None else base)
-    env.pop(proctree.APP_CHILD_MARKER, None)
     for name in hide:
         env.pop(name, None)
-    env[proctree.ENV_MARKER] = stream_id
-    return env
+    return proctree.mark_env(env, stream_id)
 
 
 class Toolbox:
@@ -102,7 +100,7 @@ class Toolbox:
         self.root = Path(cwd).resolve()
         self.stream_id = stream_id
         self.env = dict(env) if env is not None else command_env(stream_id)
-        self.env[proctree.ENV_MARKER] = stream_id
+        proctree.mark_env(self.env, stream_id)
         self.grace_s = grace_s
         self.command_timeout_s = command_timeout_s
         self.ran_commands = False

@@ -8,7 +8,8 @@ new session, its stdin the read end of a pipe whose only write end Tolaria holds
 ``+<stream id>`` when a run starts and ``-<stream id>`` when it has ended (tree gone). When the
 watchdog reads EOF, Tolaria is gone, however it died (the kernel closes the pipe). The watchdog
 then SIGKILLs every process whose environment carries ``TOLARIA_STREAM_ID`` of a run still in its
-live set (their process groups and pids; a few rounds, to catch forks in flight) and exits.
+live set *and* whose ``TOLARIA_OWNER`` names the app (so another Tolaria's run that reuses a
+stream id is never hit): their process groups and pids, a few rounds to catch forks in flight.
 
 On a clean exit Tolaria has already stopped its runs, so the set is empty: the pipe is closed at
 interpreter exit and the watchdog leaves without touching anything.
@@ -38,6 +39,9 @@ ENV_WATCHDOG = "TOLARIA_WATCHDOG"
 #: proctree.ENV_MARKER, spelled out: the watchdog process imports nothing heavy (psutil, asyncio)
 #: so it is reading its pipe within ~50 ms of being started.
 ENV_MARKER = "TOLARIA_STREAM_ID"
+#: proctree.OWNER_MARKER, spelled out likewise; the app passes its own value in ENV_OWNER.
+OWNER_MARKER = "TOLARIA_OWNER"
+ENV_OWNER = "TOLARIA_WATCHDOG_OWNER"
 #: Rounds of scan-and-kill after EOF, and the pause between them (forks in flight get caught).
 KILL_ROUNDS = 5
 ROUND_PAUSE_S = 0.05
@@ -46,8 +50,14 @@ ROUND_PAUSE_S = 0.05
 # --- the watchdog process ---------------------------------------------------------------------
 
 
-def _marked(stream_ids: set[bytes]) -> list[tuple[int, bytes]]:
-    """(pid, stream id) of live processes whose TOLARIA_STREAM_ID is one of ``stream_ids``."""
+def _owned(env: bytes, owner: bytes | None) -> bool:
+    """Whether a raw environment names ``owner`` in TOLARIA_OWNER (any, when None)."""
+    return owner is None or (b"\0" + OWNER_MARKER.encode() + b"=" + owner + b"\0") in b"\0" + env + b"\0"
+
+
+def _marked(stream_ids: set[bytes], owner: bytes | None = None) -> list[tuple[int, bytes]]:
+    """(pid, stream id) of live processes whose TOLARIA_STREAM_ID is one of ``stream_ids`` (and
+    whose TOLARIA_OWNER is ``owner``, when given)."""
     prefix = ENV_MARKER.encode() + b"="
     me = os.getpid()
     found: list[tuple[int, bytes]] = []
@@ -60,7 +70,7 @@ def _marked(stream_ids: set[bytes]) -> list[tuple[int, bytes]]:
                     env = fh.read()
             except OSError:
                 continue
-            if prefix not in env:
+            if prefix not in env or not _owned(env, owner):
                 continue
             for item in env.split(b"\0"):
                 if item.startswith(prefix) and item[len(prefix):] in stream_ids:
@@ -71,22 +81,25 @@ def _marked(stream_ids: set[bytes]) -> list[tuple[int, bytes]]:
 
     for proc in psutil.process_iter():
         with contextlib.suppress(psutil.Error):
-            value = proc.environ().get(ENV_MARKER, "").encode()
-            if value in stream_ids and proc.pid != me:
+            penv = proc.environ()
+            value = penv.get(ENV_MARKER, "").encode()
+            if (value in stream_ids and proc.pid != me
+                    and (owner is None or penv.get(OWNER_MARKER, "").encode() == owner)):
                 found.append((proc.pid, value))
     return found
 
 
 def kill_marked(stream_ids: Iterable[bytes], rounds: int = KILL_ROUNDS,
-                pause: float = ROUND_PAUSE_S) -> int:
-    """SIGKILL every process of the given runs, groups first; return how many pids were hit."""
+                pause: float = ROUND_PAUSE_S, owner: bytes | None = None) -> int:
+    """SIGKILL every process of the given runs (of ``owner``'s, when given), groups first;
+    return how many pids were hit."""
     wanted = set(stream_ids)
     if not wanted:
         return 0
     own_pgid = os.getpgid(0)
     hit: set[int] = set()
     for _ in range(rounds):
-        found = _marked(wanted)
+        found = _marked(wanted, owner)
         if not found:
             break
         pids = {pid for pid, _sid in found}
@@ -128,7 +141,8 @@ def main() -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     live = serve(sys.stdin.buffer)
-    kill_marked(live)
+    owner = os.environ.get(ENV_OWNER)
+    kill_marked(live, owner=owner.encode() if owner else None)
     return 0
 
 
@@ -151,9 +165,13 @@ class _Client:
             return self._proc.stdin.fileno() if self._proc.stdin is not None else None
         if self._failed:
             return None
+        from tolaria.core.process import procfs
+
         env = dict(os.environ)
         env.pop(ENV_MARKER, None)
+        env.pop(OWNER_MARKER, None)
         env[ENV_WATCHDOG] = "1"
+        env[ENV_OWNER] = procfs.owner_token()
         # Importable from wherever the app was started (a source checkout is not on sys.path
         # of a fresh interpreter by itself).
         root = str(Path(__file__).resolve().parents[4])  # above the tolaria package

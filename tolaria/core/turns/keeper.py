@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -218,12 +218,12 @@ class _LeftoverKiller(proctree.TreeKiller):
                 found.update(child.pid for child in proc.children(recursive=True))
         return found
 
-    _scan_psutil = _scan_proc
+    _scan_psutil = _scan_known = _scan_proc
 
-    def snapshot(self) -> list[psutil.Process]:
-        alive = super().snapshot()
+    def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
+        new = super()._add(pids)
         self.groups.discard(self.spare_group or -1)  # never the agent's own group
-        return alive
+        return new
 
 
 class KeeperPool:

@@ -34,12 +34,11 @@ class ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 
 def build_env(manifest: Manifest, stream_id: str, extra: Mapping[str, str]) -> dict[str, str]:
     env = dict(os.environ)
-    env.pop(proctree.APP_CHILD_MARKER, None)
     env.update({k: os.path.expandvars(v) for k, v in manifest.env.items()})
     env.update(extra)
-    # Every process of the run inherits this marker, so the tree can be found even after a
+    # Every process of the run inherits these markers, so the tree can be found even after a
     # tool leaves it with setsid + double fork, and leak checks can name the run.
-    env[proctree.ENV_MARKER] = stream_id
+    env = proctree.mark_env(env, stream_id)
     # Secrets set for the agent only (its [env], Preferences) are masked like the environment's
     # own: in its stderr lines and errors, the logs and crash reports (tolaria/support/redact.py).
     remember_secrets(env)

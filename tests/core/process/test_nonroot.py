@@ -1,0 +1,213 @@
+"""The hostile-tree zoo as a NON-root user (issue 14, cases 1 and 14).
+
+As root every ``/proc/PID/environ`` is readable, so a daemon that makes itself non-dumpable
+(ssh-agent, gpg-agent: ``prctl(PR_SET_DUMPABLE, 0)``) still shows its TOLARIA_STREAM_ID marker.
+As the user who started it, it does not: before the fix it survived Stop, unreported. The suite
+runs as root in CI, so these tests become an unprivileged user (``tolaria-test``, created here
+when missing) with ``setpriv`` and run tests/fakes/stop_scenario.py, which stops one run through
+the real registry and prints what it saw. Not root: the scenario runs as the current user.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+import psutil
+import pytest
+
+from tolaria.core.process import proctree
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIO = ROOT / "tests" / "fakes" / "stop_scenario.py"
+USER = "tolaria-test"
+_PROBE = ("import subprocess, sys, psutil, tolaria.core.process; "
+          "subprocess.run([sys.executable, '-c', ''], check=True)")
+
+
+@dataclass(frozen=True)
+class AsUser:
+    """How to run the scenario as the unprivileged user: prefix, interpreter, PYTHONPATH."""
+
+    prefix: tuple[str, ...]
+    python: str
+    path: str
+    scenario: Path
+    uid: int
+    gid: int
+
+
+def _ensure_user() -> pwd.struct_passwd | None:
+    """The test user, created (system user, no home) if missing; None if that fails."""
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        pass
+    useradd = shutil.which("useradd")
+    if useradd is None:
+        return None
+    subprocess.run([useradd, "-M", "-r", "-s", "/usr/sbin/nologin", USER],
+                   capture_output=True, check=False)  # a concurrent creation is fine too
+    try:
+        return pwd.getpwnam(USER)
+    except KeyError:
+        return None
+
+
+def _interpreters() -> list[str]:
+    """Pythons that may run the scenario: ours first, then a system one of the same version
+    (a pyenv interpreter under /root is out of an unprivileged user's reach)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    out = [sys.executable, os.path.realpath(sys.executable), getattr(sys, "_base_executable", "")]
+    out += [shutil.which(version) or "", f"/usr/bin/{version}", f"/usr/local/bin/{version}"]
+    return list(dict.fromkeys(p for p in out if p and os.path.isfile(p)))
+
+
+def _readable_copy(to: Path) -> str:
+    """The package, the fakes and the scenario's libraries copied where any user can read them
+    (a checkout under /root is out of reach); returns the PYTHONPATH for them."""
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "tolaria", to / "tolaria", ignore=skip)
+    shutil.copytree(SCENARIO.parent, to / "tests" / "fakes", ignore=skip)
+    for module in (psutil, platformdirs):
+        where = Path(module.__file__ or "").resolve().parent
+        shutil.copytree(where, to / "site" / where.name, ignore=skip)
+    for folder, _dirs, _files in os.walk(to):
+        os.chmod(folder, 0o755)
+    return os.pathsep.join([str(to), str(to / "site")])
+
+
+def _first_runnable(prefix: tuple[str, ...], path: str) -> str | None:
+    for python in _interpreters():
+        # The scenario starts more of itself (the agent, the watchdog) from sys.executable.
+        probe = subprocess.run([*prefix, python, "-c", _PROBE],
+                               env={"PYTHONPATH": path, "PATH": os.defpath}, cwd="/",
+                               capture_output=True, check=False)
+        if probe.returncode == 0:
+            return python
+    return None
+
+
+@pytest.fixture(scope="module")
+def as_user() -> Iterator[AsUser]:
+    site = str(Path(psutil.__file__).resolve().parents[1])  # where psutil is installed
+    path = os.pathsep.join([str(ROOT), site])
+    if os.getuid() != 0:
+        yield AsUser((), sys.executable, path, SCENARIO, os.getuid(), os.getgid())
+        return
+    user = _ensure_user()
+    setpriv = shutil.which("setpriv")
+    if user is None or setpriv is None:
+        pytest.skip(f"NOT TESTED AS NON-ROOT: cannot create user {USER!r} or no setpriv")
+    prefix = (setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups")
+    python = _first_runnable(prefix, path)
+    if python is not None:
+        yield AsUser(prefix, python, path, SCENARIO, user.pw_uid, user.pw_gid)
+        return
+    copy = Path(tempfile.mkdtemp(prefix="tolaria-nonroot-code-", dir="/tmp"))
+    try:
+        path = _readable_copy(copy)
+        python = _first_runnable(prefix, path)
+        if python is None:
+            pytest.skip(f"NOT TESTED AS NON-ROOT: no Python {sys.version_info[:2]} that {USER} "
+                        f"can run with tolaria and psutil (tried {_interpreters()})")
+        yield AsUser(prefix, python, path, copy / "tests" / "fakes" / SCENARIO.name,
+                     user.pw_uid, user.pw_gid)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+@pytest.fixture
+def workdir(as_user: AsUser) -> Iterator[Path]:
+    """A private folder the user owns (pytest's tmp_path lies under a folder only root enters)."""
+    work = Path(tempfile.mkdtemp(prefix="tolaria-nonroot-", dir="/tmp"))
+    (work / "home").mkdir()
+    for path in (work, work / "home"):
+        os.chown(path, as_user.uid, as_user.gid)
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _leftovers(uid: int, work: Path) -> list[psutil.Process]:
+    """Live processes of ``uid`` that came from this scenario: below us (orphans come back to
+    us, the subreaper) or carrying its TOLARIA_HOME (other tests may use the same user)."""
+    home = f"TOLARIA_HOME={work / 'home'}".encode()
+    below = {p.pid for p in psutil.Process().children(recursive=True)}
+    out = []
+    for proc in psutil.process_iter(["uids", "status"]):
+        info = proc.info
+        if info["uids"] is None or info["uids"].real != uid or info["status"] == "zombie":
+            continue
+        try:
+            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+                ours = home in fh.read().split(b"\0")
+        except OSError:
+            ours = False
+        if ours or proc.pid in below:
+            out.append(proc)
+    return out
+
+
+def run_scenario(as_user: AsUser, work: Path, mode: str) -> dict[str, Any]:
+    # Orphans of a scenario that died half-way come back to us, where the leak fixture sees them.
+    proctree.enable_child_subreaper()
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(work / "home"),
+           "TOLARIA_HOME": str(work / "home"), "PYTHONPATH": as_user.path}
+    done = subprocess.run([*as_user.prefix, as_user.python, str(as_user.scenario), mode, str(work)],
+                          env=env, cwd=work, capture_output=True, text=True, timeout=90,
+                          check=False)
+    leftovers = _leftovers(as_user.uid, work) if as_user.prefix else []
+    for proc in leftovers:
+        proc.kill()
+    assert not leftovers, f"processes of {USER} outlived the scenario: {leftovers}"
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result, done.stderr[-2000:]
+    assert result["uid"] == as_user.uid
+    return result
+
+
+def _assert_stopped(result: dict[str, Any]) -> None:
+    assert result["stop_reason"] == "cancelled"
+    assert result["pids"], "the fake reported no process"
+    # The promise: when done arrives every process is gone; and if one were not, done says so.
+    assert result["alive"] == [], result
+    assert result["survivors"] == [], result
+
+
+def test_non_dumpable_daemon_is_stopped_as_non_root(as_user: AsUser, workdir: Path) -> None:
+    result = run_scenario(as_user, workdir, "dumpable_daemon")
+    if as_user.uid != 0:
+        assert result["environ_readable"] is False, "the daemon's environment was readable"
+    _assert_stopped(result)
+
+
+def test_double_fork_setsid_daemon_is_stopped_as_non_root(as_user: AsUser, workdir: Path) -> None:
+    _assert_stopped(run_scenario(as_user, workdir, "daemon"))
+
+
+@pytest.mark.parametrize("mode", ["hopper", "hopper_hidden"])
+def test_pid_hopper_is_stopped_as_non_root(as_user: AsUser, workdir: Path, mode: str) -> None:
+    result = run_scenario(as_user, workdir, mode)
+    _assert_stopped(result)
+    assert len(result["pids"]) >= 1
+
+
+@pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="ssh-agent is not installed")
+def test_ssh_agent_is_stopped_as_non_root(as_user: AsUser, workdir: Path) -> None:
+    result = run_scenario(as_user, workdir, "ssh_agent")
+    if as_user.uid != 0:
+        assert result["environ_readable"] is False, "ssh-agent's environment was readable"
+    _assert_stopped(result)

@@ -1,0 +1,180 @@
+"""Reading Linux ``/proc`` directly, for the tree kill (proctree.py).
+
+Why not psutil here: a stop reads a few small files of every process it considers, and what it
+needs (parent, session, group, start time, ignored signals, the environment) is one ``read`` each.
+These readers never raise for a process that vanished or hides: they return None.
+
+What a user can read about their own processes: ``stat`` and ``status`` always; ``environ`` only
+while the process is *dumpable*. A daemon that calls ``prctl(PR_SET_DUMPABLE, 0)`` (ssh-agent,
+gpg-agent) makes its ``/proc`` files root-owned, so its environment (our marker) is unreadable
+to the very user who started it. Such a process is recognised by what stays readable: its
+parentage (adopted by us, the subreaper), its session, its start time and its owner.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+HAS_PROC = os.path.isdir("/proc")
+#: Whether the kernel lists children (CONFIG_PROC_CHILDREN); without it the full scan has to do.
+_HAS_CHILDREN_FILE = HAS_PROC and os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+#: SigIgn / SigCgt in /proc/PID/status are hex masks with bit (N - 1) for signal N.
+SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
+#: This process's identity in the owner marker, computed once per pid (a fork gets its own).
+_owner: tuple[int, str] | None = None
+
+
+@dataclass(frozen=True)
+class Stat:
+    """The fields of ``/proc/PID/stat`` a stop uses."""
+
+    pid: int
+    state: bytes
+    ppid: int
+    pgid: int
+    sid: int
+    #: Start time in clock ticks after boot (field 22): with the pid, a process's identity.
+    start: int
+
+    @property
+    def zombie(self) -> bool:
+        return self.state in (b"Z", b"X")
+
+
+def _read(path: str, *, short: bool = False) -> bytes | None:
+    """A whole /proc file, or None. Unbuffered ``os.read``: half the cost of ``open()``, which
+    counts when a stop reads one file of every process on the machine. ``short``: a file the
+    kernel hands over in one read (``stat``, ``status``): no second read to see the end."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if short:
+            return os.read(fd, 16384)
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def stat(pid: int | str) -> Stat | None:
+    """``/proc/PID/stat``, or None if the process is gone."""
+    raw = _read(f"/proc/{pid}/stat", short=True)
+    if raw is None:
+        return None
+    try:
+        # The command name (field 2) may hold spaces and parentheses: split after the last ")".
+        fields = raw[raw.rfind(b")") + 2 :].split()
+        return Stat(int(pid), fields[0], int(fields[1]), int(fields[2]), int(fields[3]),
+                    int(fields[19]))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def pids() -> list[int]:
+    """Every pid in ``/proc`` now."""
+    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
+
+
+def children(pid: int) -> list[int] | None:
+    """Direct children of ``pid`` (every thread's), or None if the kernel cannot tell.
+
+    ``/proc/PID/task/TID/children`` lists the children *that thread* forked, so all threads are
+    read. A vanished process (or thread) has no children.
+    """
+    if not _HAS_CHILDREN_FILE:
+        return None
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        raw = _read(f"/proc/{pid}/task/{tid}/children")
+        if raw is not None:
+            out.extend(int(c) for c in raw.split())
+    return out
+
+
+def _status_field(pid: int, name: bytes) -> bytes | None:
+    raw = _read(f"/proc/{pid}/status", short=True)
+    at = -1 if raw is None else raw.find(b"\n" + name)
+    if raw is None or at < 0:
+        return None
+    end = raw.find(b"\n", at + 1)
+    return raw[at + 1 + len(name) : end if end >= 0 else len(raw)].strip()
+
+
+def ignores_sigterm(pid: int) -> bool:
+    """Whether ``pid`` has SIGTERM set to SIG_IGN: a SIGTERM can do nothing to it.
+
+    A process that *catches* SIGTERM (SigCgt) is not an ignorer: it may be cleaning up.
+    """
+    mask = _status_field(pid, b"SigIgn:")
+    try:
+        return mask is not None and bool(int(mask, 16) & SIGTERM_BIT)
+    except ValueError:
+        return False
+
+
+def real_uid(pid: int) -> int | None:
+    """The real uid of ``pid`` (``status`` stays readable for a non-dumpable process)."""
+    uids = _status_field(pid, b"Uid:")
+    try:
+        return int(uids.split()[0]) if uids else None
+    except (ValueError, IndexError):
+        return None
+
+
+def environ(pid: int | str) -> bytes | None:
+    """The raw environment of ``pid``, or None when unreadable (gone, or not dumpable)."""
+    return _read(f"/proc/{pid}/environ")
+
+
+def env_value(env: bytes, name: bytes) -> bytes | None:
+    """The value of ``name`` in a raw NUL-separated environment, or None if unset."""
+    needle = name + b"="
+    at = env.find(needle)
+    while at > 0 and env[at - 1] != 0:
+        at = env.find(needle, at + 1)
+    if at < 0:
+        return None
+    end = env.find(b"\0", at)
+    return env[at + len(needle) : end if end >= 0 else len(env)]
+
+
+def owner_token() -> str:
+    """``<pid>:<start ticks>`` of this process: names it uniquely across homes and pid reuse."""
+    global _owner
+    me = os.getpid()
+    if _owner is None or _owner[0] != me:
+        own = stat(me) if HAS_PROC else None
+        start = own.start if own is not None else int(_boot_relative_start())
+        _owner = (me, f"{me}:{start}")
+    return _owner[1]
+
+
+def _boot_relative_start() -> float:
+    """Without /proc (macOS): psutil's create time stands in for the start ticks."""
+    import psutil  # only off Linux
+
+    return float(psutil.Process().create_time()) * 100
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def now_ticks() -> int:
+    """Clock ticks since boot now, on the clock of ``Stat.start`` (0 without /proc)."""
+    try:
+        with open("/proc/uptime", "rb") as fh:
+            return int(float(fh.read().split()[0]) * CLK_TCK)
+    except (OSError, ValueError, IndexError):
+        return 0
