@@ -1,0 +1,166 @@
+"""How ``tolaria run`` prints a run's events: ``--json``, plain text (piped), or the TTY mode.
+
+Every write goes through ``Output``: when the reader goes away (``tolaria run ... | head -1``)
+the first write that hits the closed pipe stops the run (``on_closed``: the runner aborts the
+stream, so the agent's tree is killed) and everything after is dropped quietly. Without it,
+each later event raised a BrokenPipeError traceback and the agent ran on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING
+
+from tolaria.cli.terminal import for_terminal, json_line, no_surrogates
+from tolaria.core.events import (
+    Diagnostic,
+    Done,
+    Error,
+    Event,
+    TextDelta,
+    ToolDone,
+    ToolStart,
+    to_dict,
+)
+
+if TYPE_CHECKING:
+    import asyncio
+
+#: ``Exit code N`` at the start of a shell tool's result (Claude Code, the demo agent).
+_EXIT_CODE = re.compile(r"\AExit code (-?\d+)")
+
+
+def tool_exit_code(output: str) -> int | None:
+    match = _EXIT_CODE.match(output or "")
+    return int(match.group(1)) if match else None
+
+
+class Output:
+    """stdout and stderr, written so that a closed reader ends the run instead of raising."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        #: Called once, on the first write to a closed stdout or stderr (stops the run).
+        self.on_closed: Callable[[], object] = lambda: None
+
+    def write(self, stream: IO[str] | None, text: str) -> None:
+        if self.closed or not text:
+            return
+        if stream is None:  # started with that descriptor closed
+            self._close(None)
+            return
+        try:
+            stream.write(text)
+            stream.flush()
+        except OSError as exc:
+            if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
+                raise
+            self._close(stream)
+
+    def out(self, text: str) -> None:
+        self.write(sys.stdout, text)
+
+    def err(self, text: str) -> None:
+        self.write(sys.stderr, text)
+
+    def _close(self, stream: IO[str] | None) -> None:
+        self.closed = True
+        if stream is not None:
+            # Whatever Python still has buffered for the pipe would fail again at exit ("Exception
+            # ignored ... BrokenPipeError"): point the descriptor at /dev/null instead.
+            with contextlib.suppress(OSError, ValueError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, stream.fileno())
+                os.close(null)
+        self.on_closed()
+
+
+class Printer:
+    """Base of the printers: the output and how to tell that the run is being stopped."""
+
+    def __init__(self, output: Output | None = None) -> None:
+        self.output = output or Output()
+        #: True once a stop was asked for (Ctrl+C, ``tolaria abort``, a closed pipe): a tool
+        #: failing after that was cancelled, as the window says.
+        self.stopping: Callable[[], bool] = lambda: False
+
+    def __call__(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The run starts on ``loop`` (the TTY printer's spinner ticks there)."""
+
+    def detach(self) -> None:
+        """The run is over."""
+
+    def tool_status(self, event: ToolDone) -> str:
+        if event.is_error:
+            return "cancelled" if self.stopping() else "failed"
+        return "done"
+
+
+class JsonPrinter(Printer):
+    def __call__(self, event: Event) -> None:
+        self.output.out(json_line(to_dict(event)) + "\n")
+
+
+class PlainPrinter(Printer):
+    """Text to stdout as the agent wrote it; tool calls, errors and the final status to stderr
+    (escaped when stderr is a terminal)."""
+
+    def __init__(self, output: Output | None = None) -> None:
+        super().__init__(output)
+        self._after_tool = False
+        self._err_tty = _isatty(sys.stderr)
+
+    def _err_line(self, text: str) -> None:
+        text = for_terminal(text) if self._err_tty else no_surrogates(text)
+        self.output.err(text + "\n")
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            if self._after_tool:
+                self.output.out("\n\n")
+                self._after_tool = False
+            self.output.out(no_surrogates(event.text))
+        elif isinstance(event, ToolStart):
+            self._after_tool = True
+            summary = json.dumps(event.input, ensure_ascii=False)[:120]
+            self._err_line(f"\n[tool {event.name}: {summary}]")
+        elif isinstance(event, ToolDone):
+            self._err_line(f"[tool {self.tool_status(event)}]")
+        elif isinstance(event, Error):
+            self._err_line(f"\nerror: {event.message}")
+            if event.hint:
+                self._err_line(f"hint: {event.hint}")
+        elif isinstance(event, Diagnostic) and event.source == "retry":
+            self._err_line(f"[{event.message}]")
+        elif isinstance(event, Done):
+            self.output.out("\n")
+            survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)
+            extra = f"; still alive: {survivors}" if survivors else ""
+            self._err_line(f"[done: {event.stop_reason}, {event.duration_ms} ms{extra}]")
+
+
+def _isatty(stream: IO[str] | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def make_printer(as_json: bool) -> Printer:
+    """``--json``; the TTY mode when stdout is a terminal; else plain text."""
+    if as_json:
+        return JsonPrinter()
+    if _isatty(sys.stdout) and os.environ.get("TERM") != "dumb":
+        from tolaria.cli.tty import TtyPrinter
+
+        return TtyPrinter()
+    return PlainPrinter()
