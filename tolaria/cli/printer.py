@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING
 
 from tolaria.cli.terminal import for_terminal, json_line, no_surrogates
 from tolaria.core.events import (
+    STOP_CANCELLED,
     Diagnostic,
     Done,
     Error,
@@ -89,6 +90,9 @@ class Printer:
         #: True once a stop was asked for (Ctrl+C, ``tolaria abort``, a closed pipe): a tool
         #: failing after that was cancelled, as the window says.
         self.stopping: Callable[[], bool] = lambda: False
+        #: Tool calls started and not finished: at ``Done`` they end as the window says
+        #: (cancelled, or no result).
+        self.open_tools: dict[str, ToolStart] = {}
 
     def __call__(self, event: Event) -> None:
         raise NotImplementedError
@@ -98,6 +102,16 @@ class Printer:
 
     def detach(self) -> None:
         """The run is over."""
+
+    def track(self, event: Event) -> None:
+        if isinstance(event, ToolStart):
+            self.open_tools[event.tool_id] = event
+        elif isinstance(event, ToolDone):
+            self.open_tools.pop(event.tool_id, None)
+
+    def unfinished_status(self, done: Done) -> str:
+        """What a tool without a result became when the run ended so (the window's words)."""
+        return "cancelled" if done.stop_reason == STOP_CANCELLED else "no result"
 
     def tool_status(self, event: ToolDone) -> str:
         if event.is_error:
@@ -124,6 +138,7 @@ class PlainPrinter(Printer):
         self.output.err(text + "\n")
 
     def __call__(self, event: Event) -> None:
+        self.track(event)
         if isinstance(event, TextDelta):
             if self._after_tool:
                 self.output.out("\n\n")
@@ -142,6 +157,8 @@ class PlainPrinter(Printer):
         elif isinstance(event, Diagnostic) and event.source == "retry":
             self._err_line(f"[{event.message}]")
         elif isinstance(event, Done):
+            for _ in self.open_tools:
+                self._err_line(f"[tool {self.unfinished_status(event)}]")
             self.output.out("\n")
             survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)
             extra = f"; still alive: {survivors}" if survivors else ""

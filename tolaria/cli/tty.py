@@ -63,7 +63,6 @@ class TtyPrinter(Printer):
         self._frame = 0
         self._spinner_shown = False
         self._at_line_start = True  # of the terminal, shared by stdout and stderr
-        self._tools: dict[str, str] = {}
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -114,6 +113,9 @@ class TtyPrinter(Printer):
         self._at_line_start = True
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ToolDone):
+            self._tool_done(event)  # before track(): it needs the tool's label
+        self.track(event)
         if isinstance(event, TextDelta):
             self.activity = "writing"
             self._out(for_terminal(event.text, keep_sgr=self.colour))
@@ -121,8 +123,6 @@ class TtyPrinter(Printer):
             self.activity = "thinking"
         elif isinstance(event, ToolStart):
             self._tool_start(event)
-        elif isinstance(event, ToolDone):
-            self._tool_done(event)
         elif isinstance(event, Error):
             self._line(self._c(RED, f"error: {for_terminal(event.message)}"))
             if event.hint:
@@ -137,7 +137,6 @@ class TtyPrinter(Printer):
         name = for_terminal(event.name or "tool")
         command = isinstance(event.input, dict) and isinstance(event.input.get("command"), str)
         label = f"$ {what}" if command else f"● {name}  {what}".rstrip()
-        self._tools[event.tool_id] = label
         self.activity = f"running {label}"[:60]
         self._line(self._c(BOLD, label))
 
@@ -151,12 +150,15 @@ class TtyPrinter(Printer):
             text = self._c(YELLOW, "  ⊘ cancelled" + suffix)
         else:
             text = self._c(RED, "  ✗ failed" + suffix)
-        self._tools.pop(event.tool_id, None)
         self.activity = "thinking"
         self._line(text)
 
     def _done(self, event: Done) -> None:
         self.detach()
+        for tool in self.open_tools.values():
+            label = summarize(tool.input) or tool.name
+            self._line(self._c(YELLOW, f"  ⊘ {self.unfinished_status(event)}: "
+                                       f"{for_terminal(label)[:60]}"))
         seconds = f"{event.duration_ms / 1000:.1f} s"
         if event.stop_reason == STOP_END_TURN:
             text = self._c(GREEN, f"■ done in {seconds}")
