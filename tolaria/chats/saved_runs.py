@@ -30,7 +30,13 @@ from tolaria.chats.history import MAX_TURNS, Exchange, build_prompt  # plain Pyt
 from tolaria.core.adapters.manifest import OPENAI_CHAT
 from tolaria.core.events import Done, Event, TextDelta
 from tolaria.core.process import control
-from tolaria.core.store.db import MARKER_TURN_RESTARTED, Conversation, Store, Turn
+from tolaria.core.store.db import (
+    MARKER_TURN_RESTARTED,
+    ORIGIN_COMMAND_LINE,
+    Conversation,
+    Store,
+    Turn,
+)
 from tolaria.core.turns.runner import RunRequest
 
 #: Same as the window's new-chat title (tolaria/qt/controller.py).
@@ -100,7 +106,8 @@ class SavedRun:
         conversation = self.conversation
         if conversation is None:
             cwd = os.path.abspath(request.cwd or os.getcwd())
-            conversation = self.store.create_conversation(title_from_prompt(prompt), agent, cwd)
+            conversation = self.store.create_conversation(title_from_prompt(prompt), agent, cwd,
+                                                          origin=ORIGIN_COMMAND_LINE)
             earlier: list[Turn] = []
         else:
             cwd = os.path.abspath(explicit_cwd) if explicit_cwd else (
