@@ -48,6 +48,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from cli_abort import CliAbort, print_startup, startup_times  # noqa: E402  (bench/)
+
 from tolaria.core.adapters.manifest import Manifest  # noqa: E402
 from tolaria.core.events import Done, Event, Init  # noqa: E402
 from tolaria.core.process import proctree  # noqa: E402
@@ -201,9 +203,10 @@ def own_child(pid: int) -> None:
 def core_version() -> str:
     """Short hashes of the core files measured (the repository may have no commits yet)."""
     parts = []
-    for name in ("runner.py", "registry.py", "proctree.py"):
+    for name in ("turns/runner.py", "process/registry.py", "process/proctree.py",
+                 "process/control_client.py"):
         data = (ROOT / "tolaria" / "core" / name).read_bytes()
-        parts.append(f"{name} {hashlib.sha256(data).hexdigest()[:10]}")
+        parts.append(f"{name.rsplit('/', 1)[-1]} {hashlib.sha256(data).hexdigest()[:10]}")
     return ", ".join(parts)
 
 
@@ -355,6 +358,7 @@ class Series:
     stops: list[Stop] = field(default_factory=list)
     warmup: int = 0
     retries: list[str] = field(default_factory=list)  # trees that never came up, re-spawned
+    cli_exit_ms: list[float] = field(default_factory=list)  # abort-cli: `tolaria abort` ran
 
     def latencies(self) -> list[float]:
         return [s.latency_ms for s in self.stops]
@@ -417,7 +421,8 @@ def tree_procs(pids: dict[str, int], cleanup: Cleanup,
 
 
 async def tolaria_stop(tree: Path, mode: str, grace: float, sid: str, tmp: Path,
-                       cleanup: Cleanup, monitor: Monitor) -> Stop:
+                       cleanup: Cleanup, monitor: Monitor, stopper: CliAbort | None = None,
+                       ) -> Stop:
     validate_stream_id(sid)
     pidfile = tmp / f"{sid}.pids"
     manifest = Manifest(id="bench-tree", name="bench tree", protocol="claude-stream-json",
@@ -454,7 +459,9 @@ async def tolaria_stop(tree: Path, mode: str, grace: float, sid: str, tmp: Path,
 
         monitor.watch(sid, procs, grace + VERIFY_EXTRA_S)
         t0 = time.monotonic()
-        if not registry.abort(sid):
+        if stopper is not None:  # from another process (bench/cli_abort.py)
+            await stopper(registry, sid)
+        elif not registry.abort(sid):
             raise RuntimeError("registry.abort returned False on a live run")
         done = await asyncio.wait_for(asyncio.shield(task), timeout=grace + VERIFY_EXTRA_S + 10)
         seen = monitor.result()  # the run is over: blocking the loop here delays nothing
@@ -555,13 +562,30 @@ def baseline_stop(tree: Path, mode: str, wait: float, sid: str, tmp: Path,
 async def run_series(method: str, tree: Path, mode: str, args: argparse.Namespace, tmp: Path,
                      cleanup: Cleanup, tag: str, monitor: Monitor) -> Series:
     series = Series(mode, method, warmup=args.warmup)
-    stops = args.stops if method == "tolaria" else args.baseline_stops
+    stops = args.baseline_stops if method == "baseline" else args.stops
+    cli = CliAbort(tmp / "home") if method == "abort-cli" else None
+    if cli is not None:
+        await cli.start()
+    try:
+        await _stops(series, stops, tree, mode, args, tmp, cleanup, tag, monitor, cli)
+    finally:
+        if cli is not None:
+            await cli.close()
+            series.cli_exit_ms = cli.exit_ms[args.warmup:]
+    return series
+
+
+async def _stops(series: Series, stops: int, tree: Path, mode: str, args: argparse.Namespace,
+                 tmp: Path, cleanup: Cleanup, tag: str, monitor: Monitor,
+                 cli: CliAbort | None) -> None:
+    method = series.method
     for i in range(args.warmup + stops):
         for attempt in range(SPAWN_ATTEMPTS):
             sid = f"{tag}-{method[:4]}-{mode}-{i:03d}-{attempt}"
             try:
-                if method == "tolaria":
-                    stop = await tolaria_stop(tree, mode, args.grace, sid, tmp, cleanup, monitor)
+                if method != "baseline":
+                    stop = await tolaria_stop(tree, mode, args.grace, sid, tmp, cleanup, monitor,
+                                              cli)
                 else:  # synchronous on purpose: nothing else runs on the loop meanwhile
                     stop = baseline_stop(tree, mode, args.baseline_wait, sid, tmp, cleanup)
                 break
@@ -572,7 +596,6 @@ async def run_series(method: str, tree: Path, mode: str, args: argparse.Namespac
         if i >= args.warmup:
             series.stops.append(stop)
         progress(series, i, args.warmup + stops, args.quiet)
-    return series
 
 
 def progress(series: Series, i: int, total: int, quiet: bool) -> None:
@@ -585,10 +608,12 @@ def progress(series: Series, i: int, total: int, quiet: bool) -> None:
 
 # -- report ----------------------------------------------------------------------------------
 def target_for(series: Series, grace: float) -> tuple[str, bool] | None:
-    if series.method != "tolaria":
+    if series.method == "baseline":
         return None
     med = statistics.median(series.latencies())
     limit = 50.0 if series.tree == "obey" else grace * 1000 + 100
+    if series.method == "abort-cli" and series.tree != "obey":
+        limit += 40  # the abort command's own start-up (issue 16: <= 40 ms)
     return f"median <= {limit:.0f} ms, 0 survivors", med <= limit and series.survivors() == 0
 
 
@@ -677,6 +702,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--trees", default="obey,ignore", help="comma list of obey, ignore")
     ap.add_argument("--background", type=int, default=0, metavar="N",
                     help="start N idle processes first, to imitate a desktop's process count (0)")
+    ap.add_argument("--methods", default="tolaria,abort-cli,baseline",
+                    help="comma list of tolaria (registry.abort in-process), abort-cli "
+                         "(`tolaria abort ID` from a new process) and baseline")
+    ap.add_argument("--startup-runs", type=int, default=21, metavar="N",
+                    help="times `tolaria abort` / `tolaria streams` start-up is timed (21; 0: no)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
@@ -685,6 +715,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.stops < 1 or args.baseline_stops < 1 or args.grace < 0 or args.warmup < 0 \
             or args.background < 0:
         ap.error("--stops/--baseline-stops must be >= 1, --grace/--warmup/--background >= 0")
+    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not args.methods or set(args.methods) - {"tolaria", "abort-cli", "baseline"}:
+        ap.error("--methods takes tolaria, abort-cli and/or baseline")
     args.trees = [t.strip() for t in args.trees.split(",") if t.strip()]
     if not args.trees or set(args.trees) - {"obey", "ignore"}:
         ap.error("--trees takes obey and/or ignore")
@@ -722,7 +755,7 @@ def main(argv: list[str] | None = None) -> int:
         (tmp / "monitor.py").write_text(MONITOR_SCRIPT % {"poll": POLL_S})
         monitor = Monitor(tmp / "monitor.py", quiet_env)
         for mode in args.trees:
-            for method in ("tolaria", "baseline"):
+            for method in args.methods:
                 all_series.append(asyncio.run(
                     run_series(method, tree, mode, args, tmp, cleanup, tag, monitor)))
     except KeyboardInterrupt:
@@ -738,6 +771,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {line}", file=sys.stderr)
         shutil.rmtree(tmp, ignore_errors=True)
     ok = report(all_series, args, started)
+    for s in all_series:
+        if s.cli_exit_ms:
+            print(f"  {s.tree}/abort-cli: `tolaria abort` process start to exit, median "
+                  f"{statistics.median(s.cli_exit_ms):.1f} ms, p95 {p95(s.cli_exit_ms):.1f} ms")
+    if args.startup_runs:
+        with tempfile.TemporaryDirectory(prefix="tolaria-bench-home-") as home:
+            print_startup(startup_times(args.startup_runs, Path(home)))
     if args.json:
         Path(args.json).write_text(json.dumps(as_json(all_series, args), indent=2) + "\n")
     return 0 if ok else 1

@@ -1,0 +1,92 @@
+"""The cross-process stop of bench/stop_latency.py: ``tolaria abort ID`` from another process.
+
+A user stops a run from another terminal with ``tolaria abort ID``; that process must start,
+find the owner's control socket, ask, and wait for "stopped" (answered once the tree is gone).
+So its start-up counts in the stop: ``CliAbort`` is the stop method ``abort-cli`` (the bench's
+own process owns the run and listens on a control socket in a private ``TOLARIA_HOME``, exactly
+as ``tolaria run`` does), and ``startup_times`` is how long ``tolaria abort`` / ``tolaria
+streams`` take from process start to exit when nothing runs. See docs/PERFORMANCE.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tolaria.core.process.control import ControlServer
+from tolaria.core.process.registry import ProcessRegistry
+from tolaria.core.stream_id import new_stream_id
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    """The environment of a ``tolaria`` command talking to the bench's control socket."""
+    env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
+    env["TOLARIA_HOME"] = str(home)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+class CliAbort:
+    """Stops each run with ``python -m tolaria abort ID`` in a new process (``stopper`` of
+    ``stop_latency.tolaria_stop``). Create it on the series' event loop; ``close`` at the end."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.env = cli_env(home)
+        folder = home / "run"
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.server = ControlServer(ProcessRegistry(), folder=folder)
+        #: ms from the spawn of ``tolaria abort`` to its exit (it exits once the tree is gone).
+        self.exit_ms: list[float] = []
+
+    async def start(self) -> None:
+        await self.server.start()
+
+    async def close(self) -> None:
+        await self.server.close()
+
+    async def __call__(self, registry: ProcessRegistry, sid: str) -> None:
+        self.server.registry = registry  # each stop has a registry of its own
+        t0 = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tolaria", "abort", sid, env=self.env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = await proc.communicate()
+        self.exit_ms.append((time.monotonic() - t0) * 1000)
+        if proc.returncode != 0 or out.strip() != b"true":
+            raise RuntimeError(f"tolaria abort answered {out!r} (exit {proc.returncode}): "
+                               f"{err.decode(errors='replace')[-500:]}")
+
+
+def startup_times(runs: int, home: Path) -> dict[str, list[float]]:
+    """ms from process start to exit of ``tolaria abort UNKNOWN-ID`` and ``tolaria streams``
+    with nothing running, next to ``python -c pass`` (the interpreter's own start-up)."""
+    env = cli_env(home)
+    commands = {"python -c pass": ["-c", "pass"],
+                "tolaria abort (no such run)": ["-m", "tolaria", "abort", new_stream_id()],
+                "tolaria streams": ["-m", "tolaria", "streams"]}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, args in commands.items():  # interleaved: a load spike hits all of them
+            t0 = time.monotonic()
+            subprocess.run([sys.executable, *args], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            times[name].append((time.monotonic() - t0) * 1000)
+    return times
+
+
+def print_startup(times: dict[str, list[float]]) -> None:
+    print()
+    print("Start-up, process start to exit (nothing running), target: tolaria commands <= 40 ms")
+    for name, values in times.items():
+        med = statistics.median(values)
+        verdict = "" if name.startswith("python") else ("  PASS" if med <= 40 else "  FAIL")
+        print(f"  {name:30} median {med:6.1f} ms  min {min(values):6.1f}  "
+              f"max {max(values):6.1f}  ({len(values)} runs){verdict}")
