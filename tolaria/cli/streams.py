@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 import time
 
-from tolaria.cli.terminal import for_terminal, json_line
 from tolaria.core.process import control_client
 from tolaria.core.stream_id import InvalidStreamId, validate_stream_id
 
@@ -48,6 +47,8 @@ def _row(stream: dict[str, Any], now: float) -> tuple[str, ...]:
 
 def table(streams: list[dict[str, Any]], now: float | None = None) -> str:
     """The streams as an aligned table with a header (text safe for a terminal)."""
+    from tolaria.cli.terminal import for_terminal  # compiles regexes: not on abort's path
+
     now = time.time() if now is None else now
     rows = [COLUMNS, *(tuple(for_terminal(c) for c in _row(s, now)) for s in streams)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
@@ -56,6 +57,8 @@ def table(streams: list[dict[str, Any]], now: float | None = None) -> str:
 
 
 def cmd_streams(as_json: bool) -> int:
+    from tolaria.cli.terminal import json_line
+
     streams = control_client.list_streams()
     if as_json:
         print(json_line(streams, indent=2))
@@ -70,6 +73,8 @@ def cmd_abort(stream_id: str) -> int:
     try:
         validate_stream_id(stream_id)
     except InvalidStreamId as exc:
+        from tolaria.cli.terminal import for_terminal
+
         print(f"tolaria: {for_terminal(str(exc))}", file=sys.stderr)
         print("false")
         return EXIT_BAD_INPUT
