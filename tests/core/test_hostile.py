@@ -231,7 +231,7 @@ def test_api_keys_stay_out_of_agents_and_run_output(tolaria_home: Path) -> None:
 #: (its ``[env]`` with the secrets) and the key from the environment.
 _BUGGY_RUN = """\
 import os, sys
-from tolaria.cli.main import main as cli
+from tolaria.cli import main as cli
 
 async def broken(request, stream_id, printer, grace):
     raise RuntimeError(f"bug: {request.manifest!r} {os.environ['LEAKY_KEY']}")

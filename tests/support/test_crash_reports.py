@@ -157,7 +157,7 @@ def test_the_cli_installs_the_hooks(tolaria_home: Path) -> None:
     """``tolaria`` subcommands run with the hooks installed (the bug is simulated)."""
     done = _python(tolaria_home, """\
     import os, sys
-    from tolaria.cli.main import main as cli
+    from tolaria.cli import main as cli
     def broken(as_json):
         raise RuntimeError("bug near " + os.environ["OPENAI_API_KEY"])
     cli._cmd_chats = broken

@@ -19,12 +19,13 @@ from tolaria import __version__
 TYPE_CHECKING = False  # not typing's: importing typing costs ``tolaria abort`` ~3 ms
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
     from typing import Any
 
     from tolaria.chats.saved_runs import SavedRun
     from tolaria.cli.printer import Printer
     from tolaria.core.adapters.manifest import AdapterSet
-    from tolaria.core.events import Done
+    from tolaria.core.events import Done, Event
     from tolaria.core.turns.runner import RunRequest
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
@@ -272,9 +273,9 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
             return EXIT_BAD_INPUT
     grace = prepared.grace_s if args.grace is None else args.grace
     printer = make_printer(args.json)
-    on_event: Any = printer if saved is None else saved.record(printer)
-    chat = saved.conversation.title if saved is not None and saved.conversation else None
-    done = asyncio.run(_run_with_control(request, stream_id, on_event, grace, printer, chat))
+    output = _RunOutput(printer if saved is None else saved.record(printer), printer,
+                        saved.conversation.title if saved and saved.conversation else None)
+    done = asyncio.run(_run_with_control(request, stream_id, output, grace))
     if printer.output.closed:  # the reader went away: the run was stopped for that
         return EXIT_BROKEN_PIPE
     if done.stop_reason == STOP_END_TURN:
@@ -284,8 +285,21 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     return EXIT_ERROR
 
 
-async def _run_with_control(request: RunRequest, stream_id: str, on_event: Any, grace: float,
-                            printer: Printer, chat: str | None) -> Done:
+class _RunOutput:
+    """Where a run's events go (``on_event``: the printer, behind the store's recorder), with
+    the printer itself (to wire its spinner and closed-pipe stop) and the chat's title (listed
+    by ``tolaria streams``)."""
+
+    def __init__(self, on_event: Callable[[Event], None], printer: Printer,
+                 chat: str | None) -> None:
+        self.on_event, self.printer, self.chat = on_event, printer, chat
+
+    def __call__(self, event: Event) -> None:
+        self.on_event(event)
+
+
+async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOutput,
+                            grace: float) -> Done:
     import asyncio
     import signal
 
@@ -299,16 +313,17 @@ async def _run_with_control(request: RunRequest, stream_id: str, on_event: Any, 
     registry = default_registry()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, registry.abort, stream_id)
+    printer = output.printer
     printer.output.on_closed = lambda: registry.abort(stream_id)
     printer.stopping = lambda: any(r["stream_id"] == stream_id and r["state"] == STOPPING
                                    for r in registry.live())
     server = control.ControlServer(registry)
-    if chat is not None:
-        server.describe(stream_id, chat=chat)
+    if output.chat is not None:
+        server.describe(stream_id, chat=output.chat)
     await server.start()
     printer.attach(loop)
     try:
-        return await stream_ai_agent(request, stream_id, on_event, registry=registry,
+        return await stream_ai_agent(request, stream_id, output, registry=registry,
                                      grace_s=grace)
     finally:
         printer.detach()
