@@ -317,9 +317,8 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     printer.output.on_closed = lambda: registry.abort(stream_id)
     printer.stopping = lambda: any(r["stream_id"] == stream_id and r["state"] == STOPPING
                                    for r in registry.live())
-    server = control.ControlServer(registry)
-    if output.chat is not None:
-        server.describe(stream_id, chat=output.chat)
+    chat = {"chat": output.chat} if output.chat is not None else {}
+    server = control.ControlServer(registry, details=lambda _stream_id: chat)
     await server.start()
     printer.attach(loop)
     try:

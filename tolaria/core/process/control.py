@@ -4,7 +4,7 @@ Every Tolaria process that runs agents (GUI or ``tolaria run``) listens on
 ``<socket_dir>/<pid>.sock``: a Unix socket, mode 0600 in a 0700 folder, that also checks the
 peer's uid. It speaks one JSON line in, one JSON line out, and knows two requests:
 ``{"op": "list"}`` (each live run: stream_id, agent, state, cwd, started_at, elapsed_s, and what
-the owner added with ``describe``, e.g. ``chat``) and ``{"op": "abort", "stream_id": ID}``. It
+the owner's ``details``, e.g. ``chat``) and ``{"op": "abort", "stream_id": ID}``. It
 accepts stream ids only, never pids; an abort is answered once the stop is complete (tree gone).
 The client side is tolaria/core/process/control_client.py (synchronous and light).
 """
@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import socket
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,8 @@ from tolaria.core.process import control_client
 from tolaria.core.process.registry import ProcessRegistry, default_registry
 from tolaria.core.stream_id import InvalidStreamId, validate_stream_id
 from tolaria.support import paths
+
+log = logging.getLogger(__name__)
 
 MAX_REQUEST = 4096
 REQUEST_TIMEOUT_S = 5.0
@@ -43,27 +47,27 @@ def _peer_uid(sock: socket.socket | None) -> int | None:
 
 
 class ControlServer:
-    def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None) -> None:
+    def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None,
+                 details: Callable[[str], dict[str, Any]] | None = None) -> None:
         self.registry = registry or default_registry()
         self.folder = folder or paths.socket_dir()
         self.path = self.folder / f"{os.getpid()}.sock"
         self._server: asyncio.AbstractServer | None = None
-        #: Extra fields of a stream's ``list`` entry (``chat``: the chat's title), by stream id.
-        self._details: dict[str, dict[str, Any]] = {}
-
-    def describe(self, stream_id: str, **fields: Any) -> None:
-        """Fields (JSON values) to list with ``stream_id`` while it runs, e.g. its chat title."""
-        self._details.setdefault(stream_id, {}).update(fields)
-
-    def forget(self, stream_id: str) -> None:
-        """The run is over: drop what ``describe`` kept for it."""
-        self._details.pop(stream_id, None)
+        #: Extra fields (JSON values) of a live stream's ``list`` entry, e.g. ``chat``: its
+        #: chat's title. The owner knows them; the registry does not.
+        self.details = details
 
     def _streams(self) -> list[dict[str, Any]]:
         now = time.time()
         out = []
         for info in self.registry.live():
-            entry = {**self._details.get(info["stream_id"], {}), **info}
+            extra: dict[str, Any] = {}
+            if self.details is not None:
+                try:
+                    extra = dict(self.details(info["stream_id"]))
+                except Exception:  # a listing never fails for want of a title
+                    log.exception("control: details of %s", info["stream_id"])
+            entry = {**extra, **info}
             entry["elapsed_s"] = round(max(0.0, now - float(info.get("started_at") or now)), 3)
             out.append(entry)
         return out
