@@ -222,16 +222,20 @@ def test_lone_surrogates_in_text_print_as_replacement(tolaria_home: Path, work: 
 # --- #14.3 a closed stdout -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
-def test_closed_stdout_stops_the_run_quietly(tolaria_home: Path, work: Path,
-                                             as_json: bool) -> None:
+@pytest.mark.parametrize(("as_json", "stderr_too"), [(False, False), (True, False), (False, True)],
+                         ids=["text", "json", "2>&1"])
+def test_closed_stdout_stops_the_run_quietly(tolaria_home: Path, work: Path, as_json: bool,
+                                             stderr_too: bool) -> None:
     agent = add_agent(tolaria_home, "slow")
     sid = new_stream_id()
     args = ["run", "--stream-id", sid, "--grace", "0.5", "--agent", agent, "hi"]
-    proc = subprocess.Popen([sys.executable, "-m", "tolaria", *args, *(["--json"] * as_json)],
-                            env=cli_env(tolaria_home), cwd=work, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout is not None and proc.stderr is not None
+    err_file = work.parent / "stderr.txt"
+    with open(err_file, "wb") as fh:  # `2>&1 | head -1`: stderr is the same pipe
+        proc = subprocess.Popen([sys.executable, "-m", "tolaria", *args,
+                                 *(["--json"] * as_json)], env=cli_env(tolaria_home), cwd=work,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT if stderr_too else fh)
+    assert proc.stdout is not None
     try:
         first = proc.stdout.readline()  # like `| head -1`: one line, then the pipe is closed
         assert first
@@ -242,12 +246,11 @@ def test_closed_stdout_stops_the_run_quietly(tolaria_home: Path, work: Path,
         tree = _procs(sid)
         proc.stdout.close()
         code = proc.wait(20)
-        err = proc.stderr.read().decode()
+        err = err_file.read_text()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-        proc.stderr.close()
     assert code == EXIT_BROKEN_PIPE, err
     assert "Traceback" not in err and "BrokenPipe" not in err and "Exception" not in err
     assert "crash report" not in err

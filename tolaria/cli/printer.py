@@ -74,10 +74,16 @@ class Output:
         self.closed = True
         if stream is not None:
             # Whatever Python still has buffered for the pipe would fail again at exit ("Exception
-            # ignored ... BrokenPipeError"): point the descriptor at /dev/null instead.
+            # ignored ... BrokenPipeError"), and so would a later message on the other stream when
+            # it is the same pipe (``2>&1 | head -1``): point those descriptors at /dev/null.
             with contextlib.suppress(OSError, ValueError):
+                broken = os.fstat(stream.fileno())
                 null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, stream.fileno())
+                for other in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(OSError, ValueError, AttributeError):
+                        same = os.fstat(other.fileno())
+                        if (same.st_dev, same.st_ino) == (broken.st_dev, broken.st_ino):
+                            os.dup2(null, other.fileno())
                 os.close(null)
         self.on_closed()
 
