@@ -457,10 +457,11 @@ async def tolaria_stop(tree: Path, mode: str, grace: float, sid: str, tmp: Path,
         cleanup.owned.add(pids["agent"])  # asyncio waits for the agent; never reap it here
         tree_size = len(procs)
 
-        monitor.watch(sid, procs, grace + VERIFY_EXTRA_S)
+        if stopper is None:
+            monitor.watch(sid, procs, grace + VERIFY_EXTRA_S)
         t0 = time.monotonic()
         if stopper is not None:  # from another process (bench/cli_abort.py)
-            await stopper(registry, sid)
+            await stopper(registry, sid, lambda: monitor.watch(sid, procs, grace + VERIFY_EXTRA_S))
         elif not registry.abort(sid):
             raise RuntimeError("registry.abort returned False on a live run")
         done = await asyncio.wait_for(asyncio.shield(task), timeout=grace + VERIFY_EXTRA_S + 10)
