@@ -19,7 +19,7 @@ from test_cli import EXIT_CANCELLED, cli_env, demo_in_background, tolaria
 from tolaria.core.stream_id import new_stream_id
 
 #: Modules the abort/streams path must not import (each costs milliseconds, some tens).
-HEAVY = ("asyncio", "sqlite3", "psutil", "PySide6", "argparse", "typing", "concurrent",
+HEAVY = ("asyncio", "sqlite3", "psutil", "PySide6", "argparse", "typing", "concurrent", "socket",
          "tolaria.core.turns", "tolaria.core.store", "tolaria.core.events", "tolaria.config",
          "tolaria.chats", "tolaria.support.crash", "tolaria.core.process.registry",
          "tolaria.core.process.control", "tolaria.core.process.proctree")
