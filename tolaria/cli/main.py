@@ -1,6 +1,7 @@
 """The ``tolaria`` command: no subcommand opens the window; subcommands run headless.
 
-Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input.
+Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input, 141 its
+stdout was closed (the run is stopped).
 ``tolaria run`` keeps its turn in the window's store (a new chat, or ``--chat ID``); see
 tolaria/chats/saved_runs.py. ``tolaria chats`` lists the stored chats.
 ``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
@@ -51,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog="tolaria", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EXAMPLES,
-        description="Tolaria: a chat window for AI coding-agent CLIs where Stop stops the "
+        description="Tolaria: a chat window for AI coding-agent CLIs where Stop stops the\n"
                     "whole process tree. Without a command it opens the window.")
     p.add_argument("--version", action="version", version=f"tolaria {__version__}")
     p.add_argument("--agent", metavar="AGENT", help="agent to preselect in the window")
