@@ -6,13 +6,8 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from tolaria.core.store.db import (
-    _MIGRATIONS,
-    ORIGIN_COMMAND_LINE,
-    ORIGIN_WINDOW,
-    SCHEMA_VERSION,
-    Store,
-)
+from tolaria.core.store.db import ORIGIN_COMMAND_LINE, ORIGIN_WINDOW, SCHEMA_VERSION, Store
+from tolaria.core.store.schema import MIGRATIONS
 
 
 def test_new_chats_keep_their_origin(tmp_path: Path) -> None:
@@ -31,7 +26,7 @@ def test_new_chats_keep_their_origin(tmp_path: Path) -> None:
 def test_chats_of_an_older_store_come_from_the_window(tmp_path: Path) -> None:
     db = tmp_path / "old.sqlite3"
     with closing(sqlite3.connect(db)) as conn:
-        for migration in _MIGRATIONS[:SCHEMA_VERSION - 1]:
+        for migration in MIGRATIONS[:SCHEMA_VERSION - 1]:
             for statement in migration:
                 conn.execute(statement)
         conn.execute("INSERT INTO conversations (title, agent, created_at, updated_at)"
