@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -84,7 +85,11 @@ class TtyPrinter(Printer):
             elapsed = time.monotonic() - self.started
             frame = FRAMES[self._frame % len(FRAMES)]
             self._frame += 1
-            self.output.err(f"{CLEAR_LINE}{self._c(CYAN, frame)} {self.activity} "
+            # One terminal line at most: a wrapped spinner would leave its first line behind.
+            room = shutil.get_terminal_size().columns - len(f"{frame} {elapsed:.1f}s ") - 1
+            activity = self.activity if len(self.activity) <= room else \
+                self.activity[:max(0, room - 1)] + "…"
+            self.output.err(f"{CLEAR_LINE}{self._c(CYAN, frame)} {activity} "
                             f"{self._c(DIM, f'{elapsed:.1f}s')}")
             self._spinner_shown = True
         if self._loop is not None and not self._loop.is_closed():
@@ -137,7 +142,7 @@ class TtyPrinter(Printer):
         name = for_terminal(event.name or "tool")
         command = isinstance(event.input, dict) and isinstance(event.input.get("command"), str)
         label = f"$ {what}" if command else f"● {name}  {what}".rstrip()
-        self.activity = f"running {label}"[:60]
+        self.activity = f"running {label}"
         self._line(self._c(BOLD, label))
 
     def _tool_done(self, event: ToolDone) -> None:
