@@ -12,7 +12,6 @@ is erased before anything else is written, so it never ends up in a copy of the 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import sys
@@ -31,6 +30,7 @@ from tolaria.core.events import (
     ThinkingDelta,
     ToolDone,
     ToolStart,
+    summarize_tool_input,
 )
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -40,18 +40,6 @@ _SUMMARY_CHARS = 160
 RESET, BOLD, DIM = "\x1b[0m", "\x1b[1m", "\x1b[2m"
 RED, GREEN, YELLOW, CYAN = "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m"
 CLEAR_LINE = "\r\x1b[K"
-
-
-def summarize(value: object) -> str:
-    """One line saying what a tool was asked to do (like the window's tool card)."""
-    if isinstance(value, dict):
-        for key in ("command", "description", "file_path", "path", "pattern", "query", "url",
-                    "prompt"):
-            if isinstance(value.get(key), str) and value[key].strip():
-                return " ".join(str(value[key]).split())[:_SUMMARY_CHARS]
-    if value in (None, {}):
-        return ""
-    return json.dumps(value, ensure_ascii=False, default=str)[:_SUMMARY_CHARS]
 
 
 class TtyPrinter(Printer):
@@ -138,7 +126,7 @@ class TtyPrinter(Printer):
             self._done(event)
 
     def _tool_start(self, event: ToolStart) -> None:
-        what = for_terminal(summarize(event.input))
+        what = for_terminal(summarize_tool_input(event.input, _SUMMARY_CHARS))
         name = for_terminal(event.name or "tool")
         command = isinstance(event.input, dict) and isinstance(event.input.get("command"), str)
         label = f"$ {what}" if command else f"● {name}  {what}".rstrip()
@@ -161,7 +149,7 @@ class TtyPrinter(Printer):
     def _done(self, event: Done) -> None:
         self.detach()
         for tool in self.open_tools.values():
-            label = summarize(tool.input) or tool.name
+            label = summarize_tool_input(tool.input, _SUMMARY_CHARS) or tool.name
             self._line(self._c(YELLOW, f"  ⊘ {self.unfinished_status(event)}: "
                                        f"{for_terminal(label)[:60]}"))
         seconds = f"{event.duration_ms / 1000:.1f} s"
