@@ -222,11 +222,12 @@ def test_lone_surrogates_in_text_print_as_replacement(tolaria_home: Path, work: 
 # --- #14.3 a closed stdout -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("as_json", "stderr_too"), [(False, False), (True, False), (False, True)],
-                         ids=["text", "json", "2>&1"])
-def test_closed_stdout_stops_the_run_quietly(tolaria_home: Path, work: Path, as_json: bool,
-                                             stderr_too: bool) -> None:
-    agent = add_agent(tolaria_home, "slow")
+@pytest.mark.parametrize(("mode", "as_json", "stderr_too"), [
+    ("slow", False, False), ("slow", True, False), ("slow", False, True), ("quiet", False, False)],
+    ids=["text", "json", "2>&1", "no-more-output"])
+def test_closed_stdout_stops_the_run_quietly(tolaria_home: Path, work: Path, mode: str,
+                                             as_json: bool, stderr_too: bool) -> None:
+    agent = add_agent(tolaria_home, mode)
     sid = new_stream_id()
     args = ["run", "--stream-id", sid, "--grace", "0.5", "--agent", agent, "hi"]
     err_file = work.parent / "stderr.txt"

@@ -9,6 +9,8 @@ tests/fakes/fake_agent.py.
 - ``surrogates``: JSON with lone surrogates (``"\\ud800"``) in text and in a tool's input.
 - ``slow``: a shell tool that sleeps (in a new session, like a real CLI's), then a numbered text
   line every 50 ms for a minute: a reader that closes its end early (``| head -1``) must stop it.
+- ``quiet``: one text line, then a shell tool that sleeps, and no more output for two minutes:
+  a closed reader must be noticed without a write.
 """
 
 from __future__ import annotations
@@ -101,8 +103,17 @@ def slow() -> None:
     result("slow done")
 
 
+def quiet() -> None:
+    init()
+    assistant({"type": "text", "text": "one line, then a long tool\n"}, "msg_0")
+    subprocess.Popen(["sleep", "120"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(120)
+    result("quiet done")
+
+
 MODES = {"escapes": escapes, "stderr_escapes": stderr_escapes, "surrogates": surrogates,
-         "slow": slow}
+         "slow": slow, "quiet": quiet}
 
 
 def main() -> int:

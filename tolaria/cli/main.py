@@ -322,10 +322,12 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     server = control.ControlServer(registry, details=lambda _stream_id: chat)
     await server.start()
     printer.attach(loop)
+    printer.output.watch(loop)
     try:
         return await stream_ai_agent(request, stream_id, output, registry=registry,
                                      grace_s=grace)
     finally:
+        printer.output.unwatch()
         printer.detach()
         await server.close()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -13,6 +13,8 @@ import errno
 import json
 import os
 import re
+import select
+import stat
 import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
@@ -33,6 +35,9 @@ from tolaria.core.events import (
 if TYPE_CHECKING:
     import asyncio
 
+#: How often a piped stdout is checked for a reader that went away while nothing was written.
+WATCH_S = 0.25
+
 #: ``Exit code N`` at the start of a shell tool's result (Claude Code, the demo agent).
 _EXIT_CODE = re.compile(r"\AExit code (-?\d+)")
 
@@ -49,6 +54,7 @@ class Output:
         self.closed = False
         #: Called once, on the first write to a closed stdout or stderr (stops the run).
         self.on_closed: Callable[[], object] = lambda: None
+        self._watch: asyncio.TimerHandle | None = None
 
     def write(self, stream: IO[str] | None, text: str) -> None:
         if self.closed or not text:
@@ -63,6 +69,35 @@ class Output:
             if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
                 raise
             self._close(stream)
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Also notice a closed reader while nothing is written (an agent busy in a long tool):
+        when stdout is a pipe or socket, look every ``WATCH_S`` for the error the kernel reports
+        on a pipe whose reader is gone."""
+        try:
+            fd = sys.stdout.fileno()
+            mode = os.fstat(fd).st_mode
+        except (AttributeError, OSError, ValueError):
+            return
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return
+        poller = select.poll()
+        poller.register(fd, 0)  # no events asked: POLLERR and POLLHUP are always reported
+
+        def check() -> None:
+            if self.closed:
+                return
+            if any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0)):
+                self._close(sys.stdout)
+                return
+            self._watch = loop.call_later(WATCH_S, check)
+
+        self._watch = loop.call_later(WATCH_S, check)
+
+    def unwatch(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
 
     def out(self, text: str) -> None:
         self.write(sys.stdout, text)
