@@ -260,6 +260,39 @@ def test_closed_stdout_stops_the_run_quietly(tolaria_home: Path, work: Path, mod
     assert marker_pids(sid) == []
 
 
+def test_a_closed_terminal_stops_the_run(tolaria_home: Path, work: Path) -> None:
+    """The terminal window is closed mid-run: writes fail with EIO; the run stops, tree and all."""
+    sid = new_stream_id()
+    master, slave = os.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--stream-id", sid,
+                             "--grace", "0.5", "--agent", "demo", "hello"],
+                            env={**cli_env(tolaria_home, TOLARIA_DEMO_TOOL_SECONDS="60"),
+                                 "TERM": "xterm"}, cwd=work, stdin=subprocess.DEVNULL,
+                            stdout=slave, stderr=slave)
+    os.close(slave)
+    try:
+        out = bytearray()
+        deadline = time.monotonic() + 30
+        while b"$ echo started" not in out:
+            assert time.monotonic() < deadline, out
+            if select.select([master], [], [], 0.5)[0]:
+                out += os.read(master, 65536)
+        tree = _procs(sid)
+        os.close(master)  # the window goes away
+        master = -1
+        code = proc.wait(20)
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert code == EXIT_BROKEN_PIPE
+    assert [p.pid for p in tree if not is_gone(p)] == []
+    assert marker_pids(sid) == []
+    assert crash_reports(tolaria_home) == []
+
+
 def _procs(stream_id: str) -> list[psutil.Process]:
     found = []
     for pid in marker_pids(stream_id):

@@ -312,7 +312,7 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(crash.asyncio_handler)
     registry = default_registry()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, registry.abort, stream_id)
     printer = output.printer
     printer.output.on_closed = lambda: registry.abort(stream_id)
@@ -330,7 +330,7 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
         printer.output.unwatch()
         printer.detach()
         await server.close()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
 
 

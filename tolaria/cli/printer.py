@@ -66,7 +66,8 @@ class Output:
             stream.write(text)
             stream.flush()
         except OSError as exc:
-            if not isinstance(exc, BrokenPipeError) and exc.errno != errno.EPIPE:
+            # EPIPE: the pipe's reader is gone; EIO: the terminal is (its window was closed).
+            if not isinstance(exc, BrokenPipeError) and exc.errno not in (errno.EPIPE, errno.EIO):
                 raise
             self._close(stream)
 
