@@ -260,6 +260,19 @@ def test_closed_stdout_stops_the_run_quietly(tolaria_home: Path, work: Path, mod
     assert marker_pids(sid) == []
 
 
+def test_a_closed_stderr_alone_does_not_stop_the_run(tolaria_home: Path, work: Path) -> None:
+    out_file = work.parent / "stdout.txt"
+    with open(out_file, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--agent", "demo",
+                                 "hello"], env=cli_env(tolaria_home), cwd=work,
+                                stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    proc.stderr.close()  # nobody reads the tool lines and the status
+    assert proc.wait(60) == 0
+    assert "## Done" in out_file.read_text()  # the whole answer
+    assert crash_reports(tolaria_home) == []
+
+
 def test_a_closed_terminal_stops_the_run(tolaria_home: Path, work: Path) -> None:
     """The terminal window is closed mid-run: writes fail with EIO; the run stops, tree and all."""
     sid = new_stream_id()

@@ -48,19 +48,21 @@ def tool_exit_code(output: str) -> int | None:
 
 
 class Output:
-    """stdout and stderr, written so that a closed reader ends the run instead of raising."""
+    """stdout and stderr, written so that a closed reader ends the run instead of raising.
+
+    Only stdout going away stops the run (that is where the answer goes); a closed stderr that
+    is not the same pipe or terminal is silenced and the run goes on.
+    """
 
     def __init__(self) -> None:
+        #: stdout's reader is gone: nothing more is written, the run is being stopped.
         self.closed = False
-        #: Called once, on the first write to a closed stdout or stderr (stops the run).
+        #: Called once, when stdout turns out closed (stops the run).
         self.on_closed: Callable[[], object] = lambda: None
         self._watch: asyncio.TimerHandle | None = None
 
     def write(self, stream: IO[str] | None, text: str) -> None:
-        if self.closed or not text:
-            return
-        if stream is None:  # started with that descriptor closed
-            self._close(None)
+        if self.closed or not text or stream is None:  # None: started with that fd closed
             return
         try:
             stream.write(text)
@@ -106,22 +108,26 @@ class Output:
     def err(self, text: str) -> None:
         self.write(sys.stderr, text)
 
-    def _close(self, stream: IO[str] | None) -> None:
-        self.closed = True
-        if stream is not None:
-            # Whatever Python still has buffered for the pipe would fail again at exit ("Exception
-            # ignored ... BrokenPipeError"), and so would a later message on the other stream when
-            # it is the same pipe (``2>&1 | head -1``): point those descriptors at /dev/null.
-            with contextlib.suppress(OSError, ValueError):
-                broken = os.fstat(stream.fileno())
-                null = os.open(os.devnull, os.O_WRONLY)
-                for other in (sys.stdout, sys.stderr):
-                    with contextlib.suppress(OSError, ValueError, AttributeError):
-                        same = os.fstat(other.fileno())
-                        if (same.st_dev, same.st_ino) == (broken.st_dev, broken.st_ino):
-                            os.dup2(null, other.fileno())
-                os.close(null)
-        self.on_closed()
+    def _close(self, stream: IO[str]) -> None:
+        """``stream`` failed: point it, and the other standard stream when it is the same pipe
+        or terminal (``2>&1 | head -1``), at /dev/null (whatever Python still buffers for it
+        would fail again at exit: "Exception ignored ... BrokenPipeError"); stop the run when
+        stdout is among them."""
+        silenced: list[IO[str]] = [stream]
+        with contextlib.suppress(OSError, ValueError):
+            broken = os.fstat(stream.fileno())
+            null = os.open(os.devnull, os.O_WRONLY)
+            silenced = []
+            for other in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    same = os.fstat(other.fileno())
+                    if (same.st_dev, same.st_ino) == (broken.st_dev, broken.st_ino):
+                        os.dup2(null, other.fileno())
+                        silenced.append(other)
+            os.close(null)
+        if sys.stdout in silenced and not self.closed:
+            self.closed = True
+            self.on_closed()
 
 
 class Printer:
