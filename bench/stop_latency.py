@@ -52,6 +52,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from cli_abort import CliAbort, print_startup, startup_times  # noqa: E402  (bench/)
+
 from tolaria.core.adapters.manifest import Manifest  # noqa: E402
 from tolaria.core.events import Done, Event, Init  # noqa: E402
 from tolaria.core.process import proctree  # noqa: E402
@@ -206,7 +208,7 @@ def core_version() -> str:
     """Short hashes of the core files measured (the repository may have no commits yet)."""
     parts = []
     for name in ("turns/runner.py", "process/registry.py", "process/proctree.py",
-                 "process/treefind.py", "process/procfs.py"):
+                 "process/treefind.py", "process/procfs.py", "process/control_client.py"):
         path = ROOT / "tolaria" / "core" / name
         if not path.exists():  # an older core, measured for comparison
             continue
@@ -363,6 +365,7 @@ class Series:
     stops: list[Stop] = field(default_factory=list)
     warmup: int = 0
     retries: list[str] = field(default_factory=list)  # trees that never came up, re-spawned
+    cli_exit_ms: list[float] = field(default_factory=list)  # abort-cli: `tolaria abort` ran
 
     def latencies(self) -> list[float]:
         return [s.latency_ms for s in self.stops]
@@ -425,7 +428,8 @@ def tree_procs(pids: dict[str, int], cleanup: Cleanup,
 
 
 async def tolaria_stop(tree: Path, mode: str, grace: float, sid: str, tmp: Path,
-                       cleanup: Cleanup, monitor: Monitor) -> Stop:
+                       cleanup: Cleanup, monitor: Monitor, stopper: CliAbort | None = None,
+                       ) -> Stop:
     validate_stream_id(sid)
     pidfile = tmp / f"{sid}.pids"
     manifest = Manifest(id="bench-tree", name="bench tree", protocol="claude-stream-json",
@@ -460,9 +464,12 @@ async def tolaria_stop(tree: Path, mode: str, grace: float, sid: str, tmp: Path,
         cleanup.owned.add(pids["agent"])  # asyncio waits for the agent; never reap it here
         tree_size = len(procs)
 
-        monitor.watch(sid, procs, grace + VERIFY_EXTRA_S)
+        if stopper is None:
+            monitor.watch(sid, procs, grace + VERIFY_EXTRA_S)
         t0 = time.monotonic()
-        if not registry.abort(sid):
+        if stopper is not None:  # from another process (bench/cli_abort.py)
+            await stopper(registry, sid, lambda: monitor.watch(sid, procs, grace + VERIFY_EXTRA_S))
+        elif not registry.abort(sid):
             raise RuntimeError("registry.abort returned False on a live run")
         done = await asyncio.wait_for(asyncio.shield(task), timeout=grace + VERIFY_EXTRA_S + 10)
         seen = monitor.result()  # the run is over: blocking the loop here delays nothing
@@ -563,13 +570,30 @@ def baseline_stop(tree: Path, mode: str, wait: float, sid: str, tmp: Path,
 async def run_series(method: str, tree: Path, mode: str, args: argparse.Namespace, tmp: Path,
                      cleanup: Cleanup, tag: str, monitor: Monitor) -> Series:
     series = Series(mode, method, warmup=args.warmup)
-    stops = args.stops if method == "tolaria" else args.baseline_stops
+    stops = args.baseline_stops if method == "baseline" else args.stops
+    cli = CliAbort(tmp / "home") if method == "abort-cli" else None
+    if cli is not None:
+        await cli.start()
+    try:
+        await _stops(series, stops, tree, mode, args, tmp, cleanup, tag, monitor, cli)
+    finally:
+        if cli is not None:
+            await cli.close()
+            series.cli_exit_ms = cli.exit_ms[args.warmup:]
+    return series
+
+
+async def _stops(series: Series, stops: int, tree: Path, mode: str, args: argparse.Namespace,
+                 tmp: Path, cleanup: Cleanup, tag: str, monitor: Monitor,
+                 cli: CliAbort | None) -> None:
+    method = series.method
     for i in range(args.warmup + stops):
         for attempt in range(SPAWN_ATTEMPTS):
             sid = f"{tag}-{method[:4]}-{mode}-{i:03d}-{attempt}"
             try:
-                if method == "tolaria":
-                    stop = await tolaria_stop(tree, mode, args.grace, sid, tmp, cleanup, monitor)
+                if method != "baseline":
+                    stop = await tolaria_stop(tree, mode, args.grace, sid, tmp, cleanup, monitor,
+                                              cli)
                 else:  # synchronous on purpose: nothing else runs on the loop meanwhile
                     stop = baseline_stop(tree, mode, args.baseline_wait, sid, tmp, cleanup)
                 break
@@ -580,7 +604,6 @@ async def run_series(method: str, tree: Path, mode: str, args: argparse.Namespac
         if i >= args.warmup:
             series.stops.append(stop)
         progress(series, i, args.warmup + stops, args.quiet)
-    return series
 
 
 def run_busy_row(tree: Path, args: argparse.Namespace, tmp: Path, cleanup: Cleanup, tag: str,
@@ -618,11 +641,13 @@ def progress(series: Series, i: int, total: int, quiet: bool) -> None:
 
 # -- report ----------------------------------------------------------------------------------
 def target_for(series: Series, grace: float) -> tuple[str, bool] | None:
-    if series.method != "tolaria":
+    if series.method == "baseline":
         return None
     med = statistics.median(series.latencies())
     # ignore: SIGTERM is ignored (SigIgn), so SIGKILL goes at once: no grace (issue 16).
     limit = {"obey": 50.0, "ignore": 50.0, "busy": 15.0}.get(series.tree, grace * 1000 + 100)
+    if series.method == "abort-cli":
+        limit += 40  # the abort command's own start-up (issue 16: <= 40 ms)
     return f"median <= {limit:.0f} ms, 0 survivors", med <= limit and series.survivors() == 0
 
 
@@ -717,6 +742,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="unrelated idle processes that exist during the busy row (400)")
     ap.add_argument("--background", type=int, default=0, metavar="N",
                     help="start N idle processes first, to imitate a desktop's process count (0)")
+    ap.add_argument("--methods", default="tolaria,abort-cli,baseline",
+                    help="comma list of tolaria (registry.abort in-process), abort-cli "
+                         "(`tolaria abort ID` from a new process) and baseline")
+    ap.add_argument("--startup-runs", type=int, default=21, metavar="N",
+                    help="times `tolaria abort` / `tolaria streams` start-up is timed (21; 0: no)")
     ap.add_argument("--json", metavar="FILE", help="also write the results as JSON to FILE")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
@@ -725,6 +755,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.stops < 1 or args.baseline_stops < 1 or args.grace < 0 or args.warmup < 0 \
             or args.background < 0:
         ap.error("--stops/--baseline-stops must be >= 1, --grace/--warmup/--background >= 0")
+    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not args.methods or set(args.methods) - {"tolaria", "abort-cli", "baseline"}:
+        ap.error("--methods takes tolaria, abort-cli and/or baseline")
     args.trees = [t.strip() for t in args.trees.split(",") if t.strip()]
     if not args.trees or set(args.trees) - {"obey", "ignore", "busy"}:
         ap.error("--trees takes obey, ignore and/or busy")
@@ -765,7 +798,7 @@ def main(argv: list[str] | None = None) -> int:
             if mode == "busy":
                 all_series.append(run_busy_row(tree, args, tmp, cleanup, tag, monitor, quiet_env))
                 continue
-            for method in ("tolaria", "baseline"):
+            for method in args.methods:
                 all_series.append(asyncio.run(
                     run_series(method, tree, mode, args, tmp, cleanup, tag, monitor)))
     except KeyboardInterrupt:
@@ -781,6 +814,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {line}", file=sys.stderr)
         shutil.rmtree(tmp, ignore_errors=True)
     ok = report(all_series, args, started)
+    for s in all_series:
+        if s.cli_exit_ms:
+            print(f"  {s.tree}/abort-cli: `tolaria abort` process start to exit, median "
+                  f"{statistics.median(s.cli_exit_ms):.1f} ms, p95 {p95(s.cli_exit_ms):.1f} ms")
+    if args.startup_runs:
+        with tempfile.TemporaryDirectory(prefix="tolaria-bench-home-") as home:
+            print_startup(startup_times(args.startup_runs, Path(home)))
     if args.json:
         Path(args.json).write_text(json.dumps(as_json(all_series, args), indent=2) + "\n")
     return 0 if ok else 1

@@ -129,13 +129,6 @@ def assert_tree_gone(stream_id: str, procs: list[psutil.Process]) -> None:
     assert marker_pids(stream_id) == []
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    folder = tmp_path / "work"
-    folder.mkdir()
-    return folder
-
-
 # --- tolaria run -----------------------------------------------------------------------------
 
 

@@ -43,6 +43,9 @@ def test_streams_and_abort_from_another_process(
     streams = json.loads(listed.stdout)
     assert [s["stream_id"] for s in streams] == [stream_id]
     assert streams[0]["owner_pid"] == os.getpid()
+    conversation = drv.app.store.get_conversation(drv.pane.conversation_id)
+    assert conversation is not None
+    assert streams[0]["chat"] == conversation.title  # the window tells `streams` its chat
 
     aborted = _tolaria(qtbot, "abort", stream_id)
     assert aborted.returncode == 0, (aborted.returncode, aborted.stdout, aborted.stderr)

@@ -9,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
+
+from tolaria.ui.sidebar import COMMAND_LINE_ROLE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,6 +29,8 @@ def test_a_headless_turn_shows_up_in_the_window(start_app: StartApp, home: Path)
     sidebar = drv.window.sidebar
     assert sidebar.ids() == [1]
     assert sidebar.list.item(0).text() == "from the terminal"
+    assert sidebar.list.item(0).data(COMMAND_LINE_ROLE) is True  # drawn with its badge
+    assert "command line" in sidebar.list.item(0).data(Qt.ItemDataRole.AccessibleTextRole)
     assert drv.pane.conversation_id == 1  # the newest chat opens, with its stored turn
     [turn] = drv.app.store.turns(1)
     assert turn.status == "completed" and turn.prompt == "from the terminal"

@@ -83,7 +83,7 @@ class Tolaria:
         problems += [p for p in self.settings_controller.override_problems
                      if p.split(": ", 1)[0] not in said]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
-        self.control = ControlServer(self.registry)
+        self.control = ControlServer(self.registry, details=self._stream_details)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
         if broken_file is not None:
@@ -116,6 +116,12 @@ class Tolaria:
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.closed.connect(self._on_window_closed)
+
+    def _stream_details(self, stream_id: str) -> dict[str, object]:
+        """What ``tolaria streams`` lists with a run of this window: its chat's title."""
+        turn = self.store.turn_by_stream(stream_id)
+        conversation = self.store.get_conversation(turn.conversation_id) if turn else None
+        return {"chat": conversation.title} if conversation else {}
 
     def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
         # The agent's default working folder (Preferences) wins for a new chat.

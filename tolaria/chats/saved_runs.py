@@ -29,7 +29,7 @@ from tolaria.chats.service import ChatService
 from tolaria.chats.titles import DEFAULT_TITLE
 from tolaria.core.events import Done, Event
 from tolaria.core.process import control
-from tolaria.core.store.db import Conversation, Store
+from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation, Store
 from tolaria.core.turns.request import RunRequest
 
 
@@ -82,7 +82,8 @@ class SavedRun:
         conversation = self.conversation
         if conversation is None:
             cwd = os.path.abspath(request.cwd or os.getcwd())
-            conversation = self.store.create_conversation(DEFAULT_TITLE, agent, cwd)
+            conversation = self.store.create_conversation(DEFAULT_TITLE, agent, cwd,
+                                                          origin=ORIGIN_COMMAND_LINE)
         else:
             cwd = os.path.abspath(explicit_cwd) if explicit_cwd else (
                 conversation.cwd or os.path.abspath(request.cwd or os.getcwd()))

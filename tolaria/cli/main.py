@@ -1,6 +1,7 @@
 """The ``tolaria`` command: no subcommand opens the window; subcommands run headless.
 
-Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input.
+Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input, 141 its
+stdout was closed (the run is stopped).
 ``tolaria run`` keeps its turn in the window's store (a new chat, or ``--chat ID``); see
 tolaria/chats/saved_runs.py. ``tolaria chats`` lists the stored chats.
 ``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
@@ -9,111 +10,189 @@ tolaria/chats/saved_runs.py. ``tolaria chats`` lists the stored chats.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import dataclasses
-import json
-import signal
-import sqlite3
+# Only what every subcommand needs is imported here: ``tolaria abort`` and ``tolaria streams``
+# must start fast (their start-up is part of a stop's latency), so each subcommand imports its
+# own modules (tests/cli/test_fast_commands.py checks the import set).
 import sys
-from typing import Any
 
 from tolaria import __version__
-from tolaria.chats.run_config import prepare_run
-from tolaria.chats.saved_runs import ChatError, SavedRun, list_chats, open_store
-from tolaria.cli import importing as cli_import
-from tolaria.config.overrides import AgentSettingsError
-from tolaria.core.adapters.manifest import AdapterSet, load_adapters
-from tolaria.core.events import (
-    STOP_CANCELLED,
-    STOP_END_TURN,
-    Diagnostic,
-    Done,
-    Error,
-    Event,
-    TextDelta,
-    ToolDone,
-    ToolStart,
-    to_dict,
-)
-from tolaria.core.process import control
-from tolaria.core.process.registry import default_registry
-from tolaria.core.programs import discovery
-from tolaria.core.stream_id import InvalidStreamId, new_stream_id, validate_stream_id
-from tolaria.core.turns.runner import RunRequest, stream_ai_agent
-from tolaria.support import crash
+
+TYPE_CHECKING = False  # not typing's: importing typing costs ``tolaria abort`` ~3 ms
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+    from typing import Any
+
+    from tolaria.chats.saved_runs import SavedRun
+    from tolaria.cli.printer import Printer
+    from tolaria.core.adapters.manifest import AdapterSet
+    from tolaria.core.events import Done, Event
+    from tolaria.core.turns.runner import RunRequest
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
+#: ``tolaria run``'s reader went away (``| head -1``): the run was stopped. 128 + SIGPIPE, as a
+#: shell reports a program killed by the broken pipe.
+EXIT_BROKEN_PIPE = 141
+
+_EXAMPLES = """\
+examples:
+  tolaria                                    open the window
+  tolaria run --agent demo "list the files"  one turn headless, saved as a new chat
+  tolaria run --chat 3 "and now the tests"   continue chat 3 with its agent
+  tolaria run --json --agent claude "..."    one JSON event per line
+  tolaria streams                            live runs of every Tolaria process
+  tolaria abort ai-agent-stream-...          stop one of them (its whole process tree)
+
+exit codes of run: 0 done, 1 agent error, 2 bad input, 130 cancelled, 141 output closed
+"""
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tolaria", description=__doc__.splitlines()[0])
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="tolaria", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EXAMPLES,
+        description="Tolaria: a chat window for AI coding-agent CLIs where Stop stops the\n"
+                    "whole process tree. Without a command it opens the window.")
     p.add_argument("--version", action="version", version=f"tolaria {__version__}")
-    p.add_argument("--agent", help="agent to preselect in the window")
-    p.add_argument("--cwd", help="working folder to preselect in the window")
-    sub = p.add_subparsers(dest="command")
-    run = sub.add_parser("run", help="run one agent turn headless and stream it")
-    run.add_argument("--agent", dest="run_agent",
-                     help="adapter id (see `tolaria agents`); with --chat, the chat's agent")
-    run.add_argument("--cwd", dest="run_cwd", help="working folder of the agent")
-    run.add_argument("--stream-id", help="use this stream id instead of a new one")
-    run.add_argument("--json", action="store_true", help="one JSON event per line")
-    run.add_argument("--grace", type=float, default=None,
+    p.add_argument("--agent", metavar="AGENT", help="agent to preselect in the window")
+    p.add_argument("--cwd", metavar="DIR", help="working folder to preselect in the window")
+    sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    run = sub.add_parser(
+        "run", help="run one agent turn headless and stream it",
+        description="Run one agent turn without the window. On a terminal: colour, a spinner, "
+                    "tool lines and the stop reason; piped: the answer as plain text on stdout, "
+                    "the rest on stderr. Ctrl+C stops the run and its whole process tree.",
+        epilog="exit codes: 0 done, 1 agent error, 2 bad input, 130 cancelled, "
+               "141 stdout closed (the run is stopped)")
+    run.add_argument("--agent", dest="run_agent", metavar="AGENT",
+                     help="adapter id (see 'tolaria agents'); with --chat, default: the chat's")
+    run.add_argument("--cwd", dest="run_cwd", metavar="DIR", help="working folder of the agent")
+    run.add_argument("--stream-id", metavar="ID", help="use this stream id instead of a new one")
+    run.add_argument("--json", action="store_true", help="one JSON event per line on stdout")
+    run.add_argument("--grace", type=float, default=None, metavar="SECONDS",
                      help="seconds between SIGTERM and SIGKILL when stopping (default: "
-                          "[behaviour] grace_seconds in settings.toml, else 2)")
-    run.add_argument("prompt")
+                          "grace_seconds in settings.toml [behaviour], else 2)")
+    run.add_argument("prompt", metavar="PROMPT", help="what to ask (one argument: quote it)")
     saving = run.add_mutually_exclusive_group()
     saving.add_argument("--chat", type=int, metavar="ID",
-                        help="add this turn to a stored chat (see `tolaria chats`); default: a "
+                        help="add this turn to a stored chat (see 'tolaria chats'); default: a "
                              "new chat titled from the prompt")
     saving.add_argument("--no-save", action="store_true",
                         help="do not keep the turn in the store (nothing to recover or reopen)")
-    chats = sub.add_parser("chats", help="list the stored chats (the window's sidebar)")
-    chats.add_argument("--json", action="store_true")
-    agents = sub.add_parser("agents", help="list adapters with detected path and version")
-    agents.add_argument("--json", action="store_true")
-    streams = sub.add_parser("streams", help="list live runs of every Tolaria process")
-    streams.add_argument("--json", action="store_true")
-    abort = sub.add_parser("abort", help="stop a run owned by any Tolaria process")
-    abort.add_argument("stream_id")
-    models = sub.add_parser("models", help="list the models a model endpoint offers (/models)")
-    models.add_argument("models_agent", metavar="agent", help="an openai-chat adapter id")
-    models.add_argument("--json", action="store_true")
-    models.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
+    chats = sub.add_parser("chats", help="list the stored chats (the window's sidebar)",
+                           description="List the stored chats, newest activity first.")
+    chats.add_argument("--json", action="store_true", help="as JSON")
+    agents = sub.add_parser("agents", help="list the agents with their program and version",
+                            description="List the adapters, where their program was found "
+                                        "and its version.")
+    agents.add_argument("--json", action="store_true", help="as JSON")
+    streams = sub.add_parser("streams", help="list the live runs of every Tolaria process",
+                             description="List the runs streaming now, in the window or in "
+                                         "'tolaria run': stream id, agent, chat, elapsed time "
+                                         "and the Tolaria process that owns it.")
+    streams.add_argument("--json", action="store_true", help="as JSON")
+    abort = sub.add_parser("abort", help="stop a run owned by any Tolaria process",
+                           description="Stop a run and its whole process tree; answers once "
+                                       "it is gone. Prints true (exit 0) or false (exit 1: "
+                                       "nothing runs under that id; exit 2: invalid id).")
+    abort.add_argument("stream_id", metavar="STREAM_ID", help="as listed by 'tolaria streams'")
+    models = sub.add_parser("models", help="list the models a model endpoint offers",
+                            description="List the models an openai-chat endpoint offers "
+                                        "(GET /models).")
+    models.add_argument("models_agent", metavar="AGENT", help="an openai-chat adapter id")
+    models.add_argument("--json", action="store_true", help="as JSON")
+    models.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="seconds to wait for the endpoint (default 10)")
+    from tolaria.cli import importing as cli_import
+
     cli_import.add_parser(sub)
-    key = sub.add_parser("key", help="store or delete a model endpoint's API key in the "
-                                     "system keyring")
-    key.add_argument("key_action", choices=("set", "delete"))
-    key.add_argument("key_agent", metavar="agent", help="an openai-chat adapter id; the key "
-                                                        "is read from a hidden prompt or stdin")
+    key = sub.add_parser("key", help="store or delete a model endpoint's API key",
+                         description="Store or delete a model endpoint's API key in the system "
+                                     "keyring. The key is read from a hidden prompt, or from "
+                                     "stdin when piped; never from the command line.")
+    key.add_argument("key_action", metavar="ACTION", choices=("set", "delete"),
+                     help="set or delete")
+    key.add_argument("key_agent", metavar="AGENT", help="an openai-chat adapter id")
     return p
 
 
+def _fast(argv: list[str]) -> int | None:
+    """``tolaria abort ID`` and ``tolaria streams [--json]`` without argparse: building the
+    parser (argparse, gettext, shutil for the terminal width) costs as much again as the whole
+    command. Anything else (``--help``, a typo) goes through the parser as usual."""
+    if len(argv) == 2 and argv[0] == "abort" and not argv[1].startswith("-"):
+        command = "abort"
+    elif argv in (["streams"], ["streams", "--json"]):
+        command = "streams"
+    else:
+        return None
+    from tolaria.cli import streams
+
+    _install_crash_hook_lazily()
+    if command == "abort":
+        return streams.cmd_abort(argv[1])
+    return streams.cmd_streams(as_json=len(argv) == 2)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    fast = _fast(argv)
+    if fast is not None:
+        return fast
     args = _parser().parse_args(argv)
+    # Whatever an agent wrote (lone surrogates included) must never make a print raise.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
+    if args.command in ("streams", "abort"):
+        from tolaria.cli import streams
+
+        _install_crash_hook_lazily()
+        if args.command == "streams":
+            return streams.cmd_streams(args.json)
+        return streams.cmd_abort(args.stream_id)
     if args.command is not None:  # the window installs its own hooks (tolaria.app.main.run)
+        from tolaria.support import crash
+
         crash.install("cli")
     if args.command == "run":
         return _cmd_run(args)
     if args.command == "chats":
         return _cmd_chats(args.json)
     if args.command == "agents":
+        import asyncio
+
         return asyncio.run(_cmd_agents(args.json))
-    if args.command == "streams":
-        return asyncio.run(_cmd_streams(args.json))
-    if args.command == "abort":
-        return asyncio.run(_cmd_abort(args.stream_id))
     if args.command == "models":
         from tolaria.cli.models import cmd_models
 
         return cmd_models(args.models_agent, args.json, args.timeout)
     if args.command == "import":
+        from tolaria.cli import importing as cli_import
+
         return cli_import.run(args)
     if args.command == "key":
         from tolaria.cli.models import cmd_key
 
         return cmd_key(args.key_action, args.key_agent)
     return _open_window(args)
+
+
+def _install_crash_hook_lazily() -> None:
+    """The crash-report hook, paid for only if something does go wrong: importing
+    tolaria.support.crash costs more than the whole of ``tolaria abort``."""
+    previous = sys.excepthook
+
+    def hook(*exc_info: Any) -> None:
+        from tolaria.support import crash
+
+        sys.excepthook = previous  # crash.install chains to the hook it finds
+        crash.install("cli")
+        sys.excepthook(*exc_info)
+
+    sys.excepthook = hook
 
 
 def _open_window(args: argparse.Namespace) -> int:
@@ -129,6 +208,15 @@ def _report_manifest_errors(adapters: AdapterSet) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from tolaria.chats.saved_runs import ChatError, SavedRun
+    from tolaria.core.adapters.manifest import load_adapters
+
+    if not args.prompt.strip():
+        print("tolaria: the prompt is empty; say what the agent should do, e.g. "
+              "tolaria run --agent demo \"list the files\"", file=sys.stderr)
+        return EXIT_BAD_INPUT
     adapters = load_adapters()
     _report_manifest_errors(adapters)
     try:
@@ -147,6 +235,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | None) -> int:
+    import asyncio
+
+    from tolaria.chats.run_config import prepare_run
+    from tolaria.cli.tty import make_printer
+    from tolaria.config.overrides import AgentSettingsError
+    from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN
+    from tolaria.core.stream_id import InvalidStreamId, new_stream_id, validate_stream_id
+    from tolaria.support import crash
+
     for known in adapters.manifests.values():  # kept out of crash reports
         crash.remember_secrets(known.env)
     if args.run_agent is None:
@@ -181,10 +278,12 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
             print(f"tolaria: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     grace = prepared.grace_s if args.grace is None else args.grace
-    printer: Any = _JsonPrinter() if args.json else _TextPrinter()
-    if saved is not None:
-        printer = saved.record(printer)
-    done = asyncio.run(_run_with_control(request, stream_id, printer, grace))
+    printer = make_printer(args.json)
+    output = _RunOutput(printer if saved is None else saved.record(printer), printer,
+                        saved.conversation.title if saved and saved.conversation else None)
+    done = asyncio.run(_run_with_control(request, stream_id, output, grace))
+    if printer.output.closed:  # the reader went away: the run was stopped for that
+        return EXIT_BROKEN_PIPE
     if done.stop_reason == STOP_END_TURN:
         return EXIT_OK
     if done.stop_reason == STOP_CANCELLED:
@@ -192,63 +291,61 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     return EXIT_ERROR
 
 
-async def _run_with_control(request: RunRequest, stream_id: str, printer: Any, grace: float) -> Done:
+class _RunOutput:
+    """Where a run's events go (``on_event``: the printer, behind the store's recorder), with
+    the printer itself (to wire its spinner and closed-pipe stop) and the chat's title (listed
+    by ``tolaria streams``)."""
+
+    def __init__(self, on_event: Callable[[Event], None], printer: Printer,
+                 chat: str | None) -> None:
+        self.on_event, self.printer, self.chat = on_event, printer, chat
+
+    def __call__(self, event: Event) -> None:
+        self.on_event(event)
+
+
+async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOutput,
+                            grace: float) -> Done:
+    import asyncio
+    import signal
+
+    from tolaria.core.process import control
+    from tolaria.core.process.registry import STOPPING, default_registry
+    from tolaria.core.turns.runner import stream_ai_agent
+    from tolaria.support import crash
+
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(crash.asyncio_handler)
     registry = default_registry()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, registry.abort, stream_id)
-    server = control.ControlServer(registry)
+    printer = output.printer
+    printer.output.on_closed = lambda: registry.abort(stream_id)
+    printer.stopping = lambda: any(r["stream_id"] == stream_id and r["state"] == STOPPING
+                                   for r in registry.live())
+    chat = {"chat": output.chat} if output.chat is not None else {}
+    server = control.ControlServer(registry, details=lambda _stream_id: chat)
     await server.start()
+    printer.attach(loop)
+    printer.output.watch(loop)
     try:
-        return await stream_ai_agent(request, stream_id, printer, registry=registry, grace_s=grace)
+        return await stream_ai_agent(request, stream_id, output, registry=registry,
+                                     grace_s=grace)
     finally:
+        printer.output.unwatch()
+        printer.detach()
         await server.close()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
 
 
-class _JsonPrinter:
-    def __call__(self, event: Event) -> None:
-        sys.stdout.write(json.dumps(to_dict(event), ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-
-
-class _TextPrinter:
-    """Text to stdout; tool calls, errors and the final status to stderr."""
-
-    def __init__(self) -> None:
-        self._after_tool = False
-
-    def __call__(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            if self._after_tool:
-                sys.stdout.write("\n\n")
-                self._after_tool = False
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
-        elif isinstance(event, ToolStart):
-            self._after_tool = True
-            summary = json.dumps(event.input, ensure_ascii=False)[:120]
-            print(f"\n[tool {event.name}: {summary}]", file=sys.stderr, flush=True)
-        elif isinstance(event, ToolDone):
-            status = "failed" if event.is_error else "done"
-            print(f"[tool {status}]", file=sys.stderr, flush=True)
-        elif isinstance(event, Error):
-            print(f"\nerror: {event.message}", file=sys.stderr, flush=True)
-            if event.hint:
-                print(f"hint: {event.hint}", file=sys.stderr, flush=True)
-        elif isinstance(event, Diagnostic) and event.source == "retry":
-            print(f"[{event.message}]", file=sys.stderr, flush=True)
-        elif isinstance(event, Done):
-            sys.stdout.write("\n")
-            survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)
-            extra = f"; still alive: {survivors}" if survivors else ""
-            print(f"[done: {event.stop_reason}, {event.duration_ms} ms{extra}]", file=sys.stderr,
-                  flush=True)
-
-
 def _cmd_chats(as_json: bool) -> int:
+    import dataclasses
+    import json
+    import sqlite3
+
+    from tolaria.chats.saved_runs import list_chats, open_store
+
     try:
         store = open_store()
     except (OSError, sqlite3.Error, RuntimeError) as exc:
@@ -269,6 +366,11 @@ def _cmd_chats(as_json: bool) -> int:
 
 
 async def _cmd_agents(as_json: bool) -> int:
+    import json
+
+    from tolaria.core.adapters.manifest import load_adapters
+    from tolaria.core.programs import discovery
+
     adapters = load_adapters()
     found = await discovery.detect_all(list(adapters.manifests.values()))
     errors = [{"file": str(e.path), "key": e.key, "reason": e.reason} for e in adapters.errors]
@@ -286,27 +388,3 @@ async def _cmd_agents(as_json: bool) -> int:
     for e in adapters.errors:
         print(f"broken manifest: {e}")
     return EXIT_OK
-
-
-async def _cmd_streams(as_json: bool) -> int:
-    streams = await control.list_streams()
-    if as_json:
-        print(json.dumps(streams, indent=2))
-    elif not streams:
-        print("no live runs")
-    else:
-        for s in streams:
-            print(f"{s['stream_id']}  {s['agent']:<10} {s['state']:<9} {s.get('cwd') or ''}")
-    return EXIT_OK
-
-
-async def _cmd_abort(stream_id: str) -> int:
-    try:
-        validate_stream_id(stream_id)
-    except InvalidStreamId as exc:
-        print(f"tolaria: {exc}", file=sys.stderr)
-        print("false")
-        return EXIT_BAD_INPUT
-    stopped = await control.abort_remote(stream_id)
-    print("true" if stopped else "false")
-    return EXIT_OK if stopped else EXIT_ERROR

@@ -8,6 +8,7 @@ used by ``tolaria run --json``, the control socket and the conversation store.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -186,3 +187,18 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         return cls(**kwargs)
     except TypeError as exc:
         raise ValueError(f"bad {kind} event: {exc}") from exc
+
+
+def summarize_tool_input(value: object, limit: int = 100) -> str:
+    """One line saying what a tool was asked to do (its command, path, pattern...): the window's
+    tool card and ``tolaria run``'s tool lines show the same."""
+    if isinstance(value, dict):
+        for key in ("command", "description", "file_path", "path", "pattern", "query", "url",
+                    "prompt"):
+            if isinstance(value.get(key), str) and value[key].strip():
+                line = " ".join(str(value[key]).split())
+                return line if len(line) <= limit else line[: limit - 1] + "…"
+    if value is None or value == {}:
+        return ""
+    line = json.dumps(value, ensure_ascii=False, default=str)
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -7,7 +7,6 @@ the processes of that run. See docs/adr/0001-stream-id-contract.md.
 from __future__ import annotations
 
 import re
-import secrets
 
 PREFIX = "ai-agent-stream-"
 MAX_SUFFIX = 64
@@ -21,6 +20,8 @@ class InvalidStreamId(ValueError):
 
 def new_stream_id() -> str:
     """A fresh id: the prefix and 32 lowercase hex characters."""
+    import secrets  # here: ``tolaria abort`` validates ids and must start fast
+
     return PREFIX + secrets.token_hex(16)
 
 

@@ -7,13 +7,12 @@ config files and user adapters live directly in it, data under ``data/`` and soc
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 
-import platformdirs
+# platformdirs, tempfile and hashlib are imported where needed: with TOLARIA_HOME set,
+# ``tolaria abort`` (whose start-up is part of a stop's latency) needs none of them.
 
 APP = "tolaria"
 #: AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS); keep a margin.
@@ -27,12 +26,20 @@ def home() -> Path | None:
 
 def config_dir() -> Path:
     h = home()
-    return h if h else Path(platformdirs.user_config_dir(APP))
+    if h:
+        return h
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP))
 
 
 def data_dir() -> Path:
     h = home()
-    return h / "data" if h else Path(platformdirs.user_data_dir(APP))
+    if h:
+        return h / "data"
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP))
 
 
 def user_adapters_dir() -> Path:
@@ -50,11 +57,18 @@ def socket_dir(create: bool = True) -> Path:
     if h:
         natural = h / "run"
     elif os.environ.get("XDG_RUNTIME_DIR") or sys.platform != "linux":
+        import platformdirs
+
         natural = Path(platformdirs.user_runtime_dir(APP))
     else:
+        import tempfile
+
         natural = Path(tempfile.gettempdir()) / f"tolaria-{os.getuid()}"
     path = natural
     if len(str(natural)) > _MAX_SOCKET_DIR:
+        import hashlib
+        import tempfile
+
         digest = hashlib.sha256(str(natural).encode()).hexdigest()[:16]
         path = Path(tempfile.gettempdir()) / f"tolaria-{os.getuid()}-{digest}"
     if create:

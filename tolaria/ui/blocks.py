@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tolaria.core.events import summarize_tool_input as summarize_input
 from tolaria.ui import theme
 from tolaria.ui.markdown import CodeHighlighter, render_markdown, split_markdown
 
@@ -219,20 +220,6 @@ class ThinkingBlock(Collapsible):
 
     def on_expanded(self) -> None:
         self._label.setText(self.text)
-
-
-def summarize_input(value: object, limit: int = 100) -> str:
-    """One line saying what a tool was asked to do."""
-    if isinstance(value, dict):
-        for key in ("command", "description", "file_path", "path", "pattern", "query", "url",
-                    "prompt"):
-            if isinstance(value.get(key), str) and value[key].strip():
-                line = " ".join(str(value[key]).split())
-                return line if len(line) <= limit else line[: limit - 1] + "…"
-    if value is None or value == {}:
-        return ""
-    line = json.dumps(value, ensure_ascii=False)
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 _TOOL_STATUS = {

@@ -29,12 +29,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.core.store.db import Conversation
+from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation
 from tolaria.ui import theme
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 RUNNING_ROLE = Qt.ItemDataRole.UserRole + 2
+#: True for a chat started by ``tolaria run`` (drawn with a "command line" badge).
+COMMAND_LINE_ROLE = Qt.ItemDataRole.UserRole + 3
+COMMAND_LINE_BADGE = "command line"
 
 
 def relative_time(timestamp: float, now: float | None = None) -> str:
@@ -101,6 +104,18 @@ class _Delegate(QStyledItemDelegate):
         painter.setFont(title_font)
         painter.setPen(muted)
         sub_rect = QRect(rect.left(), rect.top() + line + 2, rect.width(), line)
+        if index.data(COMMAND_LINE_ROLE):  # an outlined tag, quieter than the running badge
+            small = painter.font()
+            small.setPointSizeF(small.pointSizeF() * 0.8)
+            painter.setFont(small)
+            width = painter.fontMetrics().horizontalAdvance(COMMAND_LINE_BADGE) + 10
+            tag = QRect(sub_rect.right() - width, sub_rect.top() + 1, width, line - 2)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(tag, 6, 6)
+            painter.drawText(tag, Qt.AlignmentFlag.AlignCenter, COMMAND_LINE_BADGE)
+            painter.setFont(title_font)
+            sub_rect.setRight(tag.left() - 6)
         subtitle = painter.fontMetrics().elidedText(str(index.data(SUBTITLE_ROLE) or ""),
                                                     Qt.TextElideMode.ElideRight, sub_rect.width())
         painter.drawText(sub_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
@@ -208,9 +223,14 @@ class Sidebar(QWidget):
         item.setText(conversation.title)
         item.setData(SUBTITLE_ROLE, subtitle)
         item.setData(RUNNING_ROLE, running)
-        item.setToolTip(f"{conversation.title}\n{subtitle}\n{conversation.cwd or ''}".strip())
+        headless = conversation.origin == ORIGIN_COMMAND_LINE
+        item.setData(COMMAND_LINE_ROLE, headless)
+        origin = "\nstarted from the command line (tolaria run)" if headless else ""
+        item.setToolTip(f"{conversation.title}\n{subtitle}\n{conversation.cwd or ''}".strip()
+                        + origin)
         item.setData(Qt.ItemDataRole.AccessibleTextRole,
-                     f"{conversation.title}, {'running' if running else 'last activity ' + when}")
+                     f"{conversation.title}, {'running' if running else 'last activity ' + when}"
+                     + (", from the command line" if headless else ""))
 
     # -- selection ------------------------------------------------------------------------------
     def select(self, conversation_id: int) -> None:

@@ -3,27 +3,32 @@
 Every Tolaria process that runs agents (GUI or ``tolaria run``) listens on
 ``<socket_dir>/<pid>.sock``: a Unix socket, mode 0600 in a 0700 folder, that also checks the
 peer's uid. It speaks one JSON line in, one JSON line out, and knows two requests:
-``{"op": "list"}`` and ``{"op": "abort", "stream_id": ID}``. It accepts stream ids only, never
-pids; an abort is answered once the stop is complete (tree gone).
+``{"op": "list"}`` (each live run: stream_id, agent, state, cwd, started_at, elapsed_s, and what
+the owner's ``details``, e.g. ``chat``) and ``{"op": "abort", "stream_id": ID}``. It
+accepts stream ids only, never pids; an abort is answered once the stop is complete (tree gone).
+The client side is tolaria/core/process/control_client.py (synchronous and light).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
+import logging
 import os
 import socket
 import struct
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
-
+from tolaria.core.process import control_client
 from tolaria.core.process.registry import ProcessRegistry, default_registry
 from tolaria.core.stream_id import InvalidStreamId, validate_stream_id
 from tolaria.support import paths
+
+log = logging.getLogger(__name__)
 
 MAX_REQUEST = 4096
 REQUEST_TIMEOUT_S = 5.0
@@ -42,11 +47,30 @@ def _peer_uid(sock: socket.socket | None) -> int | None:
 
 
 class ControlServer:
-    def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None) -> None:
+    def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None,
+                 details: Callable[[str], dict[str, Any]] | None = None) -> None:
         self.registry = registry or default_registry()
         self.folder = folder or paths.socket_dir()
         self.path = self.folder / f"{os.getpid()}.sock"
         self._server: asyncio.AbstractServer | None = None
+        #: Extra fields (JSON values) of a live stream's ``list`` entry, e.g. ``chat``: its
+        #: chat's title. The owner knows them; the registry does not.
+        self.details = details
+
+    def _streams(self) -> list[dict[str, Any]]:
+        now = time.time()
+        out = []
+        for info in self.registry.live():
+            extra: dict[str, Any] = {}
+            if self.details is not None:
+                try:
+                    extra = dict(self.details(info["stream_id"]))
+                except Exception:  # a listing never fails for want of a title
+                    log.exception("control: details of %s", info["stream_id"])
+            entry = {**extra, **info}
+            entry["elapsed_s"] = round(max(0.0, now - float(info.get("started_at") or now)), 3)
+            out.append(entry)
+        return out
 
     async def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -96,7 +120,7 @@ class ControlServer:
             return {"ok": False, "error": "request is not an object"}
         op = request.get("op")
         if op == "list":
-            return {"ok": True, "pid": os.getpid(), "streams": self.registry.live()}
+            return {"ok": True, "pid": os.getpid(), "streams": self._streams()}
         if op == "abort":
             try:
                 stream_id = validate_stream_id(request.get("stream_id"))
@@ -107,78 +131,8 @@ class ControlServer:
         return {"ok": False, "error": "unknown request (known: list, abort)"}
 
 
-async def _ask(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-    """Send one request to one socket; None when nobody listens there (a stale socket)."""
-    try:
-        reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), 2.0)
-    except (TimeoutError, ConnectionRefusedError, FileNotFoundError, OSError):
-        _remove_if_stale(path)
-        return None
-    try:
-        writer.write(json.dumps(request).encode() + b"\n")
-        await writer.drain()
-        line = await asyncio.wait_for(reader.readline(), timeout)
-        answer = json.loads(line) if line else None
-        return answer if isinstance(answer, dict) else None
-    except (TimeoutError, ConnectionError, json.JSONDecodeError, OSError):
-        return None
-    finally:
-        writer.close()
-        with contextlib.suppress(Exception):
-            await writer.wait_closed()
-
-
-def _remove_if_stale(path: Path) -> None:
-    try:
-        pid = int(path.stem)
-    except ValueError:
-        return
-    if pid != os.getpid() and not psutil.pid_exists(pid):
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
-def _sockets(folder: Path | None) -> list[Path]:
-    folder = folder or paths.socket_dir()
-    return sorted(folder.glob("*.sock"))
-
-
-async def list_streams(folder: Path | None = None) -> list[dict[str, Any]]:
-    """Live runs of every Tolaria process of this user (same TOLARIA_HOME)."""
-    answers = await asyncio.gather(*(_ask(p, {"op": "list"}, REQUEST_TIMEOUT_S)
-                                     for p in _sockets(folder)))
-    streams: list[dict[str, Any]] = []
-    for answer in answers:
-        if answer and answer.get("ok"):
-            for stream in answer.get("streams", []):
-                streams.append({**stream, "owner_pid": answer.get("pid")})
-    return streams
-
-
-def live_stream_ids(folder: Path | None = None, timeout: float = 3.0) -> set[str]:
-    """The stream ids other Tolaria processes of this user are running now (blocking; safe to
-    call with or without a running event loop: it asks from a worker thread). Empty when none
-    answer in time."""
-    def ask() -> list[dict[str, Any]]:
-        # A plain selector loop of its own: the GUI's event-loop policy would build a loop
-        # bound to the main thread, which cannot run here.
-        loop = asyncio.SelectorEventLoop()
-        try:
-            return loop.run_until_complete(list_streams(folder))
-        finally:
-            loop.close()
-
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tolaria-live") as pool:
-        try:
-            streams = pool.submit(ask).result(timeout)
-        except (OSError, concurrent.futures.TimeoutError):
-            return set()
-    return {str(s["stream_id"]) for s in streams if s.get("stream_id")}
-
-
-async def abort_remote(stream_id: str, folder: Path | None = None) -> bool:
-    """Ask every Tolaria process to stop ``stream_id``; True once the owner has stopped it."""
-    validate_stream_id(stream_id)
-    answers = await asyncio.gather(*(_ask(p, {"op": "abort", "stream_id": stream_id},
-                                          ABORT_TIMEOUT_S) for p in _sockets(folder)))
-    return any(bool(a and a.get("ok") and a.get("stopped")) for a in answers)
+# The client side lives in control_client (light and synchronous, for ``tolaria abort``); these
+# names stay importable from here.
+list_streams = control_client.list_streams
+live_stream_ids = control_client.live_stream_ids
+abort_remote = control_client.abort_remote

@@ -51,6 +51,8 @@ from tolaria.core.store.schema import (
     MIGRATIONS as _MIGRATIONS,
 )
 from tolaria.core.store.schema import (
+    ORIGIN_COMMAND_LINE,
+    ORIGIN_WINDOW,
     SCHEMA_VERSION,
     STATUS_CANCELLED,
     STATUS_COMPLETED,
@@ -75,6 +77,8 @@ __all__ = [
     "MARKER_MESSAGE_UNQUEUED",
     "MARKER_STOP_REQUESTED",
     "MARKER_TURN_RESTARTED",
+    "ORIGIN_COMMAND_LINE",
+    "ORIGIN_WINDOW",
     "SCHEMA_VERSION",
     "STATUS_CANCELLED",
     "STATUS_COMPLETED",
@@ -214,16 +218,17 @@ class Store(MarkerLog):
 
     # conversations
 
-    def create_conversation(self, title: str, agent: str, cwd: str | None) -> Conversation:
+    def create_conversation(self, title: str, agent: str, cwd: str | None,
+                            origin: str = ORIGIN_WINDOW) -> Conversation:
         with self._db_lock, self._tx():
             now = self._tick()
             cur = self._conn.execute(
-                "INSERT INTO conversations (title, agent, cwd, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (title, agent, cwd, now, now),
+                "INSERT INTO conversations (title, agent, cwd, created_at, updated_at, origin)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (title, agent, cwd, now, now, origin),
             )
             assert cur.lastrowid is not None
-            return Conversation(cur.lastrowid, title, agent, cwd, now, now, None)
+            return Conversation(cur.lastrowid, title, agent, cwd, now, now, None, origin)
 
     def get_conversation(self, conversation_id: int) -> Conversation | None:
         rows = self._query(f"SELECT {_CONV_COLS} FROM conversations WHERE id = ?", conversation_id)

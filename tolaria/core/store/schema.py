@@ -18,6 +18,9 @@ STATUS_CANCELLED = "cancelled"
 STATUS_FAILED = "failed"
 STATUS_INTERRUPTED = "interrupted"
 
+ORIGIN_WINDOW = "window"
+ORIGIN_COMMAND_LINE = "command-line"
+
 
 @dataclass(frozen=True)
 class Conversation:
@@ -29,6 +32,9 @@ class Conversation:
     updated_at: float
     #: Last session id the agent reported (for resume).
     agent_session_id: str | None
+    #: Where the chat was started: ``ORIGIN_WINDOW`` or ``ORIGIN_COMMAND_LINE`` (``tolaria run``,
+    #: shown with a badge in the sidebar).
+    origin: str = "window"
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
             turn_id INTEGER REFERENCES turns (id) ON DELETE CASCADE,
             kind TEXT NOT NULL, data TEXT NOT NULL, created_at REAL NOT NULL)""",
         "CREATE INDEX markers_by_conversation ON markers (conversation_id, id)",
+    ),
+    (
+        # Where a chat was started (the window, or ``tolaria run``); older chats: the window.
+        "ALTER TABLE conversations ADD COLUMN origin TEXT NOT NULL DEFAULT 'window'",
     ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
