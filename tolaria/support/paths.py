@@ -7,8 +7,10 @@ config files and user adapters live directly in it, data under ``data/`` and soc
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +35,61 @@ def config_dir() -> Path:
 def data_dir() -> Path:
     h = home()
     return h / "data" if h else Path(platformdirs.user_data_dir(APP))
+
+
+#: Sub-folders of the data folder that hold chat text (prompts, answers, tracebacks).
+PRIVATE_SUBDIRS = ("model-chats", "crash-reports")
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` created (with its parents) or tightened to mode 0700: what is in it is private.
+
+    ``mkdir(mode=...)`` applies the mode only to the last component, so each missing parent is
+    created 0700 too. A folder we do not own is left alone (chmod would fail anyway).
+    """
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+    tighten(path, 0o700)
+    return path
+
+
+def private_data_dir() -> Path:
+    """The data folder, 0700, with the files of earlier installs (made 0755/0644 before the
+    umask was respected) tightened: another local user must not read prompts or answers."""
+    folder = private_dir(data_dir())
+    for name in PRIVATE_SUBDIRS:
+        sub = folder / name
+        if sub.is_dir() and not sub.is_symlink():
+            tighten(sub, 0o700)
+            with contextlib.suppress(OSError):
+                for child in sub.iterdir():
+                    tighten(child, 0o600)
+    return folder
+
+
+def private_file(path: Path) -> None:
+    """``path`` created empty if missing, mode 0600 (SQLite gives its -wal/-shm the same mode)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    tighten(path, 0o600)
+
+
+def tighten(path: Path, mode: int) -> None:
+    """chmod ``path`` to ``mode`` when it is ours and looser; never through a symlink."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o777 & ~mode == 0:
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
 
 
 def user_adapters_dir() -> Path:

@@ -87,6 +87,8 @@ __all__ = [
     "Turn",
 ]
 
+#: How long a write waits for another process's write transaction (a migration, a flush).
+_BUSY_TIMEOUT_MS = 10_000
 #: Consecutive deltas of one turn are merged into one row up to this many characters.
 COALESCE_MAX_CHARS = 256 * 1024
 
@@ -153,8 +155,13 @@ class Store(MarkerLog):
             raise ValueError("flush_interval must be positive")
         #: What is kept of each turn's output (default: the caps, changed by the environment).
         self.limits = limits if limits is not None else OutputLimits.from_env()
+        if path is None:
+            paths.private_data_dir()  # 0700, and an older install's files tightened
         self.path = path if path is not None else DEFAULT_PATH()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.path.parent)
+        paths.private_file(self.path)  # 0600 before SQLite opens it: -wal/-shm follow its mode
+        for suffix in ("-wal", "-shm"):
+            paths.tighten(Path(f"{self.path}{suffix}"), 0o600)
         #: Stream ids other Tolaria processes are running right now (``control.live_stream_ids``):
         #: their turns are not crashed, so the start-up recovery leaves them alone.
         self._live_elsewhere = frozenset(live_elsewhere)
@@ -170,9 +177,9 @@ class Store(MarkerLog):
             str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0
         )
         try:
-            self._conn.executescript(
-                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
-            )
+            self._conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            self._set_wal()
+            self._conn.executescript("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
             self._migrate()
             self._recover()
         except BaseException:
@@ -418,14 +425,32 @@ class Store(MarkerLog):
             raise KeyError(conversation_id)
         return conversation
 
+    def _set_wal(self) -> None:
+        """WAL mode. Switching a fresh database needs it to itself for a moment; SQLite answers
+        "locked" without calling the busy handler then, so several processes opening a fresh
+        home at once retry here."""
+        deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
     def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{self.path} has schema version {version}; this Tolaria knows {SCHEMA_VERSION}"
-            )
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            with self._tx():
+        """Bring the schema to ``SCHEMA_VERSION``, all in one write transaction: the version is
+        read inside it, so of several processes opening the same fresh (or old) store exactly
+        one migrates and the others see its result (no "table already exists")."""
+        with self._tx():
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self.path} has schema version {version}; this Tolaria knows "
+                    f"{SCHEMA_VERSION}"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in _MIGRATIONS[target - 1]:
                     self._conn.execute(statement)
                 self._conn.execute(f"PRAGMA user_version = {target}")
