@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tolaria.support import paths
+from tolaria.support import paths, tomlfile
 
 #: ``openai-chat`` is not a CLI: Tolaria itself talks to an OpenAI-compatible endpoint
 #: (tolaria/core/modelchat/client.py), so it has ``base_url``/``model`` instead of a ``command``.
@@ -351,9 +351,11 @@ def _input_mode(data: dict[str, Any], protocol: str, command: tuple[str, ...],
 
 def load_manifest_file(path: Path, builtin: bool = False) -> Manifest:
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ManifestError(path, None, f"cannot read: {exc.strerror or exc}") from exc
+        raw = tomlfile.read_bytes(path)  # a FIFO or /dev/zero must not hang or flood us
+    except tomlfile.SettingsFileError as exc:
+        raise ManifestError(path, None, exc.problem) from exc
+    if raw is None:
+        raise ManifestError(path, None, "cannot read: No such file or directory")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
