@@ -131,7 +131,14 @@ def substitute(template: tuple[str, ...], *, prompt: str = "", cwd: str = "",
     """
     values = {"prompt": prompt, "cwd": cwd, "python": sys.executable, "session_id": session_id}
     # One pass, so a prompt that itself contains "{cwd}" is left exactly as typed.
-    return [_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], part) for part in template]
+    return [no_nul(_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], part)) for part in template]
+
+
+def no_nul(text: str) -> str:
+    """``text`` fit for argv or the environment: NUL ends a C string, so the kernel cannot take
+    it (Python raises "embedded null byte"). An agent may print NUL, and its answer comes back
+    in the next turn's history: each NUL becomes U+FFFD, the replacement character."""
+    return text.replace("\0", "\ufffd") if "\0" in text else text
 
 
 def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool = False) -> Manifest:

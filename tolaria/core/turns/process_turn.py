@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psutil
 
-from tolaria.core.adapters.manifest import PERMISSION_MODES, Manifest, build_argv
+from tolaria.core.adapters.manifest import PERMISSION_MODES, Manifest, build_argv, no_nul
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_ERROR,
@@ -63,7 +63,7 @@ def build_env(manifest: Manifest, stream_id: str, extra: Mapping[str, str]) -> d
     # Every process of the run inherits this marker, so the tree can be found even after a
     # tool leaves it with setsid + double fork, and leak checks can name the run.
     env[proctree.ENV_MARKER] = stream_id
-    return env
+    return {no_nul(k): no_nul(v) for k, v in env.items()}  # a TOML "\u0000" must not crash
 
 
 def resolve_program(program: str, env: Mapping[str, str]) -> str | None:
