@@ -1,6 +1,7 @@
 """The ``tolaria`` command: no subcommand opens the window; subcommands run headless.
 
-Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input.
+Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error (or the turn could not
+be saved: disk full), 2 bad input.
 ``tolaria run`` keeps its turn in the window's store (a new chat, or ``--chat ID``); see
 tolaria/chats/saved_runs.py. ``tolaria chats`` lists the stored chats.
 ``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
@@ -13,6 +14,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import logging
 import signal
 import sqlite3
 import sys
@@ -131,14 +133,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except (ChatError, OSError, sqlite3.Error, RuntimeError) as exc:  # RuntimeError: schema
         print(f"tolaria: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT if isinstance(exc, ChatError) else EXIT_ERROR
-    try:
+    if saved is None:
         return _run_turn(args, adapters, saved)
+    # A failed save is reported here, once, after the run's output (not at every retry).
+    logging.getLogger("tolaria.core.store").setLevel(logging.ERROR)
+    code = EXIT_ERROR
+    try:
+        code = _run_turn(args, adapters, saved)
     finally:
-        if saved is not None:
-            saved.close()
-            if saved.chat_id is not None and saved.stream_id is not None:
-                print(f"tolaria: saved in chat {saved.chat_id} (continue it with --chat "
-                      f"{saved.chat_id})", file=sys.stderr)
+        saved.close()
+        if saved.store.write_error is not None:
+            print(f"tolaria: {saved.store.write_error}", file=sys.stderr)
+        elif saved.chat_id is not None and saved.stream_id is not None:
+            print(f"tolaria: saved in chat {saved.chat_id} (continue it with --chat "
+                  f"{saved.chat_id})", file=sys.stderr)
+    return EXIT_ERROR if saved.store.write_error is not None and code == EXIT_OK else code
 
 
 def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | None) -> int:

@@ -12,6 +12,8 @@ writes more than that per turn, plus a notice and the last 64 Ki characters of t
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import sqlite3
 import threading
@@ -87,6 +89,8 @@ __all__ = [
     "Turn",
 ]
 
+#: Failures of a write that a retry may cure (a full disk, a lock held too long).
+_WRITE_ERRORS = (sqlite3.Error, OSError)
 #: How long a write waits for another process's write transaction (a migration, a flush).
 _BUSY_TIMEOUT_MS = 10_000
 #: Consecutive deltas of one turn are merged into one row up to this many characters.
@@ -173,6 +177,9 @@ class Store(MarkerLog):
         self._live: dict[str, _Live] = {}
         self._closed = False
         self._last_tick = 0.0
+        #: Why buffered events could not be written (one line, e.g. "disk full: could not save
+        #: the turn to PATH"); None once everything buffered is saved. See ``_write_failed``.
+        self.write_error: str | None = None
         self._conn = sqlite3.connect(
             str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0
         )
@@ -210,6 +217,8 @@ class Store(MarkerLog):
         with self._db_lock:
             try:
                 self._flush_locked()
+            except _WRITE_ERRORS:
+                pass  # kept in write_error: the caller reports it (nothing to retry any more)
             finally:
                 self._live.clear()
                 self._conn.close()
@@ -306,10 +315,8 @@ class Store(MarkerLog):
             for item in kept:
                 self._buffer_locked(live, item, now)
         if isinstance(event, _ROW_EVENTS):
-            try:
+            with contextlib.suppress(*_WRITE_ERRORS):  # in write_error; the flusher retries
                 self.flush()
-            except Exception:
-                log.exception("could not write %s event of %s", event.kind, event.stream_id)
 
     def _buffer_locked(self, live: _Live, event: Event, now: float) -> None:
         if isinstance(event, _DELTA_TYPES):
@@ -358,7 +365,14 @@ class Store(MarkerLog):
         return out
 
     def mark_interrupted(self, stream_id: str) -> None:
-        """Finish a running turn whose run vanished without a ``Done``; no-op otherwise."""
+        """Finish a running turn whose run vanished without a ``Done``; no-op otherwise. A
+        write that fails is kept in ``write_error`` (the next open recovers the turn anyway)."""
+        try:
+            self._mark_interrupted(stream_id)
+        except _WRITE_ERRORS as exc:
+            self._write_failed(exc)
+
+    def _mark_interrupted(self, stream_id: str) -> None:
         with self._db_lock:
             with self._buf_lock:
                 live = self._live.pop(stream_id, None)
@@ -383,10 +397,24 @@ class Store(MarkerLog):
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk does): a ROLLBACK then fails
+            # with "no transaction is active", which must not hide the real error.
+            if self._conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
+
+    def _write_failed(self, exc: BaseException) -> None:
+        """Remember why a write failed, and log it once (not at every retry of the flusher)."""
+        full = (getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+                or getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in str(exc))
+        message = (f"disk full: could not save the turn to {self.path}" if full
+                   else f"could not save the turn to {self.path}: {exc}")
+        if message != self.write_error:
+            log.warning("%s", message)
+        self.write_error = message
 
     def _tick(self) -> float:
         """Wall-clock time, strictly increasing within this store (coarse clocks tie)."""
@@ -403,10 +431,8 @@ class Store(MarkerLog):
     def _query(self, sql: str, *args: object, flush: bool = False) -> list[Any]:
         with self._db_lock:
             if flush:  # read your own writes, buffered deltas included
-                try:
+                with contextlib.suppress(*_WRITE_ERRORS):  # still show what is stored
                     self._flush_locked()
-                except sqlite3.Error:  # still show what is stored; the flusher retries
-                    log.exception("could not write buffered events to %s", self.path)
             return self._conn.execute(sql, args).fetchall()
 
     def _select_turns(self, where: str, arg: object) -> list[Turn]:
@@ -489,10 +515,15 @@ class Store(MarkerLog):
                 live.open = None  # those rows are leaving the buffer; no more merging into them
         try:
             self._write(batch)
-        except BaseException:
+        except BaseException as exc:
             with self._buf_lock:
                 self._buffer[:0] = batch  # keep the order; the flusher retries
+            if isinstance(exc, _WRITE_ERRORS):
+                self._write_failed(exc)
             raise
+        with self._buf_lock:
+            if not self._buffer:
+                self.write_error = None  # everything is saved (the disk has room again)
 
     def _write(self, batch: list[_Pending]) -> None:
         rows = [p.row() for p in batch]
@@ -536,5 +567,7 @@ class Store(MarkerLog):
                 continue
             try:
                 self.flush()
+            except _WRITE_ERRORS:
+                pass  # in write_error (logged once); retried at the next interval
             except Exception:
                 log.exception("could not write buffered events to %s", self.path)
