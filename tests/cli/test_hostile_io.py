@@ -8,15 +8,18 @@ import contextlib
 import json
 import os
 import resource
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from nonroot import other_uid_gid, tolaria_as_other_user, world_reachable_folder
 
 from tolaria.core.store.db import Store
 
@@ -138,3 +141,145 @@ def test_a_file_size_limit_is_one_clear_error_after_the_output(tolaria_home: Pat
     db = tolaria_home / "data" / "tolaria.sqlite3"
     _assert_one_clear_error(run, tolaria_home, f"could not save the turn to {db}: disk I/O error")
     _assert_store_readable(db)
+
+
+# --- the control socket under a flood of idle connections ---------------------------------
+
+
+def _socket_of(home: Path, within: float = 30) -> Path:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        found = list((home / "run").glob("*.sock")) if (home / "run").is_dir() else []
+        if found:
+            return found[0]
+        time.sleep(0.05)
+    raise AssertionError("tolaria run never opened its control socket")
+
+
+def _few_fds() -> None:  # in the child: 64 file descriptors in all
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+
+def test_a_flood_of_idle_connections_neither_slows_streams_nor_breaks_stop(
+        tolaria_home: Path) -> None:
+    """Before: 1,100 idle connections to a ``tolaria run`` made ``streams`` list nothing after
+    6 s, ``abort`` fail after 60 s (the run went on to its end) and the accept loop log EMFILE
+    tracebacks. Now, with only 64 fds in the run's process: ``streams`` lists the run at once,
+    ``abort`` stops it, the run exits 130 cleanly."""
+    sid = "ai-agent-stream-idleflood01"
+    env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
+    env.update(TOLARIA_HOME=str(tolaria_home), PYTHONPATH=str(ROOT), TOLARIA_DEMO_DELAY="0",
+               TOLARIA_DEMO_TOOL_SECONDS="30")
+    run = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--agent", "demo",
+                            "--no-save", "--stream-id", sid, "hi"], env=env, cwd=tolaria_home,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, preexec_fn=_few_fds)
+    idle: list[socket.socket] = []
+    try:
+        path = _socket_of(tolaria_home)
+        for _ in range(1100):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):  # a full backlog: queued anyway
+                sock.connect(str(path))
+            idle.append(sock)
+        started = time.monotonic()
+        streams = cli(tolaria_home, "streams", "--json")
+        took = time.monotonic() - started
+        assert [s["stream_id"] for s in json.loads(streams.stdout)] == [sid], streams.stderr
+        assert took < 4, f"streams took {took:.1f} s behind 1,100 idle connections"
+        aborted = cli(tolaria_home, "abort", sid)
+        assert (aborted.returncode, aborted.stdout.strip()) == (0, "true"), aborted.stderr
+        _out, err = run.communicate(timeout=30)
+    finally:
+        for sock in idle:
+            sock.close()
+        if run.poll() is None:  # SIGTERM: the run stops its agent's tree, then exits
+            run.terminate()
+            try:
+                run.communicate(timeout=20)
+            except subprocess.TimeoutExpired:
+                run.kill()
+                run.communicate()
+    assert run.returncode == 130, err
+    assert "Traceback" not in err and "out of system resource" not in err, err
+    assert not (tolaria_home / "data" / "crash-reports").exists()
+
+
+# --- a read-only home, a socket folder of another user -------------------------------------
+
+#: Each command in a home it cannot write to; the path the error must name, under the home.
+_READ_ONLY_CASES = [(("run", "--agent", "demo", "hi"), "data"),
+                    (("run", "--agent", "demo", "--no-save", "hi"), "run"),
+                    (("chats",), "data")]
+
+
+def _assert_one_line(result: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [f"tolaria: {expected}"], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_read_only_home_is_one_line_not_a_traceback() -> None:
+    """Before: ``tolaria run --no-save`` and ``streams`` in a home the user cannot write to
+    died with a PermissionError traceback and tried to write a crash report. Run as a non-root
+    user (root ignores the mode), the home chmod 0500."""
+    with world_reachable_folder(owner_is_other_user=True) as folder:
+        home = folder / "home"
+        home.mkdir()
+        if os.getuid() == 0:
+            os.chown(home, *other_uid_gid())
+        os.chmod(home, 0o500)
+        for args, where in _READ_ONLY_CASES:
+            result = tolaria_as_other_user(home, *args, TOLARIA_DEMO_DELAY="0")
+            _assert_one_line(result, f"cannot write to {home / where}: permission denied")
+        streams = tolaria_as_other_user(home, "streams")
+        assert (streams.returncode, streams.stdout) == (0, "no live runs\n"), streams.stderr
+        assert sorted(p.name for p in home.iterdir()) == []  # nothing written, no crash report
+
+
+@contextlib.contextmanager
+def _read_only_tmpfs() -> Iterator[Path]:
+    """A read-only file system (root only: mounting needs it; root cannot write to it either)."""
+    if os.getuid() != 0:
+        pytest.skip("mounting a read-only tmpfs needs root (the chmod 0500 case runs for all)")
+    folder = Path(tempfile.mkdtemp(prefix="tolaria-ro-"))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
+                             capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        folder.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+        folder.rmdir()
+
+
+def test_a_read_only_file_system_is_one_line_not_a_traceback() -> None:
+    with _read_only_tmpfs() as home:
+        for args, where in _READ_ONLY_CASES:
+            result = cli(home, *args, TOLARIA_DEMO_DELAY="0")
+            _assert_one_line(result, f"cannot write to {home / where}: read-only file system")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to make a folder of another user")
+def test_a_socket_folder_of_another_user_is_one_line_not_a_traceback(tolaria_home: Path) -> None:
+    """Before: a PermissionError traceback and a crash report. Both ways round: our home's
+    socket folder made another user's, and another user running ``streams`` on our home."""
+    folder = tolaria_home / "run"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, *other_uid_gid())
+    refused = f"{folder} belongs to another user; refusing to use it for sockets"
+    for args in (("run", "--agent", "demo", "--no-save", "hi"), ("streams",),
+                 ("abort", "ai-agent-stream-notours01")):
+        _assert_one_line(cli(tolaria_home, *args, TOLARIA_DEMO_DELAY="0"), refused)
+    assert not (tolaria_home / "data").exists()  # no crash report either
+
+    with world_reachable_folder() as shared:  # root's home, and another user asks it
+        home = shared / "home"
+        (home / "run").mkdir(parents=True, mode=0o700)
+        os.chmod(home, 0o755)
+        refused = f"{home / 'run'} belongs to another user; refusing to use it for sockets"
+        for args in (("streams",), ("abort", "ai-agent-stream-notours01")):
+            _assert_one_line(tolaria_as_other_user(home, *args), refused)

@@ -41,7 +41,7 @@ from tolaria.core.process.registry import default_registry
 from tolaria.core.programs import discovery
 from tolaria.core.stream_id import InvalidStreamId, new_stream_id, validate_stream_id
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent
-from tolaria.support import crash
+from tolaria.support import crash, paths
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
 
@@ -90,8 +90,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command is not None:  # the window installs its own hooks (tolaria.app.main.run)
-        crash.install("cli")
+    if args.command is None:
+        return _open_window(args)
+    crash.install("cli")  # the window installs its own hooks (tolaria.app.main.run)
+    try:
+        return _command(args)
+    except OSError as exc:  # a read-only home, a socket folder of another user: not a bug
+        problem = paths.access_problem(exc)
+        if problem is None:
+            raise
+        print(f"tolaria: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _command(args: argparse.Namespace) -> int:
     if args.command == "run":
         return _cmd_run(args)
     if args.command == "chats":
@@ -110,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         from tolaria.cli.models import cmd_key
 
         return cmd_key(args.key_action, args.key_agent)
-    return _open_window(args)
+    raise AssertionError(f"unknown command {args.command!r}")
 
 
 def _open_window(args: argparse.Namespace) -> int:
@@ -131,8 +143,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         saved = None if args.no_save else SavedRun.open(args.chat)
     except (ChatError, OSError, sqlite3.Error, RuntimeError) as exc:  # RuntimeError: schema
-        print(f"tolaria: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT if isinstance(exc, ChatError) else EXIT_ERROR
+        problem = paths.access_problem(exc)
+        print(f"tolaria: {problem or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT if isinstance(exc, ChatError) or problem else EXIT_ERROR
     if saved is None:
         return _run_turn(args, adapters, saved)
     # A failed save is reported here, once, after the run's output (not at every retry).
@@ -258,8 +271,9 @@ def _cmd_chats(as_json: bool) -> int:
     try:
         store = open_store()
     except (OSError, sqlite3.Error, RuntimeError) as exc:
-        print(f"tolaria: cannot open the store: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        problem = paths.access_problem(exc)
+        print(f"tolaria: {problem or f'cannot open the store: {exc}'}", file=sys.stderr)
+        return EXIT_BAD_INPUT if problem else EXIT_ERROR
     try:
         chats = list_chats(store)
     finally:

@@ -8,6 +8,7 @@ config files and user adapters live directly in it, data under ``data/`` and soc
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -115,11 +116,66 @@ def socket_dir(create: bool = True) -> Path:
         digest = hashlib.sha256(str(natural).encode()).hexdigest()[:16]
         path = Path(tempfile.gettempdir()) / f"tolaria-{os.getuid()}-{digest}"
     if create:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if path.stat().st_uid != os.getuid():
-            raise PermissionError(f"{path} belongs to another user; refusing to use it for sockets")
-        os.chmod(path, 0o700)
+        _own_private_folder(path)
     return path
+
+
+class UnsafeFolder(PermissionError):
+    """A socket folder that is a symlink, not a folder, or another user's: never used."""
+
+
+def check_own_folder(path: Path) -> None:
+    """UnsafeFolder unless ``path`` itself (not through a symlink) is a folder of ours."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeFolder(f"{path} is a symlink; refusing to use it for sockets")
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeFolder(f"{path} is not a folder; refusing to use it for sockets")
+    if info.st_uid != os.getuid():
+        raise UnsafeFolder(f"{path} belongs to another user; refusing to use it for sockets")
+
+
+def _own_private_folder(path: Path) -> None:
+    """Make ``path`` (mode 0700) or check it: a folder we own, reached without a symlink.
+
+    In a shared /tmp another user can create ``tolaria-<uid>`` first, as a folder of theirs or
+    a symlink to a folder of ours: following it would chmod, and put our sockets in, a folder
+    of their choosing. So it is checked with lstat, then opened with O_NOFOLLOW and checked
+    again through the fd (no swap in between), and the chmod goes through that same fd.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    check_own_folder(path)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UnsafeFolder(f"{path} changed while it was checked; refusing to use it for "
+                           "sockets") from exc
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid():
+            raise UnsafeFolder(f"{path} belongs to another user; refusing to use it for sockets")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
+#: Errors of the environment (a read-only or full home, a folder of another user), not bugs.
+_ACCESS_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
+def access_problem(exc: BaseException) -> str | None:
+    """One line for an OSError the user must fix in their file system ("cannot write to PATH:
+    read-only file system"); None for any other error (a bug: let it reach the crash report)."""
+    if isinstance(exc, UnsafeFolder):
+        return str(exc)
+    if not isinstance(exc, OSError) or exc.errno not in _ACCESS_ERRNOS:
+        return None
+    reason = (exc.strerror or os.strerror(exc.errno)).lower()
+    return f"cannot write to {exc.filename}: {reason}" if exc.filename else reason
 
 
 def package_data(name: str) -> Path:
