@@ -14,14 +14,18 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QSizePolicy,
-    QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from tolaria.ui import theme
-from tolaria.ui.markdown import CodeHighlighter, render_markdown, split_markdown
+from tolaria.ui.markdown import (
+    CodeHighlighter,
+    SafeTextBrowser,
+    render_markdown,
+    split_markdown,
+)
 
 #: Characters of answer text per rendered chunk; only the last chunk is re-rendered as text
 #: streams in, so this bounds the work of one update.
@@ -45,7 +49,7 @@ def clip_tail(text: str, limit: int = MAX_SIDE_TEXT) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-class RichText(QTextBrowser):
+class RichText(SafeTextBrowser):
     """Read-only markdown that is exactly as tall as its content (the transcript scrolls)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -55,7 +59,6 @@ class RichText(QTextBrowser):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.setOpenExternalLinks(True)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         # Transparent through the palette: a style sheet per chunk costs a style pass each.
         self.viewport().setAutoFillBackground(False)
