@@ -49,9 +49,7 @@ from tolaria.core.store.markers import (  # re-exported: the store's API
 from tolaria.core.store.schema import (  # re-exported: the store's API
     CONV_COLS as _CONV_COLS,
 )
-from tolaria.core.store.schema import (
-    MIGRATIONS as _MIGRATIONS,
-)
+from tolaria.core.store.schema import MIGRATIONS as _MIGRATIONS  # noqa: F401 (tests use it)
 from tolaria.core.store.schema import (
     SCHEMA_VERSION,
     STATUS_CANCELLED,
@@ -61,6 +59,7 @@ from tolaria.core.store.schema import (
     STATUS_RUNNING,
     Conversation,
     Turn,
+    prepare,
 )
 from tolaria.core.store.schema import (
     TURN_COLS as _TURN_COLS,
@@ -91,8 +90,6 @@ __all__ = [
 
 #: Failures of a write that a retry may cure (a full disk, a lock held too long).
 _WRITE_ERRORS = (sqlite3.Error, OSError)
-#: How long a write waits for another process's write transaction (a migration, a flush).
-_BUSY_TIMEOUT_MS = 10_000
 #: Consecutive deltas of one turn are merged into one row up to this many characters.
 COALESCE_MAX_CHARS = 256 * 1024
 
@@ -184,10 +181,7 @@ class Store(MarkerLog):
             str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0
         )
         try:
-            self._conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            self._set_wal()
-            self._conn.executescript("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
-            self._migrate()
+            prepare(self._conn, self.path)
             self._recover()
         except BaseException:
             self._conn.close()
@@ -450,36 +444,6 @@ class Store(MarkerLog):
         if conversation is None:
             raise KeyError(conversation_id)
         return conversation
-
-    def _set_wal(self) -> None:
-        """WAL mode. Switching a fresh database needs it to itself for a moment; SQLite answers
-        "locked" without calling the busy handler then, so several processes opening a fresh
-        home at once retry here."""
-        deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
-        while True:
-            try:
-                self._conn.execute("PRAGMA journal_mode=WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-
-    def _migrate(self) -> None:
-        """Bring the schema to ``SCHEMA_VERSION``, all in one write transaction: the version is
-        read inside it, so of several processes opening the same fresh (or old) store exactly
-        one migrates and the others see its result (no "table already exists")."""
-        with self._tx():
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.path} has schema version {version}; this Tolaria knows "
-                    f"{SCHEMA_VERSION}"
-                )
-            for target in range(version + 1, SCHEMA_VERSION + 1):
-                for statement in _MIGRATIONS[target - 1]:
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {target}")
 
     def _recover(self) -> None:
         """Turns left running by a crash (or a kill) become interrupted, partial output kept;
