@@ -147,11 +147,14 @@ def test_a_file_size_limit_is_one_clear_error_after_the_output(tolaria_home: Pat
 
 
 def _socket_of(home: Path, within: float = 30) -> Path:
+    """The run's control socket, once it accepts connections."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        found = list((home / "run").glob("*.sock")) if (home / "run").is_dir() else []
-        if found:
-            return found[0]
+        for path in (home / "run").glob("*.sock") if (home / "run").is_dir() else []:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe, \
+                    contextlib.suppress(OSError):
+                probe.connect(str(path))
+                return path
         time.sleep(0.05)
     raise AssertionError("tolaria run never opened its control socket")
 
@@ -177,6 +180,11 @@ def test_a_flood_of_idle_connections_neither_slows_streams_nor_breaks_stop(
     idle: list[socket.socket] = []
     try:
         path = _socket_of(tolaria_home)
+        deadline = time.monotonic() + 30
+        while not any(s["state"] == "running" for s in json.loads(
+                cli(tolaria_home, "streams", "--json").stdout)):  # the agent is up
+            assert time.monotonic() < deadline, "the run never started its agent"
+            time.sleep(0.1)
         for _ in range(1100):
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.setblocking(False)

@@ -32,6 +32,20 @@ REQUEST_TIMEOUT_S = 5.0
 IDLE_TIMEOUT_S = 2.0
 #: At most this many connections wait for their request; the oldest goes for a newcomer.
 MAX_CLIENTS = 32
+
+
+def _default_max_clients() -> int:
+    """``MAX_CLIENTS``, or fewer when this process has few fds: waiting clients never hold
+    more than 1/16 of them, so a flood cannot starve the runs (a spawn needs fds too)."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - Windows
+        return MAX_CLIENTS
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CLIENTS
+    return max(2, min(MAX_CLIENTS, soft // 16))
 ABORT_TIMEOUT_S = 60.0
 
 
@@ -59,17 +73,17 @@ class ControlServer:
 
     Hostile clients cannot starve it: a client must send its request within ``idle_timeout``
     seconds (a real one sends it at once), at most ``max_clients`` connections wait for their
-    request (the oldest is dropped for a newcomer), and when the process runs out of file
+    request (the oldest is dropped for a newcomer; fewer when the fd limit is low), and when the process runs out of file
     descriptors a reserved one is freed to accept and drop the pending connection, so the
     accept loop never spins on EMFILE and the rest of the process (a Stop) keeps its fds.
     """
 
     def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None, *,
-                 max_clients: int = MAX_CLIENTS, idle_timeout: float = IDLE_TIMEOUT_S) -> None:
+                 max_clients: int | None = None, idle_timeout: float = IDLE_TIMEOUT_S) -> None:
         self.registry = registry or default_registry()
         self.folder = folder or paths.socket_dir()
         self.path = self.folder / f"{os.getpid()}.sock"
-        self.max_clients = max_clients
+        self.max_clients = max_clients if max_clients is not None else _default_max_clients()
         self.idle_timeout = idle_timeout
         self._sock: socket.socket | None = None
         self._reserve: int | None = None
@@ -83,8 +97,8 @@ class ControlServer:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(str(self.path))
-            os.chmod(self.path, 0o600)
-            sock.listen(128)
+            sock.listen(128)  # before anything else: a client seeing the file can connect
+            os.chmod(self.path, 0o600)  # (the folder is 0700, and peers' uids are checked)
             sock.setblocking(False)
         except BaseException:
             sock.close()
