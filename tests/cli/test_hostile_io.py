@@ -77,12 +77,12 @@ def test_a_nul_in_agent_output_does_not_break_the_next_chat_turn(tolaria_home: P
 
 
 @contextlib.contextmanager
-def _tiny_tmpfs() -> Iterator[Path]:
-    """A 256 KiB tmpfs (root only): a disk that really fills up."""
+def _tmpfs(options: str, other_case: str) -> Iterator[Path]:
+    """A real tmpfs mounted with ``options`` (root only; ``other_case`` runs for everyone)."""
     if os.getuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (the RLIMIT_FSIZE case runs for everyone)")
-    folder = Path(tempfile.mkdtemp(prefix="tolaria-full-"))
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)],
+        pytest.skip(f"mounting a tmpfs needs root ({other_case} runs for everyone)")
+    folder = Path(tempfile.mkdtemp(prefix="tolaria-tmpfs-"))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
                              capture_output=True, text=True, check=False)
     if mounted.returncode != 0:
         folder.rmdir()
@@ -121,7 +121,7 @@ def _assert_store_readable(db: Path) -> None:
 def test_a_full_disk_is_one_clear_error_after_the_output() -> None:
     """Before: "cannot rollback - no transaction is active" tracebacks masked "database or disk
     is full", a crash report was attempted, exit 1 right after ``done: end_turn``."""
-    with _tiny_tmpfs() as disk:
+    with _tmpfs("size=256k", "the RLIMIT_FSIZE case") as disk:  # a disk that fills up
         home = disk / "home"
         (home / "adapters").mkdir(parents=True)
         (home / "adapters" / "flood.toml").write_text(FLOOD_AGENT)
@@ -246,26 +246,8 @@ def test_a_read_only_home_is_one_line_not_a_traceback() -> None:
         assert sorted(p.name for p in home.iterdir()) == []  # nothing written, no crash report
 
 
-@contextlib.contextmanager
-def _read_only_tmpfs() -> Iterator[Path]:
-    """A read-only file system (root only: mounting needs it; root cannot write to it either)."""
-    if os.getuid() != 0:
-        pytest.skip("mounting a read-only tmpfs needs root (the chmod 0500 case runs for all)")
-    folder = Path(tempfile.mkdtemp(prefix="tolaria-ro-"))
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)],
-                             capture_output=True, text=True, check=False)
-    if mounted.returncode != 0:
-        folder.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
-        folder.rmdir()
-
-
 def test_a_read_only_file_system_is_one_line_not_a_traceback() -> None:
-    with _read_only_tmpfs() as home:
+    with _tmpfs("ro,size=64k", "the chmod 0500 case") as home:  # root cannot write either
         for args, where in _READ_ONLY_CASES:
             result = cli(home, *args, TOLARIA_DEMO_DELAY="0")
             _assert_one_line(result, f"cannot write to {home / where}: read-only file system")

@@ -41,7 +41,8 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
 
 
-def _open_at_once(db: Path, count: int) -> list[subprocess.CompletedProcess[str]]:
+def _open_at_once(db: Path, count: int) -> None:
+    """``count`` processes open ``db`` in the same instant; each must succeed."""
     go = db.parent.parent / f"go-{db.name}"
     procs = [subprocess.Popen([sys.executable, "-c", _OPENER, str(db), str(go)],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -59,7 +60,8 @@ def _open_at_once(db: Path, count: int) -> list[subprocess.CompletedProcess[str]
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
-    return results
+    failed = [r.stderr.strip().splitlines()[-1] for r in results if r.returncode != 0]
+    assert not failed, failed
 
 
 @pytest.mark.parametrize("round_", range(3))
@@ -67,9 +69,7 @@ def test_processes_opening_a_fresh_store_at_once_all_succeed(tmp_path: Path, rou
     """Before: 10-14 of 40 ``tolaria run`` on a fresh home failed with "table conversations
     already exists" (each saw user_version 0 and migrated)."""
     db = tmp_path / "data" / "tolaria.sqlite3"
-    results = _open_at_once(db, 6)
-    failed = [r.stderr.strip().splitlines()[-1] for r in results if r.returncode != 0]
-    assert not failed, failed
+    _open_at_once(db, 6)
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT count(*) FROM conversations").fetchone()[0] == 6
@@ -84,9 +84,7 @@ def test_processes_migrating_an_old_store_at_once_all_succeed(tmp_path: Path) ->
             conn.execute(statement)
         conn.execute("PRAGMA user_version = 1")
         conn.commit()
-    results = _open_at_once(db, 6)
-    failed = [r.stderr.strip().splitlines()[-1] for r in results if r.returncode != 0]
-    assert not failed, failed
+    _open_at_once(db, 6)
     with closing(sqlite3.connect(db)) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT count(*) FROM markers").fetchone()[0] == 0
