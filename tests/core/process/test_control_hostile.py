@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -130,3 +133,58 @@ async def test_a_flood_of_idle_clients_does_not_delay_a_real_one(tmp_path: Path)
         for client in clients:
             client.close()
         await server.close()
+
+
+#: In a child process (it takes every fd it has): start a run of the hanging fake agent, use
+#: up all file descriptors, stop the run, report what happened as one JSON line.
+_STOP_WITHOUT_FDS = """
+import asyncio, json, os, resource, sys
+sys.path.insert(0, sys.argv[1])
+from helpers import fake_manifest, marker_pids, start_run
+from tolaria.core.process.registry import ProcessRegistry
+
+async def main():
+    registry = ProcessRegistry()
+    run = start_run(fake_manifest("hang"), registry=registry)
+    while not marker_pids(run.stream_id):
+        await asyncio.sleep(0.05)
+    hog = []
+    try:
+        while True:
+            hog.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError:
+        pass
+    try:
+        stopped = await asyncio.wait_for(registry.abort_and_wait(run.stream_id), 20)
+        done = await run.finish()
+        result = {"stopped": stopped, "reason": done.stop_reason,
+                  "survivors": [s.pid for s in done.survivors]}
+    except Exception as exc:
+        import traceback
+        result = {"error": repr(exc), "where": traceback.format_exc()[-1500:]}
+    for fd in hog:
+        os.close(fd)
+    result["hogged"] = len(hog)
+    result["left"] = marker_pids(run.stream_id)
+    print(json.dumps(result))
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+asyncio.run(main())
+"""
+
+
+def test_a_stop_works_when_the_process_is_out_of_fds() -> None:
+    """Before: the stop path died with "OSError: [Errno 24] Too many open files: '/proc'" (the
+    snapshot of the run's processes), the run's tree left running. Now one spare fd is freed
+    for it (tolaria/core/process/fdspare.py): the run stops, nothing is left."""
+    tests = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    result = subprocess.run([sys.executable, "-c", _STOP_WITHOUT_FDS, str(tests)], env=env,
+                            capture_output=True, text=True, timeout=60, check=False,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report.get("error") is None, report
+    assert report["hogged"] > 50  # it really ran out of fds
+    assert report == {"stopped": True, "reason": "cancelled", "survivors": [],
+                      "hogged": report["hogged"], "left": []}

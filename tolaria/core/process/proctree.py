@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from tolaria.core.events import Survivor
+from tolaria.core.process.fdspare import with_spare_fd
 
 ENV_MARKER = "TOLARIA_STREAM_ID"
 #: Set in this process's own environment once it is a subreaper, so everything it (or Qt, or a
@@ -164,6 +165,7 @@ class TreeKiller:
     known: dict[tuple[int, float], psutil.Process] = field(default_factory=dict)
     groups: set[int] = field(default_factory=set)
 
+    @with_spare_fd  # a process out of fds must still find the run's processes
     def snapshot(self) -> list[psutil.Process]:
         """Add every currently visible process of the run to ``known``; return the live ones."""
         pids = self._scan_proc() if _HAS_PROC else self._scan_psutil()
@@ -247,9 +249,11 @@ class TreeKiller:
                 found.update(c.pid for c in self.root.children(recursive=True))
         return found
 
+    @with_spare_fd
     def alive(self) -> list[psutil.Process]:
         return [p for p in self.known.values() if _alive(p)]
 
+    @with_spare_fd
     def signal_all(self, sig: int) -> None:
         """Signal every remembered group, then every remembered live pid."""
         own_pgid = os.getpgid(0)
@@ -310,6 +314,7 @@ class TreeKiller:
             self.signal_all(sig)
         return bool(alive)
 
+    @with_spare_fd
     def _finish(self) -> list[Survivor]:
         reap_adopted(p.pid for p in self.known.values() if p is not self.root)
         survivors = []
