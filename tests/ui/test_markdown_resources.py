@@ -42,11 +42,28 @@ print(view.document().toPlainText())
 """
 
 
-def _render_in_child(markdown: str) -> tuple[subprocess.CompletedProcess[str], float]:
+#: Shows a chat titled argv[1] in the window's header, then prints what the title shows.
+_TITLE = """
+import sys
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from tolaria.core.store.db import Conversation
+from tolaria.ui.header import ChatHeader
+header = ChatHeader()
+header.show_conversation(Conversation(1, sys.argv[1], "demo", "/", 0.0, 0.0, None))
+header.show()
+app.processEvents()
+header.grab()
+print(header.title.text())
+"""
+
+
+def _render_in_child(markdown: str, script: str = _RENDER,
+                     ) -> tuple[subprocess.CompletedProcess[str], float]:
     """In a child process: a regression hangs or kills the child, never the test run."""
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-c", _RENDER, markdown], env=env, cwd=ROOT,
+    result = subprocess.run([sys.executable, "-c", script, markdown], env=env, cwd=ROOT,
                             capture_output=True, text=True, timeout=60, check=False,
                             stdin=subprocess.DEVNULL)
     return result, time.monotonic() - started
@@ -66,6 +83,18 @@ def test_a_fifo_and_dev_zero_as_images_render_promptly_as_links(tmp_path: Path) 
     assert result.returncode == 0, result.stderr[-2000:]
     assert took < 30
     assert result.stdout.startswith("an ")
+
+
+def test_a_chat_title_with_an_image_tag_is_shown_as_text(tmp_path: Path) -> None:
+    """A QLabel guesses rich text from a leading tag: a chat titled from a prompt such as
+    ``<img src=FIFO>`` froze the window at every start. Titles are plain text now."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    title = f'<img src="{fifo}"> look'
+    result, took = _render_in_child(title, _TITLE)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert took < 30
+    assert result.stdout.strip() == title
 
 
 def _png(path: Path, size: int) -> Path:

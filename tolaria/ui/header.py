@@ -127,6 +127,7 @@ class ChatHeader(QWidget):
         layout.setContentsMargins(12, 6, 12, 6)
         self.title = QLabel(self)
         self.title.setObjectName("chatTitle")
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # a title is prompt text
         font = self.title.font()
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * 1.1)
