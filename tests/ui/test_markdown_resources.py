@@ -58,6 +58,25 @@ print(header.title.text())
 """
 
 
+#: Shows the sidebar's tooltip for a chat titled argv[1], then prints what it shows as text.
+_TOOLTIP = """
+import sys
+from PySide6.QtCore import QPoint
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QApplication, QLabel, QToolTip
+app = QApplication([])
+from tolaria.ui.markdown import plain_tooltip
+label = QLabel("x")
+label.show()
+tip = plain_tooltip(sys.argv[1] + "\\nyesterday · demo")
+QToolTip.showText(QPoint(10, 10), tip, label)
+app.processEvents()
+document = QTextDocument()
+document.setHtml(QToolTip.text())
+print(document.toPlainText())
+"""
+
+
 def _render_in_child(markdown: str, script: str = _RENDER,
                      ) -> tuple[subprocess.CompletedProcess[str], float]:
     """In a child process: a regression hangs or kills the child, never the test run."""
@@ -95,6 +114,18 @@ def test_a_chat_title_with_an_image_tag_is_shown_as_text(tmp_path: Path) -> None
     assert result.returncode == 0, result.stderr[-2000:]
     assert took < 30
     assert result.stdout.strip() == title
+
+
+def test_a_tooltip_with_an_image_tag_is_shown_as_text(tmp_path: Path) -> None:
+    """Tooltips are rich text when their first line looks like a tag: the sidebar's (chat
+    title), the folder button's (folder name), the agent picker's (``--version`` output)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    title = f'<img src="{fifo}"> and <b>bold</b>  two spaces'
+    result, took = _render_in_child(title, _TOOLTIP)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert took < 30
+    assert result.stdout.splitlines() == [title, "yesterday · demo"]
 
 
 def _png(path: Path, size: int) -> Path:

@@ -12,6 +12,7 @@ rendered once, only the short live tail is rendered again as text streams in.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -221,6 +222,16 @@ class SafeTextBrowser(QTextBrowser):
         return None
 
 
+def plain_tooltip(text: str) -> str:
+    """``text`` as a tooltip that shows exactly that text. Qt renders a tooltip as rich text
+    when its first line holds anything like a tag, so a chat title, a folder name or a
+    program's ``--version`` output reading ``<img src=FIFO>`` would be loaded on hover: the
+    text is escaped inside explicit rich text instead."""
+    if not text:
+        return text
+    return f'<p style="white-space:pre-wrap">{html.escape(text)}</p>'
+
+
 def open_link(url: QUrl) -> None:
     """Open a clicked link if it is a web or mail link; anything else is ignored."""
     if url.scheme().lower() in _OPEN_SCHEMES:
@@ -254,7 +265,7 @@ def _images_as_links(document: QTextDocument) -> None:
         link.setAnchor(True)
         link.setAnchorHref(name)
         link.setFontUnderline(True)
-        link.setToolTip(name)
+        link.setToolTip(plain_tooltip(name))
         cursor.insertText(f"[image: {alt or name}]", link)
     cursor.endEditBlock()
 

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.store.db import Conversation
 from tolaria.ui import theme
+from tolaria.ui.markdown import plain_tooltip
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -208,7 +209,8 @@ class Sidebar(QWidget):
         item.setText(conversation.title)
         item.setData(SUBTITLE_ROLE, subtitle)
         item.setData(RUNNING_ROLE, running)
-        item.setToolTip(f"{conversation.title}\n{subtitle}\n{conversation.cwd or ''}".strip())
+        item.setToolTip(plain_tooltip(
+            f"{conversation.title}\n{subtitle}\n{conversation.cwd or ''}".strip()))
         item.setData(Qt.ItemDataRole.AccessibleTextRole,
                      f"{conversation.title}, {'running' if running else 'last activity ' + when}")
 
