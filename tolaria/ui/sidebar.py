@@ -272,6 +272,7 @@ class Sidebar(QWidget):
         box = QMessageBox(QMessageBox.Icon.Question, "Delete chat",
                           f"Delete “{conversation.title}” and its transcript?", parent=self)
         box.setObjectName("deleteDialog")
+        box.setTextFormat(Qt.TextFormat.PlainText)  # the title is prompt text
         if conversation.id in self._running:
             box.setInformativeText("Its running turn will be stopped first.")
         delete = box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
