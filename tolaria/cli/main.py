@@ -1,7 +1,7 @@
 """The ``tolaria`` command: no subcommand opens the window; subcommands run headless.
 
-Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error, 2 bad input, 141 its
-stdout was closed (the run is stopped).
+Exit codes of ``tolaria run``: 0 end_turn, 130 cancelled, 1 agent error (or the turn could not
+be saved: disk full), 2 bad input, 141 its stdout was closed (the run is stopped).
 ``tolaria run`` keeps its turn in the window's store (a new chat, or ``--chat ID``); see
 tolaria/chats/saved_runs.py. ``tolaria chats`` lists the stored chats.
 ``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
@@ -137,10 +137,22 @@ def _fast(argv: list[str]) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    fast = _fast(argv)
-    if fast is not None:
-        return fast
-    args = _parser().parse_args(argv)
+    try:
+        fast = _fast(argv)
+        if fast is not None:
+            return fast
+        return _main(_parser().parse_args(argv))
+    except OSError as exc:  # a read-only home, a socket folder of another user: not a bug
+        from tolaria.support.paths import access_problem
+
+        problem = access_problem(exc)
+        if problem is None:
+            raise
+        print(f"tolaria: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _main(args: argparse.Namespace) -> int:
     # Whatever an agent wrote (lone surrogates included) must never make a print raise.
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
@@ -208,10 +220,12 @@ def _report_manifest_errors(adapters: AdapterSet) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import logging
     import sqlite3
 
     from tolaria.chats.saved_runs import ChatError, SavedRun
     from tolaria.core.adapters.manifest import load_adapters
+    from tolaria.support.paths import access_problem
 
     if not args.prompt.strip():
         print("tolaria: the prompt is empty; say what the agent should do, e.g. "
@@ -222,16 +236,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         saved = None if args.no_save else SavedRun.open(args.chat)
     except (ChatError, OSError, sqlite3.Error, RuntimeError) as exc:  # RuntimeError: schema
-        print(f"tolaria: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT if isinstance(exc, ChatError) else EXIT_ERROR
-    try:
+        problem = access_problem(exc)
+        print(f"tolaria: {problem or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT if isinstance(exc, ChatError) or problem else EXIT_ERROR
+    if saved is None:
         return _run_turn(args, adapters, saved)
+    # A failed save is reported here, once, after the run's output (not at every retry).
+    logging.getLogger("tolaria.core.store").setLevel(logging.ERROR)
+    code = EXIT_ERROR
+    try:
+        code = _run_turn(args, adapters, saved)
     finally:
-        if saved is not None:
-            saved.close()
-            if saved.chat_id is not None and saved.stream_id is not None:
-                print(f"tolaria: saved in chat {saved.chat_id} (continue it with --chat "
-                      f"{saved.chat_id})", file=sys.stderr)
+        saved.close()
+        if saved.store.write_error is not None:
+            print(f"tolaria: {saved.store.write_error}", file=sys.stderr)
+        elif saved.chat_id is not None and saved.stream_id is not None:
+            print(f"tolaria: saved in chat {saved.chat_id} (continue it with --chat "
+                  f"{saved.chat_id})", file=sys.stderr)
+    return EXIT_ERROR if saved.store.write_error is not None and code == EXIT_OK else code
 
 
 def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | None) -> int:
@@ -345,12 +367,14 @@ def _cmd_chats(as_json: bool) -> int:
     import sqlite3
 
     from tolaria.chats.saved_runs import list_chats, open_store
+    from tolaria.support.paths import access_problem
 
     try:
         store = open_store()
     except (OSError, sqlite3.Error, RuntimeError) as exc:
-        print(f"tolaria: cannot open the store: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        problem = access_problem(exc)
+        print(f"tolaria: {problem or f'cannot open the store: {exc}'}", file=sys.stderr)
+        return EXIT_BAD_INPUT if problem else EXIT_ERROR
     try:
         chats = list_chats(store)
     finally:

@@ -38,9 +38,10 @@ _HEADER = ("# A custom agent made in Tolaria's preferences. You may edit this fi
 def _builtin_data(agent_id: str) -> dict[str, Any] | None:
     path = builtin_adapters_dir() / f"{agent_id}.toml"
     try:
-        return tomllib.loads(path.read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        found = tomlfile.read(path)
+    except tomlfile.SettingsFileError:
         return None
+    return found[1] if found is not None else None
 
 
 def _free_id(base: str, taken: set[str]) -> str:
@@ -182,9 +183,11 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
     """The TOML data of a manifest: its file's when it has one, else rebuilt from its fields."""
     if manifest.source is not None:
         try:
-            return tomllib.loads(manifest.source.read_text("utf-8"))
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-            pass
+            found = tomlfile.read(manifest.source)  # regular files only, size-capped
+        except tomlfile.SettingsFileError:
+            found = None
+        if found is not None:
+            return found[1]
     data: dict[str, Any] = {"id": manifest.id, "name": manifest.name,
                             "protocol": manifest.protocol}
     if manifest.protocol == OPENAI_CHAT:
@@ -225,8 +228,11 @@ def duplicate_agent(manifest: Manifest, new_id: str, new_name: str) -> Path:
             raise ManifestError(target, "id", f"{new_id!r} is already used by another agent")
         if target.exists():
             raise ManifestError(target, "id", "a file with this name already exists")
-        source_text = manifest.source.read_text("utf-8")
-        text = tomlfile.edited_text(source_text, tomllib.loads(source_text), target,
+        found = tomlfile.read(manifest.source)  # SettingsFileError (a ValueError) if hostile
+        if found is None:
+            raise ManifestError(manifest.source, None, "the file disappeared")
+        source_text, source_data = found
+        text = tomlfile.edited_text(source_text, source_data, target,
                                     _replace_all(data)) or source_text
         parse_manifest(tomllib.loads(text), target)
         tomlfile.write_atomic(target, text)

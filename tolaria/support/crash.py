@@ -203,7 +203,7 @@ def _write(exc: BaseException, *, where: str, fatal: bool, kind: str) -> Path:
               *(_recent.lines or ["(none)"]), ""]
     text = redact_text("\n".join(lines))
     where_to = folder()
-    where_to.mkdir(parents=True, exist_ok=True, mode=0o700)
+    paths.private_dir(where_to)
     stamp = now.strftime("%Y%m%dT%H%M%S") + f"{now.microsecond:06d}"
     path = where_to / f"crash-{stamp}-{kind}-{os.getpid()}.txt"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -7,7 +7,10 @@ config files and user adapters live directly in it, data under ``data/`` and soc
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -42,6 +45,61 @@ def data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP))
 
 
+#: Sub-folders of the data folder that hold chat text (prompts, answers, tracebacks).
+PRIVATE_SUBDIRS = ("model-chats", "crash-reports")
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` created (with its parents) or tightened to mode 0700: what is in it is private.
+
+    ``mkdir(mode=...)`` applies the mode only to the last component, so each missing parent is
+    created 0700 too. A folder we do not own is left alone (chmod would fail anyway).
+    """
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+    tighten(path, 0o700)
+    return path
+
+
+def private_data_dir() -> Path:
+    """The data folder, 0700, with the files of earlier installs (made 0755/0644 before the
+    umask was respected) tightened: another local user must not read prompts or answers."""
+    folder = private_dir(data_dir())
+    for name in PRIVATE_SUBDIRS:
+        sub = folder / name
+        if sub.is_dir() and not sub.is_symlink():
+            tighten(sub, 0o700)
+            with contextlib.suppress(OSError):
+                for child in sub.iterdir():
+                    tighten(child, 0o600)
+    return folder
+
+
+def private_file(path: Path) -> None:
+    """``path`` created empty if missing, mode 0600 (SQLite gives its -wal/-shm the same mode)."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    tighten(path, 0o600)
+
+
+def tighten(path: Path, mode: int) -> None:
+    """chmod ``path`` to ``mode`` when it is ours and looser; never through a symlink."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o777 & ~mode == 0:
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
+
+
 def user_adapters_dir() -> Path:
     return config_dir() / "adapters"
 
@@ -72,11 +130,66 @@ def socket_dir(create: bool = True) -> Path:
         digest = hashlib.sha256(str(natural).encode()).hexdigest()[:16]
         path = Path(tempfile.gettempdir()) / f"tolaria-{os.getuid()}-{digest}"
     if create:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if path.stat().st_uid != os.getuid():
-            raise PermissionError(f"{path} belongs to another user; refusing to use it for sockets")
-        os.chmod(path, 0o700)
+        _own_private_folder(path)
     return path
+
+
+class UnsafeFolder(PermissionError):
+    """A socket folder that is a symlink, not a folder, or another user's: never used."""
+
+
+def check_own_folder(path: Path) -> None:
+    """UnsafeFolder unless ``path`` itself (not through a symlink) is a folder of ours."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeFolder(f"{path} is a symlink; refusing to use it for sockets")
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeFolder(f"{path} is not a folder; refusing to use it for sockets")
+    if info.st_uid != os.getuid():
+        raise UnsafeFolder(f"{path} belongs to another user; refusing to use it for sockets")
+
+
+def _own_private_folder(path: Path) -> None:
+    """Make ``path`` (mode 0700) or check it: a folder we own, reached without a symlink.
+
+    In a shared /tmp another user can create ``tolaria-<uid>`` first, as a folder of theirs or
+    a symlink to a folder of ours: following it would chmod, and put our sockets in, a folder
+    of their choosing. So it is checked with lstat, then opened with O_NOFOLLOW and checked
+    again through the fd (no swap in between), and the chmod goes through that same fd.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    check_own_folder(path)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UnsafeFolder(f"{path} changed while it was checked; refusing to use it for "
+                           "sockets") from exc
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid():
+            raise UnsafeFolder(f"{path} belongs to another user; refusing to use it for sockets")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
+
+
+#: Errors of the environment (a read-only or full home, a folder of another user), not bugs.
+_ACCESS_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
+
+
+def access_problem(exc: BaseException) -> str | None:
+    """One line for an OSError the user must fix in their file system ("cannot write to PATH:
+    read-only file system"); None for any other error (a bug: let it reach the crash report)."""
+    if isinstance(exc, UnsafeFolder):
+        return str(exc)
+    if not isinstance(exc, OSError) or exc.errno not in _ACCESS_ERRNOS:
+        return None
+    reason = (exc.strerror or os.strerror(exc.errno)).lower()
+    return f"cannot write to {exc.filename}: {reason}" if exc.filename else reason
 
 
 def package_data(name: str) -> Path:

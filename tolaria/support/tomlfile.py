@@ -12,6 +12,7 @@ import contextlib
 import copy
 import os
 import re
+import stat
 import tempfile
 import time
 import tomllib
@@ -27,6 +28,8 @@ _LINE_RE = re.compile(r"at line (\d+)")
 LOCK_TIMEOUT_S = 5.0
 #: Mode of files the app creates: they may hold environment values such as tokens.
 NEW_FILE_MODE = 0o600
+#: A settings or adapter file larger than this is refused (a hand-written one is a few KiB).
+MAX_FILE_BYTES = 1024 * 1024
 
 
 class SettingsFileError(ValueError):
@@ -66,15 +69,56 @@ def parse_text(raw: bytes, path: Path) -> tuple[str, dict[str, Any]]:
                                 ) from exc
 
 
-def read(path: Path) -> tuple[str, dict[str, Any]] | None:
-    """The text and data of ``path``, None when it does not exist; SettingsFileError otherwise."""
+def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
+    """The bytes of the regular file ``path`` (a symlink to one is fine), None when it does not
+    exist; SettingsFileError when it cannot be read, is no regular file, or exceeds ``limit``.
+
+    Hostile files must not hang or exhaust the app: a FIFO would block ``open`` until a writer
+    comes (so it is opened non-blocking and refused), ``/dev/zero`` never ends (refused, and
+    every read is capped anyway).
+    """
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise SettingsFileError(path, None, f"cannot read: {exc.strerror or exc}") from exc
-    return parse_text(raw, path)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SettingsFileError(path, None, f"not a regular file ({_kind(info.st_mode)}); "
+                                                "ignored")
+        if info.st_size > limit:
+            raise SettingsFileError(path, None, f"too large ({info.st_size} bytes; the limit is "
+                                                f"{limit} bytes); ignored")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, min(65536, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # it grew while we read it
+                raise SettingsFileError(path, None, f"too large (over {limit} bytes); ignored")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise SettingsFileError(path, None, f"cannot read: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def read(path: Path) -> tuple[str, dict[str, Any]] | None:
+    """The text and data of ``path``, None when it does not exist; SettingsFileError otherwise
+    (also for a FIFO, a device or a file over 1 MiB: see :func:`read_bytes`)."""
+    raw = read_bytes(path)
+    return None if raw is None else parse_text(raw, path)
 
 
 def key_line(text: str, table: str, key: str) -> int | None:

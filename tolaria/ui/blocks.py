@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QSizePolicy,
-    QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -22,7 +21,12 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.events import summarize_tool_input as summarize_input
 from tolaria.ui import theme
-from tolaria.ui.markdown import CodeHighlighter, render_markdown, split_markdown
+from tolaria.ui.markdown import (
+    CodeHighlighter,
+    SafeTextBrowser,
+    render_markdown,
+    split_markdown,
+)
 
 #: Characters of answer text per rendered chunk; only the last chunk is re-rendered as text
 #: streams in, so this bounds the work of one update.
@@ -46,7 +50,7 @@ def clip_tail(text: str, limit: int = MAX_SIDE_TEXT) -> str:
     return text if len(text) <= limit else "…" + text[-limit:]
 
 
-class RichText(QTextBrowser):
+class RichText(SafeTextBrowser):
     """Read-only markdown that is exactly as tall as its content (the transcript scrolls)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -56,7 +60,6 @@ class RichText(QTextBrowser):
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.setOpenExternalLinks(True)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         # Transparent through the palette: a style sheet per chunk costs a style pass each.
         self.viewport().setAutoFillBackground(False)

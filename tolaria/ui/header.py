@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation
+from tolaria.ui.markdown import plain_tooltip
 
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")
 
@@ -84,7 +85,7 @@ class AgentPicker(QComboBox):
                                             found.error) if x)
                 enabled = True
             item.setText(text)
-            item.setToolTip(tip)
+            item.setToolTip(plain_tooltip(tip))  # --version output, paths
             item.setEnabled(enabled)
 
     def current_agent(self) -> str | None:
@@ -127,6 +128,7 @@ class ChatHeader(QWidget):
         layout.setContentsMargins(12, 6, 12, 6)
         self.title = QLabel(self)
         self.title.setObjectName("chatTitle")
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # a title is prompt text
         font = self.title.font()
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * 1.1)
@@ -154,7 +156,8 @@ class ChatHeader(QWidget):
         self._cwd = conversation.cwd or os.getcwd()
         name = os.path.basename(self._cwd.rstrip(os.sep)) or self._cwd
         self.folder_button.setText(name)
-        self.folder_button.setToolTip(f"Working folder: {self._cwd}\nClick to change")
+        self.folder_button.setToolTip(plain_tooltip(f"Working folder: {self._cwd}\n"
+                                                    "Click to change"))
 
     def _on_agent_picker_activated(self, index: int) -> None:
         agent = self.agent_picker.itemData(index)

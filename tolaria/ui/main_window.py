@@ -142,6 +142,7 @@ class MainWindow(QMainWindow):
         self._problems = QLabel(self)
         self._problems.setObjectName("settingsProblems")
         self._problems.setWordWrap(True)
+        self._problems.setTextFormat(Qt.TextFormat.PlainText)  # file paths, keys, values
         self._problems.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
         self.statusBar().addWidget(self._problems, 1)
         self._open_file = QPushButton("Open the settings file", self)

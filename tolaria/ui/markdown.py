@@ -1,5 +1,10 @@
 """Markdown rendering with Qt's own parser, a small code highlighter, and chunking.
 
+Agent text never makes Qt load anything: ``SafeDocument`` / ``SafeTextBrowser`` refuse every
+resource (an image ``![x](/dev/zero)`` read the device on the GUI thread until the window died,
+a FIFO froze it for good), images are shown as links with their alt text, and a click opens
+only web and mail links, in the browser (never a local file inside the transcript).
+
 Re-rendering a growing answer costs time proportional to its size, so a long answer is cut into
 chunks at safe places (a blank line outside a code fence when there is one): sealed chunks are
 rendered once, only the short live tail is rendered again as text streams in.
@@ -7,11 +12,16 @@ rendered once, only the short live tail is rendered again as text streams in.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from PySide6.QtCore import QUrl
 from PySide6.QtGui import (
     QColor,
+    QDesktopServices,
+    QImage,
     QSyntaxHighlighter,
     QTextBlockFormat,
     QTextCharFormat,
@@ -19,6 +29,7 @@ from PySide6.QtGui import (
     QTextDocument,
     QTextFormat,
 )
+from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from tolaria.ui import theme
 
@@ -172,9 +183,99 @@ class CodeHighlighter(QSyntaxHighlighter):
                 self.setFormat(idx, len(text) - idx, self._formats["comment"])
 
 
+_IMG_TAG_RE = re.compile(r"<img", re.IGNORECASE)
+#: Link schemes a click may open (in the system's browser or mail program).
+_OPEN_SCHEMES = {"http", "https", "mailto"}
+
+
+class SafeDocument(QTextDocument):
+    """A document that loads no resource: what agent text names (``/dev/zero``, a FIFO, a
+    huge file, a URL) must never be read, and certainly not on the GUI thread.
+
+    An image gets an empty 1x1 picture (until ``render_markdown`` turns it into a link): with
+    no picture at all Qt's image handler falls back to reading the file itself (``QImage``
+    ``load``), which is exactly the hang on a FIFO.
+    """
+
+    def loadResource(self, type: int, name: QUrl | str) -> Any:
+        if type in (QTextDocument.ResourceType.ImageResource,
+                    QTextDocument.ResourceType.ImageResource.value):
+            placeholder = QImage(1, 1, QImage.Format.Format_ARGB32)
+            placeholder.fill(0)
+            return placeholder
+        return None
+
+
+class SafeTextBrowser(QTextBrowser):
+    """A read-only rich-text view for agent text: a ``SafeDocument``, no resource loading of
+    its own, and links opened outside (web and mail only), never followed inside the view
+    (``setSource`` would read a local file: the same hang as an image)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setDocument(SafeDocument(self))
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.anchorClicked.connect(open_link)
+
+    def loadResource(self, type: int, name: QUrl | str) -> Any:
+        return None
+
+
+def plain_tooltip(text: str) -> str:
+    """``text`` as a tooltip that shows exactly that text. Qt renders a tooltip as rich text
+    when its first line holds anything like a tag, so a chat title, a folder name or a
+    program's ``--version`` output reading ``<img src=FIFO>`` would be loaded on hover: the
+    text is escaped inside explicit rich text instead."""
+    if not text:
+        return text
+    return f'<p style="white-space:pre-wrap">{html.escape(text)}</p>'
+
+
+def open_link(url: QUrl) -> None:
+    """Open a clicked link if it is a web or mail link; anything else is ignored."""
+    if url.scheme().lower() in _OPEN_SCHEMES:
+        QDesktopServices.openUrl(url)
+
+
+def _images_as_links(document: QTextDocument) -> None:
+    """Each image becomes its alt text (or its address), linked to its address: shown, and
+    never loaded."""
+    found: list[tuple[int, int, str, str]] = []
+    block = document.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            fragment = it.fragment()
+            fmt = fragment.charFormat()
+            if fmt.isImageFormat():
+                image = fmt.toImageFormat()
+                alt = str(image.property(QTextFormat.Property.ImageAltText) or "").strip()
+                found.append((fragment.position(), fragment.length(), image.name(), alt))
+            it += 1
+        block = block.next()
+    if not found:
+        return
+    cursor = QTextCursor(document)
+    cursor.beginEditBlock()
+    for position, length, name, alt in reversed(found):  # from the end: positions stay valid
+        cursor.setPosition(position)
+        cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
+        link = QTextCharFormat()
+        link.setAnchor(True)
+        link.setAnchorHref(name)
+        link.setFontUnderline(True)
+        link.setToolTip(plain_tooltip(name))
+        cursor.insertText(f"[image: {alt or name}]", link)
+    cursor.endEditBlock()
+
+
 def render_markdown(document: QTextDocument, text: str) -> None:
-    """Replace ``document``'s content with ``text`` rendered as markdown; style code blocks."""
+    """Replace ``document``'s content with ``text`` rendered as markdown; style code blocks;
+    images (markdown or HTML) become links (give it a ``SafeDocument``: nothing is loaded)."""
     document.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
+    if "![" in text or _IMG_TAG_RE.search(text):  # the scan costs a pass over the document
+        _images_as_links(document)
     if "```" not in text and "~~~" not in text:
         return
     cursor = QTextCursor(document)

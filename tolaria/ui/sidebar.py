@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation
 from tolaria.ui import theme
+from tolaria.ui.markdown import plain_tooltip
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -226,8 +227,8 @@ class Sidebar(QWidget):
         headless = conversation.origin == ORIGIN_COMMAND_LINE
         item.setData(COMMAND_LINE_ROLE, headless)
         origin = "\nstarted from the command line (tolaria run)" if headless else ""
-        item.setToolTip(f"{conversation.title}\n{subtitle}\n{conversation.cwd or ''}".strip()
-                        + origin)
+        item.setToolTip(plain_tooltip(
+            f"{conversation.title}\n{subtitle}\n{conversation.cwd or ''}".strip() + origin))
         item.setData(Qt.ItemDataRole.AccessibleTextRole,
                      f"{conversation.title}, {'running' if running else 'last activity ' + when}"
                      + (", from the command line" if headless else ""))
@@ -290,6 +291,7 @@ class Sidebar(QWidget):
         box = QMessageBox(QMessageBox.Icon.Question, "Delete chat",
                           f"Delete “{conversation.title}” and its transcript?", parent=self)
         box.setObjectName("deleteDialog")
+        box.setTextFormat(Qt.TextFormat.PlainText)  # the title is prompt text
         if conversation.id in self._running:
             box.setInformativeText("Its running turn will be stopped first.")
         delete = box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from tolaria.ui import theme
@@ -25,6 +25,7 @@ class StatusLine(QWidget):
         self._spinner.setStyleSheet(f"color: {theme.css(theme.accent())};")
         self._spinner.hide()
         self._label = QLabel(self)
+        self._label.setTextFormat(Qt.TextFormat.PlainText)  # agent names and summaries
         self._label.setObjectName("statusText")
         self._label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
         layout.addWidget(self._spinner)

@@ -222,6 +222,7 @@ class TurnView(QWidget):
         self.survivors_label = QLabel(self)
         self.survivors_label.setObjectName("survivors")
         self.survivors_label.setWordWrap(True)
+        self.survivors_label.setTextFormat(Qt.TextFormat.PlainText)  # names the agent chose
         self.survivors_label.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
         self.survivors_label.hide()
         layout.addWidget(self.survivors_label)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tolaria.support import paths
+from tolaria.support import paths, tomlfile
 
 #: ``openai-chat`` is not a CLI: Tolaria itself talks to an OpenAI-compatible endpoint
 #: (tolaria/core/modelchat/client.py), so it has ``base_url``/``model`` instead of a ``command``.
@@ -131,7 +131,14 @@ def substitute(template: tuple[str, ...], *, prompt: str = "", cwd: str = "",
     """
     values = {"prompt": prompt, "cwd": cwd, "python": sys.executable, "session_id": session_id}
     # One pass, so a prompt that itself contains "{cwd}" is left exactly as typed.
-    return [_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], part) for part in template]
+    return [no_nul(_PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], part)) for part in template]
+
+
+def no_nul(text: str) -> str:
+    """``text`` fit for argv or the environment: NUL ends a C string, so the kernel cannot take
+    it (Python raises "embedded null byte"). An agent may print NUL, and its answer comes back
+    in the next turn's history: each NUL becomes U+FFFD, the replacement character."""
+    return text.replace("\0", "\ufffd") if "\0" in text else text
 
 
 def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool = False) -> Manifest:
@@ -351,9 +358,11 @@ def _input_mode(data: dict[str, Any], protocol: str, command: tuple[str, ...],
 
 def load_manifest_file(path: Path, builtin: bool = False) -> Manifest:
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ManifestError(path, None, f"cannot read: {exc.strerror or exc}") from exc
+        raw = tomlfile.read_bytes(path)  # a FIFO or /dev/zero must not hang or flood us
+    except tomlfile.SettingsFileError as exc:
+        raise ManifestError(path, None, exc.problem) from exc
+    if raw is None:
+        raise ManifestError(path, None, "cannot read: No such file or directory")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -104,7 +104,7 @@ class ChatHistoryStore:
             # The key as JSON encodes it, so it matches inside any string value.
             text = text.replace(json.dumps(redact, ensure_ascii=False)[1:-1], "***")
         try:
-            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            paths.private_dir(self.folder)
             fd, tmp = tempfile.mkstemp(prefix=f".{session_id}.", suffix=".tmp", dir=self.folder)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -32,7 +33,33 @@ log = logging.getLogger(__name__)
 
 MAX_REQUEST = 4096
 REQUEST_TIMEOUT_S = 5.0
+#: A client that has not sent its request line after this long is dropped (ours send at once).
+IDLE_TIMEOUT_S = 2.0
+#: At most this many connections wait for their request; the oldest goes for a newcomer.
+MAX_CLIENTS = 32
+
+
+def _default_max_clients() -> int:
+    """``MAX_CLIENTS``, or fewer when this process has few fds: waiting clients never hold
+    more than 1/16 of them, so a flood cannot starve the runs (a spawn needs fds too)."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - Windows
+        return MAX_CLIENTS
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CLIENTS
+    return max(2, min(MAX_CLIENTS, soft // 16))
 ABORT_TIMEOUT_S = 60.0
+
+
+def _open_reserve() -> int | None:
+    """One fd kept aside for ``ControlServer._shed`` (None if even that fails)."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
 
 
 def _peer_uid(sock: socket.socket | None) -> int | None:
@@ -47,15 +74,31 @@ def _peer_uid(sock: socket.socket | None) -> int | None:
 
 
 class ControlServer:
+    """The control socket of this process.
+
+    Hostile clients cannot starve it: a client must send its request within ``idle_timeout``
+    seconds (a real one sends it at once), at most ``max_clients`` connections wait for their
+    request (the oldest is dropped for a newcomer; fewer when the fd limit is low), and when the process runs out of file
+    descriptors a reserved one is freed to accept and drop the pending connection, so the
+    accept loop never spins on EMFILE and the rest of the process (a Stop) keeps its fds.
+    """
+
     def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None,
-                 details: Callable[[str], dict[str, Any]] | None = None) -> None:
+                 details: Callable[[str], dict[str, Any]] | None = None, *,
+                 max_clients: int | None = None, idle_timeout: float = IDLE_TIMEOUT_S) -> None:
         self.registry = registry or default_registry()
         self.folder = folder or paths.socket_dir()
         self.path = self.folder / f"{os.getpid()}.sock"
-        self._server: asyncio.AbstractServer | None = None
         #: Extra fields (JSON values) of a live stream's ``list`` entry, e.g. ``chat``: its
         #: chat's title. The owner knows them; the registry does not.
         self.details = details
+        self.max_clients = max_clients if max_clients is not None else _default_max_clients()
+        self.idle_timeout = idle_timeout
+        self._sock: socket.socket | None = None
+        self._reserve: int | None = None
+        #: Connections still waiting for their request, oldest first (the eviction order).
+        self._waiting: dict[asyncio.StreamWriter, None] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def _streams(self) -> list[dict[str, Any]]:
         now = time.time()
@@ -75,27 +118,98 @@ class ControlServer:
     async def start(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
-        self._server = await asyncio.start_unix_server(self._handle, path=str(self.path))
-        os.chmod(self.path, 0o600)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(self.path))
+            sock.listen(128)  # before anything else: a client seeing the file can connect
+            os.chmod(self.path, 0o600)  # (the folder is 0700, and peers' uids are checked)
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._reserve = _open_reserve()
+        asyncio.get_running_loop().add_reader(sock.fileno(), self._accept)
+
+    @property
+    def clients(self) -> int:
+        """Connections being served right now (waiting for a request or being answered)."""
+        return len(self._tasks)
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 1.0)
-            self._server = None
+        if self._sock is not None:
+            asyncio.get_running_loop().remove_reader(self._sock.fileno())
+            self._sock.close()
+            self._sock = None
+        if self._reserve is not None:
+            os.close(self._reserve)
+            self._reserve = None
+        for writer in list(self._waiting):  # silent clients go; answers in flight finish
+            writer.transport.abort()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=1.0)
+        for task in list(self._tasks):
+            task.cancel()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accept(self) -> None:
+        """Accept what is pending (a bounded batch per loop turn, so others get to run)."""
+        assert self._sock is not None
+        for _ in range(64):
+            try:
+                conn, _addr = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    self._shed()
+                return
+            conn.setblocking(False)
+            task = asyncio.ensure_future(self._serve(conn))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _shed(self) -> None:
+        """Out of fds: free the reserved one, accept the pending connection and drop it, take
+        the reserve back; drop the oldest waiting client too, which frees one more."""
+        self._drop_oldest()
+        if self._reserve is None or self._sock is None:
+            return
+        os.close(self._reserve)
+        self._reserve = None
+        with contextlib.suppress(OSError):
+            conn, _addr = self._sock.accept()
+            conn.close()
+        self._reserve = _open_reserve()
+
+    def _drop_oldest(self) -> None:
+        """Drop the client that has been silent the longest (its task then ends at once)."""
+        if self._waiting:
+            oldest = next(iter(self._waiting))
+            del self._waiting[oldest]
+            oldest.transport.abort()
+
+    async def _serve(self, conn: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=conn)
+        except OSError:
+            conn.close()
+            return
+        while len(self._waiting) >= self.max_clients:
+            self._drop_oldest()
+        self._waiting[writer] = None
         try:
             uid = _peer_uid(writer.get_extra_info("socket"))
             try:
                 # Read the request even when refusing, so the client gets the answer rather
                 # than a broken pipe.
-                line = await asyncio.wait_for(reader.readline(), REQUEST_TIMEOUT_S)
+                line = await asyncio.wait_for(reader.readline(), self.idle_timeout)
             except (TimeoutError, ValueError, ConnectionError):
                 line = b""
+            self._waiting.pop(writer, None)
+            if writer.is_closing():  # dropped for a newcomer
+                return
             if uid is not None and uid != os.getuid():
                 reply: dict[str, Any] = {"ok": False, "error": "refused: another user"}
             else:
@@ -105,6 +219,7 @@ class ControlServer:
         except (ConnectionError, OSError):
             pass
         finally:
+            self._waiting.pop(writer, None)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -35,8 +35,13 @@ MAX_ANSWER = 4 * 1024 * 1024
 
 
 def sockets(folder: Path | None = None) -> list[Path]:
-    """The control sockets of this user's Tolaria processes (same ``TOLARIA_HOME``)."""
-    folder = folder or paths.socket_dir()
+    """The control sockets of this user's Tolaria processes (same ``TOLARIA_HOME``); none when
+    the folder does not exist yet (nothing ever listened). A folder that is a symlink or another
+    user's raises ``paths.UnsafeFolder``: their sockets could answer anything."""
+    folder = folder or paths.socket_dir(create=False)
+    if not folder.exists():
+        return []
+    paths.check_own_folder(folder)
     try:
         return sorted(folder.glob("*.sock"))
     except OSError:

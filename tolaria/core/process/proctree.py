@@ -26,6 +26,7 @@ import psutil
 
 from tolaria.core.events import Survivor
 from tolaria.core.process import procfs
+from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.treefind import (
     APP_CHILD_MARKER,
     ENV_MARKER,
@@ -58,6 +59,7 @@ class TreeKiller(TreeFinder):
     _stop_ticks: int | None = field(default=None, repr=False)
 
     # -- signalling ------------------------------------------------------------------------
+    @with_spare_fd  # a process out of fds must still stop the run
     def signal_all(self, sig: int) -> None:
         """Signal every remembered group, then every remembered live pid."""
         self._signal_groups(sig)
@@ -65,6 +67,7 @@ class TreeKiller(TreeFinder):
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
 
+    @with_spare_fd  # psutil checks pid reuse by reading /proc/PID/stat
     def _signal_groups(self, sig: int) -> None:
         own_pgid = os.getpgid(0)
         alive_groups = {_pgid_of(p) for p in self.alive()}
@@ -76,6 +79,7 @@ class TreeKiller(TreeFinder):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, sig)
 
+    @with_spare_fd  # psutil checks pid reuse by reading /proc/PID/stat
     def _terminate(self, procs: Iterable[psutil.Process], *, groups: bool) -> None:
         """SIGTERM, except where it can do nothing: SIGKILL at once to a process that ignores
         SIGTERM (SigIgn) and to one that escaped after the first signal (a pid hopper).
@@ -148,6 +152,7 @@ class TreeKiller(TreeFinder):
                 return False
             await asyncio.sleep(poll)
 
+    @with_spare_fd  # a process out of fds must still stop the run
     def _resnapshot_and_resignal(self, sig: int) -> bool:
         """Scan once more; signal what is new; return whether anything new was found."""
         new = self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
@@ -157,6 +162,8 @@ class TreeKiller(TreeFinder):
             self._terminate(new, groups=True)
         return bool(new)
 
+    @with_spare_fd
+    @with_spare_fd  # a process out of fds must still stop the run
     def _finish(self) -> list[Survivor]:
         reap_adopted(p.pid for p in self.known.values() if p is not self.root)
         survivors = []

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from tolaria.core.process import procfs
+from tolaria.core.process.fdspare import with_spare_fd
 
 ENV_MARKER = "TOLARIA_STREAM_ID"
 #: ``<pid>:<start ticks>`` of the Tolaria process that started the run (procfs.owner_token).
@@ -164,11 +165,13 @@ class TreeFinder:
     _born: int | None = field(default=None, repr=False)
 
     # -- finding ---------------------------------------------------------------------------
+    @with_spare_fd  # a process out of fds must still find the run's processes
     def snapshot(self) -> list[psutil.Process]:
         """Add every currently visible process of the run to ``known``; return the live ones."""
         self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
         return self.alive()
 
+    @with_spare_fd  # psutil reads /proc/stat for a create time
     def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
         """Remember ``pids`` (with their groups and sessions); return the ones new to us."""
         me = os.getpid()
@@ -241,6 +244,7 @@ class TreeFinder:
             return True
         return st.start >= self._born_ticks() and self.sole_run()
 
+    @with_spare_fd  # a process out of fds must still find the run's processes
     def _scan_known(self) -> set[int]:
         """The known tree, without reading all of /proc: the root, what is known, adopted
         orphans, and their descendants (from the kernel's children lists). Its cost grows with
@@ -305,5 +309,6 @@ class TreeFinder:
                 found.update(c.pid for c in self.root.children(recursive=True))
         return found
 
+    @with_spare_fd  # a process out of fds must still find the run's processes
     def alive(self) -> list[psutil.Process]:
         return [p for p in self.known.values() if _alive(p)]

@@ -12,6 +12,8 @@ writes more than that per turn, plus a notice and the last 64 Ki characters of t
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import sqlite3
 import threading
@@ -47,9 +49,7 @@ from tolaria.core.store.markers import (  # re-exported: the store's API
 from tolaria.core.store.schema import (  # re-exported: the store's API
     CONV_COLS as _CONV_COLS,
 )
-from tolaria.core.store.schema import (
-    MIGRATIONS as _MIGRATIONS,
-)
+from tolaria.core.store.schema import MIGRATIONS as _MIGRATIONS  # noqa: F401 (tests use it)
 from tolaria.core.store.schema import (
     ORIGIN_COMMAND_LINE,
     ORIGIN_WINDOW,
@@ -61,6 +61,7 @@ from tolaria.core.store.schema import (
     STATUS_RUNNING,
     Conversation,
     Turn,
+    prepare,
 )
 from tolaria.core.store.schema import (
     TURN_COLS as _TURN_COLS,
@@ -91,6 +92,8 @@ __all__ = [
     "Turn",
 ]
 
+#: Failures of a write that a retry may cure (a full disk, a lock held too long).
+_WRITE_ERRORS = (sqlite3.Error, OSError)
 #: Consecutive deltas of one turn are merged into one row up to this many characters.
 COALESCE_MAX_CHARS = 256 * 1024
 
@@ -157,8 +160,13 @@ class Store(MarkerLog):
             raise ValueError("flush_interval must be positive")
         #: What is kept of each turn's output (default: the caps, changed by the environment).
         self.limits = limits if limits is not None else OutputLimits.from_env()
+        if path is None:
+            paths.private_data_dir()  # 0700, and an older install's files tightened
         self.path = path if path is not None else DEFAULT_PATH()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        paths.private_dir(self.path.parent)
+        paths.private_file(self.path)  # 0600 before SQLite opens it: -wal/-shm follow its mode
+        for suffix in ("-wal", "-shm"):
+            paths.tighten(Path(f"{self.path}{suffix}"), 0o600)
         #: Stream ids other Tolaria processes are running right now (``control.live_stream_ids``):
         #: their turns are not crashed, so the start-up recovery leaves them alone.
         self._live_elsewhere = frozenset(live_elsewhere)
@@ -170,14 +178,14 @@ class Store(MarkerLog):
         self._live: dict[str, _Live] = {}
         self._closed = False
         self._last_tick = 0.0
+        #: Why buffered events could not be written (one line, e.g. "disk full: could not save
+        #: the turn to PATH"); None once everything buffered is saved. See ``_write_failed``.
+        self.write_error: str | None = None
         self._conn = sqlite3.connect(
             str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0
         )
         try:
-            self._conn.executescript(
-                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
-            )
-            self._migrate()
+            prepare(self._conn, self.path)
             self._recover()
         except BaseException:
             self._conn.close()
@@ -207,6 +215,8 @@ class Store(MarkerLog):
         with self._db_lock:
             try:
                 self._flush_locked()
+            except _WRITE_ERRORS:
+                pass  # kept in write_error: the caller reports it (nothing to retry any more)
             finally:
                 self._live.clear()
                 self._conn.close()
@@ -304,10 +314,8 @@ class Store(MarkerLog):
             for item in kept:
                 self._buffer_locked(live, item, now)
         if isinstance(event, _ROW_EVENTS):
-            try:
+            with contextlib.suppress(*_WRITE_ERRORS):  # in write_error; the flusher retries
                 self.flush()
-            except Exception:
-                log.exception("could not write %s event of %s", event.kind, event.stream_id)
 
     def _buffer_locked(self, live: _Live, event: Event, now: float) -> None:
         if isinstance(event, _DELTA_TYPES):
@@ -356,7 +364,14 @@ class Store(MarkerLog):
         return out
 
     def mark_interrupted(self, stream_id: str) -> None:
-        """Finish a running turn whose run vanished without a ``Done``; no-op otherwise."""
+        """Finish a running turn whose run vanished without a ``Done``; no-op otherwise. A
+        write that fails is kept in ``write_error`` (the next open recovers the turn anyway)."""
+        try:
+            self._mark_interrupted(stream_id)
+        except _WRITE_ERRORS as exc:
+            self._write_failed(exc)
+
+    def _mark_interrupted(self, stream_id: str) -> None:
         with self._db_lock:
             with self._buf_lock:
                 live = self._live.pop(stream_id, None)
@@ -381,10 +396,24 @@ class Store(MarkerLog):
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk does): a ROLLBACK then fails
+            # with "no transaction is active", which must not hide the real error.
+            if self._conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
+
+    def _write_failed(self, exc: BaseException) -> None:
+        """Remember why a write failed, and log it once (not at every retry of the flusher)."""
+        full = (getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+                or getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in str(exc))
+        message = (f"disk full: could not save the turn to {self.path}" if full
+                   else f"could not save the turn to {self.path}: {exc}")
+        if message != self.write_error:
+            log.warning("%s", message)
+        self.write_error = message
 
     def _tick(self) -> float:
         """Wall-clock time, strictly increasing within this store (coarse clocks tie)."""
@@ -401,10 +430,8 @@ class Store(MarkerLog):
     def _query(self, sql: str, *args: object, flush: bool = False) -> list[Any]:
         with self._db_lock:
             if flush:  # read your own writes, buffered deltas included
-                try:
+                with contextlib.suppress(*_WRITE_ERRORS):  # still show what is stored
                     self._flush_locked()
-                except sqlite3.Error:  # still show what is stored; the flusher retries
-                    log.exception("could not write buffered events to %s", self.path)
             return self._conn.execute(sql, args).fetchall()
 
     def _select_turns(self, where: str, arg: object) -> list[Turn]:
@@ -422,18 +449,6 @@ class Store(MarkerLog):
         if conversation is None:
             raise KeyError(conversation_id)
         return conversation
-
-    def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{self.path} has schema version {version}; this Tolaria knows {SCHEMA_VERSION}"
-            )
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            with self._tx():
-                for statement in _MIGRATIONS[target - 1]:
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {target}")
 
     def _recover(self) -> None:
         """Turns left running by a crash (or a kill) become interrupted, partial output kept;
@@ -469,10 +484,15 @@ class Store(MarkerLog):
                 live.open = None  # those rows are leaving the buffer; no more merging into them
         try:
             self._write(batch)
-        except BaseException:
+        except BaseException as exc:
             with self._buf_lock:
                 self._buffer[:0] = batch  # keep the order; the flusher retries
+            if isinstance(exc, _WRITE_ERRORS):
+                self._write_failed(exc)
             raise
+        with self._buf_lock:
+            if not self._buffer:
+                self.write_error = None  # everything is saved (the disk has room again)
 
     def _write(self, batch: list[_Pending]) -> None:
         rows = [p.row() for p in batch]
@@ -516,5 +536,7 @@ class Store(MarkerLog):
                 continue
             try:
                 self.flush()
+            except _WRITE_ERRORS:
+                pass  # in write_error (logged once); retried at the next interval
             except Exception:
                 log.exception("could not write buffered events to %s", self.path)

@@ -1,13 +1,17 @@
 """The store's rows and schema: record types, migrations, and how an event becomes a payload.
 
 Split out of tolaria/core/store/db.py (which re-exports every public name here); see docs/adr/0004.
+Also how a connection is prepared (pragmas, migrations): ``prepare``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import sqlite3
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tolaria.core.events import Event, event_from_dict
@@ -112,3 +116,51 @@ def decode(payload: str | bytes) -> Event:
     if isinstance(payload, bytes):
         payload = payload.decode("utf-8", "surrogatepass")
     return event_from_dict(json.loads(payload))
+
+
+#: How long a write waits for another process's write transaction (a migration, a flush).
+BUSY_TIMEOUT_MS = 10_000
+
+
+def prepare(conn: sqlite3.Connection, path: Path) -> None:
+    """Pragmas, then the schema brought to ``SCHEMA_VERSION`` (``conn`` in autocommit mode).
+
+    The version is read and the migrations run in one write transaction, so of several
+    processes opening the same fresh (or old) store at once exactly one migrates and the others
+    see its result (before: "table conversations already exists"). RuntimeError for a store
+    made by a newer Tolaria.
+    """
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    _set_wal(conn)
+    conn.executescript("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{path} has schema version {version}; this Tolaria knows {SCHEMA_VERSION}"
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[target - 1]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {target}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """WAL mode. Switching a fresh database needs it to itself for a moment, and SQLite may
+    answer "locked" then without calling the busy handler: several processes opening a fresh
+    home at once retry here."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 
-from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.adapters.manifest import Manifest, no_nul
 from tolaria.core.process import proctree
 from tolaria.support.redact import remember_secrets
 
@@ -42,7 +42,7 @@ def build_env(manifest: Manifest, stream_id: str, extra: Mapping[str, str]) -> d
     # Secrets set for the agent only (its [env], Preferences) are masked like the environment's
     # own: in its stderr lines and errors, the logs and crash reports (tolaria/support/redact.py).
     remember_secrets(env)
-    return env
+    return {no_nul(k): no_nul(v) for k, v in env.items()}  # a TOML "\u0000" must not crash
 
 
 def resolve_program(program: str, env: Mapping[str, str]) -> str | None:
