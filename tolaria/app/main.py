@@ -30,6 +30,7 @@ from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
 from tolaria.qt.fanout import FanOutController
+from tolaria.qt.pages import PageLoader
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
 from tolaria.support import crash
@@ -83,6 +84,7 @@ class Tolaria:
         problems += [p for p in self.settings_controller.override_problems
                      if p.split(": ", 1)[0] not in said]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
+        self.pages = PageLoader(self.bridge, self.store)
         self.control = ControlServer(self.registry)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
@@ -102,6 +104,8 @@ class Tolaria:
         w, c = self.window, self.controller
         w.new_chat_requested.connect(self._on_window_new_chat_requested)
         w.open_requested.connect(c.open_conversation)
+        w.page_requested.connect(self.pages.load)
+        w.search_requested.connect(self.pages.search)
         w.send_requested.connect(c.send)
         w.stop_requested.connect(c.stop)
         w.stop_all_requested.connect(c.stop_all)

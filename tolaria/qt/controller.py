@@ -128,10 +128,9 @@ class ChatController(QObject):
         return conversation
 
     def open_conversation(self, conversation_id: int) -> None:
-        """Send the stored transcript of a conversation to its (new) view."""
-        history = [(turn, self.store.events(turn.id))
-                   for turn in self.store.turns(conversation_id)]
-        self.bridge.history_loaded.emit(conversation_id, history)
+        """Send the newest page of a conversation's stored turns to its (new) view; the view
+        asks for older pages as the user scrolls (tolaria/qt/pages.py)."""
+        self.bridge.history_loaded.emit(conversation_id, self.store.turns_page(conversation_id))
         self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
 
     def rename(self, conversation_id: int, title: str) -> None:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QSizePolicy,
     QTextBrowser,
+    QTextEdit,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -75,6 +76,21 @@ class RichText(QTextBrowser):
             self.document().setTextWidth(max(200, parent.width() - 8))
         render_markdown(self.document(), text)
         self._fit()
+
+    def highlight(self, needle: str) -> None:
+        """Mark every occurrence of ``needle`` (a search match) without touching the text."""
+        selections: list[QTextEdit.ExtraSelection] = []
+        if needle:
+            color = theme.accent()
+            color.setAlpha(90)
+            cursor = self.document().find(needle)
+            while not cursor.isNull() and len(selections) < 200:
+                selection = QTextEdit.ExtraSelection()
+                selection.cursor = cursor
+                selection.format.setBackground(color)
+                selections.append(selection)
+                cursor = self.document().find(needle, cursor)
+        self.setExtraSelections(selections)
 
     def _fit(self, *_: Any) -> None:
         height = math.ceil(self.document().size().height()) + 2 * self.frameWidth()

@@ -19,6 +19,7 @@ from tolaria.chats.inflight import QueuedMessage
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
+from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.core.turns.acp.updates import PermissionRequest
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
@@ -26,8 +27,8 @@ from tolaria.ui.permission_card import ANSWER_SHORTCUT
 from tolaria.ui.queue_chips import QueuedChips
 from tolaria.ui.status_line import StatusLine
 from tolaria.ui.transcript import TranscriptView
+from tolaria.ui.transcript.search_bar import SearchBar
 from tolaria.ui.turn_view import (
-    STATUS_RUNNING,
     Ending,
     TurnView,
     format_duration,
@@ -49,6 +50,10 @@ class ChatPane(QWidget):
     restart_requested = Signal(int)
     #: The user answered a permission question of a turn: stream id, question key, option id.
     permission_answer_requested = Signal(str, str, str)
+    #: The transcript wants a page of stored turns: conversation id, page kind, turn id.
+    page_requested = Signal(int, str, int)
+    #: The user looks for text in this chat: conversation id, text.
+    search_requested = Signal(int, str)
 
     def __init__(self, conversation_id: int, agent_name: str, stop_hint: str = "Esc",
                  parent: QWidget | None = None, *,
@@ -62,8 +67,17 @@ class ChatPane(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
         layout.setSpacing(6)
+        self.search_bar = SearchBar(self)
+        self.search_bar.search_requested.connect(self._on_search_bar_search_requested)
+        self.search_bar.step_requested.connect(self._on_search_bar_step_requested)
+        self.search_bar.closed.connect(self._on_search_bar_closed)
+        layout.addWidget(self.search_bar)
+        self._needle = ""
+        self._matches: list[int] = []
+        self._match = -1
         self.transcript = TranscriptView(self)
         self.transcript.permission_answer_requested.connect(self.permission_answer_requested)
+        self.transcript.page_requested.connect(self._on_transcript_page_requested)
         layout.addWidget(self.transcript, 1)
         self.queued_chips = QueuedChips(self)
         self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
@@ -104,6 +118,9 @@ class ChatPane(QWidget):
         answer = QShortcut(QKeySequence(ANSWER_SHORTCUT), self)
         answer.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         answer.activated.connect(self._on_answer_shortcut_activated)
+        find = QShortcut(QKeySequence(QKeySequence.StandardKey.Find), self)
+        find.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        find.activated.connect(self._on_find_shortcut_activated)
         self._show_running(False)
         self.status_line.set_idle(agent_name)
 
@@ -125,6 +142,9 @@ class ChatPane(QWidget):
                 if card.focus_answers():
                     self.transcript.ensureWidgetVisible(card)
                     return
+
+    def _on_transcript_page_requested(self, kind: str, turn_id: int) -> None:
+        self.page_requested.emit(self.conversation_id, kind, turn_id)
 
     def _on_restart_button_clicked(self) -> None:
         if self.running_stream is not None:
@@ -167,53 +187,76 @@ class ChatPane(QWidget):
         self.status_line.set_idle(name)
 
     # -- facts --------------------------------------------------------------------------------
-    def load_history(self, history: Sequence[tuple[Turn, Sequence[Event]]],
+    def load_history(self, history: TurnPage | Sequence[tuple[Turn, Sequence[Event]]],
                      agent_names: dict[str, str]) -> None:
-        """Rebuild the transcript of stored turns (applied progressively by the frame timer)."""
-        last_summary = ""
-        last: tuple[Turn, Sequence[Event]] | None = None
-        for turn, events in history:
-            last = (turn, events)
-            if self.transcript.turn(turn.stream_id) is not None:
-                continue
-            view = self.transcript.add_turn(turn.prompt, agent_names.get(turn.agent, turn.agent),
-                                            turn.stream_id)
-            survivors: tuple = ()  # type: ignore[type-arg]
-            for event in events:
-                if isinstance(event, Done):
-                    survivors = event.survivors
-                else:
-                    view.enqueue(event)
-            if turn.status != STATUS_RUNNING:
-                ending = Ending(turn.status, turn.duration_ms, survivors, turn.input_tokens,
-                                turn.output_tokens, turn.cost_usd, turn.stop_reason)
-                view.end(ending)
-                last_summary = self._summary(ending)
-            self.transcript.schedule(view)
+        """Show the newest stored turns (a page; applied progressively by the frame timer)."""
+        if not isinstance(history, TurnPage):
+            history = TurnPage(self.conversation_id, PAGE_LATEST,
+                               [(turn, list(events)) for turn, events in history])
+        endings = self.load_page(history, agent_names)
+        last_summary = next((self._summary(e) for e in reversed(endings) if e is not None), "")
         if last_summary:
             self.status_line.set_idle(self._agent_name, last_summary)
-        if last is not None and self.running_stream is None:
-            self.awaiting.setVisible(AwaitTracker().feed_all(last[1]).awaits_operator(
-                last[0].status))
+        if history.turns and self.running_stream is None:
+            turn, events = history.turns[-1]
+            self.awaiting.setVisible(AwaitTracker().feed_all(events).awaits_operator(
+                turn.status))
+
+    def load_page(self, page: TurnPage, agent_names: dict[str, str]) -> list[Ending | None]:
+        """A page of stored turns the transcript asked for (or the search jumped to)."""
+        return self.transcript.show_page(page, agent_names)
 
     def load_markers(self, markers: Sequence[Marker]) -> None:
         for marker in markers:
             if marker.kind == MARKER_TURN_RESTARTED and isinstance(marker.data, dict):
-                view = self.transcript.turn(str(marker.data.get("stream_id")))
-                if view is not None:
-                    view.collapse_restarted()
+                self.transcript.mark_restarted(str(marker.data.get("stream_id")))
+
+    # -- find in the chat -----------------------------------------------------------------------
+    def _on_find_shortcut_activated(self) -> None:
+        self.search_bar.open()
+
+    def _on_search_bar_search_requested(self, text: str) -> None:
+        self._matches, self._match = [], -1
+        self.search_requested.emit(self.conversation_id, text)
+
+    def show_matches(self, text: str, turn_ids: Sequence[int]) -> None:
+        """The store's answer to a search: jump to the newest matching turn."""
+        self._needle, self._matches = text, list(turn_ids)
+        self._match = len(self._matches) - 1
+        self._show_match()
+
+    def _on_search_bar_step_requested(self, step: int) -> None:
+        if self._matches:
+            self._match = (self._match + step) % len(self._matches)
+            self._show_match()
+
+    def _on_search_bar_closed(self) -> None:
+        self.transcript.set_needle("")
+        self._needle = ""
+        self.composer.setFocus()
+
+    def _show_match(self) -> None:
+        self.search_bar.show_count(self._match, len(self._matches))
+        if not self._matches:
+            return
+        turn_id = self._matches[self._match]
+        self.transcript.set_needle(self._needle)
+        if not self.transcript.scroll_to_turn(turn_id):
+            self.page_requested.emit(self.conversation_id, PAGE_AROUND, turn_id)
 
     def set_queue(self, messages: Sequence[QueuedMessage]) -> None:
         self.queued_chips.set_messages(messages)
 
     def turn_restarted(self, old_stream: str) -> None:
-        view = self.transcript.turn(old_stream)
-        if view is not None:
-            view.collapse_restarted()
+        self.transcript.mark_restarted(old_stream)
 
     def run_started(self, stream_id: str, turn: Turn, agent_name: str) -> None:
         self.running_stream = stream_id
-        self.transcript.add_turn(turn.prompt, agent_name, stream_id)
+        if self.transcript.has_newer:  # scrolled far up: go back to the newest turns first
+            self.transcript.clear()
+            self.page_requested.emit(self.conversation_id, PAGE_LATEST, 0)
+        self.transcript.add_turn(turn.prompt, agent_name, stream_id, turn_id=turn.id,
+                                 started_at=turn.started_at)
         if self.composer.toPlainText() == turn.prompt:
             # It was sent from the composer; a delivered queue or a restart leaves what is typed.
             self.composer.clear()

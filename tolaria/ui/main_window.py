@@ -61,6 +61,10 @@ class MainWindow(QMainWindow):
     new_chat_requested = Signal(str, str)
     #: A conversation's view was created and needs its stored transcript: id.
     open_requested = Signal(int)
+    #: A transcript wants a page of stored turns: conversation id, page kind, turn id.
+    page_requested = Signal(int, str, int)
+    #: Find text in a chat's stored turns: conversation id, text.
+    search_requested = Signal(int, str)
     #: Send a prompt: conversation id, prompt.
     send_requested = Signal(int, str)
     #: Stop a conversation's running turn: conversation id.
@@ -199,6 +203,8 @@ class MainWindow(QMainWindow):
         self.stack.unqueue_requested.connect(self.unqueue_requested)
         self.stack.restart_requested.connect(self.restart_requested)
         self.stack.permission_answer_requested.connect(self.permission_answer_requested)
+        self.stack.page_requested.connect(self.page_requested)
+        self.stack.search_requested.connect(self.search_requested)
 
     def _action(self, text: str, key: QKeySequence, slot: object) -> QAction:
         action = QAction(text, self)
@@ -215,6 +221,8 @@ class MainWindow(QMainWindow):
         bridge.conversation_saved.connect(self._on_bridge_conversation_saved)
         bridge.conversation_deleted.connect(self._on_bridge_conversation_deleted)
         bridge.history_loaded.connect(self.stack.on_history_loaded)
+        bridge.page_loaded.connect(self.stack.on_page_loaded)
+        bridge.search_finished.connect(self.stack.on_search_finished)
         bridge.run_started.connect(self._on_bridge_run_started)
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_stopping.connect(self.stack.on_run_stopping)

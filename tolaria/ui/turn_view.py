@@ -43,6 +43,7 @@ from tolaria.ui.blocks import (
     ErrorCard,
     MarkdownSegment,
     RetryNotice,
+    RichText,
     ThinkingBlock,
     ToolCard,
 )
@@ -154,10 +155,17 @@ class TurnView(QWidget):
     permission_answer_requested = Signal(str, str, str)
 
     def __init__(self, prompt: str, agent_name: str, stream_id: str,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, turn_id: int | None = None,
+                 started_at: float | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("turnView")
         self.stream_id = stream_id
+        #: The store's id of the turn (pages are asked relative to it); None until known.
+        self.turn_id = turn_id
+        self.prompt = prompt
+        self.started_at = started_at if started_at is not None else time.time()
+        #: Text a search is showing in this turn (highlighted as the turn renders).
+        self.needle = ""
         self.status = STATUS_RUNNING
         self.received_chars = 0
         self._queue: deque[_Text | Event | Ending | _Question] = deque()
@@ -174,6 +182,8 @@ class TurnView(QWidget):
         self.usage: Usage | None = None
         self._last: QWidget | None = None
         self.ending: Ending | None = None
+        #: The turn's ending is known (queued or applied): no live event follows.
+        self.ended = False
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 12)
@@ -226,6 +236,15 @@ class TurnView(QWidget):
         self.survivors_label.hide()
         layout.addWidget(self.survivors_label)
 
+    def restyle(self) -> None:
+        """Re-apply the theme's colours to this turn (the theme changed)."""
+
+    def set_needle(self, needle: str) -> None:
+        """Highlight ``needle`` in the answer text (a search match), now and as it renders."""
+        self.needle = needle
+        for chunk in self.findChildren(RichText):
+            chunk.highlight(needle)
+
     def _caption(self, text: str) -> QLabel:
         label = QLabel(text, self)
         font = label.font()
@@ -266,6 +285,7 @@ class TurnView(QWidget):
         self._queue.append(event)
 
     def end(self, ending: Ending) -> None:
+        self.ended = True
         for kept in self._cap.finish(self.stream_id):  # the tail of a capped answer
             self._enqueue_kept(kept)
         self._queue.append(ending)
@@ -344,6 +364,8 @@ class TurnView(QWidget):
                 break
         for widget in touched.values():
             widget.refresh()
+        if self.needle and touched:
+            self.set_needle(self.needle)
         if (self._cap_label is not None and self.status == STATUS_RUNNING
                 and self._cap.dropped != self._cap_counted):
             self._cap_counted = self._cap.dropped
