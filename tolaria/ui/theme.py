@@ -10,7 +10,6 @@ from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, 
 
 from tolaria.support import paths
 
-
 #: Spacing (px) between the blocks of the transcript; the one rhythm every card follows.
 SPACING = 10
 
