@@ -20,6 +20,7 @@ from tolaria.core.events import Done, Event, TextDelta
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.runtimes import make_runtime
 from tolaria.core.runtimes.base import Outcome
+from tolaria.core.store.db import Store
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
@@ -242,13 +243,13 @@ _FILLER = ("Restoring a long chat must cost the same as a short one: only the tu
            "and a list below.\n\n- one point\n- another point\n\n")
 
 
-def fill_chat(store: Any, conversation_id: int, turns: int, text_chars: int = 9000,
+def fill_chat(store: Store, conversation_id: int, turns: int, text_chars: int = 9000,
               agent: str = "demo") -> list[str]:
     """Write ``turns`` finished turns of ~``text_chars`` of answer text and one shell tool call
     each into a real store (through its public API); returns their stream ids, oldest first."""
     from tolaria.core.events import STOP_END_TURN, ToolDone, ToolStart
 
-    stream_ids = []
+    stream_ids: list[str] = []
     body = (_FILLER * (text_chars // len(_FILLER) + 1))[:text_chars]
     for n in range(turns):
         sid = new_stream_id()

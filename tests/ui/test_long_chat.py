@@ -45,7 +45,9 @@ def test_a_2000_turn_chat_opens_with_a_bounded_window(
     assert shown[-1] == sids[-1], "the newest turn is shown"
     assert shown == sids[-len(shown):], "a contiguous run of the newest turns"
     assert len(shown) <= 2 * PAGE_TURNS, f"{len(shown)} of 2000 turns became widgets"
-    chunks = pane.transcript.widget().findChildren(RichText)
+    content = pane.transcript.widget()
+    assert content is not None
+    chunks = content.findChildren(RichText)
     assert 0 < len(chunks) <= 4 * len(shown)
     assert pane.turn_views()[-1].status == "completed"
     assert "turn-1999-marker" in pane.turn_views()[-1].text()
