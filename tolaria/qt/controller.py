@@ -47,6 +47,7 @@ from tolaria.core.store.db import (
     Store,
     Turn,
 )
+from tolaria.core.store.pages import FIRST_PAGE_TURNS
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.keeper import KeeperPool
 from tolaria.core.turns.runner import (
@@ -130,7 +131,8 @@ class ChatController(QObject):
     def open_conversation(self, conversation_id: int) -> None:
         """Send the newest page of a conversation's stored turns to its (new) view; the view
         asks for older pages as the user scrolls (tolaria/qt/pages.py)."""
-        self.bridge.history_loaded.emit(conversation_id, self.store.turns_page(conversation_id))
+        self.bridge.history_loaded.emit(conversation_id, self.store.turns_page(
+            conversation_id, limit=FIRST_PAGE_TURNS))
         self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
 
     def rename(self, conversation_id: int, title: str) -> None:

@@ -16,8 +16,11 @@ from typing import Any
 from tolaria.core.events import Diagnostic, Event
 from tolaria.core.store.schema import TURN_COLS, Turn, decode
 
-#: Turns per page the views ask for (about three screens of ordinary turns).
+#: Turns per page the views ask for when scrolling (several screens of ordinary turns).
 PAGE_TURNS = 12
+#: Turns of the first page of a chat that is opened: what fills a screen or two; the view asks
+#: for more at once if they do not fill it.
+FIRST_PAGE_TURNS = 6
 #: Event kinds whose payload holds text a user may search for.
 SEARCHABLE_KINDS = ("text_delta", "tool_start", "tool_update", "tool_done", "error")
 #: Matches returned by one search, newest kept (a search bar shows "n of m").
