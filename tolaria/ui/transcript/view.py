@@ -90,6 +90,10 @@ class TranscriptView(QScrollArea):
         self._page_check.setSingleShot(True)
         self._page_check.setInterval(0)
         self._page_check.timeout.connect(self._on_page_check_timeout)
+        self._anchor_again = QTimer(self)
+        self._anchor_again.setSingleShot(True)
+        self._anchor_again.setInterval(0)
+        self._anchor_again.timeout.connect(self._restore_anchor)
         self._sticky = True
         self._anchor: tuple[TurnView, int] | None = None
         self._adjusting = False
@@ -289,7 +293,7 @@ class TranscriptView(QScrollArea):
         return bar.value() >= bar.maximum() - _STICKY_SLACK
 
     def _restore_anchor(self) -> None:
-        if self._anchor is None:
+        if self._anchor is None or (self._sticky and not self.has_newer):
             return
         view, offset = self._anchor
         self._adjusting = True
@@ -307,6 +311,9 @@ class TranscriptView(QScrollArea):
                 self._adjusting = False
         else:
             self._restore_anchor()
+            # The scroll bar may hear of the new size before the children are moved: again
+            # once they are.
+            self._anchor_again.start()
         self._page_check.start()
 
     def _on_scrollbar_value_changed(self, value: int) -> None:
