@@ -149,7 +149,7 @@ def test_tool_card_follows_the_claude_terminal_updates(qtbot: QtBot) -> None:
         view.enqueue(event)
     drain(view)
     assert card.title == COMMAND
-    assert card._summary.text() == COMMAND
+    assert card.command == f"$ {COMMAND}"  # the header says what runs
     assert card.status == "pending"
     assert card.output == f"Run: {COMMAND}"
     view.end(Ending("cancelled"))

@@ -106,6 +106,7 @@ class Tolaria:
         w.open_requested.connect(c.open_conversation)
         w.page_requested.connect(self.pages.load)
         w.search_requested.connect(self.pages.search)
+        w.retry_requested.connect(c.retry)
         w.send_requested.connect(c.send)
         w.stop_requested.connect(c.stop)
         w.stop_all_requested.connect(c.stop_all)

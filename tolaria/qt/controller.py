@@ -306,6 +306,23 @@ class ChatController(QObject):
                    {"stream_id": stream_id, "for": "restart"})
         return True
 
+    def retry(self, conversation_id: int, stream_id: str, prompt: str) -> str | None:
+        """Run ``prompt`` (a failed or stopped turn's own, or its edited text) in place of the
+        ended turn ``stream_id``: that attempt is abandoned as a restart leaves it (kept,
+        collapsed, out of the next prompts' history). None if the chat is busy or gone."""
+        if conversation_id in self._running or conversation_id in self._deleting \
+                or not prompt.strip():
+            return None
+        old = self.store.turn_by_stream(stream_id)
+        if old is None or old.conversation_id != conversation_id or old.status == "running":
+            return None
+        self._mark(conversation_id, MARKER_TURN_RESTARTED, stream_id,
+                   {"stream_id": stream_id, "for": "retry"})
+        new_stream = self.send(conversation_id, prompt)
+        if new_stream is not None:
+            self.bridge.turn_restarted.emit(conversation_id, stream_id, new_stream)
+        return new_stream
+
     # -- queued messages ------------------------------------------------------------------------
     def queue(self, conversation_id: int, text: str) -> QueuedMessage | None:
         """Queue ``text`` behind the running turn (sent at once if none runs)."""

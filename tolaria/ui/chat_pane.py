@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
@@ -21,6 +21,7 @@ from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.core.turns.acp.updates import PermissionRequest
+from tolaria.ui.cards.style import pane_css
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.permission_card import ANSWER_SHORTCUT
@@ -54,6 +55,9 @@ class ChatPane(QWidget):
     page_requested = Signal(int, str, int)
     #: The user looks for text in this chat: conversation id, text.
     search_requested = Signal(int, str)
+    #: Run a turn's prompt (or its edited text) again in place of it: conversation id, stream
+    #: id of the turn it replaces, prompt.
+    retry_requested = Signal(int, str, str)
 
     def __init__(self, conversation_id: int, agent_name: str, stop_hint: str = "Esc",
                  parent: QWidget | None = None, *,
@@ -78,6 +82,10 @@ class ChatPane(QWidget):
         self.transcript = TranscriptView(self)
         self.transcript.permission_answer_requested.connect(self.permission_answer_requested)
         self.transcript.page_requested.connect(self._on_transcript_page_requested)
+        self.transcript.retry_requested.connect(self._on_transcript_retry_requested)
+        self.transcript.edit_requested.connect(self._on_transcript_edit_requested)
+        #: The turn whose prompt is being edited in the composer (sent in its place).
+        self.editing: str | None = None
         layout.addWidget(self.transcript, 1)
         self.queued_chips = QueuedChips(self)
         self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
@@ -123,6 +131,8 @@ class ChatPane(QWidget):
         find.activated.connect(self._on_find_shortcut_activated)
         self._show_running(False)
         self.status_line.set_idle(agent_name)
+        self._restyling = False
+        self.restyle()
 
     # -- intents ------------------------------------------------------------------------------
     def _on_composer_submit_requested(self) -> None:
@@ -132,8 +142,46 @@ class ChatPane(QWidget):
         if self.running_stream is not None:  # one turn at a time: the message waits its turn
             self.composer.clear()
             self.queue_requested.emit(self.conversation_id, prompt)
+        elif self.editing is not None:
+            replaced, self.editing = self.editing, None
+            self.retry_requested.emit(self.conversation_id, replaced, prompt)
         else:
             self.send_requested.emit(self.conversation_id, prompt)
+
+    def _on_transcript_retry_requested(self, stream_id: str) -> None:
+        view = self.transcript.turn(stream_id)
+        if view is not None and self.running_stream is None:
+            self.retry_requested.emit(self.conversation_id, stream_id, view.prompt)
+
+    def _on_transcript_edit_requested(self, stream_id: str) -> None:
+        view = self.transcript.turn(stream_id)
+        if view is None or self.running_stream is not None:
+            return
+        self.editing = stream_id
+        self.composer.setPlainText(view.prompt)
+        self.composer.setFocus()
+        self.status_line.set_idle(self._agent_name, "Editing the last prompt: Send replaces it")
+
+    def _refresh_actions(self) -> None:
+        """Edit is offered on the newest prompt while nothing runs."""
+        views = self.transcript.turns()
+        last = views[-1] if views and not self.transcript.has_newer else None
+        for view in views:
+            view.set_editable(view is last and self.running_stream is None and view.ended
+                              and not view.restarted)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and not self._restyling:
+            self._restyling = True
+            try:
+                self.restyle()
+            finally:
+                self._restyling = False
+
+    def restyle(self) -> None:
+        self.setStyleSheet(pane_css())
+        self.search_bar.restyle()
 
     def _on_answer_shortcut_activated(self) -> None:
         """Keyboard route to the oldest open permission question of this chat."""
@@ -204,7 +252,9 @@ class ChatPane(QWidget):
 
     def load_page(self, page: TurnPage, agent_names: dict[str, str]) -> list[Ending | None]:
         """A page of stored turns the transcript asked for (or the search jumped to)."""
-        return self.transcript.show_page(page, agent_names)
+        endings = self.transcript.show_page(page, agent_names)
+        self._refresh_actions()
+        return endings
 
     def load_markers(self, markers: Sequence[Marker]) -> None:
         for marker in markers:
@@ -257,6 +307,8 @@ class ChatPane(QWidget):
             self.page_requested.emit(self.conversation_id, PAGE_LATEST, 0)
         self.transcript.add_turn(turn.prompt, agent_name, stream_id, turn_id=turn.id,
                                  started_at=turn.started_at)
+        self.editing = None
+        self._refresh_actions()
         if self.composer.toPlainText() == turn.prompt:
             # It was sent from the composer; a delivered queue or a restart leaves what is typed.
             self.composer.clear()
@@ -328,6 +380,7 @@ class ChatPane(QWidget):
             self.running_stream = None
             self._asking.clear()
             self._show_running(False)
+            self._refresh_actions()
             self.watchdog.disarm()
             self.awaiting.setVisible(self._tracker.awaits_operator(ending.status))
             usage = view.usage if view is not None else None

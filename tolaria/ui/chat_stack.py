@@ -38,6 +38,8 @@ class ChatStack(PaneRouting, QStackedWidget):
     page_requested = Signal(int, str, int)
     #: Find text in a chat's stored turns: conversation id, text.
     search_requested = Signal(int, str)
+    #: Run a prompt in place of an ended turn: conversation id, stream id, prompt.
+    retry_requested = Signal(int, str, str)
 
     def __init__(self, stop_hint: str, parent: QWidget | None = None, *,
                  watchdog_seconds: float = DEFAULT_WATCHDOG_S) -> None:
@@ -85,6 +87,7 @@ class ChatStack(PaneRouting, QStackedWidget):
             pane.permission_answer_requested.connect(self.permission_answer_requested)
             pane.page_requested.connect(self.page_requested)
             pane.search_requested.connect(self.search_requested)
+            pane.retry_requested.connect(self.retry_requested)
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)

@@ -65,6 +65,9 @@ class MainWindow(QMainWindow):
     page_requested = Signal(int, str, int)
     #: Find text in a chat's stored turns: conversation id, text.
     search_requested = Signal(int, str)
+    #: Run a prompt in place of an ended turn (Retry, edit and resend): conversation id,
+    #: stream id, prompt.
+    retry_requested = Signal(int, str, str)
     #: Send a prompt: conversation id, prompt.
     send_requested = Signal(int, str)
     #: Stop a conversation's running turn: conversation id.
@@ -205,6 +208,7 @@ class MainWindow(QMainWindow):
         self.stack.permission_answer_requested.connect(self.permission_answer_requested)
         self.stack.page_requested.connect(self.page_requested)
         self.stack.search_requested.connect(self.search_requested)
+        self.stack.retry_requested.connect(self.retry_requested)
 
     def _action(self, text: str, key: QKeySequence, slot: object) -> QAction:
         action = QAction(text, self)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
@@ -25,6 +25,7 @@ from tolaria.core.events import Done, Event
 from tolaria.core.store.db import Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, PAGE_NEWER, PAGE_OLDER, TurnPage
 from tolaria.ui import theme
+from tolaria.ui.cards.style import transcript_css
 from tolaria.ui.turn_view import STATUS_RUNNING, Ending, TurnView
 
 FRAME_MS = 16
@@ -43,6 +44,10 @@ MAX_LIVE_TURNS = 30
 class TranscriptView(QScrollArea):
     #: The user answered a permission question of one of its turns: stream id, key, option id.
     permission_answer_requested = Signal(str, str, str)
+    #: Run a failed or stopped turn's prompt again: stream id.
+    retry_requested = Signal(str)
+    #: Edit a turn's prompt and send it again: stream id.
+    edit_requested = Signal(str)
     #: More stored turns are wanted: page kind (tolaria/core/store/pages.py), turn id it is
     #: relative to (0 for the latest page).
     page_requested = Signal(str, int)
@@ -94,20 +99,50 @@ class TranscriptView(QScrollArea):
         self._anchor_again.setSingleShot(True)
         self._anchor_again.setInterval(0)
         self._anchor_again.timeout.connect(self._restore_anchor)
+        #: Once a second, running tools show their elapsed time.
+        self._clock = QTimer(self)
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._on_clock_timeout)
         self._sticky = True
         self._anchor: tuple[TurnView, int] | None = None
         self._adjusting = False
+        self._restyling = False
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._on_scrollbar_range_changed)
         bar.valueChanged.connect(self._on_scrollbar_value_changed)
         self.restyle()
 
     def restyle(self) -> None:
-        """Apply the current theme's colours (at start and when the theme changes)."""
-        muted = theme.css(theme.muted_text())
-        self._placeholder.setStyleSheet(f"color: {muted};")
+        """Apply the current theme (at start and when the palette changes): one style sheet
+        for every item, and the few colours painted outside it."""
+        content = self.widget()
+        if content is not None:
+            content.setStyleSheet(transcript_css())
         for turn in self._order:
             turn.restyle()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and not self._restyling:
+            self._restyling = True
+            try:
+                self.restyle()
+            finally:
+                self._restyling = False
+
+    def _on_clock_timeout(self) -> None:
+        running = [turn for turn in self._order if not turn.ended]
+        for turn in running:
+            for card in turn.tool_cards():
+                if card.status in ("running", "pending"):
+                    card.tick()
+        if not running:
+            self._clock.stop()
+
+    def _on_turn_block_toggled(self, turn: QWidget) -> None:
+        """A card opened or closed: what is at the top of the view stays there (no jump)."""
+        self._take_anchor(self.verticalScrollBar().value())
+        self._sticky = False
 
     # -- the window of turns ------------------------------------------------------------------
     def add_turn(self, prompt: str, agent_name: str, stream_id: str, *,
@@ -121,6 +156,11 @@ class TranscriptView(QScrollArea):
         turn = TurnView(prompt, agent_name, stream_id, self.widget(), turn_id=turn_id,
                         started_at=started_at)
         turn.permission_answer_requested.connect(self.permission_answer_requested)
+        turn.retry_requested.connect(self.retry_requested)
+        turn.edit_requested.connect(self.edit_requested)
+        turn.block_toggled.connect(self._on_turn_block_toggled)
+        if not self._clock.isActive():
+            self._clock.start()
         if at_top:
             self._layout.insertWidget(0, turn)
             self._order.insert(0, turn)
@@ -319,12 +359,16 @@ class TranscriptView(QScrollArea):
     def _on_scrollbar_value_changed(self, value: int) -> None:
         if not self._adjusting:
             self._sticky = self._at_bottom() and not self.has_newer
-            self._anchor = None
-            for view in self._order:
-                if view.y() + view.height() > value:
-                    self._anchor = (view, value - view.y())
-                    break
+            self._take_anchor(value)
         self._page_check.start()
+
+    def _take_anchor(self, value: int) -> None:
+        """Remember the turn under the top edge and how far into it the view is."""
+        self._anchor = None
+        for view in self._order:
+            if view.y() + view.height() > value:
+                self._anchor = (view, value - view.y())
+                break
 
     def _on_page_check_timeout(self) -> None:
         """Near an end of the window with more stored there: ask for the next page."""
