@@ -126,9 +126,6 @@ class ChatPane(QWidget):
         answer = QShortcut(QKeySequence(ANSWER_SHORTCUT), self)
         answer.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         answer.activated.connect(self._on_answer_shortcut_activated)
-        find = QShortcut(QKeySequence(QKeySequence.StandardKey.Find), self)
-        find.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        find.activated.connect(self._on_find_shortcut_activated)
         self._show_running(False)
         self.status_line.set_idle(agent_name)
         self._restyling = False
@@ -262,9 +259,6 @@ class ChatPane(QWidget):
                 self.transcript.mark_restarted(str(marker.data.get("stream_id")))
 
     # -- find in the chat -----------------------------------------------------------------------
-    def _on_find_shortcut_activated(self) -> None:
-        self.search_bar.open()
-
     def _on_search_bar_search_requested(self, text: str) -> None:
         self._matches, self._match = [], -1
         self.search_requested.emit(self.conversation_id, text)

@@ -45,6 +45,7 @@ from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
 from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.sidebar import Sidebar
+from tolaria.ui.view_menu import ViewMenu
 
 
 def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> QKeySequence:
@@ -65,6 +66,8 @@ class MainWindow(QMainWindow):
     page_requested = Signal(int, str, int)
     #: Find text in a chat's stored turns: conversation id, text.
     search_requested = Signal(int, str)
+    #: The user picked a theme in the View menu (applied already; to be saved): name.
+    theme_change_requested = Signal(str)
     #: Run a prompt in place of an ended turn (Retry, edit and resend): conversation id,
     #: stream id, prompt.
     retry_requested = Signal(int, str, str)
@@ -188,6 +191,12 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.restart_action)
         run_menu.addSeparator()
         run_menu.addAction(self.fan_out_action)
+        self.view_menu = ViewMenu(self)
+        self.view_menu.theme_chosen.connect(self.theme_change_requested)
+        self.view_menu.find_requested.connect(self._on_view_menu_find_requested)
+        self.menuBar().insertMenu(run_menu.menuAction(), self.view_menu)
+        self.addAction(self.view_menu.find_action)  # Ctrl+F wherever the focus is
+        self.view_menu.set_current(settings.theme)
 
         self.show_problems(problems)
         self.stack.set_send_key(settings.send_shortcut)
@@ -273,8 +282,15 @@ class MainWindow(QMainWindow):
         self.stack.set_stop_hint(self._stop_hint)
         self.stack.set_send_key(settings.send_shortcut)
         self.stack.set_watchdog_seconds(settings.watchdog_seconds)
+        if settings.theme != self.settings.theme:
+            self.view_menu.set_current(settings.theme)
         self.settings = settings
         return problems
+
+    def _on_view_menu_find_requested(self) -> None:
+        pane = self.stack.current_pane()
+        if pane is not None:
+            pane.search_bar.open()
 
     # -- queries --------------------------------------------------------------------------------
     def current_conversation_id(self) -> int | None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
+from tolaria.config.settings import THEMES
 from tolaria.support import paths
 
-THEMES = ("system", "light", "dark")
+__all__ = ["THEMES", "apply_theme"]
 
 #: (window, base, alternate base, text, muted text, button, highlight) of the designed themes.
 _DESIGNED = {
