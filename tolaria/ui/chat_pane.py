@@ -212,16 +212,22 @@ class ChatPane(QWidget):
 
     def _show_running(self, running: bool) -> None:
         self.restart_button.setVisible(running)
+        self._set_running_look(running)
         if running:
-            self.button.setObjectName("stopButton")
             self.button.setText("Stop")
             self.button.setAccessibleName("Stop")
             self.button.setToolTip(f"Stop the running turn ({self._stop_hint})")
         else:
-            self.button.setObjectName("sendButton")
             self.button.setText("Send")
             self.button.setAccessibleName("Send")
             self.button.setToolTip("Send the message (Enter)")
+
+    def _set_running_look(self, running: bool) -> None:
+        """Send is the accent button; Stop takes its place (re-polished: the style sheet
+        selects on the object name)."""
+        self.button.setObjectName("stopButton" if running else "sendButton")
+        self.button.style().unpolish(self.button)
+        self.button.style().polish(self.button)
 
     def set_stop_hint(self, hint: str) -> None:
         self._stop_hint = hint

@@ -50,7 +50,6 @@ QLabel#when, QLabel#elidedNote, QLabel#turnNotice {{ color: {muted}; font-size: 
 QLabel#promptBubble {{ background: {c(theme.prompt_background())}; color: {text};
     border-radius: 10px; padding: 8px 12px; }}
 QFrame#toolCard {{ background: {card}; border: 1px solid {border}; border-radius: 8px; }}
-QFrame#toolCard QLabel#toolName {{ font-weight: 600; color: {text}; }}
 QFrame#toolCard QLabel#toolCommand {{ color: {text}; }}
 QLabel#toolTail {{ color: {muted}; }}
 QFrame#codeBlock {{ background: {code}; border: 1px solid {border}; border-radius: 8px; }}
@@ -66,6 +65,8 @@ QToolButton {{ border: none; border-radius: 5px; padding: 2px 6px; color: {muted
     background: transparent; }}
 QToolButton:hover {{ background: {hover}; color: {text}; }}
 QToolButton:checked {{ color: {text}; }}
+QToolButton#disclosure {{ padding-left: 0; }}
+QToolButton#toolName {{ font-weight: 600; color: {text}; padding-left: 0; }}
 QPushButton {{ border: 1px solid {border}; border-radius: 6px; padding: 4px 12px;
     background: {base}; color: {text}; }}
 QPushButton:hover {{ border-color: {accent}; }}
@@ -74,6 +75,18 @@ QScrollBar:horizontal {{ height: 8px; background: transparent; margin: 0; }}
 QScrollBar::handle:horizontal {{ background: {border}; border-radius: 4px; min-width: 32px; }}
 QScrollBar::add-line:horizontal, QScrollBar::sub-line:horizontal {{ width: 0; }}
 QScrollBar::add-page:horizontal, QScrollBar::sub-page:horizontal {{ background: none; }}
+"""
+
+
+def scrollbar_css() -> str:
+    """A thin vertical scroll bar without arrows (the transcript's own)."""
+    border, muted = theme.css(theme.border()), theme.css(theme.muted_text())
+    return f"""
+QScrollBar:vertical {{ width: 10px; background: transparent; margin: 2px; }}
+QScrollBar::handle:vertical {{ background: {border}; border-radius: 3px; min-height: 40px; }}
+QScrollBar::handle:vertical:hover {{ background: {muted}; }}
+QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
+QScrollBar::add-page:vertical, QScrollBar::sub-page:vertical {{ background: none; }}
 """
 
 
@@ -92,4 +105,16 @@ QPushButton#stopButton {{ border-color: {c(theme.error_colors()[1])}; font-weigh
 QPushButton:hover {{ border-color: {accent}; }}
 QToolButton {{ border: none; border-radius: 5px; padding: 2px 6px; background: transparent; }}
 QToolButton:hover {{ background: {hover}; }}
+"""
+
+
+def chrome_css() -> str:
+    """The window's own buttons around the chat (New chat, the working folder): flat."""
+    c = theme.css
+    border, base, text, hover = c(theme.border()), c(theme.base()), c(theme.text()), \
+        c(theme.hover_background())
+    return f"""
+QPushButton#newChatButton, QPushButton#folderButton {{ border: 1px solid {border};
+    border-radius: 7px; padding: 4px 12px; background: {base}; color: {text}; }}
+QPushButton#newChatButton:hover, QPushButton#folderButton:hover {{ background: {hover}; }}
 """

@@ -180,7 +180,7 @@ class ToolCard(QFrame):
         self._details = Collapsible("Details", self._fold.body)
         self._details.on_expanded = self._build_details  # type: ignore[method-assign]
         self._details.expanded_changed.connect(self._fold.expanded_changed)
-        body.addWidget(self._details)
+        body.addWidget(self._details, 0, Qt.AlignmentFlag.AlignLeft)
 
     def _build_details(self) -> None:
         if self._input_box is None and self._details is not None:

@@ -25,7 +25,7 @@ from tolaria.core.events import Done, Event
 from tolaria.core.store.db import Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, PAGE_NEWER, PAGE_OLDER, TurnPage
 from tolaria.ui import theme
-from tolaria.ui.cards.style import transcript_css
+from tolaria.ui.cards.style import scrollbar_css, transcript_css
 from tolaria.ui.turn_view import STATUS_RUNNING, Ending, TurnView
 
 FRAME_MS = 16
@@ -118,6 +118,7 @@ class TranscriptView(QScrollArea):
         content = self.widget()
         if content is not None:
             content.setStyleSheet(transcript_css())
+        self.verticalScrollBar().setStyleSheet(scrollbar_css())
         for turn in self._order:
             turn.restyle()
 
