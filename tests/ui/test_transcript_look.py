@@ -159,7 +159,8 @@ def test_retry_reruns_a_failed_turn_and_edit_resends_the_last_prompt(
     drv.use_agent(fake_manifest("stderr_exit"))
     first_stream = drv.send("fail please")
     failed = drv.wait_finished()
-    assert failed.status == "failed" and failed.retry_button.isVisibleTo(failed)
+    assert failed.status == "failed"
+    assert failed.retry_button is not None and failed.retry_button.isVisibleTo(failed)
     failed.retry_button.click()  # the real fake agent runs again, with the same prompt
     qtbot.waitUntil(lambda: drv.pane.turn_views()[-1].stream_id != first_stream)
     retried = drv.wait_finished()
@@ -174,7 +175,8 @@ def test_retry_reruns_a_failed_turn_and_edit_resends_the_last_prompt(
         retried.stream_id], "the abandoned attempt is out of the next prompts' history"
 
     # Edit the last prompt and send it: it replaces that turn.
-    assert retried.edit_button.isVisibleTo(retried) and not failed.edit_button.isVisibleTo(failed)
+    assert retried.edit_button is not None and retried.edit_button.isVisibleTo(retried)
+    assert failed.edit_button is None or not failed.edit_button.isVisibleTo(failed)
     retried.edit_button.click()
     assert drv.pane.composer.toPlainText() == "fail please"
     drv.send("fail differently")

@@ -129,10 +129,9 @@ class TurnView(QWidget):
         self.you = MessageHeader("You", self.started_at, self, user=True)
         self.copy_prompt = self.you.action("Copy", "Copy the prompt", "copyPrompt")
         self.copy_prompt.clicked.connect(self._on_copy_prompt_clicked)
-        self.edit_button = self.you.action("Edit", "Edit this prompt and send it again",
-                                           "editPrompt")
-        self.edit_button.clicked.connect(self._on_edit_button_clicked)
-        self.edit_button.hide()
+        #: Edit (the last prompt) and Retry (a failed or stopped turn): made when first offered.
+        self.edit_button: QToolButton | None = None
+        self.retry_button: QToolButton | None = None
         layout.addWidget(self.you)
         bubble = QLabel(prompt, self)
         bubble.setObjectName("promptBubble")
@@ -144,10 +143,6 @@ class TurnView(QWidget):
         self.agent_header = MessageHeader(agent_name, self.started_at, self)
         self.copy_answer = self.agent_header.action("Copy", "Copy the answer", "copyAnswer")
         self.copy_answer.clicked.connect(self._on_copy_answer_clicked)
-        self.retry_button = self.agent_header.action("Retry", "Run this prompt again",
-                                                     "retryTurn")
-        self.retry_button.clicked.connect(self._on_retry_button_clicked)
-        self.retry_button.hide()
         layout.addWidget(self.agent_header)
         #: What the agent did; hidden when the turn was abandoned by a restart.
         self.body = QWidget(self)
@@ -156,36 +151,16 @@ class TurnView(QWidget):
         self._blocks.setSpacing(8)
         layout.addWidget(self.body)
         self.restarted = False
-        self._restart_row = QWidget(self)
-        row = QHBoxLayout(self._restart_row)
-        row.setContentsMargins(28, 0, 0, 0)
-        note = QLabel("Abandoned: this turn was run again.", self._restart_row)
-        note.setObjectName("restartedNote")
-        set_tone(note, "muted")
-        row.addWidget(note)
-        self.abandoned_toggle = QToolButton(self._restart_row)
-        self.abandoned_toggle.setObjectName("abandonedToggle")
-        self.abandoned_toggle.setText("Show attempt")
-        self.abandoned_toggle.setAutoRaise(True)
-        self.abandoned_toggle.setCheckable(True)
-        self.abandoned_toggle.toggled.connect(self._on_abandoned_toggle_toggled)
-        row.addWidget(self.abandoned_toggle)
-        row.addStretch(1)
-        self._restart_row.hide()
-        layout.addWidget(self._restart_row)
+        #: The "Abandoned" note and its Show attempt toggle (made when the turn is abandoned).
+        self.abandoned_toggle: QToolButton | None = None
         self.footer = QLabel(self)
         self.footer.setObjectName("turnStatus")
         self.footer.setContentsMargins(28, 0, 0, 0)
         set_tone(self.footer, "muted")
         self.footer.setText("Working…")
         layout.addWidget(self.footer)
-        self.survivors_label = QLabel(self)
-        self.survivors_label.setObjectName("survivors")
-        self.survivors_label.setWordWrap(True)
-        self.survivors_label.setContentsMargins(28, 0, 0, 0)
-        set_tone(self.survivors_label, "warning")
-        self.survivors_label.hide()
-        layout.addWidget(self.survivors_label)
+        self.survivors_label: QLabel | None = None
+        self._layout = layout
 
     def restyle(self) -> None:
         """Colours that are not in the transcript's style sheet follow the theme (code and diff
@@ -199,7 +174,20 @@ class TurnView(QWidget):
     # -- actions --------------------------------------------------------------------------------
     def set_editable(self, on: bool) -> None:
         """Offer Edit on the prompt (the pane offers it on the last turn only)."""
-        self.edit_button.setVisible(on)
+        if on and self.edit_button is None:
+            self.edit_button = self.you.action("Edit", "Edit this prompt and send it again",
+                                               "editPrompt")
+            self.edit_button.clicked.connect(self._on_edit_button_clicked)
+        if self.edit_button is not None:
+            self.edit_button.setVisible(on)
+
+    def _offer_retry(self, on: bool) -> None:
+        if on and self.retry_button is None:
+            self.retry_button = self.agent_header.action("Retry", "Run this prompt again",
+                                                         "retryTurn")
+            self.retry_button.clicked.connect(self._on_retry_button_clicked)
+        if self.retry_button is not None:
+            self.retry_button.setVisible(on)
 
     def _on_copy_prompt_clicked(self) -> None:
         QGuiApplication.clipboard().setText(self.prompt)
@@ -263,17 +251,36 @@ class TurnView(QWidget):
         self._queue.append(Question(key, outcome=outcome))
 
     def collapse_restarted(self) -> None:
-        """This attempt was abandoned by "Restart turn": keep it, collapsed, under a note."""
+        """This attempt was abandoned (Restart turn, Retry, Edit): keep it, collapsed, under a
+        note."""
         if self.restarted:
             return
         self.restarted = True
-        self._restart_row.show()
-        self.abandoned_toggle.setChecked(False)
+        row = QWidget(self)
+        line = QHBoxLayout(row)
+        line.setContentsMargins(28, 0, 0, 0)
+        note = QLabel("Abandoned: this turn was run again.", row)
+        note.setObjectName("restartedNote")
+        set_tone(note, "muted")
+        line.addWidget(note)
+        toggle = QToolButton(row)
+        toggle.setObjectName("abandonedToggle")
+        toggle.setText("Show attempt")
+        toggle.setAutoRaise(True)
+        toggle.setCheckable(True)
+        toggle.toggled.connect(self._on_abandoned_toggle_toggled)
+        line.addWidget(toggle)
+        line.addStretch(1)
+        self._layout.insertWidget(self._layout.indexOf(self.body) + 1, row)
+        self.abandoned_toggle = toggle
         self.body.hide()
+        self._offer_retry(False)
+        self.set_editable(False)
 
     def _on_abandoned_toggle_toggled(self, shown: bool) -> None:
         self.body.setVisible(shown)
-        self.abandoned_toggle.setText("Hide attempt" if shown else "Show attempt")
+        if self.abandoned_toggle is not None:
+            self.abandoned_toggle.setText("Hide attempt" if shown else "Show attempt")
 
     def mark_stopping(self) -> None:
         if self.status == STATUS_RUNNING:
@@ -442,13 +449,18 @@ class TurnView(QWidget):
             ending.cost_usd if ending.cost_usd is not None else (usage.cost_usd if usage else None))
         self.footer.setText(f"{line} · {extra}" if extra else line)
         set_tone(self.footer, tone)
-        self.retry_button.setVisible(ending.status in RETRYABLE)
+        self._offer_retry(ending.status in RETRYABLE)
         self.footer.setAccessibleName(f"Turn status: {line}")
         if ending.survivors:
             names = ", ".join(f"{s.name} (pid {s.pid})" for s in ending.survivors)
-            self.survivors_label.setText(f"⚠ Still running after the stop: {names}. Tolaria "
-                                         "could not end these processes; end them yourself.")
-            self.survivors_label.show()
+            label = QLabel(f"⚠ Still running after the stop: {names}. Tolaria could not end "
+                           "these processes; end them yourself.", self)
+            label.setObjectName("survivors")
+            label.setWordWrap(True)
+            label.setContentsMargins(28, 0, 0, 0)
+            set_tone(label, "warning")
+            self._layout.addWidget(label)
+            self.survivors_label = label
 
     # -- inspection (tests, copy) --------------------------------------------------------------
     def text(self) -> str:

@@ -15,6 +15,7 @@ second happen whatever the agent prints, and the event loop is never held for lo
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
@@ -84,6 +85,9 @@ class TranscriptView(QScrollArea):
         self.has_older = False
         self.has_newer = False
         self._waiting: str | None = None
+        #: Stored turns of a page still to be built (one or a few per frame), and where.
+        self._to_build: deque[tuple[Turn, list[Event], str]] = deque()
+        self._build_at_top = False
         self._restarted: set[str] = set()
         #: Text the chat's search is showing (highlighted in every held turn).
         self.needle = ""
@@ -206,28 +210,43 @@ class TranscriptView(QScrollArea):
                     and page.turns[0][0].stream_id not in self._turns)):
             self.clear()  # a jump: the new window replaces the old one
         at_top = page.kind == PAGE_OLDER
-        rows = list(reversed(page.turns)) if at_top else page.turns
-        made: list[tuple[TurnView, Ending | None]] = []
-        for turn, events in rows:
-            made.append(self.add_stored(turn, events, agent_names.get(turn.agent, turn.agent),
-                                        at_top=at_top))
-        # The newest turns are rendered first: that is what the user looks at.
-        for view, _ending in sorted(made, key=lambda m: -self._order.index(m[0])):
-            self.schedule(view)
+        # Nearest the view first: upwards for an older page, downwards otherwise.
+        rows = [(turn, events, agent_names.get(turn.agent, turn.agent))
+                for turn, events in (reversed(page.turns) if at_top else page.turns)]
         if page.kind in (PAGE_LATEST, PAGE_OLDER, PAGE_AROUND):
             self.has_older = page.has_older
         if page.kind in (PAGE_LATEST, PAGE_NEWER, PAGE_AROUND):
             self.has_newer = page.has_newer
             if not page.has_newer and page.kind == PAGE_NEWER:
                 self._sticky = self._at_bottom()
-        self._release(from_bottom=at_top)
+        if page.kind in (PAGE_OLDER, PAGE_NEWER):
+            # Scrolling: the turns are built a few per frame, so the loop never stalls on a
+            # page (building a turn and its first layout cost milliseconds each).
+            self._to_build.extend(rows)
+            self._build_at_top = at_top
+            self._timer.start()
+            return []
+        made = [self.add_stored(turn, events, name) for turn, events, name in rows]
+        # The newest turns are rendered first: that is what the user looks at.
+        for view, _ending in sorted(made, key=lambda m: -self._order.index(m[0])):
+            self.schedule(view)
+        self._release(from_bottom=False)
         if page.focus_turn_id is not None:
             self.scroll_to_turn(page.focus_turn_id)
         self._page_check.start()
         return [ending for _view, ending in made]
 
+    def _build_next(self) -> None:
+        """Build one queued stored turn (a page being loaded while scrolling)."""
+        turn, events, name = self._to_build.popleft()
+        view, _ending = self.add_stored(turn, events, name, at_top=self._build_at_top)
+        self.schedule(view)
+        if not self._to_build:
+            self._release(from_bottom=self._build_at_top)
+
     def clear(self) -> None:
         """Release every turn (the window is about to show another part of the chat)."""
+        self._to_build.clear()
         for turn in list(self._order):
             self._drop(turn)
         self._anchor = None
@@ -303,11 +322,11 @@ class TranscriptView(QScrollArea):
 
     @property
     def busy(self) -> bool:
-        return bool(self._busy)
+        return bool(self._busy or self._to_build)
 
     def flush_all(self) -> None:
         """Apply everything queued now, whatever it costs (tests and screenshots)."""
-        while self._busy:
+        while self.busy:
             self._on_timer_timeout(budget=3600.0)
 
     def _on_timer_timeout(self, budget: float | None = None) -> None:
@@ -319,11 +338,17 @@ class TranscriptView(QScrollArea):
             else:
                 budget = VISIBLE_BUDGET_S
         deadline = time.perf_counter() + budget
+        while self._to_build:
+            self._build_next()
+            if time.perf_counter() >= deadline:
+                break
         for stream_id, turn in list(self._busy.items()):
+            if time.perf_counter() >= deadline and self._to_build:
+                break
             if turn.drain(deadline):
                 break  # out of time; keep the order
             del self._busy[stream_id]
-        if self._busy:
+        if self.busy:
             self._timer.start()
         else:
             self._page_check.start()  # rendered: now the window's extent is known
@@ -373,7 +398,7 @@ class TranscriptView(QScrollArea):
 
     def _on_page_check_timeout(self) -> None:
         """Near an end of the window with more stored there: ask for the next page."""
-        if self._waiting is not None or not self._order or self._busy:
+        if self._waiting is not None or not self._order or self.busy:
             return  # (turns still rendering: their heights, so the ends, are not known yet)
         bar, reach = self.verticalScrollBar(), max(200, self.viewport().height())
         if self.has_older and bar.value() < reach:
