@@ -136,7 +136,10 @@ def test_theme_switch_restyles_existing_items(transcript: TranscriptView, qtbot:
     qtbot.waitUntil(lambda: _pixel(card).lightness() < 80)
     assert _pixel(code).lightness() < 80 and light_code.lightness() > 200
     assert light_card != _pixel(card)
-    assert turn.agent_header.name.palette().windowText().color().lightness() > 180
+    name = turn.agent_header.name  # labels follow the palette (delivered as events)
+    qtbot.waitUntil(lambda: name.palette().windowText().color().lightness() > 180)
+    [tone_label] = [w for w in turn.findChildren(QWidget) if w.objectName() == "turnStatus"]
+    qtbot.waitUntil(lambda: tone_label.palette().windowText().color() == theme.muted_text())
     assert theme.is_dark()
 
 

@@ -21,12 +21,12 @@ from PySide6.QtWidgets import (
 from tolaria.ui import theme
 from tolaria.ui.cards.code import CodeBlock, CodeText
 from tolaria.ui.cards.fold import Collapsible
-from tolaria.ui.cards.style import set_tone
+from tolaria.ui.cards.style import Surface, bold_font, set_tone, small_font
 from tolaria.ui.cards.tool import ToolCard, clip_tail, summarize_input
 from tolaria.ui.markdown import render_markdown, split_fences, split_markdown
 
 __all__ = [
-    "CHUNK_CHARS", "MAX_CHUNKS", "CodeBlock", "Collapsible", "ErrorCard", "MarkdownChunk",
+    "CHUNK_CHARS", "MAX_CHUNKS", "CodeBlock", "CodeText", "Collapsible", "ErrorCard", "MarkdownChunk",
     "MarkdownSegment", "RetryNotice", "RichText", "ThinkingBlock", "ToolCard", "clip_tail",
     "human_size", "summarize_input",
 ]
@@ -155,6 +155,8 @@ class MarkdownSegment(QWidget):
         self._layout.setSpacing(0)
         self._elided_label = QLabel(self)
         self._elided_label.setObjectName("elidedNote")
+        self._elided_label.setFont(small_font(self._elided_label))
+        set_tone(self._elided_label, "muted")
         self._elided_label.hide()
         self._layout.addWidget(self._elided_label)
         self._chunks: list[MarkdownChunk] = []
@@ -217,6 +219,7 @@ class ThinkingBlock(Collapsible):
         super().__init__("Thinking", parent)
         self.setObjectName("thinkingBlock")
         self.toggle.setAccessibleName("Show thinking")
+        set_tone(self.toggle, "muted")
         self._label = QLabel(self.body)
         self._label.setWordWrap(True)
         self._label.setTextFormat(Qt.TextFormat.PlainText)
@@ -240,13 +243,13 @@ class ThinkingBlock(Collapsible):
         self._label.setText(self.text)
 
 
-class ErrorCard(QFrame):
+class ErrorCard(Surface):
     """A failure the user must see: what to do (the hint, when known) above the agent's own
     message, and its stderr tail on demand."""
 
     def __init__(self, message: str, stderr_tail: list[str], parent: QWidget | None = None,
                  *, hint: str = "") -> None:
-        super().__init__(parent)
+        super().__init__("error", parent)
         self.setObjectName("errorCard")
         self.message = message
         self.hint = hint
@@ -254,10 +257,13 @@ class ErrorCard(QFrame):
         layout.setContentsMargins(12, 8, 12, 8)
         title = QLabel("Error", self)
         title.setObjectName("errorTitle")
+        title.setFont(bold_font(title))
+        set_tone(title, "error")
         layout.addWidget(title)
         #: The actionable line (tolaria.core.turns.diagnose); hidden when there is none.
         self.hint_label = QLabel(hint, self)
         self.hint_label.setObjectName("errorHint")
+        self.hint_label.setFont(bold_font(self.hint_label))
         self.hint_label.setWordWrap(True)
         self.hint_label.setTextFormat(Qt.TextFormat.PlainText)
         self.hint_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -21,7 +21,7 @@ from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.core.turns.acp.updates import PermissionRequest
-from tolaria.ui.cards.style import pane_css
+from tolaria.ui.cards.style import pane_button_css
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.permission_card import ANSWER_SHORTCUT
@@ -177,7 +177,9 @@ class ChatPane(QWidget):
                 self._restyling = False
 
     def restyle(self) -> None:
-        self.setStyleSheet(pane_css())
+        self.button.setStyleSheet(pane_button_css(
+            "stop" if self.running_stream is not None else "send"))
+        self.restart_button.setStyleSheet(pane_button_css("restart"))
         self.search_bar.restyle()
 
     def _on_answer_shortcut_activated(self) -> None:
@@ -223,11 +225,9 @@ class ChatPane(QWidget):
             self.button.setToolTip("Send the message (Enter)")
 
     def _set_running_look(self, running: bool) -> None:
-        """Send is the accent button; Stop takes its place (re-polished: the style sheet
-        selects on the object name)."""
+        """Send is the accent button; Stop takes its place."""
         self.button.setObjectName("stopButton" if running else "sendButton")
-        self.button.style().unpolish(self.button)
-        self.button.style().polish(self.button)
+        self.button.setStyleSheet(pane_button_css("stop" if running else "send"))
 
     def set_stop_hint(self, hint: str) -> None:
         self._stop_hint = hint

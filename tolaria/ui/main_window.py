@@ -38,7 +38,7 @@ from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.fanout import FanOutJob
 from tolaria.ui import theme
-from tolaria.ui.cards.style import chrome_css
+from tolaria.ui.cards.style import flat_button_css
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
@@ -193,7 +193,7 @@ class MainWindow(QMainWindow):
         run_menu.addSeparator()
         run_menu.addAction(self.fan_out_action)
         self._restyling = False
-        self.setStyleSheet(chrome_css())
+        self._restyle_chrome()
         self.view_menu = ViewMenu(self)
         self.view_menu.theme_chosen.connect(self.theme_change_requested)
         self.view_menu.find_requested.connect(self._on_view_menu_find_requested)
@@ -295,9 +295,15 @@ class MainWindow(QMainWindow):
         if event.type() == QEvent.Type.PaletteChange and not self._restyling:
             self._restyling = True
             try:
-                self.setStyleSheet(chrome_css())
+                self._restyle_chrome()
             finally:
                 self._restyling = False
+
+    def _restyle_chrome(self) -> None:
+        """The buttons around the chat are flat (each its own small style sheet: one on the
+        window would send every widget, the transcript's too, through the style-sheet style)."""
+        for button in (self.sidebar.new_button, self.header.folder_button):
+            button.setStyleSheet(flat_button_css())
 
     def _on_view_menu_find_requested(self) -> None:
         pane = self.stack.current_pane()

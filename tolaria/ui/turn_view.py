@@ -38,6 +38,7 @@ from tolaria.core.turns.acp.updates import PermissionRequest
 from tolaria.ui.blocks import (
     CHUNK_CHARS,
     CodeBlock,
+    CodeText,
     Collapsible,
     ErrorCard,
     MarkdownSegment,
@@ -47,7 +48,7 @@ from tolaria.ui.blocks import (
     ToolCard,
 )
 from tolaria.ui.cards.message import MessageHeader
-from tolaria.ui.cards.style import set_tone
+from tolaria.ui.cards.style import Bubble, set_tone
 from tolaria.ui.permission_card import PermissionCard
 from tolaria.ui.turn_model import (  # re-exported: the turn's vocabulary
     MAX_PENDING_TEXT,
@@ -133,7 +134,7 @@ class TurnView(QWidget):
         self.edit_button: QToolButton | None = None
         self.retry_button: QToolButton | None = None
         layout.addWidget(self.you)
-        bubble = QLabel(prompt, self)
+        bubble = Bubble(prompt, self)
         bubble.setObjectName("promptBubble")
         bubble.setWordWrap(True)
         bubble.setTextFormat(Qt.TextFormat.PlainText)
@@ -165,8 +166,8 @@ class TurnView(QWidget):
     def restyle(self) -> None:
         """Colours that are not in the transcript's style sheet follow the theme (code and diff
         highlighting, avatars)."""
-        for block in self.findChildren(CodeBlock):
-            block.restyle()
+        for text in self.findChildren(CodeText):
+            text.restyle()
         for card in self._tools.values():
             card.restyle()
         self.update()
@@ -267,8 +268,7 @@ class TurnView(QWidget):
         toggle.setObjectName("abandonedToggle")
         toggle.setText("Show attempt")
         toggle.setAutoRaise(True)
-        toggle.setCheckable(True)
-        toggle.toggled.connect(self._on_abandoned_toggle_toggled)
+        toggle.clicked.connect(self._on_abandoned_toggle_clicked)
         line.addWidget(toggle)
         line.addStretch(1)
         self._layout.insertWidget(self._layout.indexOf(self.body) + 1, row)
@@ -277,7 +277,8 @@ class TurnView(QWidget):
         self._offer_retry(False)
         self.set_editable(False)
 
-    def _on_abandoned_toggle_toggled(self, shown: bool) -> None:
+    def _on_abandoned_toggle_clicked(self) -> None:
+        shown = not self.body.isVisible()
         self.body.setVisible(shown)
         if self.abandoned_toggle is not None:
             self.abandoned_toggle.setText("Hide attempt" if shown else "Show attempt")

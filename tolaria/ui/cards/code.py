@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication, QWheelEvent
+from PySide6.QtGui import QGuiApplication, QPainter, QPaintEvent, QPalette, QWheelEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.ui import theme
+from tolaria.ui.cards.style import Surface, set_tone, small_font, thin_scrollbar_css
 from tolaria.ui.markdown import CodeHighlighter
 
 
@@ -43,10 +44,22 @@ class CodeText(QPlainTextEdit):
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.setFont(theme.mono_font())
         self.document().setDocumentMargin(8)
+        # On the card's own surface: no base colour of its own.
+        self.viewport().setAutoFillBackground(False)
+        palette = self.palette()
+        palette.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
+        self.setPalette(palette)
         self.highlighter = CodeHighlighter(self.document(), language) if language is not None \
             else None
         self.horizontalScrollBar().rangeChanged.connect(self._fit)
+        self.restyle()
         self._fit()
+
+    def restyle(self) -> None:
+        """Colours of the current theme: the scroll bar's, the highlighting's."""
+        self.horizontalScrollBar().setStyleSheet(thin_scrollbar_css(Qt.Orientation.Horizontal))
+        if self.highlighter is not None:
+            self.highlighter.restyle()
 
     def set_text(self, text: str) -> None:
         if text != self.toPlainText():
@@ -80,25 +93,38 @@ class CodeText(QPlainTextEdit):
             event.ignore()  # up and down: the transcript scrolls
 
 
-class CodeBlock(QFrame):
+class _Header(QFrame):
+    """The block's header row, with a rule under it."""
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setPen(theme.border())
+        painter.drawLine(1, self.height() - 1, self.width() - 2, self.height() - 1)
+        painter.end()
+        super().paintEvent(event)
+
+
+class CodeBlock(Surface):
     """One fenced block of an answer, with its language and a Copy button."""
 
     #: The user copied the block's text (the transcript shows a short "Copied").
     copied = Signal()
 
     def __init__(self, language: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__("code", parent)
         self.setObjectName("codeBlock")
         self.language = language
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        header = QFrame(self)
+        header = _Header(self)
         header.setObjectName("codeHeader")
         row = QHBoxLayout(header)
         row.setContentsMargins(10, 2, 4, 2)
         self.label = QLabel(language or "code", header)
         self.label.setObjectName("codeLanguage")
+        self.label.setFont(small_font(self.label))
+        set_tone(self.label, "muted")
         row.addWidget(self.label)
         row.addStretch(1)
         self.copy_button = QToolButton(header)
@@ -106,6 +132,8 @@ class CodeBlock(QFrame):
         self.copy_button.setText("Copy")
         self.copy_button.setAccessibleName(f"Copy {language or 'code'}")
         self.copy_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.copy_button.setAutoRaise(True)
+        set_tone(self.copy_button, "muted")
         self.copy_button.clicked.connect(self._on_copy_button_clicked)
         row.addWidget(self.copy_button)
         layout.addWidget(header)
@@ -120,8 +148,7 @@ class CodeBlock(QFrame):
         return self.text.toPlainText()
 
     def restyle(self) -> None:
-        if self.text.highlighter is not None:
-            self.text.highlighter.restyle()
+        self.text.restyle()
 
     def _on_copy_button_clicked(self) -> None:
         QGuiApplication.clipboard().setText(self.code())

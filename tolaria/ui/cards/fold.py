@@ -24,13 +24,14 @@ class Collapsible(QWidget):
         self.header.setSpacing(6)
         self.toggle = QToolButton(self)
         self.toggle.setObjectName("disclosure")
-        self.toggle.setCheckable(True)
         self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.toggle.setAutoRaise(True)
         self.toggle.setCursor(Qt.CursorShape.PointingHandCursor)
         self._title = title
         self.toggle.setText(f"{CLOSED} {title}")
-        self.toggle.toggled.connect(self._on_toggle_toggled)
+        # Not a checkable button: a checked one is drawn pressed in, like a stock toolbar.
+        self._open = False
+        self.toggle.clicked.connect(self._on_toggle_clicked)
         self.header.addWidget(self.toggle)
         outer.addLayout(self.header)
         self.body = QWidget(self)
@@ -50,9 +51,14 @@ class Collapsible(QWidget):
 
     @property
     def expanded(self) -> bool:
-        return self.toggle.isChecked()
+        return self._open
 
-    def _on_toggle_toggled(self, on: bool) -> None:
+    def set_expanded(self, on: bool) -> None:
+        if on != self._open:
+            self._on_toggle_clicked()
+
+    def _on_toggle_clicked(self) -> None:
+        self._open = on = not self._open
         self.set_title(self._title)
         if on:
             self.on_expanded()

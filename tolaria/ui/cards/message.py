@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QToolTip, QWidget
 
 from tolaria.ui import theme
+from tolaria.ui.cards.style import bold_font, set_tone, small_font
 
 AVATAR_PX = 20
 #: Hues of agent avatars (a stable pick per name); "You" uses the accent colour.
@@ -82,6 +83,8 @@ class TimeLabel(QLabel):
         super().__init__(short_time(when), parent)
         self.setObjectName("when")
         self.when = when
+        self.setFont(small_font(self))
+        set_tone(self, "muted")
 
     def tooltip_text(self) -> str:
         stamp = datetime.fromtimestamp(self.when).strftime("%A %-d %B %Y, %H:%M:%S")
@@ -109,6 +112,7 @@ class MessageHeader(QWidget):
         self.name = QLabel(name, self)
         self.name.setObjectName("author")
         self.name.setTextFormat(Qt.TextFormat.PlainText)
+        self.name.setFont(bold_font(self.name))
         row.addWidget(self.name)
         self.time = TimeLabel(when, self)
         row.addWidget(self.time)
@@ -124,5 +128,6 @@ class MessageHeader(QWidget):
         button.setAccessibleName(tip)
         button.setAutoRaise(True)
         button.setCursor(Qt.CursorShape.PointingHandCursor)
+        set_tone(button, "muted")
         self._row.addWidget(button)
         return button

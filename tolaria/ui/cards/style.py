@@ -1,120 +1,152 @@
-"""The transcript's look: one style sheet, built from the palette, set on the transcript.
+"""The transcript's look, without style sheets on its items.
 
-Widgets of a turn carry object names and a ``tone`` property instead of style sheets of their
-own: a style sheet per widget costs a style pass each and keeps the colours of the theme it was
-made in. When the palette changes (``theme.apply_theme``), the transcript sets this sheet again
-and every existing item follows.
+A style sheet on the transcript (or any ancestor) sends every one of its widgets through Qt's
+style-sheet style: measured, building and laying out a turn costs about three times as much, and
+a long chat is thousands of widgets over its life. So items are drawn with the palette: cards
+paint their own rounded surface (``Surface``, colours read from the theme at paint time, so a
+theme change needs no rebuild), labels carry a ``tone`` (muted, warning, error, success) applied
+as a palette colour, and ``retone`` re-applies tones after the palette changes. Style sheets are
+kept to single leaf widgets (the Send/Stop buttons, scroll bars).
 """
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPaintEvent, QPalette
+from PySide6.QtWidgets import QFrame, QLabel, QWidget
 
 from tolaria.ui import theme
 
-#: Tones a label may carry (``set_tone``): muted, warning, error, success, or "" (body text).
+#: Tones a widget may carry (``set_tone``); "" is body text.
 TONES = ("muted", "warning", "error", "success")
+RADIUS = 8.0
+
+
+def tone_color(tone: str) -> QColor:
+    colors = {"muted": theme.muted_text(), "warning": theme.warning_color(),
+              "error": theme.error_colors()[2], "success": theme.success_color()}
+    return colors.get(tone, theme.text())
 
 
 def set_tone(widget: QWidget, tone: str) -> None:
-    """Colour ``widget``'s text by its role; re-polished only when the tone changes."""
-    if widget.property("tone") == tone:
-        return
+    """Colour ``widget``'s text (labels, flat buttons) by its role in the current theme."""
     widget.setProperty("tone", tone)
-    style = widget.style()
-    style.unpolish(widget)
-    style.polish(widget)
+    palette = widget.palette()
+    color = tone_color(tone)
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText,
+                 QPalette.ColorRole.Text):
+        palette.setColor(role, color)
+    widget.setPalette(palette)
 
 
-def tone_color(tone: str) -> str:
-    colors = {"muted": theme.muted_text(), "warning": theme.warning_color(),
-              "error": theme.error_colors()[2], "success": theme.success_color()}
-    return theme.css(colors.get(tone, theme.text()))
+def retone(root: QWidget) -> None:
+    """Tones again after the palette changed (a widget's own palette does not follow it)."""
+    for widget in root.findChildren(QWidget):
+        tone = widget.property("tone")
+        if isinstance(tone, str) and tone:
+            set_tone(widget, tone)
 
 
-def transcript_css() -> str:
+def small_font(widget: QWidget, *, bold: bool = False) -> QFont:
+    font = QFont(widget.font())
+    font.setPointSizeF(theme.body_point_size() * 0.88)
+    font.setBold(bold)
+    return font
+
+
+def bold_font(widget: QWidget) -> QFont:
+    font = QFont(widget.font())
+    font.setWeight(QFont.Weight.DemiBold)
+    return font
+
+
+def surface_colors(role: str) -> tuple[QColor, QColor | None]:
+    """(fill, border or None) of a surface role."""
+    if role == "error":
+        background, edge, _ = theme.error_colors()
+        return background, edge
+    if role == "prompt":
+        return theme.prompt_background(), None
+    if role == "code":
+        return theme.code_background(), theme.border()
+    return theme.card_background(), theme.border()
+
+
+def paint_surface(widget: QWidget, role: str, radius: float = RADIUS) -> None:
+    painter = QPainter(widget)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    fill, edge = surface_colors(role)
+    painter.setBrush(fill)
+    if edge is None:
+        painter.setPen(Qt.PenStyle.NoPen)
+    else:
+        painter.setPen(edge)
+    painter.drawRoundedRect(QRectF(widget.rect()).adjusted(0.5, 0.5, -0.5, -0.5), radius, radius)
+    painter.end()
+
+
+class Surface(QFrame):
+    """A rounded card drawn in the colours of ``role`` (card, code, error)."""
+
+    def __init__(self, role: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        paint_surface(self, self.role)
+        super().paintEvent(event)
+
+
+class Bubble(QLabel):
+    """The user's prompt on a soft accent surface."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setContentsMargins(12, 8, 12, 8)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        paint_surface(self, "prompt", 10.0)
+        super().paintEvent(event)
+
+
+def pane_button_css(kind: str) -> str:
+    """The chat pane's Send (accent), Stop and Restart buttons: flat and themed."""
     c = theme.css
-    base, text, muted, border = c(theme.base()), c(theme.text()), c(theme.muted_text()), \
-        c(theme.border())
-    card, code, hover, accent = c(theme.card_background()), c(theme.code_background()), \
-        c(theme.hover_background()), c(theme.accent())
-    error_bg, error_edge, error_fg = (c(x) for x in theme.error_colors())
-    small = round(theme.body_point_size() * 0.88, 1)
-    tones = " ".join(f'QLabel[tone="{t}"] {{ color: {tone_color(t)}; }}' for t in TONES)
+    border, accent, base, text = (c(theme.border()), c(theme.accent()), c(theme.base()),
+                                  c(theme.text()))
+    if kind == "send":
+        return (f"QPushButton {{ background: {accent}; border: 1px solid {accent}; color: #ffffff;"
+                f" border-radius: 8px; padding: 4px 14px; font-weight: 600; }}"
+                f" QPushButton:hover {{ background: {c(theme.accent().lighter(112))}; }}")
+    edge = c(theme.error_colors()[1]) if kind == "stop" else border
+    weight = "font-weight: 600;" if kind == "stop" else ""
+    return (f"QPushButton {{ background: {base}; border: 1px solid {edge}; color: {text};"
+            f" border-radius: 8px; padding: 4px 14px; {weight} }}"
+            f" QPushButton:hover {{ border-color: {accent}; }}")
+
+
+def flat_button_css() -> str:
+    """Buttons of the window around the chat (New chat, the working folder)."""
+    c = theme.css
+    return (f"QPushButton {{ border: 1px solid {c(theme.border())}; border-radius: 7px;"
+            f" padding: 4px 12px; background: {c(theme.base())}; color: {c(theme.text())}; }}"
+            f" QPushButton:hover {{ background: {c(theme.hover_background())}; }}")
+
+
+def thin_scrollbar_css(orientation: Qt.Orientation = Qt.Orientation.Vertical) -> str:
+    """A thin scroll bar without arrows (set on the scroll bar itself, nothing else)."""
+    border, muted = theme.css(theme.border()), theme.css(theme.muted_text())
+    o, size, extent, line = (("vertical", "width", "min-height", "height")
+                             if orientation == Qt.Orientation.Vertical
+                             else ("horizontal", "height", "min-width", "width"))
     return f"""
-QWidget#transcriptContent {{ background: {base}; }}
-{tones}
-QLabel#transcriptPlaceholder {{ color: {muted}; }}
-QLabel#author {{ color: {text}; font-weight: 600; }}
-QLabel#when, QLabel#elidedNote, QLabel#turnNotice {{ color: {muted}; font-size: {small}pt; }}
-QLabel#promptBubble {{ background: {c(theme.prompt_background())}; color: {text};
-    border-radius: 10px; padding: 8px 12px; }}
-QFrame#toolCard {{ background: {card}; border: 1px solid {border}; border-radius: 8px; }}
-QFrame#toolCard QLabel#toolCommand {{ color: {text}; }}
-QLabel#toolTail {{ color: {muted}; }}
-QFrame#codeBlock {{ background: {code}; border: 1px solid {border}; border-radius: 8px; }}
-QFrame#codeHeader {{ border: none; border-bottom: 1px solid {border}; background: transparent; }}
-QLabel#codeLanguage {{ color: {muted}; font-size: {small}pt; }}
-QFrame#errorCard {{ background: {error_bg}; border: 1px solid {error_edge}; border-radius: 8px; }}
-QFrame#errorCard QLabel#errorTitle {{ color: {error_fg}; font-weight: 600; }}
-QFrame#errorCard QLabel#errorHint {{ font-weight: 600; }}
-QPlainTextEdit {{ background: transparent; border: none; color: {text};
-    selection-background-color: {accent}; }}
-QTextBrowser {{ selection-background-color: {accent}; }}
-QToolButton {{ border: none; border-radius: 5px; padding: 2px 6px; color: {muted};
-    background: transparent; }}
-QToolButton:hover {{ background: {hover}; color: {text}; }}
-QToolButton:checked {{ color: {text}; }}
-QToolButton#disclosure {{ padding-left: 0; }}
-QToolButton#toolName {{ font-weight: 600; color: {text}; padding-left: 0; }}
-QPushButton {{ border: 1px solid {border}; border-radius: 6px; padding: 4px 12px;
-    background: {base}; color: {text}; }}
-QPushButton:hover {{ border-color: {accent}; }}
-QPushButton:default {{ background: {accent}; color: #ffffff; border-color: {accent}; }}
-QScrollBar:horizontal {{ height: 8px; background: transparent; margin: 0; }}
-QScrollBar::handle:horizontal {{ background: {border}; border-radius: 4px; min-width: 32px; }}
-QScrollBar::add-line:horizontal, QScrollBar::sub-line:horizontal {{ width: 0; }}
-QScrollBar::add-page:horizontal, QScrollBar::sub-page:horizontal {{ background: none; }}
+QScrollBar:{o} {{ {size}: 10px; background: transparent; margin: 2px; }}
+QScrollBar::handle:{o} {{ background: {border}; border-radius: 3px; {extent}: 40px; }}
+QScrollBar::handle:{o}:hover {{ background: {muted}; }}
+QScrollBar::add-line:{o}, QScrollBar::sub-line:{o} {{ {line}: 0; border: none; }}
+QScrollBar::add-page:{o}, QScrollBar::sub-page:{o} {{ background: none; }}
 """
 
 
 def scrollbar_css() -> str:
-    """A thin vertical scroll bar without arrows (the transcript's own)."""
-    border, muted = theme.css(theme.border()), theme.css(theme.muted_text())
-    return f"""
-QScrollBar:vertical {{ width: 10px; background: transparent; margin: 2px; }}
-QScrollBar::handle:vertical {{ background: {border}; border-radius: 3px; min-height: 40px; }}
-QScrollBar::handle:vertical:hover {{ background: {muted}; }}
-QScrollBar::add-line:vertical, QScrollBar::sub-line:vertical {{ height: 0; }}
-QScrollBar::add-page:vertical, QScrollBar::sub-page:vertical {{ background: none; }}
-"""
-
-
-def pane_css() -> str:
-    """The chat pane's own controls (composer row, find bar): flat, themed, no raised grey."""
-    c = theme.css
-    border, accent, base, text, hover = c(theme.border()), c(theme.accent()), c(theme.base()), \
-        c(theme.text()), c(theme.hover_background())
-    return f"""
-QPushButton#sendButton, QPushButton#stopButton, QPushButton#restartButton {{
-    border: 1px solid {border}; border-radius: 8px; padding: 4px 14px; background: {base};
-    color: {text}; }}
-QPushButton#sendButton {{ background: {accent}; border-color: {accent}; color: #ffffff;
-    font-weight: 600; }}
-QPushButton#stopButton {{ border-color: {c(theme.error_colors()[1])}; font-weight: 600; }}
-QPushButton:hover {{ border-color: {accent}; }}
-QToolButton {{ border: none; border-radius: 5px; padding: 2px 6px; background: transparent; }}
-QToolButton:hover {{ background: {hover}; }}
-"""
-
-
-def chrome_css() -> str:
-    """The window's own buttons around the chat (New chat, the working folder): flat."""
-    c = theme.css
-    border, base, text, hover = c(theme.border()), c(theme.base()), c(theme.text()), \
-        c(theme.hover_background())
-    return f"""
-QPushButton#newChatButton, QPushButton#folderButton {{ border: 1px solid {border};
-    border-radius: 7px; padding: 4px 12px; background: {base}; color: {text}; }}
-QPushButton#newChatButton:hover, QPushButton#folderButton:hover {{ background: {hover}; }}
-"""
+    return thin_scrollbar_css(Qt.Orientation.Vertical)

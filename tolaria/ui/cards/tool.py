@@ -14,13 +14,13 @@ import re
 import time
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from tolaria.ui import theme
 from tolaria.ui.cards.code import CodeText
 from tolaria.ui.cards.diff import DiffHighlighter, edit_of
 from tolaria.ui.cards.fold import Collapsible
-from tolaria.ui.cards.style import set_tone
+from tolaria.ui.cards.style import Surface, bold_font, set_tone
 
 #: Characters kept of a tool's output (the store keeps what its output cap allows).
 MAX_OUTPUT = 64 * 1024
@@ -97,13 +97,13 @@ def format_elapsed(seconds: float) -> str:
     return f"{minutes} min {secs:02d} s"
 
 
-class ToolCard(QFrame):
+class ToolCard(Surface):
     """One tool call: what runs, its live tail and elapsed time, its status; all of it when
     expanded."""
 
     def __init__(self, tool_id: str, name: str, tool_input: object,
                  parent: QWidget | None = None, *, live: bool = True) -> None:
-        super().__init__(parent)
+        super().__init__("card", parent)
         self.setObjectName("toolCard")
         self.tool_id = tool_id
         self.status = "running"
@@ -120,6 +120,7 @@ class ToolCard(QFrame):
         self._fold.toggle.setAccessibleName(f"Tool {name}: show details")
         self._fold.on_expanded = self._build_body  # type: ignore[method-assign]
         self._fold.toggle.setObjectName("toolName")
+        self._fold.toggle.setFont(bold_font(self._fold.toggle))
         self._command = QLabel(headline(tool_input), self)
         self._command.setObjectName("toolCommand")
         self._command.setFont(theme.mono_font())
@@ -136,6 +137,7 @@ class ToolCard(QFrame):
         layout.addWidget(self._fold)
         self._tail = QLabel(self)
         self._tail.setObjectName("toolTail")
+        set_tone(self._tail, "muted")
         self._tail.setFont(theme.mono_font())
         self._tail.setTextFormat(Qt.TextFormat.PlainText)
         self._tail.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -268,7 +270,7 @@ class ToolCard(QFrame):
         return self._fold.expanded
 
     def set_expanded(self, on: bool) -> None:
-        self._fold.toggle.setChecked(on)
+        self._fold.set_expanded(on)
         self._tail.setVisible(bool(self._tail.text()) and not on
                               and self.status in ("running", "pending"))
 

@@ -26,7 +26,7 @@ from tolaria.core.events import Done, Event
 from tolaria.core.store.db import Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, PAGE_NEWER, PAGE_OLDER, TurnPage
 from tolaria.ui import theme
-from tolaria.ui.cards.style import scrollbar_css, transcript_css
+from tolaria.ui.cards.style import retone, scrollbar_css, set_tone
 from tolaria.ui.turn_view import STATUS_RUNNING, Ending, TurnView
 
 FRAME_MS = 16
@@ -121,7 +121,8 @@ class TranscriptView(QScrollArea):
         for every item, and the few colours painted outside it."""
         content = self.widget()
         if content is not None:
-            content.setStyleSheet(transcript_css())
+            retone(content)
+        set_tone(self._placeholder, "muted")
         self.verticalScrollBar().setStyleSheet(scrollbar_css())
         for turn in self._order:
             turn.restyle()
