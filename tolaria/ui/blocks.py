@@ -23,7 +23,7 @@ from tolaria.ui.cards.code import CodeBlock, CodeText
 from tolaria.ui.cards.fold import Collapsible
 from tolaria.ui.cards.style import Surface, bold_font, set_tone, small_font
 from tolaria.ui.cards.tool import ToolCard, clip_tail, summarize_input
-from tolaria.ui.markdown import render_markdown, split_fences, split_markdown
+from tolaria.ui.markdown import Part, render_markdown, split_fences, split_markdown
 
 __all__ = [
     "CHUNK_CHARS", "MAX_CHUNKS", "CodeBlock", "CodeText", "Collapsible", "ErrorCard", "MarkdownChunk",
@@ -119,7 +119,8 @@ class MarkdownChunk(QWidget):
 
     def set_markdown(self, text: str) -> None:
         self.source_text = text
-        parts = split_fences(text)
+        # (Empty text keeps its one prose part: a chunk is emptied and refilled as it streams.)
+        parts = split_fences(text) or [Part("")]
         for index, part in enumerate(parts):
             kind = part.language
             if index < len(self._parts) and self._parts[index][0] == kind:
