@@ -105,7 +105,7 @@ def test_a_stream_of_updates_is_applied_once(qtbot: QtBot) -> None:
     for n in range(200):  # partial output flooding in between two frames
         view.enqueue(ToolUpdate(SID, tool_id="t1", output=f"line {n}"))
     view.enqueue(ToolUpdate(SID, tool_id="t1", status="running"))
-    assert len(view._queue) == 2
+    assert len(view.queue) == 2
     drain(view)
     [tool] = view.tool_cards()
     assert (tool.title, tool.status, tool.output) == ("make", "running", "line 199")

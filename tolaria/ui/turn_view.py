@@ -26,14 +26,12 @@ from tolaria.core.events import (
     Diagnostic,
     Error,
     Event,
-    TextDelta,
-    ThinkingDelta,
     ToolDone,
     ToolStart,
     ToolUpdate,
     Usage,
 )
-from tolaria.core.output_cap import CAP_SOURCE, OutputCap, OutputLimits, human_size
+from tolaria.core.output_cap import CAP_SOURCE, human_size
 from tolaria.core.turns.acp.updates import PermissionRequest
 from tolaria.ui.blocks import (
     CHUNK_CHARS,
@@ -51,7 +49,6 @@ from tolaria.ui.cards.message import MessageHeader
 from tolaria.ui.cards.style import Bubble, set_tone
 from tolaria.ui.permission_card import PermissionCard
 from tolaria.ui.turn_model import (  # re-exported: the turn's vocabulary
-    MAX_PENDING_TEXT,
     NOTICE_SOURCE,
     PENDING_TOOL,
     STATUS_CANCELLED,
@@ -67,9 +64,9 @@ from tolaria.ui.turn_model import (  # re-exported: the turn's vocabulary
     ending_line,
     format_duration,
     format_usage,
-    merge_updates,
     status_from_stop_reason,
 )
+from tolaria.ui.turn_queue import TurnQueue
 
 __all__ = [
     "NOTICE_SOURCE", "STATUS_CANCELLED", "STATUS_COMPLETED", "STATUS_FAILED",
@@ -106,23 +103,18 @@ class TurnView(QWidget):
         #: Text a search is showing in this turn (highlighted as the turn renders).
         self.needle = ""
         self.status = STATUS_RUNNING
-        self.received_chars = 0
-        self._queue: deque[QueuedText | Event | Ending | Question] = deque()
-        self._pending_text = 0
+        #: What waits to be shown (tolaria/ui/turn_queue.py).
+        self.queue = TurnQueue(stream_id)
         self._tools: dict[str, ToolCard] = {}
         self._errors: list[ErrorCard] = []
         self._questions: dict[str, PermissionCard] = {}
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
-        self._cap = OutputCap(OutputLimits.from_env())
+        self._cap = self.queue.cap
         #: The "Output truncated" notice of a live turn (its count of what was not kept grows).
         self._cap_label: QLabel | None = None
         self._cap_counted = 0
-        #: The latest usage the agent reported (kept as it arrives, not when applied).
-        self.usage: Usage | None = None
         self._last: QWidget | None = None
         self.ending: Ending | None = None
-        #: The turn's ending is known (queued or applied): no live event follows.
-        self.ended = False
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 6, 0, 14)
@@ -209,47 +201,31 @@ class TurnView(QWidget):
             chunk.highlight(needle)
 
     # -- queueing (cheap, called per event) ---------------------------------------------------
+    # -- queueing (cheap, called per event; tolaria/ui/turn_queue.py) ---------------------------
     def enqueue(self, event: Event) -> None:
-        if isinstance(event, TextDelta | ThinkingDelta):
-            self.received_chars += len(event.text)
-        for kept in self._cap.feed(event):
-            self._enqueue_kept(kept)
-
-    def _enqueue_kept(self, event: Event) -> None:
-        if isinstance(event, TextDelta | ThinkingDelta):
-            kind = "text" if isinstance(event, TextDelta) else "thinking"
-            last = self._queue[-1] if self._queue else None
-            if not (isinstance(last, QueuedText) and last.kind == kind):
-                last = QueuedText(kind)
-                self._queue.append(last)
-            last.parts.append(event.text)
-            last.size += len(event.text)
-            if kind == "text":
-                self._pending_text += len(event.text)
-                if self._pending_text > MAX_PENDING_TEXT:
-                    self._drop_oldest_text()
-            return
-        if isinstance(event, Usage):
-            self.usage = event
-        if isinstance(event, ToolUpdate) and self._queue:
-            last = self._queue[-1]
-            if isinstance(last, ToolUpdate) and last.tool_id == event.tool_id:
-                self._queue[-1] = merge_updates(last, event)  # a stream of partial output
-                return
-        self._queue.append(event)
+        self.queue.enqueue(event)
 
     def end(self, ending: Ending) -> None:
-        self.ended = True
-        for kept in self._cap.finish(self.stream_id):  # the tail of a capped answer
-            self._enqueue_kept(kept)
-        self._queue.append(ending)
+        self.queue.end(ending)
 
     def ask(self, key: str, request: PermissionRequest) -> None:
         """A permission question, shown in order with the turn's events."""
-        self._queue.append(Question(key, request=request))
+        self.queue.ask(key, request)
 
     def settle(self, key: str, outcome: str) -> None:
-        self._queue.append(Question(key, outcome=outcome))
+        self.queue.settle(key, outcome)
+
+    @property
+    def received_chars(self) -> int:
+        return self.queue.received_chars
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.queue.usage
+
+    @property
+    def ended(self) -> bool:
+        return self.queue.ended
 
     def collapse_restarted(self) -> None:
         """This attempt was abandoned (Restart turn, Retry, Edit): keep it, collapsed, under a
@@ -287,46 +263,28 @@ class TurnView(QWidget):
         if self.status == STATUS_RUNNING:
             self.footer.setText("Stopping…")
 
-    def _drop_oldest_text(self) -> None:
-        """Drop queued text from the oldest end until half the allowance is left."""
-        excess = self._pending_text - MAX_PENDING_TEXT // 2
-        for item in self._queue:
-            if excess <= 0:
-                break
-            if not (isinstance(item, QueuedText) and item.kind == "text") or item.size == 0:
-                continue
-            whole = "".join(item.parts)
-            cut = min(excess, len(whole))
-            item.parts = [whole[cut:]]
-            item.size = len(whole) - cut
-            item.dropped += cut
-            self._pending_text -= cut
-            excess -= cut
-
     @property
     def busy(self) -> bool:
-        return bool(self._queue)
+        return bool(self.queue)
 
     # -- applying (time-boxed, called by the frame timer) ---------------------------------------
     def drain(self, deadline: float) -> bool:
         """Apply queued events until ``deadline`` (perf_counter); True if work remains."""
         touched: dict[int, MarkdownSegment | ThinkingBlock] = {}
-        while self._queue:
-            item = self._queue[0]
+        queue = self.queue
+        while queue:
+            item = queue.first()
             if isinstance(item, QueuedText):
                 widget = self._text_block(item.kind)
                 if item.dropped and isinstance(widget, MarkdownSegment):
                     widget.elide_all(item.dropped)
                     item.dropped = 0
-                chunk = item.take(CHUNK_CHARS)
-                if item.kind == "text":
-                    self._pending_text -= len(chunk)
-                widget.append(chunk)
+                widget.append(queue.take_text(item, CHUNK_CHARS))
                 touched[id(widget)] = widget
                 if not item.parts:
-                    self._queue.popleft()
+                    queue.pop()
             else:
-                self._queue.popleft()
+                queue.pop()
                 if isinstance(item, Ending):
                     self._apply_ending(item)
                 elif isinstance(item, Question):
@@ -344,7 +302,7 @@ class TurnView(QWidget):
             self._cap_counted = self._cap.dropped
             self._cap_label.setText(f"{self._cap.notice_text()} Not kept so far: "
                                     f"{human_size(self._cap.dropped)}.")
-        return bool(self._queue)
+        return bool(queue)
 
     def _add_block(self, widget: QWidget) -> None:
         self._blocks.addWidget(widget)
