@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from helpers import fill_chat
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 from uihelpers import AppDriver
 
@@ -105,3 +107,20 @@ def test_scrolling_to_the_top_loads_the_first_turn_and_releases_the_last(
         qtbot.waitUntil(lambda last=last: _ids(pane)[-1] != last, timeout=5_000)  # type: ignore[misc]
     assert _ids(pane)[-1] == sids[-1] and not pane.transcript.has_newer
     assert len(pane.turn_views()) <= MAX_LIVE_TURNS
+
+
+def test_find_opens_with_ctrl_f_and_esc_closes_it(
+        start_app: Callable[..., AppDriver], home: Path, qtbot: QtBot) -> None:
+    sids = _stored_chat(home, 40, text_chars=300)
+    drv = start_app()
+    pane = drv.pane
+    _settled(qtbot, pane)
+    QTest.keyClick(pane.composer, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: pane.search_bar.isVisible() and pane.search_bar.field.hasFocus())
+    QTest.keyClicks(pane.search_bar.field, "turn-2-marker")
+    QTest.keyClick(pane.search_bar.field, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: sids[2] in _ids(pane), timeout=10_000)
+    assert pane.search_bar.count.text() == "1 of 1"
+    QTest.keyClick(pane.search_bar.field, Qt.Key.Key_Escape)
+    assert not pane.search_bar.isVisible() and pane.transcript.needle == ""
+    assert pane.composer.hasFocus()

@@ -71,15 +71,12 @@ class ChatPane(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 6)
         layout.setSpacing(6)
-        self.search_bar = SearchBar(self)
+        self.transcript = TranscriptView(self)
+        self.search_bar = SearchBar(self.transcript, self)
         self.search_bar.search_requested.connect(self._on_search_bar_search_requested)
-        self.search_bar.step_requested.connect(self._on_search_bar_step_requested)
+        self.search_bar.jump_requested.connect(self._on_search_bar_jump_requested)
         self.search_bar.closed.connect(self._on_search_bar_closed)
         layout.addWidget(self.search_bar)
-        self._needle = ""
-        self._matches: list[int] = []
-        self._match = -1
-        self.transcript = TranscriptView(self)
         self.transcript.permission_answer_requested.connect(self.permission_answer_requested)
         self.transcript.page_requested.connect(self._on_transcript_page_requested)
         self.transcript.retry_requested.connect(self._on_transcript_retry_requested)
@@ -266,33 +263,17 @@ class ChatPane(QWidget):
 
     # -- find in the chat -----------------------------------------------------------------------
     def _on_search_bar_search_requested(self, text: str) -> None:
-        self._matches, self._match = [], -1
         self.search_requested.emit(self.conversation_id, text)
 
     def show_matches(self, text: str, turn_ids: Sequence[int]) -> None:
-        """The store's answer to a search: jump to the newest matching turn."""
-        self._needle, self._matches = text, list(turn_ids)
-        self._match = len(self._matches) - 1
-        self._show_match()
+        """The store's answer to a search: the bar jumps to the newest matching turn."""
+        self.search_bar.show_matches(text, turn_ids)
 
-    def _on_search_bar_step_requested(self, step: int) -> None:
-        if self._matches:
-            self._match = (self._match + step) % len(self._matches)
-            self._show_match()
+    def _on_search_bar_jump_requested(self, turn_id: int) -> None:
+        self.page_requested.emit(self.conversation_id, PAGE_AROUND, turn_id)
 
     def _on_search_bar_closed(self) -> None:
-        self.transcript.set_needle("")
-        self._needle = ""
         self.composer.setFocus()
-
-    def _show_match(self) -> None:
-        self.search_bar.show_count(self._match, len(self._matches))
-        if not self._matches:
-            return
-        turn_id = self._matches[self._match]
-        self.transcript.set_needle(self._needle)
-        if not self.transcript.scroll_to_turn(turn_id):
-            self.page_requested.emit(self.conversation_id, PAGE_AROUND, turn_id)
 
     def set_queue(self, messages: Sequence[QueuedMessage]) -> None:
         self.queued_chips.set_messages(messages)

@@ -1,29 +1,37 @@
 """Find in the chat (Ctrl+F): a slim bar over the transcript.
 
 The search runs in the store (``Store.search_turns``), not over widgets: most turns of a long
-chat have none. The bar only says what to look for and steps through the matching turns; the
-pane loads the page of the current match.
+chat have none. The bar says what to look for, keeps the matching turns the store answered and
+steps through them; a match outside the transcript's window is asked for (``jump_requested``)
+and the pane loads its page.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from collections.abc import Sequence
+
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
 from tolaria.ui import theme
+from tolaria.ui.transcript.view import TranscriptView
 
 
 class SearchBar(QFrame):
     #: Look for this text in the chat: text.
     search_requested = Signal(str)
-    #: Go to the next (+1) or previous (-1) match.
-    step_requested = Signal(int)
+    #: Show the page around this matching turn (it is not in the window): turn id.
+    jump_requested = Signal(int)
     #: The bar was closed.
     closed = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, transcript: TranscriptView, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._transcript = transcript
+        self._needle = ""
+        self._matches: list[int] = []
+        self._match = -1
         self.setObjectName("searchBar")
         row = QHBoxLayout(self)
         row.setContentsMargins(12, 4, 12, 4)
@@ -35,6 +43,7 @@ class SearchBar(QFrame):
         self.field.setClearButtonEnabled(True)
         self.field.returnPressed.connect(self._on_field_return_pressed)
         self.field.textChanged.connect(self._on_field_text_changed)
+        self.field.installEventFilter(self)
         row.addWidget(self.field, 1)
         self.count = QLabel(self)
         self.count.setObjectName("searchCount")
@@ -59,7 +68,7 @@ class SearchBar(QFrame):
         button.setAutoRaise(True)
         button.setToolTip(tip)
         button.setAccessibleName(tip.split(" (")[0])
-        button.clicked.connect(lambda: self.step_requested.emit(step))
+        button.clicked.connect(lambda: self.step(step))
         return button
 
     def restyle(self) -> None:
@@ -75,21 +84,50 @@ class SearchBar(QFrame):
 
     def dismiss(self) -> None:
         self.hide()
+        self._transcript.set_needle("")
         self.closed.emit()
 
-    def show_count(self, index: int, total: int) -> None:
-        self.count.setText(f"{index + 1} of {total}" if total else "No matches")
+    def show_matches(self, text: str, turn_ids: Sequence[int]) -> None:
+        """The store's answer (oldest first): go to the newest match."""
+        self._needle, self._matches = text, list(turn_ids)
+        self._match = len(self._matches) - 1
+        self._show_match()
+
+    def step(self, step: int) -> None:
+        """The next (+1, newer) or previous (-1, older) match."""
+        if self._matches:
+            self._match = (self._match + step) % len(self._matches)
+            self._show_match()
+
+    def _show_match(self) -> None:
+        total = len(self._matches)
+        self.count.setText(f"{self._match + 1} of {total}" if total else "No matches")
+        if not self._matches:
+            return
+        turn_id = self._matches[self._match]
+        self._transcript.set_needle(self._needle)
+        if not self._transcript.scroll_to_turn(turn_id):
+            self.jump_requested.emit(turn_id)
 
     def _on_field_return_pressed(self) -> None:
         text = self.field.text()
         if text != self._searched:
             self._searched = text
+            self._matches, self._match = [], -1
             self.search_requested.emit(text)
         else:
-            self.step_requested.emit(-1)  # Enter again: the match before (older)
+            self.step(-1)  # Enter again: the match before (older)
 
     def _on_field_text_changed(self, _text: str) -> None:
         self.count.setText("")
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # Esc belongs to the find field while it has the focus (not to the window's Stop).
+        if (watched is self.field and event.type() == QEvent.Type.ShortcutOverride
+                and isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Escape):
+            event.accept()
+            return True
+        return super().eventFilter(watched, event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() == Qt.Key.Key_Escape:
