@@ -37,6 +37,23 @@ def _ids(pane: ChatPane) -> list[str]:
     return [view.stream_id for view in pane.turn_views()]
 
 
+def _scroll_until(qtbot: QtBot, pane: ChatPane, wanted: str, *, up: bool) -> int:
+    """Scroll to one end again and again (each time a page loads) until ``wanted`` is the
+    turn at that end; returns the most turn widgets seen at once."""
+    bar = pane.transcript.verticalScrollBar()
+    end = 0 if up else -1
+    most = 0
+    for _ in range(60):
+        before = _ids(pane)[end]
+        if before == wanted:
+            break
+        _settled(qtbot, pane)
+        bar.setValue(0 if up else bar.maximum())
+        qtbot.waitUntil(lambda b=before: _ids(pane)[end] != b, timeout=5_000)  # type: ignore[misc]
+        most = max(most, len(pane.turn_views()))
+    return most
+
+
 def test_a_2000_turn_chat_opens_with_a_bounded_window(
         start_app: Callable[..., AppDriver], home: Path, qtbot: QtBot) -> None:
     sids = _stored_chat(home, 2000, text_chars=1500)
@@ -79,16 +96,7 @@ def test_scrolling_to_the_top_loads_the_first_turn_and_releases_the_last(
     drv = start_app()
     pane = drv.pane
     _settled(qtbot, pane)
-    bar = pane.transcript.verticalScrollBar()
-    most = 0
-    for _ in range(60):
-        if _ids(pane)[0] == sids[0]:
-            break
-        first = _ids(pane)[0]
-        _settled(qtbot, pane)
-        bar.setValue(0)
-        qtbot.waitUntil(lambda first=first: _ids(pane)[0] != first, timeout=5_000)  # type: ignore[misc]
-        most = max(most, len(pane.turn_views()))
+    most = _scroll_until(qtbot, pane, sids[0], up=True)
     _settled(qtbot, pane)
     shown = _ids(pane)
     assert shown[0] == sids[0], "scrolling up reached the first turn"
@@ -98,13 +106,7 @@ def test_scrolling_to_the_top_loads_the_first_turn_and_releases_the_last(
     assert "turn-0-marker" in pane.turn_views()[0].text()
 
     # And back down: the newest turn comes back from the store.
-    for _ in range(60):
-        if _ids(pane)[-1] == sids[-1]:
-            break
-        last = _ids(pane)[-1]
-        _settled(qtbot, pane)
-        bar.setValue(bar.maximum())
-        qtbot.waitUntil(lambda last=last: _ids(pane)[-1] != last, timeout=5_000)  # type: ignore[misc]
+    _scroll_until(qtbot, pane, sids[-1], up=False)
     assert _ids(pane)[-1] == sids[-1] and not pane.transcript.has_newer
     assert len(pane.turn_views()) <= MAX_LIVE_TURNS
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
@@ -21,7 +21,7 @@ from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.core.turns.acp.updates import PermissionRequest
-from tolaria.ui.cards.style import pane_button_css
+from tolaria.ui.cards.style import follow_palette, pane_button_css
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.permission_card import ANSWER_SHORTCUT
@@ -125,8 +125,8 @@ class ChatPane(QWidget):
         answer.activated.connect(self._on_answer_shortcut_activated)
         self._show_running(False)
         self.status_line.set_idle(agent_name)
-        self._restyling = False
         self.restyle()
+        follow_palette(self, self.restyle)
 
     # -- intents ------------------------------------------------------------------------------
     def _on_composer_submit_requested(self) -> None:
@@ -163,15 +163,6 @@ class ChatPane(QWidget):
         for view in views:
             view.set_editable(view is last and self.running_stream is None and view.ended
                               and not view.restarted)
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and not self._restyling:
-            self._restyling = True
-            try:
-                self.restyle()
-            finally:
-                self._restyling = False
 
     def restyle(self) -> None:
         self.button.setStyleSheet(pane_button_css(

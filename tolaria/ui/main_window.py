@@ -11,7 +11,7 @@ import os
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -38,7 +38,7 @@ from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.fanout import FanOutJob
 from tolaria.ui import theme
-from tolaria.ui.cards.style import flat_button_css
+from tolaria.ui.cards.style import flat_button_css, follow_palette
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
@@ -192,8 +192,8 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.restart_action)
         run_menu.addSeparator()
         run_menu.addAction(self.fan_out_action)
-        self._restyling = False
         self._restyle_chrome()
+        follow_palette(self, self._restyle_chrome)
         self.view_menu = ViewMenu(self)
         self.view_menu.theme_chosen.connect(self.theme_change_requested)
         self.view_menu.find_requested.connect(self._on_view_menu_find_requested)
@@ -289,15 +289,6 @@ class MainWindow(QMainWindow):
             self.view_menu.set_current(settings.theme)
         self.settings = settings
         return problems
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and not self._restyling:
-            self._restyling = True
-            try:
-                self._restyle_chrome()
-            finally:
-                self._restyling = False
 
     def _restyle_chrome(self) -> None:
         """The buttons around the chat are flat (each its own small style sheet: one on the

@@ -18,7 +18,7 @@ import time
 from collections import deque
 from typing import TypeVar
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, Signal, SignalInstance
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
@@ -168,31 +168,30 @@ class TurnView(QWidget):
     def set_editable(self, on: bool) -> None:
         """Offer Edit on the prompt (the pane offers it on the last turn only)."""
         if on and self.edit_button is None:
-            self.edit_button = self.you.action("Edit", "Edit this prompt and send it again",
-                                               "editPrompt")
-            self.edit_button.clicked.connect(self._on_edit_button_clicked)
+            self.edit_button = self._action(self.you, "Edit", "Edit this prompt and send it "
+                                            "again", "editPrompt", self.edit_requested)
         if self.edit_button is not None:
             self.edit_button.setVisible(on)
 
     def _offer_retry(self, on: bool) -> None:
         if on and self.retry_button is None:
-            self.retry_button = self.agent_header.action("Retry", "Run this prompt again",
-                                                         "retryTurn")
-            self.retry_button.clicked.connect(self._on_retry_button_clicked)
+            self.retry_button = self._action(self.agent_header, "Retry", "Run this prompt again",
+                                             "retryTurn", self.retry_requested)
         if self.retry_button is not None:
             self.retry_button.setVisible(on)
+
+    def _action(self, header: MessageHeader, text: str, tip: str, name: str,
+                intent: SignalInstance) -> QToolButton:
+        """An action made when first offered; clicking it emits ``intent(stream id)``."""
+        button = header.action(text, tip, name)
+        button.clicked.connect(lambda: intent.emit(self.stream_id))
+        return button
 
     def _on_copy_prompt_clicked(self) -> None:
         QGuiApplication.clipboard().setText(self.prompt)
 
     def _on_copy_answer_clicked(self) -> None:
         QGuiApplication.clipboard().setText(self.text())
-
-    def _on_retry_button_clicked(self) -> None:
-        self.retry_requested.emit(self.stream_id)
-
-    def _on_edit_button_clicked(self) -> None:
-        self.edit_requested.emit(self.stream_id)
 
     def set_needle(self, needle: str) -> None:
         """Highlight ``needle`` in the answer text (a search match), now and as it renders."""

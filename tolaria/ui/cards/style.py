@@ -11,7 +11,9 @@ kept to single leaf widgets (the Send/Stop buttons, scroll bars).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QObject, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QFrame, QLabel, QWidget
 
@@ -45,6 +47,30 @@ def retone(root: QWidget) -> None:
         tone = widget.property("tone")
         if isinstance(tone, str) and tone:
             set_tone(widget, tone)
+
+
+class _PaletteFollower(QObject):
+    """Calls ``restyle`` when its widget's palette changed (a theme switch), once per change
+    (what ``restyle`` itself sets does not call it again)."""
+
+    def __init__(self, widget: QWidget, restyle: Callable[[], None]) -> None:
+        super().__init__(widget)
+        self._restyle = restyle
+        self._busy = False
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.PaletteChange and not self._busy:
+            self._busy = True
+            try:
+                self._restyle()
+            finally:
+                self._busy = False
+        return False
+
+
+def follow_palette(widget: QWidget, restyle: Callable[[], None]) -> None:
+    """Run ``restyle`` whenever ``widget``'s palette changes (the theme was switched)."""
+    widget.installEventFilter(_PaletteFollower(widget, restyle))
 
 
 def small_font(widget: QWidget, *, bold: bool = False) -> QFont:

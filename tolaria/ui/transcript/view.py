@@ -18,7 +18,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
@@ -26,7 +26,7 @@ from tolaria.core.events import Done, Event
 from tolaria.core.store.db import Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, PAGE_NEWER, PAGE_OLDER, TurnPage
 from tolaria.ui import theme
-from tolaria.ui.cards.style import retone, scrollbar_css, set_tone
+from tolaria.ui.cards.style import follow_palette, retone, scrollbar_css, set_tone
 from tolaria.ui.turn_view import STATUS_RUNNING, Ending, TurnView
 
 FRAME_MS = 16
@@ -110,11 +110,11 @@ class TranscriptView(QScrollArea):
         self._sticky = True
         self._anchor: tuple[TurnView, int] | None = None
         self._adjusting = False
-        self._restyling = False
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._on_scrollbar_range_changed)
         bar.valueChanged.connect(self._on_scrollbar_value_changed)
         self.restyle()
+        follow_palette(self, self.restyle)
 
     def restyle(self) -> None:
         """Apply the current theme (at start and when the palette changes): one style sheet
@@ -126,15 +126,6 @@ class TranscriptView(QScrollArea):
         self.verticalScrollBar().setStyleSheet(scrollbar_css())
         for turn in self._order:
             turn.restyle()
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and not self._restyling:
-            self._restyling = True
-            try:
-                self.restyle()
-            finally:
-                self._restyling = False
 
     def _on_clock_timeout(self) -> None:
         running = [turn for turn in self._order if not turn.ended]
