@@ -28,6 +28,15 @@ def _stored_chat(home: Path, turns: int, text_chars: int) -> list[str]:
         store.close()
 
 
+def _open_stored(start_app: Callable[..., AppDriver], home: Path, qtbot: QtBot, turns: int,
+                 text_chars: int) -> tuple[list[str], ChatPane]:
+    """A stored chat of ``turns`` turns, opened by a started window and rendered."""
+    sids = _stored_chat(home, turns, text_chars)
+    pane = start_app().pane
+    _settled(qtbot, pane)
+    return sids, pane
+
+
 def _settled(qtbot: QtBot, pane: ChatPane) -> None:
     qtbot.waitUntil(lambda: bool(pane.turn_views()) and not pane.transcript.busy,
                     timeout=20_000)
@@ -56,10 +65,7 @@ def _scroll_until(qtbot: QtBot, pane: ChatPane, wanted: str, *, up: bool) -> int
 
 def test_a_2000_turn_chat_opens_with_a_bounded_window(
         start_app: Callable[..., AppDriver], home: Path, qtbot: QtBot) -> None:
-    sids = _stored_chat(home, 2000, text_chars=1500)
-    drv = start_app()
-    pane = drv.pane
-    _settled(qtbot, pane)
+    sids, pane = _open_stored(start_app, home, qtbot, 2000, 1500)
     shown = _ids(pane)
     assert shown[-1] == sids[-1], "the newest turn is shown"
     assert shown == sids[-len(shown):], "a contiguous run of the newest turns"
@@ -92,10 +98,7 @@ def test_a_2000_turn_chat_opens_with_a_bounded_window(
 
 def test_scrolling_to_the_top_loads_the_first_turn_and_releases_the_last(
         start_app: Callable[..., AppDriver], home: Path, qtbot: QtBot) -> None:
-    sids = _stored_chat(home, 90, text_chars=600)
-    drv = start_app()
-    pane = drv.pane
-    _settled(qtbot, pane)
+    sids, pane = _open_stored(start_app, home, qtbot, 90, 600)
     most = _scroll_until(qtbot, pane, sids[0], up=True)
     _settled(qtbot, pane)
     shown = _ids(pane)
@@ -113,10 +116,7 @@ def test_scrolling_to_the_top_loads_the_first_turn_and_releases_the_last(
 
 def test_find_opens_with_ctrl_f_and_esc_closes_it(
         start_app: Callable[..., AppDriver], home: Path, qtbot: QtBot) -> None:
-    sids = _stored_chat(home, 40, text_chars=300)
-    drv = start_app()
-    pane = drv.pane
-    _settled(qtbot, pane)
+    sids, pane = _open_stored(start_app, home, qtbot, 40, 300)
     QTest.keyClick(pane.composer, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(lambda: pane.search_bar.isVisible() and pane.search_bar.field.hasFocus())
     QTest.keyClicks(pane.search_bar.field, "turn-2-marker")
