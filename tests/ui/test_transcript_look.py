@@ -18,6 +18,8 @@ from uihelpers import AppDriver
 from tolaria.core.events import TextDelta, ToolDone, ToolStart, ToolUpdate
 from tolaria.core.store.db import MARKER_TURN_RESTARTED
 from tolaria.ui import theme
+from tolaria.ui.blocks import RichText
+from tolaria.ui.cards.message import relative_time
 from tolaria.ui.transcript import TranscriptView
 from tolaria.ui.turn_view import Ending, TurnView
 
@@ -188,3 +190,29 @@ def test_retry_reruns_a_failed_turn_and_edit_resends_the_last_prompt(
     qtbot.waitUntil(lambda: retried.restarted)
     assert [t.prompt for t in drv.app.controller.answered_turns(conversation_id)] == [
         "fail differently"]
+
+
+def test_headings_stay_within_a_calm_type_scale(transcript: TranscriptView) -> None:
+    turn = _turn(transcript, TextDelta(SID, text="# Title\n\n## Section\n\nBody text here.\n"))
+    [segment] = [w for w in turn.findChildren(RichText) if "Title" in w.source_text]
+    document = segment.document()
+    sizes: dict[str, float] = {}
+    block = document.begin()
+    while block.isValid():
+        fragment = block.begin().fragment()
+        size = fragment.charFormat().fontPointSize() or document.defaultFont().pointSizeF()
+        sizes[block.text()] = size
+        block = block.next()
+    body = sizes["Body text here."]
+    assert body > 0
+    assert sizes["Title"] <= 1.25 * body + 0.01 and sizes["Section"] <= sizes["Title"]
+    assert sizes["Title"] > body, "a heading still stands out"
+
+
+def test_message_time_says_how_long_ago_on_hover(transcript: TranscriptView) -> None:
+    turn = transcript.add_turn("hello", "Demo agent", SID, started_at=1_000_000.0)
+    assert relative_time(1_000_000.0, now=1_000_000.0 + 300) == "5 minutes ago"
+    assert relative_time(1_000_000.0, now=1_000_000.0 + 2 * 86_400) == "2 days ago"
+    assert relative_time(1_000_000.0, now=1_000_000.0 + 86_400) == "yesterday"
+    tip = turn.you.time.tooltip_text()
+    assert tip.split(" · ")[0] not in ("", "just now") and "1970" in tip
