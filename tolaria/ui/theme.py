@@ -46,22 +46,24 @@ def designed_palette(name: str) -> QPalette:
 
 def apply_theme(name: str) -> None:
     """Make ``name`` (one of ``THEMES``) the application's palette, now. Widgets restyle on the
-    ``PaletteChange`` Qt sends them (the transcript rebuilds its style sheet)."""
+    ``PaletteChange`` Qt sends them (the transcript re-applies its tones)."""
     global _system
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         return
-    if _system is None:  # what the platform gave us: "system" goes back to it
-        _system = (QPalette(app.palette()), app.style().name())
     if name in _DESIGNED:
+        if _system is None:  # what the platform gave us: "system" goes back to it
+            _system = (QPalette(app.palette()), app.style().name())
         if app.style().name().lower() != "fusion":
             app.setStyle(QStyleFactory.create("Fusion"))  # the one style that follows a palette
         app.setPalette(designed_palette(name))
-    else:
-        palette_, style = _system
+    elif _system is not None:  # back from a designed theme ("system" alone changes nothing,
+        palette_, style = _system  # so the platform's own palette keeps following the desktop)
+        _system = None
         if app.style().name() != style:
             app.setStyle(QStyleFactory.create(style))
         app.setPalette(palette_)
+
 
 #: Spacing (px) between the blocks of the transcript; the one rhythm every card follows.
 SPACING = 10
