@@ -216,3 +216,15 @@ def test_message_time_says_how_long_ago_on_hover(transcript: TranscriptView) -> 
     assert relative_time(1_000_000.0, now=1_000_000.0 + 86_400) == "yesterday"
     tip = turn.you.time.tooltip_text()
     assert tip.split(" · ")[0] not in ("", "just now") and "1970" in tip
+
+
+def test_copy_message_prompt_and_code(transcript: TranscriptView) -> None:
+    turn = _turn(transcript, TextDelta(SID, text="Run this:\n\n```sh\nmake test\n```\n\nDone."))
+    clipboard = QApplication.clipboard()
+    turn.copy_answer.click()
+    assert clipboard.text() == turn.text() and "```sh\nmake test\n```" in clipboard.text()
+    turn.copy_prompt.click()
+    assert clipboard.text() == "show me"
+    [code] = turn.code_blocks()
+    code.copy_button.click()
+    assert clipboard.text() == "make test" and code.copy_button.text() == "Copied"
