@@ -1,10 +1,12 @@
-"""Take docs/screenshot.png: the real window running the built-in demo agent, offscreen.
+"""Take the README's pictures: the real window running the built-in demo agent, offscreen.
 
     QT_QPA_PLATFORM=offscreen python bench/screenshot.py [--out docs/screenshot.png]
 
-The current chat has finished one demo turn (thinking, a real shell tool, a markdown answer) and
-is running a second one, whose tool is still at work (the button is Stop). The window is grabbed
-with ``QWidget.grab()``, then closed the normal way, which stops the run.
+The current chat holds one stored turn of a coding agent (an edit shown as a diff, a code block
+with a line longer than the pane) and is running a demo turn, whose shell tool is still at work
+(the button is Stop). It is grabbed in the light theme (``--out``) and the dark one
+(``screenshot-dark.png`` next to it), then the Preferences window (``--settings-out``). The
+window is grabbed with ``QWidget.grab()``, then closed the normal way, which stops the run.
 """
 
 from __future__ import annotations
@@ -55,42 +57,72 @@ async def shoot_settings(app, out: Path) -> None:  # type: ignore[no-untyped-def
     dialog.close()
 
 
+EDIT = {"file_path": "tolaria/core/linereader.py",
+        "old_string": "    limit = 64 * 1024\n    return reader.readline()\n",
+        "new_string": "    limit = 16 * 1024 * 1024  # agents print multi-MB JSON lines\n"
+                      "    return await reader.readuntil(b\"\\n\")\n"}
+ANSWER = """I raised the line limit: Claude prints whole tool results as one JSON line.
+
+```python
+async def read_line(reader: asyncio.StreamReader, limit: int = 16 * 1024 * 1024) -> bytes:
+    return await reader.readuntil(b"\\n")  # a line longer than `limit` becomes a Diagnostic event (the reader goes on), never a crash of the whole run
+```
+
+The tests pass with a 40 MB line.
+"""
+
+
+def stored_turn(cwd: str) -> None:
+    """A finished turn of a coding agent, written to the store as the app would."""
+    from tolaria.core.events import STOP_END_TURN, Done, TextDelta, ToolDone, ToolStart
+    from tolaria.core.store.db import Store
+    from tolaria.core.stream_id import new_stream_id
+
+    store = Store()
+    try:
+        chat = store.create_conversation("Read multi-MB lines", "demo", cwd)
+        sid = new_stream_id()
+        store.start_turn(chat.id, sid, "demo", "Why does a long tool result crash the reader?")
+        store.append_event(TextDelta(sid, text="The reader's line limit is 64 KB. Fixing it:"))
+        store.append_event(ToolStart(sid, tool_id="e1", name="Edit", input=EDIT))
+        store.append_event(ToolDone(sid, tool_id="e1", output="The file has been updated."))
+        store.append_event(TextDelta(sid, text="\n\n" + ANSWER))
+        store.append_event(Done(sid, stop_reason=STOP_END_TURN, duration_ms=8400))
+    finally:
+        store.close()
+
+
 async def shoot(out: Path, settings_out: Path | None = None) -> None:
     from tolaria.app.main import Tolaria
 
+    stored_turn(str(ROOT))
     app = Tolaria(cwd=str(ROOT))
     await app.start()
     try:
         window = app.window
         window.resize(1180, 860)
-        older = window.current_pane()
-        assert older is not None
-        os.environ["TOLARIA_DEMO_TOOL_SECONDS"] = "0.2"
-        older.composer.setPlainText("What does Stop do to a tool in its own session?")
-        older.button.click()
-        await until(lambda: older.running_stream is None)
-
-        window.new_action.trigger()
-        await until(lambda: window.current_pane() is not older)
+        window.view_menu.set_current("light")
+        [chat] = [c for c in app.controller.conversations() if c.title == "Read multi-MB lines"]
+        window.open_conversation(chat.id)
         pane = window.current_pane()
-        assert pane is not None
-        os.environ["TOLARIA_DEMO_TOOL_SECONDS"] = "1.5"
-        pane.composer.setPlainText("Show me a long shell command, then explain it")
-        pane.button.click()
-        await until(lambda: pane.running_stream is None)
-        await until(lambda: not pane.transcript.busy)
+        assert pane is not None and pane.conversation_id == chat.id
+        await until(lambda: bool(pane.turn_views()) and not pane.transcript.busy)
         os.environ["TOLARIA_DEMO_TOOL_SECONDS"] = "120"
         pane.composer.setPlainText("Now run the whole test suite")
         pane.button.click()
         turn = pane.turn_views()[-1]
         await until(lambda: any(c.status == "running" for c in turn.tool_cards()))
-        app.controller.rename(pane.conversation_id, "Long shell command demo")
-        await asyncio.sleep(1.3)  # the spinner and elapsed time move on
+        await asyncio.sleep(2.3)  # the elapsed time moves on
         await until(lambda: not pane.transcript.busy)
         out.parent.mkdir(parents=True, exist_ok=True)
-        if not window.grab().save(str(out)):
-            raise RuntimeError(f"could not write {out}")
-        print(f"wrote {out}")
+        dark = out.with_name(out.stem + "-dark" + out.suffix)
+        for name, path in (("light", out), ("dark", dark)):
+            window.view_menu.set_current(name)
+            await asyncio.sleep(0.3)
+            if not window.grab().save(str(path)):
+                raise RuntimeError(f"could not write {path}")
+            print(f"wrote {path}")
+        window.view_menu.set_current("light")
         if settings_out is not None:
             await shoot_settings(app, settings_out)
     finally:

@@ -247,3 +247,32 @@ def stored_turn(store: Store, chat_id: int, agent: str, prompt: str, answer: str
     store.append_event(TextDelta(sid, text=answer))
     store.append_event(Done(sid, stop_reason=stop))
     return turn.id
+
+
+#: A paragraph of answer text (~0.9 KB) that ``fill_chat`` repeats to the size asked.
+_FILLER = ("Restoring a long chat must cost the same as a short one: only the turns near the "
+           "viewport become widgets, the rest stays in the store until the user scrolls there. "
+           "This sentence is filler of a realistic shape, with `inline code`, **bold** words "
+           "and a list below.\n\n- one point\n- another point\n\n")
+
+
+def fill_chat(store: Store, conversation_id: int, turns: int, text_chars: int = 9000,
+              agent: str = "demo") -> list[str]:
+    """Write ``turns`` finished turns of ~``text_chars`` of answer text and one shell tool call
+    each into a real store (through its public API); returns their stream ids, oldest first."""
+    from tolaria.core.events import STOP_END_TURN, ToolDone, ToolStart
+
+    stream_ids: list[str] = []
+    body = (_FILLER * (text_chars // len(_FILLER) + 1))[:text_chars]
+    for n in range(turns):
+        sid = new_stream_id()
+        store.start_turn(conversation_id, sid, agent, f"question number {n}: tell me more")
+        store.append_event(TextDelta(sid, text=f"## Answer {n}\n\nLet me look.\n\n"))
+        store.append_event(ToolStart(sid, tool_id=f"t{n}", name="Bash",
+                                     input={"command": f"ls -la src/{n}"}))
+        store.append_event(ToolDone(sid, tool_id=f"t{n}", output=f"total {n}\nfile.py\n"))
+        store.append_event(TextDelta(sid, text=f"turn-{n}-marker " + body))
+        store.append_event(Done(sid, stop_reason=STOP_END_TURN, duration_ms=1200 + n))
+        stream_ids.append(sid)
+    store.flush()
+    return stream_ids

@@ -323,4 +323,20 @@ def test_an_unknown_table_is_named() -> None:
     settings, problems = load_settings()
     assert settings == Settings()
     assert problems == [f"{path}:1: shortcut: unknown table, ignored (known: shortcuts, "
-                        "behaviour, agents)"]
+                        "behaviour, appearance, agents)"]
+
+
+def test_the_theme_is_read_checked_and_saved() -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[appearance]\ntheme = "dark"\n')
+    settings, problems = load_settings()
+    assert problems == [] and settings.theme == "dark"
+    path.write_text('[appearance]\ntheme = "purple"\n')
+    settings, problems = load_settings()
+    assert settings.theme == "system"
+    assert len(problems) == 1 and "theme" in problems[0] and "'purple'" in problems[0]
+    path.write_text("# mine\n")
+    save_settings(replace(Settings(), theme="light"))
+    assert path.read_text().startswith("# mine") and 'theme = "light"' in path.read_text()
+    assert load_settings()[0].theme == "light"

@@ -174,6 +174,7 @@ def test_watchdog_offers_restart_and_restart_reruns_a_hung_turn(
     assert "Finished." in new_view.text()
     assert old_view.status == "cancelled" and old_view.restarted
     assert not old_view.body.isVisible(), "the abandoned attempt is kept, collapsed"
+    assert old_view.abandoned_toggle is not None
     old_view.abandoned_toggle.click()
     assert old_view.body.isVisible()
     assert not drv.pane.watchdog.isVisible()

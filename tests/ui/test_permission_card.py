@@ -108,7 +108,7 @@ def test_a_stream_of_updates_is_applied_once(qtbot: QtBot) -> None:
     for n in range(200):  # partial output flooding in between two frames
         view.enqueue(ToolUpdate(SID, tool_id="t1", output=f"line {n}"))
     view.enqueue(ToolUpdate(SID, tool_id="t1", status="running"))
-    assert len(view._queue) == 2
+    assert len(view.queue) == 2
     drain(view)
     [tool] = view.tool_cards()
     assert (tool.title, tool.status, tool.output) == ("make", "running", "line 199")
@@ -169,7 +169,7 @@ def test_tool_card_follows_the_claude_terminal_updates(qtbot: QtBot) -> None:
         view.enqueue(event)
     drain(view)
     assert card.title == COMMAND
-    assert card._summary.text() == COMMAND
+    assert card.command == f"$ {COMMAND}"  # the header says what runs
     assert card.status == "pending"
     assert card.output == f"Run: {COMMAND}"
     view.end(Ending("cancelled"))

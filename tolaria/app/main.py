@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
@@ -30,6 +31,7 @@ from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
 from tolaria.qt.fanout import FanOutController
+from tolaria.qt.pages import PageLoader
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
 from tolaria.support import crash
@@ -83,6 +85,7 @@ class Tolaria:
         problems += [p for p in self.settings_controller.override_problems
                      if p.split(": ", 1)[0] not in said]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
+        self.pages = PageLoader(self.bridge, self.store)
         self.control = ControlServer(self.registry, details=self._stream_details)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
@@ -102,6 +105,10 @@ class Tolaria:
         w, c = self.window, self.controller
         w.new_chat_requested.connect(self._on_window_new_chat_requested)
         w.open_requested.connect(c.open_conversation)
+        w.page_requested.connect(self.pages.load)
+        w.search_requested.connect(self.pages.search)
+        w.retry_requested.connect(c.retry)
+        w.theme_change_requested.connect(self._on_window_theme_change_requested)
         w.send_requested.connect(c.send)
         w.stop_requested.connect(c.stop)
         w.stop_all_requested.connect(c.stop_all)
@@ -122,6 +129,10 @@ class Tolaria:
         turn = self.store.turn_by_stream(stream_id)
         conversation = self.store.get_conversation(turn.conversation_id) if turn else None
         return {"chat": conversation.title} if conversation else {}
+
+    def _on_window_theme_change_requested(self, name: str) -> None:
+        """Keep the theme picked in the View menu (``[appearance] theme``)."""
+        self.settings_controller.save(replace(self.settings_controller.settings, theme=name))
 
     def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
         # The agent's default working folder (Preferences) wins for a new chat.

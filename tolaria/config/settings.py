@@ -20,7 +20,7 @@ from tolaria.support.tomlfile import SettingsFileError
 
 __all__ = [
     "DEFAULT_RESTART", "DEFAULT_STOP", "DEFAULT_STOP_ALL", "DEFAULT_WATCHDOG_S", "FILENAME",
-    "SEND_KEYS", "Settings", "SettingsFileError", "SettingsValueError", "load_settings",
+    "SEND_KEYS", "THEMES", "Settings", "SettingsFileError", "SettingsValueError", "load_settings",
     "save_settings", "settings_path", "shortcut_conflicts", "validate_settings",
 ]
 
@@ -38,6 +38,8 @@ DEFAULT_RETRY_LIMIT_S = 60.0
 SEND_KEYS = ("Enter", "Ctrl+Enter")
 MAX_GRACE_S = 60.0
 MAX_POLITE_WINDOW_MS = 60_000
+#: Values of ``[appearance] theme`` (tolaria/ui/theme.py applies them).
+THEMES = ("system", "light", "dark")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ class Settings:
     #: Seconds a CLI agent may keep retrying an unreachable model before its run is stopped and
     #: reported as an error (``[behaviour] retry_limit_seconds``); 0 never stops it.
     retry_limit_seconds: float = DEFAULT_RETRY_LIMIT_S
+    #: The window's colours: "system" (the platform's palette), "light" or "dark"
+    #: (``[appearance] theme``); changed live from the View menu.
+    theme: str = "system"
 
 
 class SettingsValueError(ValueError):
@@ -111,6 +116,12 @@ def _window(value: object) -> str | None:
             f"(or unset to use each agent's own), got {value!r}")
 
 
+def _theme(value: object) -> str | None:
+    if value not in THEMES:
+        return f'must be one of {", ".join(repr(t) for t in THEMES)}, got {value!r}'
+    return None
+
+
 def _flag(value: object) -> str | None:
     return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
 
@@ -139,11 +150,12 @@ _KEYS = (
     _Key("notify_background", "behaviour", "notify_background", _flag),
     _Key("retry_limit_seconds", "behaviour", "retry_limit_seconds",
          _number(0, math.inf, "a number of seconds (0 = never stop a retrying agent)"), float),
+    _Key("theme", "appearance", "theme", _theme),
 )
-_TABLES = ("shortcuts", "behaviour")
+_TABLES = ("shortcuts", "behaviour", "appearance")
 #: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
 #: would otherwise be ignored without a word). ``agents``: tolaria/config/overrides.py.
-KNOWN_TABLES = ("shortcuts", "behaviour", "agents")
+KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "agents")
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 

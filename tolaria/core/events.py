@@ -189,15 +189,24 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         raise ValueError(f"bad {kind} event: {exc}") from exc
 
 
+def _one_line(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def summarize_tool_input(value: object, limit: int = 100) -> str:
     """One line saying what a tool was asked to do (its command, path, pattern...): the window's
     tool card and ``tolaria run``'s tool lines show the same."""
     if isinstance(value, dict):
-        for key in ("command", "description", "file_path", "path", "pattern", "query", "url",
-                    "prompt"):
+        for key in ("command", "cmd", "description", "file_path", "path", "pattern", "query",
+                    "url", "prompt"):
             if isinstance(value.get(key), str) and value[key].strip():
-                line = " ".join(str(value[key]).split())
-                return line if len(line) <= limit else line[: limit - 1] + "…"
+                return _one_line(value[key], limit)
+        if isinstance(value.get("command"), list):  # argv form (Codex)
+            return _one_line(" ".join(map(str, value["command"])), limit)
+    if value is None or value == {}:
+        return ""
+    return _one_line(json.dumps(value, ensure_ascii=False, default=str), limit)
     if value is None or value == {}:
         return ""
     line = json.dumps(value, ensure_ascii=False, default=str)

@@ -64,8 +64,12 @@ class Bridge(QObject):
     conversation_saved = Signal(object)
     #: A conversation was deleted: conversation id.
     conversation_deleted = Signal(int)
-    #: The stored turns of a conversation, for its view: conversation id, list[(Turn, [Event])].
+    #: The newest stored turns of a conversation, for its new view: conversation id, TurnPage.
     history_loaded = Signal(int, object)
+    #: A page of stored turns a view asked for (scrolling, a search jump): TurnPage.
+    page_loaded = Signal(object)
+    #: The turns of a conversation whose stored text matches: conversation id, text, [turn id].
+    search_finished = Signal(int, str, object)
     #: Agent detection finished: list[Detection].
     agents_detected = Signal(object)
     #: Something the user must read that belongs to no turn: message.

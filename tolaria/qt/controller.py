@@ -49,6 +49,7 @@ from tolaria.core.store.db import (
     Store,
     Turn,
 )
+from tolaria.core.store.pages import FIRST_PAGE_TURNS
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.keeper import KeeperPool
 from tolaria.core.turns.runner import (
@@ -124,10 +125,10 @@ class ChatController(QObject):
         return conversation
 
     def open_conversation(self, conversation_id: int) -> None:
-        """Send the stored transcript of a conversation to its (new) view."""
-        history = [(turn, self.store.events(turn.id))
-                   for turn in self.store.turns(conversation_id)]
-        self.bridge.history_loaded.emit(conversation_id, history)
+        """Send the newest page of a conversation's stored turns to its (new) view; the view
+        asks for older pages as the user scrolls (tolaria/qt/pages.py)."""
+        self.bridge.history_loaded.emit(conversation_id, self.store.turns_page(
+            conversation_id, limit=FIRST_PAGE_TURNS))
         self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
 
     def rename(self, conversation_id: int, title: str) -> None:
@@ -287,6 +288,23 @@ class ChatController(QObject):
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
                    {"stream_id": stream_id, "for": "restart"})
         return True
+
+    def retry(self, conversation_id: int, stream_id: str, prompt: str) -> str | None:
+        """Run ``prompt`` (a failed or stopped turn's own, or its edited text) in place of the
+        ended turn ``stream_id``: that attempt is abandoned as a restart leaves it (kept,
+        collapsed, out of the next prompts' history). None if the chat is busy or gone."""
+        if conversation_id in self._running or conversation_id in self._deleting \
+                or not prompt.strip():
+            return None
+        old = self.store.turn_by_stream(stream_id)
+        if old is None or old.conversation_id != conversation_id or old.status == "running":
+            return None
+        self._mark(conversation_id, MARKER_TURN_RESTARTED, stream_id,
+                   {"stream_id": stream_id, "for": "retry"})
+        new_stream = self.send(conversation_id, prompt)
+        if new_stream is not None:
+            self.bridge.turn_restarted.emit(conversation_id, stream_id, new_stream)
+        return new_stream
 
     # -- queued messages ------------------------------------------------------------------------
     def queue(self, conversation_id: int, text: str) -> QueuedMessage | None:

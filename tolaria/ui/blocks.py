@@ -1,8 +1,8 @@
-"""The pieces of a turn in the transcript: answer text, thinking, tool cards, error cards."""
+"""The pieces of a turn in the transcript: answer text, thinking, error cards; tool cards and
+code blocks live in tolaria/ui/cards/ (re-exported here)."""
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -10,23 +10,32 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette, QWheelEvent
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
     QLabel,
-    QPlainTextEdit,
     QSizePolicy,
-    QToolButton,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from tolaria.core.events import summarize_tool_input as summarize_input
 from tolaria.ui import theme
+from tolaria.ui.cards.code import CodeBlock, CodeText
+from tolaria.ui.cards.fold import Collapsible
+from tolaria.ui.cards.style import Surface, bold_font, set_tone, small_font
+from tolaria.ui.cards.tool import ToolCard, clip_tail
 from tolaria.ui.markdown import (
-    CodeHighlighter,
+    Part,
     SafeTextBrowser,
     render_markdown,
+    split_fences,
     split_markdown,
 )
+
+__all__ = [
+    "CHUNK_CHARS", "MAX_CHUNKS", "CodeBlock", "CodeText", "Collapsible", "ErrorCard", "MarkdownChunk",
+    "MarkdownSegment", "RetryNotice", "RichText", "ThinkingBlock", "ToolCard", "clip_tail",
+    "human_size", "summarize_input",
+]
 
 #: Characters of answer text per rendered chunk; only the last chunk is re-rendered as text
 #: streams in, so this bounds the work of one update.
@@ -46,10 +55,6 @@ def human_size(chars: int) -> str:
     return f"{chars / 1024 / 1024:.1f} MB"
 
 
-def clip_tail(text: str, limit: int = MAX_SIDE_TEXT) -> str:
-    return text if len(text) <= limit else "…" + text[-limit:]
-
-
 class RichText(SafeTextBrowser):
     """Read-only markdown that is exactly as tall as its content (the transcript scrolls)."""
 
@@ -67,7 +72,6 @@ class RichText(SafeTextBrowser):
         palette.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
         self.setPalette(palette)
         self.document().setDocumentMargin(2)
-        self._highlighter = CodeHighlighter(self.document())
         self.document().documentLayout().documentSizeChanged.connect(self._fit)
         self.setFixedHeight(0)
 
@@ -80,6 +84,21 @@ class RichText(SafeTextBrowser):
         render_markdown(self.document(), text)
         self._fit()
 
+    def highlight(self, needle: str) -> None:
+        """Mark every occurrence of ``needle`` (a search match) without touching the text."""
+        selections: list[QTextEdit.ExtraSelection] = []
+        if needle:
+            color = theme.accent()
+            color.setAlpha(90)
+            cursor = self.document().find(needle)
+            while not cursor.isNull() and len(selections) < 200:
+                selection = QTextEdit.ExtraSelection()
+                selection.cursor = cursor
+                selection.format.setBackground(color)
+                selections.append(selection)
+                cursor = self.document().find(needle, cursor)
+        self.setExtraSelections(selections)
+
     def _fit(self, *_: Any) -> None:
         height = math.ceil(self.document().size().height()) + 2 * self.frameWidth()
         if height != self.height():
@@ -87,6 +106,49 @@ class RichText(SafeTextBrowser):
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         event.ignore()  # let the transcript scroll
+
+
+class MarkdownChunk(QWidget):
+    """One chunk of answer text: prose as rich text, each fenced code block as a CodeBlock.
+
+    Re-rendering the live chunk reuses its part widgets in order (streaming text only ever
+    grows the last part, or adds one)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.source_text = ""
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(6)
+        self._parts: list[tuple[str | None, QWidget]] = []
+
+    def set_markdown(self, text: str) -> None:
+        self.source_text = text
+        # (Empty text keeps its one prose part: a chunk is emptied and refilled as it streams.)
+        parts = split_fences(text) or [Part("")]
+        for index, part in enumerate(parts):
+            kind = part.language
+            if index < len(self._parts) and self._parts[index][0] == kind:
+                widget = self._parts[index][1]
+            else:
+                for _kind, old in self._parts[index:]:
+                    old.deleteLater()
+                del self._parts[index:]
+                widget = RichText(self) if kind is None else CodeBlock(kind, self)
+                self._layout.addWidget(widget)
+                self._parts.append((kind, widget))
+            if isinstance(widget, CodeBlock):
+                widget.set_code(part.text)
+            elif isinstance(widget, RichText) and widget.source_text != part.text:
+                widget.set_markdown(part.text)
+        for _kind, old in self._parts[len(parts):]:
+            old.deleteLater()
+        del self._parts[len(parts):]
+
+    def highlight(self, needle: str) -> None:
+        for _kind, widget in self._parts:
+            if isinstance(widget, RichText):
+                widget.highlight(needle)
 
 
 class MarkdownSegment(QWidget):
@@ -99,17 +161,18 @@ class MarkdownSegment(QWidget):
         self._layout.setSpacing(0)
         self._elided_label = QLabel(self)
         self._elided_label.setObjectName("elidedNote")
-        self._elided_label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        self._elided_label.setFont(small_font(self._elided_label))
+        set_tone(self._elided_label, "muted")
         self._elided_label.hide()
         self._layout.addWidget(self._elided_label)
-        self._chunks: list[RichText] = []
+        self._chunks: list[MarkdownChunk] = []
         self._live = ""
         self._elided = 0
         self._dirty = False
         self._new_chunk()
 
-    def _new_chunk(self, recycled: RichText | None = None) -> None:
-        chunk = recycled or RichText(self)
+    def _new_chunk(self, recycled: MarkdownChunk | None = None) -> None:
+        chunk = recycled or MarkdownChunk(self)
         self._chunks.append(chunk)
         self._layout.addWidget(chunk)  # (moves a recycled chunk to the end)
 
@@ -133,7 +196,7 @@ class MarkdownSegment(QWidget):
         self._dirty = True
         self._show_elided()
 
-    def _evict_oldest(self) -> RichText:
+    def _evict_oldest(self) -> MarkdownChunk:
         chunk = self._chunks.pop(0)
         self._elided += len(chunk.source_text)
         self._show_elided()
@@ -155,45 +218,6 @@ class MarkdownSegment(QWidget):
         return "".join(c.source_text for c in self._chunks[:-1]) + self._live
 
 
-class Collapsible(QWidget):
-    """A header row with a disclosure button and a body shown when expanded."""
-
-    def __init__(self, title: str, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(0, 0, 0, 0)
-        outer.setSpacing(2)
-        self.header = QHBoxLayout()
-        self.header.setSpacing(6)
-        self.toggle = QToolButton(self)
-        self.toggle.setCheckable(True)
-        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
-        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.toggle.setAutoRaise(True)
-        self.toggle.setText(title)
-        self.toggle.toggled.connect(self._on_toggle_toggled)
-        self.header.addWidget(self.toggle)
-        outer.addLayout(self.header)
-        self.body = QWidget(self)
-        self.body_layout = QVBoxLayout(self.body)
-        self.body_layout.setContentsMargins(22, 0, 0, 4)
-        self.body.hide()
-        outer.addWidget(self.body)
-
-    @property
-    def expanded(self) -> bool:
-        return self.toggle.isChecked()
-
-    def _on_toggle_toggled(self, on: bool) -> None:
-        self.toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
-        self.body.setVisible(on)
-        if on:
-            self.on_expanded()
-
-    def on_expanded(self) -> None:
-        """Subclasses fill the body lazily."""
-
-
 class ThinkingBlock(Collapsible):
     """The agent's thinking, collapsed by default."""
 
@@ -201,12 +225,12 @@ class ThinkingBlock(Collapsible):
         super().__init__("Thinking", parent)
         self.setObjectName("thinkingBlock")
         self.toggle.setAccessibleName("Show thinking")
-        self.toggle.setStyleSheet(f"color: {theme.css(theme.muted_text())}; font-style: italic;")
+        set_tone(self.toggle, "muted")
         self._label = QLabel(self.body)
         self._label.setWordWrap(True)
         self._label.setTextFormat(Qt.TextFormat.PlainText)
         self._label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self._label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        set_tone(self._label, "muted")
         self.body_layout.addWidget(self._label)
         self.header.addStretch(1)
         self.text = ""
@@ -217,7 +241,7 @@ class ThinkingBlock(Collapsible):
         self._words += len(text.split())
 
     def refresh(self) -> None:
-        self.toggle.setText(f"Thinking · {self._words} words")
+        self.set_title(f"Thinking · {self._words} words")
         if self.expanded:
             self._label.setText(self.text)
 
@@ -225,131 +249,30 @@ class ThinkingBlock(Collapsible):
         self._label.setText(self.text)
 
 
-_TOOL_STATUS = {
-    "pending": "pending…",
-    "running": "running…",
-    "done": "done",
-    "failed": "failed",
-    "cancelled": "cancelled",
-    "interrupted": "interrupted",
-    "unfinished": "no result",
-}
-
-
-class ToolCard(QFrame):
-    """One tool call: name, what it was asked, live status; input and output when expanded."""
-
-    def __init__(self, tool_id: str, name: str, tool_input: object,
-                 parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("toolCard")
-        self.tool_id = tool_id
-        self.status = "running"
-        self.output = ""
-        self.setStyleSheet(
-            f"QFrame#toolCard {{ background: {theme.css(theme.card_background())};"
-            f" border: 1px solid {theme.css(theme.border())}; border-radius: 6px; }}")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 4, 8, 4)
-        self._fold = Collapsible(name or "tool", self)
-        self._fold.toggle.setAccessibleName(f"Tool {name}: show details")
-        font = self._fold.toggle.font()
-        font.setBold(True)
-        self._fold.toggle.setFont(font)
-        self._summary = QLabel(summarize_input(tool_input), self)
-        self._summary.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
-        self._summary.setFont(theme.mono_font())
-        self._summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self._status = QLabel(self)
-        self._status.setObjectName("toolStatus")
-        self._fold.header.addWidget(self._summary, 1)
-        self._fold.header.addWidget(self._status)
-        layout.addWidget(self._fold)
-        self._input = self._text_box(json.dumps(tool_input, indent=2, ensure_ascii=False)
-                                      if tool_input not in (None, {}) else "(no input)")
-        self._output_box = self._text_box("")
-        self._fold.body_layout.addWidget(QLabel("Input", self._fold.body))
-        self._fold.body_layout.addWidget(self._input)
-        self._fold.body_layout.addWidget(QLabel("Output", self._fold.body))
-        self._fold.body_layout.addWidget(self._output_box)
-        self.set_status("running")
-
-    def _text_box(self, text: str) -> QPlainTextEdit:
-        box = QPlainTextEdit(self._fold.body)
-        box.setReadOnly(True)
-        box.setFont(theme.mono_font())
-        box.setMaximumHeight(180)
-        box.setPlainText(text)
-        return box
-
-    def set_status(self, status: str) -> None:
-        self.status = status
-        self._status.setText(_TOOL_STATUS.get(status, status))
-        color = {"done": theme.success_color(), "failed": theme.error_colors()[2],
-                 "cancelled": theme.warning_color(), "interrupted": theme.warning_color()}.get(
-            status, theme.muted_text())
-        self._status.setStyleSheet(f"color: {theme.css(color)};")
-        self._status.setAccessibleName(f"tool status: {self._status.text()}")
-
-    def apply_update(self, name: str | None, tool_input: object, status: str | None,
-                     output: str | None) -> None:
-        """A live update of the running call (``ToolUpdate``): None means unchanged."""
-        if name:
-            self._fold.toggle.setText(name)
-            self._fold.toggle.setAccessibleName(f"Tool {name}: show details")
-        if tool_input is not None:
-            self._summary.setText(summarize_input(tool_input))
-            self._input.setPlainText(json.dumps(tool_input, indent=2, ensure_ascii=False,
-                                                default=str))
-        if status and self.status in ("pending", "running"):
-            self.set_status(status)
-        if output is not None and self.status in ("pending", "running"):
-            self.output = clip_tail(output)
-            self._output_box.setPlainText(self.output)
-
-    @property
-    def title(self) -> str:
-        return self._fold.toggle.text()
-
-    def finish(self, output: str, is_error: bool) -> None:
-        self.output = clip_tail(output)
-        self._output_box.setPlainText(self.output or "(no output)")
-        self.set_status("failed" if is_error else "done")
-
-    @property
-    def expanded(self) -> bool:
-        return self._fold.expanded
-
-    def set_expanded(self, on: bool) -> None:
-        self._fold.toggle.setChecked(on)
-
-
-class ErrorCard(QFrame):
+class ErrorCard(Surface):
     """A failure the user must see: what to do (the hint, when known) above the agent's own
     message, and its stderr tail on demand."""
 
     def __init__(self, message: str, stderr_tail: list[str], parent: QWidget | None = None,
                  *, hint: str = "") -> None:
-        super().__init__(parent)
+        super().__init__("error", parent)
         self.setObjectName("errorCard")
         self.message = message
         self.hint = hint
-        background, edge, foreground = theme.error_colors()
-        self.setStyleSheet(
-            f"QFrame#errorCard {{ background: {theme.css(background)};"
-            f" border: 1px solid {theme.css(edge)}; border-radius: 6px; }}")
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setContentsMargins(12, 8, 12, 8)
         title = QLabel("Error", self)
-        title.setStyleSheet(f"color: {theme.css(foreground)}; font-weight: bold;")
+        title.setObjectName("errorTitle")
+        title.setFont(bold_font(title))
+        set_tone(title, "error")
         layout.addWidget(title)
         #: The actionable line (tolaria.core.turns.diagnose); hidden when there is none.
         self.hint_label = QLabel(hint, self)
         self.hint_label.setObjectName("errorHint")
+        self.hint_label.setFont(bold_font(self.hint_label))
         self.hint_label.setWordWrap(True)
         self.hint_label.setTextFormat(Qt.TextFormat.PlainText)
         self.hint_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.hint_label.setStyleSheet("font-weight: bold;")
         self.hint_label.setAccessibleName("What to do")
         self.hint_label.setVisible(bool(hint))
         layout.addWidget(self.hint_label)
@@ -360,13 +283,10 @@ class ErrorCard(QFrame):
         self._message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                               | Qt.TextInteractionFlag.TextSelectableByKeyboard)
         if hint:  # the raw text stays, as the detail under the hint
-            self._message.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+            set_tone(self._message, "muted")
         layout.addWidget(self._message)
         self._fold = Collapsible("", self)
-        self._stderr = QPlainTextEdit(self._fold.body)
-        self._stderr.setReadOnly(True)
-        self._stderr.setFont(theme.mono_font())
-        self._stderr.setMaximumHeight(160)
+        self._stderr = CodeText(self._fold.body, max_lines=12)
         self._fold.body_layout.addWidget(self._stderr)
         self._fold.header.addStretch(1)
         layout.addWidget(self._fold)
@@ -375,9 +295,9 @@ class ErrorCard(QFrame):
     def set_stderr(self, lines: list[str]) -> None:
         self.stderr_lines = list(lines)
         self._fold.setVisible(bool(lines))
-        self._fold.toggle.setText(f"Show stderr ({len(lines)} lines)")
+        self._fold.set_title(f"Show stderr ({len(lines)} lines)")
         self._fold.toggle.setAccessibleName("Show the agent's stderr")
-        self._stderr.setPlainText("\n".join(lines))
+        self._stderr.set_text("\n".join(lines))
 
 
 class RetryNotice(QLabel):
@@ -388,4 +308,4 @@ class RetryNotice(QLabel):
         self.setObjectName("retryNotice")
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.PlainText)
-        self.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        set_tone(self, "warning")

@@ -20,14 +20,16 @@ from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
+from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
+from tolaria.ui.cards.style import follow_palette, pane_button_css
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.permission_card import ANSWER_SHORTCUT
 from tolaria.ui.queue_chips import QueuedChips
 from tolaria.ui.status_line import StatusLine
 from tolaria.ui.transcript import TranscriptView
+from tolaria.ui.transcript.search_bar import SearchBar
 from tolaria.ui.turn_view import (
-    STATUS_RUNNING,
     Ending,
     TurnView,
     format_duration,
@@ -49,6 +51,13 @@ class ChatPane(QWidget):
     restart_requested = Signal(int)
     #: The user answered a permission question of a turn: stream id, question key, option id.
     permission_answer_requested = Signal(str, str, str)
+    #: The transcript wants a page of stored turns: conversation id, page kind, turn id.
+    page_requested = Signal(int, str, int)
+    #: The user looks for text in this chat: conversation id, text.
+    search_requested = Signal(int, str)
+    #: Run a turn's prompt (or its edited text) again in place of it: conversation id, stream
+    #: id of the turn it replaces, prompt.
+    retry_requested = Signal(int, str, str)
 
     def __init__(self, conversation_id: int, agent_name: str, stop_hint: str = "Esc",
                  parent: QWidget | None = None, *,
@@ -63,7 +72,17 @@ class ChatPane(QWidget):
         layout.setContentsMargins(0, 0, 0, 6)
         layout.setSpacing(6)
         self.transcript = TranscriptView(self)
+        self.search_bar = SearchBar(self.transcript, self)
+        self.search_bar.search_requested.connect(self._on_search_bar_search_requested)
+        self.search_bar.jump_requested.connect(self._on_search_bar_jump_requested)
+        self.search_bar.closed.connect(self._on_search_bar_closed)
+        layout.addWidget(self.search_bar)
         self.transcript.permission_answer_requested.connect(self.permission_answer_requested)
+        self.transcript.page_requested.connect(self._on_transcript_page_requested)
+        self.transcript.retry_requested.connect(self._on_transcript_retry_requested)
+        self.transcript.edit_requested.connect(self._on_transcript_edit_requested)
+        #: The turn whose prompt is being edited in the composer (sent in its place).
+        self.editing: str | None = None
         layout.addWidget(self.transcript, 1)
         self.queued_chips = QueuedChips(self)
         self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
@@ -106,6 +125,8 @@ class ChatPane(QWidget):
         answer.activated.connect(self._on_answer_shortcut_activated)
         self._show_running(False)
         self.status_line.set_idle(agent_name)
+        self.restyle()
+        follow_palette(self, self.restyle)
 
     # -- intents ------------------------------------------------------------------------------
     def _on_composer_submit_requested(self) -> None:
@@ -115,8 +136,39 @@ class ChatPane(QWidget):
         if self.running_stream is not None:  # one turn at a time: the message waits its turn
             self.composer.clear()
             self.queue_requested.emit(self.conversation_id, prompt)
+        elif self.editing is not None:
+            replaced, self.editing = self.editing, None
+            self.retry_requested.emit(self.conversation_id, replaced, prompt)
         else:
             self.send_requested.emit(self.conversation_id, prompt)
+
+    def _on_transcript_retry_requested(self, stream_id: str) -> None:
+        view = self.transcript.turn(stream_id)
+        if view is not None and self.running_stream is None:
+            self.retry_requested.emit(self.conversation_id, stream_id, view.prompt)
+
+    def _on_transcript_edit_requested(self, stream_id: str) -> None:
+        view = self.transcript.turn(stream_id)
+        if view is None or self.running_stream is not None:
+            return
+        self.editing = stream_id
+        self.composer.setPlainText(view.prompt)
+        self.composer.setFocus()
+        self.status_line.set_idle(self._agent_name, "Editing the last prompt: Send replaces it")
+
+    def _refresh_actions(self) -> None:
+        """Edit is offered on the newest prompt while nothing runs."""
+        views = self.transcript.turns()
+        last = views[-1] if views and not self.transcript.has_newer else None
+        for view in views:
+            view.set_editable(view is last and self.running_stream is None and view.ended
+                              and not view.restarted)
+
+    def restyle(self) -> None:
+        self.button.setStyleSheet(pane_button_css(
+            "stop" if self.running_stream is not None else "send"))
+        self.restart_button.setStyleSheet(pane_button_css("restart"))
+        self.search_bar.restyle()
 
     def _on_answer_shortcut_activated(self) -> None:
         """Keyboard route to the oldest open permission question of this chat."""
@@ -125,6 +177,9 @@ class ChatPane(QWidget):
                 if card.focus_answers():
                     self.transcript.ensureWidgetVisible(card)
                     return
+
+    def _on_transcript_page_requested(self, kind: str, turn_id: int) -> None:
+        self.page_requested.emit(self.conversation_id, kind, turn_id)
 
     def _on_restart_button_clicked(self) -> None:
         if self.running_stream is not None:
@@ -147,16 +202,20 @@ class ChatPane(QWidget):
 
     def _show_running(self, running: bool) -> None:
         self.restart_button.setVisible(running)
+        self._set_running_look(running)
         if running:
-            self.button.setObjectName("stopButton")
             self.button.setText("Stop")
             self.button.setAccessibleName("Stop")
             self.button.setToolTip(f"Stop the running turn ({self._stop_hint})")
         else:
-            self.button.setObjectName("sendButton")
             self.button.setText("Send")
             self.button.setAccessibleName("Send")
             self.button.setToolTip("Send the message (Enter)")
+
+    def _set_running_look(self, running: bool) -> None:
+        """Send is the accent button; Stop takes its place."""
+        self.button.setObjectName("stopButton" if running else "sendButton")
+        self.button.setStyleSheet(pane_button_css("stop" if running else "send"))
 
     def set_stop_hint(self, hint: str) -> None:
         self._stop_hint = hint
@@ -167,53 +226,61 @@ class ChatPane(QWidget):
         self.status_line.set_idle(name)
 
     # -- facts --------------------------------------------------------------------------------
-    def load_history(self, history: Sequence[tuple[Turn, Sequence[Event]]],
+    def load_history(self, history: TurnPage | Sequence[tuple[Turn, Sequence[Event]]],
                      agent_names: dict[str, str]) -> None:
-        """Rebuild the transcript of stored turns (applied progressively by the frame timer)."""
-        last_summary = ""
-        last: tuple[Turn, Sequence[Event]] | None = None
-        for turn, events in history:
-            last = (turn, events)
-            if self.transcript.turn(turn.stream_id) is not None:
-                continue
-            view = self.transcript.add_turn(turn.prompt, agent_names.get(turn.agent, turn.agent),
-                                            turn.stream_id)
-            survivors: tuple = ()  # type: ignore[type-arg]
-            for event in events:
-                if isinstance(event, Done):
-                    survivors = event.survivors
-                else:
-                    view.enqueue(event)
-            if turn.status != STATUS_RUNNING:
-                ending = Ending(turn.status, turn.duration_ms, survivors, turn.input_tokens,
-                                turn.output_tokens, turn.cost_usd, turn.stop_reason)
-                view.end(ending)
-                last_summary = self._summary(ending)
-            self.transcript.schedule(view)
+        """Show the newest stored turns (a page; applied progressively by the frame timer)."""
+        if not isinstance(history, TurnPage):
+            history = TurnPage(self.conversation_id, PAGE_LATEST,
+                               [(turn, list(events)) for turn, events in history])
+        endings = self.load_page(history, agent_names)
+        last_summary = next((self._summary(e) for e in reversed(endings) if e is not None), "")
         if last_summary:
             self.status_line.set_idle(self._agent_name, last_summary)
-        if last is not None and self.running_stream is None:
-            self.awaiting.setVisible(AwaitTracker().feed_all(last[1]).awaits_operator(
-                last[0].status))
+        if history.turns and self.running_stream is None:
+            turn, events = history.turns[-1]
+            self.awaiting.setVisible(AwaitTracker().feed_all(events).awaits_operator(
+                turn.status))
+
+    def load_page(self, page: TurnPage, agent_names: dict[str, str]) -> list[Ending | None]:
+        """A page of stored turns the transcript asked for (or the search jumped to)."""
+        endings = self.transcript.show_page(page, agent_names)
+        self._refresh_actions()
+        return endings
 
     def load_markers(self, markers: Sequence[Marker]) -> None:
         for marker in markers:
             if marker.kind == MARKER_TURN_RESTARTED and isinstance(marker.data, dict):
-                view = self.transcript.turn(str(marker.data.get("stream_id")))
-                if view is not None:
-                    view.collapse_restarted()
+                self.transcript.mark_restarted(str(marker.data.get("stream_id")))
+
+    # -- find in the chat -----------------------------------------------------------------------
+    def _on_search_bar_search_requested(self, text: str) -> None:
+        self.search_requested.emit(self.conversation_id, text)
+
+    def show_matches(self, text: str, turn_ids: Sequence[int]) -> None:
+        """The store's answer to a search: the bar jumps to the newest matching turn."""
+        self.search_bar.show_matches(text, turn_ids)
+
+    def _on_search_bar_jump_requested(self, turn_id: int) -> None:
+        self.page_requested.emit(self.conversation_id, PAGE_AROUND, turn_id)
+
+    def _on_search_bar_closed(self) -> None:
+        self.composer.setFocus()
 
     def set_queue(self, messages: Sequence[QueuedMessage]) -> None:
         self.queued_chips.set_messages(messages)
 
     def turn_restarted(self, old_stream: str) -> None:
-        view = self.transcript.turn(old_stream)
-        if view is not None:
-            view.collapse_restarted()
+        self.transcript.mark_restarted(old_stream)
 
     def run_started(self, stream_id: str, turn: Turn, agent_name: str) -> None:
         self.running_stream = stream_id
-        self.transcript.add_turn(turn.prompt, agent_name, stream_id)
+        if self.transcript.has_newer:  # scrolled far up: go back to the newest turns first
+            self.transcript.clear()
+            self.page_requested.emit(self.conversation_id, PAGE_LATEST, 0)
+        self.transcript.add_turn(turn.prompt, agent_name, stream_id, turn_id=turn.id,
+                                 started_at=turn.started_at)
+        self.editing = None
+        self._refresh_actions()
         if self.composer.toPlainText() == turn.prompt:
             # It was sent from the composer; a delivered queue or a restart leaves what is typed.
             self.composer.clear()
@@ -285,6 +352,7 @@ class ChatPane(QWidget):
             self.running_stream = None
             self._asking.clear()
             self._show_running(False)
+            self._refresh_actions()
             self.watchdog.disarm()
             self.awaiting.setVisible(self._tracker.awaits_operator(ending.status))
             usage = view.usage if view is not None else None

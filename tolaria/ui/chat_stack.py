@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QStackedWidget, QWidget
 
 from tolaria.chats.inflight import QueuedMessage
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
-from tolaria.core.events import Event
 from tolaria.core.store.db import Conversation, Marker, Turn
+from tolaria.core.store.pages import TurnPage
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.stream_routing import PaneRouting
 
@@ -34,6 +34,12 @@ class ChatStack(PaneRouting, QStackedWidget):
     restart_requested = Signal(int)
     #: Answer a permission question of a running turn: stream id, question key, option id.
     permission_answer_requested = Signal(str, str, str)
+    #: A transcript wants a page of stored turns: conversation id, page kind, turn id.
+    page_requested = Signal(int, str, int)
+    #: Find text in a chat's stored turns: conversation id, text.
+    search_requested = Signal(int, str)
+    #: Run a prompt in place of an ended turn: conversation id, stream id, prompt.
+    retry_requested = Signal(int, str, str)
 
     def __init__(self, stop_hint: str, parent: QWidget | None = None, *,
                  watchdog_seconds: float = DEFAULT_WATCHDOG_S) -> None:
@@ -79,6 +85,9 @@ class ChatStack(PaneRouting, QStackedWidget):
             pane.unqueue_requested.connect(self.unqueue_requested)
             pane.restart_requested.connect(self.restart_requested)
             pane.permission_answer_requested.connect(self.permission_answer_requested)
+            pane.page_requested.connect(self.page_requested)
+            pane.search_requested.connect(self.search_requested)
+            pane.retry_requested.connect(self.retry_requested)
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)
@@ -131,11 +140,20 @@ class ChatStack(PaneRouting, QStackedWidget):
         if pane is not None and stream_id not in self._pane_of_stream and pane.adopt_run(stream_id):
             self._pane_of_stream[stream_id] = pane
 
-    def on_history_loaded(self, conversation_id: int,
-                          history: Sequence[tuple[Turn, Sequence[Event]]]) -> None:
+    def on_history_loaded(self, conversation_id: int, history: TurnPage) -> None:
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.load_history(history, self._agent_names)
+
+    def on_page_loaded(self, page: TurnPage) -> None:
+        pane = self._panes.get(page.conversation_id)
+        if pane is not None:
+            pane.load_page(page, self._agent_names)
+
+    def on_search_finished(self, conversation_id: int, text: str, turn_ids: list[int]) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.show_matches(text, turn_ids)
 
     def on_markers_loaded(self, conversation_id: int, markers: Sequence[Marker]) -> None:
         pane = self._panes.get(conversation_id)

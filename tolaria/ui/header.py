@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSizePolicy,
-    QStyle,
     QWidget,
 )
 
@@ -144,7 +143,6 @@ class ChatHeader(QWidget):
         self.folder_button = QPushButton(self)
         self.folder_button.setObjectName("folderButton")
         self.folder_button.setAccessibleName("Working folder")
-        self.folder_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_DirIcon))
         self.folder_button.clicked.connect(self._on_folder_button_clicked)
         layout.addWidget(self.folder_button)
         self._cwd = ""

@@ -38,6 +38,7 @@ from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui import theme
+from tolaria.ui.cards.style import flat_button_css, follow_palette
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
@@ -45,6 +46,7 @@ from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
 from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.sidebar import Sidebar
+from tolaria.ui.view_menu import ViewMenu
 
 
 def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> QKeySequence:
@@ -61,6 +63,15 @@ class MainWindow(QMainWindow):
     new_chat_requested = Signal(str, str)
     #: A conversation's view was created and needs its stored transcript: id.
     open_requested = Signal(int)
+    #: A transcript wants a page of stored turns: conversation id, page kind, turn id.
+    page_requested = Signal(int, str, int)
+    #: Find text in a chat's stored turns: conversation id, text.
+    search_requested = Signal(int, str)
+    #: The user picked a theme in the View menu (applied already; to be saved): name.
+    theme_change_requested = Signal(str)
+    #: Run a prompt in place of an ended turn (Retry, edit and resend): conversation id,
+    #: stream id, prompt.
+    retry_requested = Signal(int, str, str)
     #: Send a prompt: conversation id, prompt.
     send_requested = Signal(int, str)
     #: Stop a conversation's running turn: conversation id.
@@ -182,6 +193,14 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.restart_action)
         run_menu.addSeparator()
         run_menu.addAction(self.fan_out_action)
+        self._restyle_chrome()
+        follow_palette(self, self._restyle_chrome)
+        self.view_menu = ViewMenu(self)
+        self.view_menu.theme_chosen.connect(self.theme_change_requested)
+        self.view_menu.find_requested.connect(self._on_view_menu_find_requested)
+        self.menuBar().insertMenu(run_menu.menuAction(), self.view_menu)
+        self.addAction(self.view_menu.find_action)  # Ctrl+F wherever the focus is
+        self.view_menu.set_current(settings.theme)
 
         self.show_problems(problems)
         self.stack.set_send_key(settings.send_shortcut)
@@ -200,6 +219,9 @@ class MainWindow(QMainWindow):
         self.stack.unqueue_requested.connect(self.unqueue_requested)
         self.stack.restart_requested.connect(self.restart_requested)
         self.stack.permission_answer_requested.connect(self.permission_answer_requested)
+        self.stack.page_requested.connect(self.page_requested)
+        self.stack.search_requested.connect(self.search_requested)
+        self.stack.retry_requested.connect(self.retry_requested)
 
     def _action(self, text: str, key: QKeySequence, slot: object) -> QAction:
         action = QAction(text, self)
@@ -216,6 +238,8 @@ class MainWindow(QMainWindow):
         bridge.conversation_saved.connect(self._on_bridge_conversation_saved)
         bridge.conversation_deleted.connect(self._on_bridge_conversation_deleted)
         bridge.history_loaded.connect(self.stack.on_history_loaded)
+        bridge.page_loaded.connect(self.stack.on_page_loaded)
+        bridge.search_finished.connect(self.stack.on_search_finished)
         bridge.run_started.connect(self._on_bridge_run_started)
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_stopping.connect(self.stack.on_run_stopping)
@@ -262,8 +286,21 @@ class MainWindow(QMainWindow):
         self.stack.set_stop_hint(self._stop_hint)
         self.stack.set_send_key(settings.send_shortcut)
         self.stack.set_watchdog_seconds(settings.watchdog_seconds)
+        if settings.theme != self.settings.theme:
+            self.view_menu.set_current(settings.theme)
         self.settings = settings
         return problems
+
+    def _restyle_chrome(self) -> None:
+        """The buttons around the chat are flat (each its own small style sheet: one on the
+        window would send every widget, the transcript's too, through the style-sheet style)."""
+        for button in (self.sidebar.new_button, self.header.folder_button):
+            button.setStyleSheet(flat_button_css())
+
+    def _on_view_menu_find_requested(self) -> None:
+        pane = self.stack.current_pane()
+        if pane is not None:
+            pane.search_bar.open()
 
     # -- queries --------------------------------------------------------------------------------
     def current_conversation_id(self) -> int | None:

@@ -42,6 +42,48 @@ class Split:
     rest: str
 
 
+@dataclass(frozen=True)
+class Part:
+    """A run of markdown prose (``language`` None) or the body of one fenced code block."""
+
+    text: str
+    language: str | None = None
+
+
+def split_fences(text: str) -> list[Part]:
+    """``text`` as prose and fenced code blocks, in order. A fence still open at the end (text
+    still streaming) is a code block up to the end. Code blocks become widgets of their own
+    (a language label, Copy, horizontal scroll); prose is rendered as a document."""
+    if "```" not in text and "~~~" not in text:
+        return [Part(text)] if text else []
+    parts: list[Part] = []
+    prose: list[str] = []
+    code: list[str] = []
+    marker = ""
+    language = ""
+    for line in text.splitlines(keepends=True):
+        m = _FENCE_RE.match(line.rstrip("\n"))
+        if not marker:
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                if prose:
+                    parts.append(Part("".join(prose)))
+                    prose = []
+                marker, language = m.group(1), m.group(2).strip().split(" ")[0] or ""
+            else:
+                prose.append(line)
+        elif m and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker) \
+                and not m.group(2).strip():
+            parts.append(Part("".join(code).removesuffix("\n"), language))
+            code, marker = [], ""
+        else:
+            code.append(line)
+    if marker:
+        parts.append(Part("".join(code).removesuffix("\n"), language))
+    elif prose:
+        parts.append(Part("".join(prose)))
+    return parts
+
+
 def _fence_state(text: str) -> tuple[str | None, list[tuple[int, bool]]]:
     """(opening line of a fence still open at the end, [(offset of each line start, in_fence)])."""
     opener: str | None = None
@@ -130,16 +172,31 @@ _NUMBER_RE = re.compile(r"\b(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?)\b")
 class CodeHighlighter(QSyntaxHighlighter):
     """Colours keywords, strings, numbers and comments inside fenced code blocks."""
 
-    def __init__(self, document: QTextDocument) -> None:
+    def __init__(self, document: QTextDocument, language: str | None = None) -> None:
         super().__init__(document)
+        #: The language of a whole code document (a code block widget); None: only the fenced
+        #: blocks of a markdown document are coloured, by their own info string.
+        self.language = language
+        self._formats: dict[str, QTextCharFormat] = {}
+        self._dark: bool | None = None
+        self._keyword_res: dict[str, re.Pattern[str]] = {}
+        self.restyle()
+
+    def restyle(self) -> None:
+        """Colours for the current theme; re-colours the document if the theme changed."""
         dark = theme.is_dark()
+        if dark == self._dark:
+            return
+        changed = self._dark is not None
+        self._dark = dark
         self._formats = {
             "keyword": self._fmt("#c678dd" if dark else "#8959a8", bold=True),
             "string": self._fmt("#98c379" if dark else "#718c00"),
             "number": self._fmt("#d19a66" if dark else "#f5871f"),
             "comment": self._fmt("#7f848e" if dark else "#8e908c", italic=True),
         }
-        self._keyword_res: dict[str, re.Pattern[str]] = {}
+        if changed:
+            self.rehighlight()
 
     @staticmethod
     def _fmt(color: str, *, bold: bool = False, italic: bool = False) -> QTextCharFormat:
@@ -160,10 +217,13 @@ class CodeHighlighter(QSyntaxHighlighter):
         return self._keyword_res[family]
 
     def highlightBlock(self, text: str) -> None:
-        fmt = self.currentBlock().blockFormat()
-        if not fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
-            return
-        lang = fmt.stringProperty(QTextFormat.Property.BlockCodeLanguage).strip().lower()
+        if self.language is not None:
+            lang = self.language.strip().lower()
+        else:
+            fmt = self.currentBlock().blockFormat()
+            if not fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
+                return
+            lang = fmt.stringProperty(QTextFormat.Property.BlockCodeLanguage).strip().lower()
         family = _ALIASES.get(lang, lang)
         keywords = self._keywords(lang)
         if keywords is not None:
@@ -267,6 +327,35 @@ def _images_as_links(document: QTextDocument) -> None:
         link.setFontUnderline(True)
         link.setToolTip(plain_tooltip(name))
         cursor.insertText(f"[image: {alt or name}]", link)
+
+
+#: Heading sizes relative to body text, by level: a calm type scale (Qt's own goes to ~2x).
+HEADING_SCALE = {1: 1.25, 2: 1.15, 3: 1.07}
+
+
+def _scale_headings(document: QTextDocument) -> None:
+    base = document.defaultFont().pointSizeF()
+    if base <= 0:
+        base = theme.body_point_size()
+    cursor = QTextCursor(document)
+    block = document.begin()
+    cursor.beginEditBlock()
+    while block.isValid():
+        level = block.blockFormat().headingLevel()
+        if level:
+            cursor.setPosition(block.position())
+            cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock,
+                                QTextCursor.MoveMode.KeepAnchor)
+            char = QTextCharFormat()
+            char.setProperty(QTextFormat.Property.FontSizeAdjustment, 0)
+            char.setFontPointSize(base * HEADING_SCALE.get(level, 1.0))
+            char.setFontWeight(700 if level <= 2 else 600)
+            cursor.mergeCharFormat(char)
+            fmt = QTextBlockFormat(block.blockFormat())
+            fmt.setTopMargin(10 if level <= 2 else 6)
+            fmt.setBottomMargin(4)
+            cursor.setBlockFormat(fmt)
+        block = block.next()
     cursor.endEditBlock()
 
 
@@ -276,6 +365,8 @@ def render_markdown(document: QTextDocument, text: str) -> None:
     document.setMarkdown(text, QTextDocument.MarkdownFeature.MarkdownDialectGitHub)
     if "![" in text or _IMG_TAG_RE.search(text):  # the scan costs a pass over the document
         _images_as_links(document)
+    if "#" in text:
+        _scale_headings(document)
     if "```" not in text and "~~~" not in text:
         return
     cursor = QTextCursor(document)

@@ -1,14 +1,72 @@
-"""Colours and fonts derived from the system palette, so light and dark themes both work.
+"""Colours and fonts derived from the application palette, so light and dark themes both work.
 
-Widgets use Qt's native style; the few custom colours (cards, code, errors) are mixed from the
-palette at the moment they are needed, never hard-coded for one theme.
+The palette is the system's (``system``) or one of two designed ones (``light``, ``dark``: the
+``[appearance] theme`` setting), applied live with ``apply_theme``. Custom colours (cards, code,
+errors) are mixed from the palette when they are needed, never hard-coded for one theme; the
+transcript's look is one style sheet built from them (tolaria/ui/transcript/style.py), set again
+when the palette changes.
 """
 
 from __future__ import annotations
 
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
+from PySide6.QtWidgets import QApplication, QStyleFactory
 
+from tolaria.config.settings import THEMES
 from tolaria.support import paths
+
+__all__ = ["THEMES", "apply_theme"]
+
+#: (window, base, alternate base, text, muted text, button, highlight) of the designed themes.
+_DESIGNED = {
+    "light": ("#f5f5f4", "#ffffff", "#f7f7f6", "#1f2328", "#6b7280", "#f3f3f2", "#2f6feb"),
+    "dark": ("#1d1e21", "#17181a", "#202124", "#e4e5e7", "#9ca0a8", "#2a2b2f", "#4c8dff"),
+}
+_system: tuple[QPalette, str] | None = None
+
+
+def designed_palette(name: str) -> QPalette:
+    window, base, alt, text, muted, button, highlight = (QColor(c) for c in _DESIGNED[name])
+    pal = QPalette()
+    role = QPalette.ColorRole
+    for r, c in ((role.Window, window), (role.Base, base), (role.AlternateBase, alt),
+                 (role.Text, text), (role.WindowText, text), (role.ButtonText, text),
+                 (role.Button, button), (role.Highlight, highlight),
+                 (role.HighlightedText, QColor("#ffffff")), (role.ToolTipBase, alt),
+                 (role.ToolTipText, text), (role.PlaceholderText, muted),
+                 (role.Link, highlight), (role.LinkVisited, highlight.darker(120)),
+                 (role.Mid, mix(base, text, 0.25)), (role.Midlight, mix(base, text, 0.1)),
+                 (role.Dark, mix(base, text, 0.45)), (role.Shadow, QColor("#000000")),
+                 (role.Light, mix(base, QColor("#ffffff"), 0.5)), (role.BrightText, text)):
+        pal.setColor(r, c)
+    for r in (role.Text, role.WindowText, role.ButtonText):
+        pal.setColor(QPalette.ColorGroup.Disabled, r, muted)
+    return pal
+
+
+def apply_theme(name: str) -> None:
+    """Make ``name`` (one of ``THEMES``) the application's palette, now. Widgets restyle on the
+    ``PaletteChange`` Qt sends them (the transcript re-applies its tones)."""
+    global _system
+    app = QApplication.instance()
+    if not isinstance(app, QApplication):
+        return
+    if name in _DESIGNED:
+        if _system is None:  # what the platform gave us: "system" goes back to it
+            _system = (QPalette(app.palette()), app.style().name())
+        if app.style().name().lower() != "fusion":
+            app.setStyle(QStyleFactory.create("Fusion"))  # the one style that follows a palette
+        app.setPalette(designed_palette(name))
+    elif _system is not None:  # back from a designed theme ("system" alone changes nothing,
+        palette_, style = _system  # so the platform's own palette keeps following the desktop)
+        _system = None
+        if app.style().name() != style:
+            app.setStyle(QStyleFactory.create(style))
+        app.setPalette(palette_)
+
+
+#: Spacing (px) between the blocks of the transcript; the one rhythm every card follows.
+SPACING = 10
 
 
 def palette() -> QPalette:
@@ -79,8 +137,22 @@ def css(color: QColor) -> str:
     return color.name()
 
 
+def hover_background() -> QColor:
+    return mix(base(), text(), 0.08)
+
+
+def diff_colors() -> tuple[QColor, QColor]:
+    """(added, removed) line backgrounds of a diff."""
+    return mix(base(), QColor(40, 170, 80), 0.16), mix(base(), QColor(220, 50, 47), 0.14)
+
+
 def mono_font() -> QFont:
     return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+
+
+def body_point_size() -> float:
+    size = QGuiApplication.font().pointSizeF()
+    return size if size > 0 else 10.0
 
 
 def app_icon() -> QIcon:

@@ -6,338 +6,287 @@ not one per delta. When text arrives faster than it can be shown, the oldest uns
 dropped from the queue (and counted as "not shown"); the store keeps it, up to the turn's output
 cap: events go through the same ``OutputCap`` as in the store (tolaria/core/output_cap.py), so the
 view holds a bounded amount and shows the same "Output truncated" notice, live and restored.
+
+Each message has a header (avatar, name, time, actions): Copy on both, Edit on the last prompt,
+Retry on a turn that failed or was stopped. The turn only says what the user asked for
+(``retry_requested``, ``edit_requested``); the pane decides.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TypeVar
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Signal, SignalInstance
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from tolaria.core.events import (
-    STOP_CANCELLED,
-    STOP_END_TURN,
-    STOP_MAX_ITERATIONS,
     Diagnostic,
     Error,
     Event,
-    Survivor,
-    TextDelta,
-    ThinkingDelta,
     ToolDone,
     ToolStart,
     ToolUpdate,
     Usage,
 )
-from tolaria.core.output_cap import CAP_SOURCE, OutputCap, OutputLimits, human_size
+from tolaria.core.output_cap import CAP_SOURCE, human_size
 from tolaria.core.permissions import PermissionRequest
-from tolaria.ui import theme
 from tolaria.ui.blocks import (
     CHUNK_CHARS,
-    MAX_CHUNKS,
+    CodeBlock,
+    CodeText,
+    Collapsible,
     ErrorCard,
     MarkdownSegment,
     RetryNotice,
+    RichText,
     ThinkingBlock,
     ToolCard,
 )
+from tolaria.ui.cards.message import MessageHeader
+from tolaria.ui.cards.style import Bubble, set_tone
 from tolaria.ui.permission_card import PermissionCard
+from tolaria.ui.turn_model import (  # re-exported: the turn's vocabulary
+    NOTICE_SOURCE,
+    PENDING_TOOL,
+    STATUS_CANCELLED,
+    STATUS_COMPLETED,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_RUNNING,
+    STDERR_LINE_CHARS,
+    STDERR_LINES,
+    Ending,
+    Question,
+    QueuedText,
+    ending_line,
+    format_duration,
+    format_usage,
+    status_from_stop_reason,
+)
+from tolaria.ui.turn_queue import TurnQueue
+
+__all__ = [
+    "NOTICE_SOURCE", "STATUS_CANCELLED", "STATUS_COMPLETED", "STATUS_FAILED",
+    "STATUS_INTERRUPTED", "STATUS_RUNNING", "Ending", "TurnView", "format_duration",
+    "format_usage", "status_from_stop_reason",
+]
 
 W = TypeVar("W", bound=QWidget)
-
-#: ``Diagnostic.source`` of a note for the user (tolaria.core.modelchat.client.NOTICE), shown in the
-#: turn: "<model> does not support tools ...", "Stopped after N tool rounds ...".
-NOTICE_SOURCE = "notice"
-
-#: Unseen text kept queued at most; beyond this the oldest queued text is dropped.
-MAX_PENDING_TEXT = CHUNK_CHARS * MAX_CHUNKS
-_STDERR_LINES = 40
-#: Characters kept of one stderr line (the start: that is where the message is).
-_STDERR_LINE_CHARS = 4096
-
-STATUS_RUNNING = "running"
-STATUS_COMPLETED = "completed"
-STATUS_CANCELLED = "cancelled"
-STATUS_FAILED = "failed"
-STATUS_INTERRUPTED = "interrupted"
-
-_STATUS_WORDS = {
-    STATUS_COMPLETED: "Completed",
-    STATUS_CANCELLED: "Stopped",
-    STATUS_FAILED: "Failed",
-    STATUS_INTERRUPTED: "Interrupted",
-}
-#: What a tool without a result became when the turn ended so.
-_PENDING_TOOL = {STATUS_CANCELLED: "cancelled", STATUS_INTERRUPTED: "interrupted"}
-
-
-def merge_updates(older: ToolUpdate, newer: ToolUpdate) -> ToolUpdate:
-    """Two queued updates of one tool as one: what the newer one changed wins."""
-    return ToolUpdate(newer.stream_id, tool_id=newer.tool_id,
-                      name=newer.name if newer.name is not None else older.name,
-                      input=newer.input if newer.input is not None else older.input,
-                      status=newer.status if newer.status is not None else older.status,
-                      output=newer.output if newer.output is not None else older.output)
-
-
-def status_from_stop_reason(stop_reason: str) -> str:
-    if stop_reason == STOP_END_TURN:
-        return STATUS_COMPLETED
-    if stop_reason == STOP_CANCELLED:
-        return STATUS_CANCELLED
-    return STATUS_FAILED
-
-
-def format_duration(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes} min {secs:02d} s"
-
-
-def format_usage(input_tokens: int | None, output_tokens: int | None,
-                 cost_usd: float | None) -> str:
-    parts = []
-    if input_tokens is not None or output_tokens is not None:
-        parts.append(f"{input_tokens or 0:,} in / {output_tokens or 0:,} out tokens")
-    if cost_usd is not None:
-        parts.append(f"${cost_usd:.4f}")
-    return " · ".join(parts)
-
-
-@dataclass
-class _Text:
-    kind: str  # "text" | "thinking"
-    parts: list[str] = field(default_factory=list)
-    size: int = 0
-    dropped: int = 0
-
-    def take(self, limit: int) -> str:
-        whole = "".join(self.parts)
-        head, rest = whole[:limit], whole[limit:]
-        self.parts = [rest] if rest else []
-        self.size = len(rest)
-        return head
-
-
-@dataclass(frozen=True)
-class _Question:
-    """A permission question (``request`` set) or how one ended (``outcome`` set)."""
-
-    key: str
-    request: PermissionRequest | None = None
-    outcome: str | None = None
-
-
-@dataclass(frozen=True)
-class Ending:
-    status: str
-    duration_ms: int | None = None
-    survivors: Sequence[Survivor] = ()
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-    #: The run's ``done`` stop reason, when known (it refines a failed status).
-    stop_reason: str | None = None
+#: Statuses a turn can be retried from.
+RETRYABLE = (STATUS_FAILED, STATUS_CANCELLED, STATUS_INTERRUPTED)
 
 
 class TurnView(QWidget):
     #: The user answered a permission question of this turn: stream id, question key, option id.
     permission_answer_requested = Signal(str, str, str)
+    #: Run this turn's prompt again (it failed or was stopped): stream id.
+    retry_requested = Signal(str)
+    #: Put this turn's prompt in the composer to edit and send again: stream id.
+    edit_requested = Signal(str)
+    #: A block was opened or closed by the user: the transcript keeps the view still.
+    block_toggled = Signal(QWidget)
 
     def __init__(self, prompt: str, agent_name: str, stream_id: str,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, *, turn_id: int | None = None,
+                 started_at: float | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("turnView")
         self.stream_id = stream_id
+        #: The store's id of the turn (pages are asked relative to it); None until known.
+        self.turn_id = turn_id
+        self.prompt = prompt
+        self.agent_name = agent_name
+        self.started_at = started_at if started_at is not None else time.time()
+        #: Text a search is showing in this turn (highlighted as the turn renders).
+        self.needle = ""
         self.status = STATUS_RUNNING
-        self.received_chars = 0
-        self._queue: deque[_Text | Event | Ending | _Question] = deque()
-        self._pending_text = 0
+        #: What waits to be shown (tolaria/ui/turn_queue.py).
+        self.queue = TurnQueue(stream_id)
         self._tools: dict[str, ToolCard] = {}
         self._errors: list[ErrorCard] = []
         self._questions: dict[str, PermissionCard] = {}
-        self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
-        self._cap = OutputCap(OutputLimits.from_env())
+        self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
+        self._cap = self.queue.cap
         #: The "Output truncated" notice of a live turn (its count of what was not kept grows).
         self._cap_label: QLabel | None = None
         self._cap_counted = 0
-        #: The latest usage the agent reported (kept as it arrives, not when applied).
-        self.usage: Usage | None = None
         self._last: QWidget | None = None
         self.ending: Ending | None = None
 
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 4, 0, 12)
-        layout.setSpacing(4)
-        you = self._caption("You")
-        layout.addWidget(you)
-        bubble = QLabel(prompt, self)
+        layout.setContentsMargins(0, 6, 0, 14)
+        layout.setSpacing(8)
+        self.you = MessageHeader("You", self.started_at, self, user=True)
+        self.copy_prompt = self.you.action("Copy", "Copy the prompt", "copyPrompt")
+        self.copy_prompt.clicked.connect(self._on_copy_prompt_clicked)
+        #: Edit (the last prompt) and Retry (a failed or stopped turn): made when first offered.
+        self.edit_button: QToolButton | None = None
+        self.retry_button: QToolButton | None = None
+        layout.addWidget(self.you)
+        bubble = Bubble(prompt, self)
         bubble.setObjectName("promptBubble")
         bubble.setWordWrap(True)
         bubble.setTextFormat(Qt.TextFormat.PlainText)
         bubble.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         bubble.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        bubble.setStyleSheet(f"QLabel#promptBubble {{ background: "
-                             f"{theme.css(theme.prompt_background())}; border-radius: 8px;"
-                             f" padding: 8px 10px; }}")
         layout.addWidget(bubble)
-        layout.addWidget(self._caption(agent_name))
+        self.agent_header = MessageHeader(agent_name, self.started_at, self)
+        self.copy_answer = self.agent_header.action("Copy", "Copy the answer", "copyAnswer")
+        self.copy_answer.clicked.connect(self._on_copy_answer_clicked)
+        layout.addWidget(self.agent_header)
         #: What the agent did; hidden when the turn was abandoned by a restart.
         self.body = QWidget(self)
         self._blocks = QVBoxLayout(self.body)
-        self._blocks.setContentsMargins(0, 0, 0, 0)
-        self._blocks.setSpacing(6)
+        self._blocks.setContentsMargins(28, 0, 0, 0)
+        self._blocks.setSpacing(8)
         layout.addWidget(self.body)
         self.restarted = False
-        self._restart_row = QWidget(self)
-        row = QHBoxLayout(self._restart_row)
-        row.setContentsMargins(0, 0, 0, 0)
-        note = QLabel("Abandoned: this turn was restarted.", self._restart_row)
-        note.setObjectName("restartedNote")
-        note.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
-        row.addWidget(note)
-        self.abandoned_toggle = QPushButton("Show attempt", self._restart_row)
-        self.abandoned_toggle.setObjectName("abandonedToggle")
-        self.abandoned_toggle.setFlat(True)
-        self.abandoned_toggle.setCheckable(True)
-        self.abandoned_toggle.toggled.connect(self._on_abandoned_toggle_toggled)
-        row.addWidget(self.abandoned_toggle)
-        row.addStretch(1)
-        self._restart_row.hide()
-        layout.addWidget(self._restart_row)
+        #: The "Abandoned" note and its Show attempt toggle (made when the turn is abandoned).
+        self.abandoned_toggle: QToolButton | None = None
         self.footer = QLabel(self)
         self.footer.setObjectName("turnStatus")
-        self.footer.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        self.footer.setContentsMargins(28, 0, 0, 0)
+        set_tone(self.footer, "muted")
         self.footer.setText("Working…")
         layout.addWidget(self.footer)
-        self.survivors_label = QLabel(self)
-        self.survivors_label.setObjectName("survivors")
-        self.survivors_label.setWordWrap(True)
-        self.survivors_label.setTextFormat(Qt.TextFormat.PlainText)  # names the agent chose
-        self.survivors_label.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
-        self.survivors_label.hide()
-        layout.addWidget(self.survivors_label)
+        self.survivors_label: QLabel | None = None
+        self._layout = layout
 
-    def _caption(self, text: str) -> QLabel:
-        label = QLabel(text, self)
-        font = label.font()
-        font.setBold(True)
-        font.setPointSizeF(font.pointSizeF() * 0.9)
-        label.setFont(font)
-        label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
-        return label
+    def restyle(self) -> None:
+        """Colours that are not in the transcript's style sheet follow the theme (code and diff
+        highlighting, avatars)."""
+        for text in self.findChildren(CodeText):
+            text.restyle()
+        for card in self._tools.values():
+            card.restyle()
+        self.update()
+
+    # -- actions --------------------------------------------------------------------------------
+    def set_editable(self, on: bool) -> None:
+        """Offer Edit on the prompt (the pane offers it on the last turn only)."""
+        if on and self.edit_button is None:
+            self.edit_button = self._action(self.you, "Edit", "Edit this prompt and send it "
+                                            "again", "editPrompt", self.edit_requested)
+        if self.edit_button is not None:
+            self.edit_button.setVisible(on)
+
+    def _offer_retry(self, on: bool) -> None:
+        if on and self.retry_button is None:
+            self.retry_button = self._action(self.agent_header, "Retry", "Run this prompt again",
+                                             "retryTurn", self.retry_requested)
+        if self.retry_button is not None:
+            self.retry_button.setVisible(on)
+
+    def _action(self, header: MessageHeader, text: str, tip: str, name: str,
+                intent: SignalInstance) -> QToolButton:
+        """An action made when first offered; clicking it emits ``intent(stream id)``."""
+        button = header.action(text, tip, name)
+        button.clicked.connect(lambda: intent.emit(self.stream_id))
+        return button
+
+    def _on_copy_prompt_clicked(self) -> None:
+        QGuiApplication.clipboard().setText(self.prompt)
+
+    def _on_copy_answer_clicked(self) -> None:
+        QGuiApplication.clipboard().setText(self.text())
+
+    def set_needle(self, needle: str) -> None:
+        """Highlight ``needle`` in the answer text (a search match), now and as it renders."""
+        self.needle = needle
+        for chunk in self.findChildren(RichText):
+            chunk.highlight(needle)
 
     # -- queueing (cheap, called per event) ---------------------------------------------------
+    # -- queueing (cheap, called per event; tolaria/ui/turn_queue.py) ---------------------------
     def enqueue(self, event: Event) -> None:
-        if isinstance(event, TextDelta | ThinkingDelta):
-            self.received_chars += len(event.text)
-        for kept in self._cap.feed(event):
-            self._enqueue_kept(kept)
-
-    def _enqueue_kept(self, event: Event) -> None:
-        if isinstance(event, TextDelta | ThinkingDelta):
-            kind = "text" if isinstance(event, TextDelta) else "thinking"
-            last = self._queue[-1] if self._queue else None
-            if not (isinstance(last, _Text) and last.kind == kind):
-                last = _Text(kind)
-                self._queue.append(last)
-            last.parts.append(event.text)
-            last.size += len(event.text)
-            if kind == "text":
-                self._pending_text += len(event.text)
-                if self._pending_text > MAX_PENDING_TEXT:
-                    self._drop_oldest_text()
-            return
-        if isinstance(event, Usage):
-            self.usage = event
-        if isinstance(event, ToolUpdate) and self._queue:
-            last = self._queue[-1]
-            if isinstance(last, ToolUpdate) and last.tool_id == event.tool_id:
-                self._queue[-1] = merge_updates(last, event)  # a stream of partial output
-                return
-        self._queue.append(event)
+        self.queue.enqueue(event)
 
     def end(self, ending: Ending) -> None:
-        for kept in self._cap.finish(self.stream_id):  # the tail of a capped answer
-            self._enqueue_kept(kept)
-        self._queue.append(ending)
+        self.queue.end(ending)
 
     def ask(self, key: str, request: PermissionRequest) -> None:
         """A permission question, shown in order with the turn's events."""
-        self._queue.append(_Question(key, request=request))
+        self.queue.ask(key, request)
 
     def settle(self, key: str, outcome: str) -> None:
-        self._queue.append(_Question(key, outcome=outcome))
+        self.queue.settle(key, outcome)
+
+    @property
+    def received_chars(self) -> int:
+        return self.queue.received_chars
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.queue.usage
+
+    @property
+    def ended(self) -> bool:
+        return self.queue.ended
 
     def collapse_restarted(self) -> None:
-        """This attempt was abandoned by "Restart turn": keep it, collapsed, under a note."""
+        """This attempt was abandoned (Restart turn, Retry, Edit): keep it, collapsed, under a
+        note."""
         if self.restarted:
             return
         self.restarted = True
-        self._restart_row.show()
-        self.abandoned_toggle.setChecked(False)
+        row = QWidget(self)
+        line = QHBoxLayout(row)
+        line.setContentsMargins(28, 0, 0, 0)
+        note = QLabel("Abandoned: this turn was run again.", row)
+        note.setObjectName("restartedNote")
+        set_tone(note, "muted")
+        line.addWidget(note)
+        toggle = QToolButton(row)
+        toggle.setObjectName("abandonedToggle")
+        toggle.setText("Show attempt")
+        toggle.setAutoRaise(True)
+        toggle.clicked.connect(self._on_abandoned_toggle_clicked)
+        line.addWidget(toggle)
+        line.addStretch(1)
+        self._layout.insertWidget(self._layout.indexOf(self.body) + 1, row)
+        self.abandoned_toggle = toggle
         self.body.hide()
+        self._offer_retry(False)
+        self.set_editable(False)
 
-    def _on_abandoned_toggle_toggled(self, shown: bool) -> None:
+    def _on_abandoned_toggle_clicked(self) -> None:
+        shown = not self.body.isVisible()
         self.body.setVisible(shown)
-        self.abandoned_toggle.setText("Hide attempt" if shown else "Show attempt")
+        if self.abandoned_toggle is not None:
+            self.abandoned_toggle.setText("Hide attempt" if shown else "Show attempt")
 
     def mark_stopping(self) -> None:
         if self.status == STATUS_RUNNING:
             self.footer.setText("Stopping…")
 
-    def _drop_oldest_text(self) -> None:
-        """Drop queued text from the oldest end until half the allowance is left."""
-        excess = self._pending_text - MAX_PENDING_TEXT // 2
-        for item in self._queue:
-            if excess <= 0:
-                break
-            if not (isinstance(item, _Text) and item.kind == "text") or item.size == 0:
-                continue
-            whole = "".join(item.parts)
-            cut = min(excess, len(whole))
-            item.parts = [whole[cut:]]
-            item.size = len(whole) - cut
-            item.dropped += cut
-            self._pending_text -= cut
-            excess -= cut
-
     @property
     def busy(self) -> bool:
-        return bool(self._queue)
+        return bool(self.queue)
 
     # -- applying (time-boxed, called by the frame timer) ---------------------------------------
     def drain(self, deadline: float) -> bool:
         """Apply queued events until ``deadline`` (perf_counter); True if work remains."""
         touched: dict[int, MarkdownSegment | ThinkingBlock] = {}
-        while self._queue:
-            item = self._queue[0]
-            if isinstance(item, _Text):
+        queue = self.queue
+        while queue:
+            item = queue.first()
+            if isinstance(item, QueuedText):
                 widget = self._text_block(item.kind)
                 if item.dropped and isinstance(widget, MarkdownSegment):
                     widget.elide_all(item.dropped)
                     item.dropped = 0
-                chunk = item.take(CHUNK_CHARS)
-                if item.kind == "text":
-                    self._pending_text -= len(chunk)
-                widget.append(chunk)
+                widget.append(queue.take_text(item, CHUNK_CHARS))
                 touched[id(widget)] = widget
                 if not item.parts:
-                    self._queue.popleft()
+                    queue.pop()
             else:
-                self._queue.popleft()
+                queue.pop()
                 if isinstance(item, Ending):
                     self._apply_ending(item)
-                elif isinstance(item, _Question):
+                elif isinstance(item, Question):
                     self._apply_question(item)
                 else:
                     self._apply(item)
@@ -345,16 +294,24 @@ class TurnView(QWidget):
                 break
         for widget in touched.values():
             widget.refresh()
+        if self.needle and touched:
+            self.set_needle(self.needle)
         if (self._cap_label is not None and self.status == STATUS_RUNNING
                 and self._cap.dropped != self._cap_counted):
             self._cap_counted = self._cap.dropped
             self._cap_label.setText(f"{self._cap.notice_text()} Not kept so far: "
                                     f"{human_size(self._cap.dropped)}.")
-        return bool(self._queue)
+        return bool(queue)
 
     def _add_block(self, widget: QWidget) -> None:
         self._blocks.addWidget(widget)
         self._last = widget
+        for fold in ([widget] if isinstance(widget, Collapsible) else []) + \
+                widget.findChildren(Collapsible):
+            fold.expanded_changed.connect(self._on_fold_expanded_changed)
+
+    def _on_fold_expanded_changed(self, _on: bool) -> None:
+        self.block_toggled.emit(self)
 
     def _text_block(self, kind: str) -> MarkdownSegment | ThinkingBlock:
         cls = MarkdownSegment if kind == "text" else ThinkingBlock
@@ -366,7 +323,7 @@ class TurnView(QWidget):
 
     def _apply(self, event: Event) -> None:
         if isinstance(event, ToolStart):
-            card = ToolCard(event.tool_id, event.name, event.input, self)
+            card = ToolCard(event.tool_id, event.name, event.input, self, live=not self.ended)
             self._tools[event.tool_id] = card
             self._add_block(card)
         elif isinstance(event, ToolUpdate):
@@ -376,7 +333,7 @@ class TurnView(QWidget):
         elif isinstance(event, ToolDone):
             known = self._tools.get(event.tool_id)
             if known is None:  # a result without a start: still show it
-                known = ToolCard(event.tool_id, "tool", None, self)
+                known = ToolCard(event.tool_id, "tool", None, self, live=not self.ended)
                 self._tools[event.tool_id] = known
                 self._add_block(known)
             known.finish(event.output, event.is_error)
@@ -394,7 +351,7 @@ class TurnView(QWidget):
             note.setObjectName("turnNotice")
             note.setWordWrap(True)
             note.setTextFormat(Qt.TextFormat.PlainText)
-            note.setStyleSheet(f"color: {theme.css(theme.muted_text())}; font-style: italic;")
+            set_tone(note, "muted")
             self._add_block(note)
         elif isinstance(event, Diagnostic) and event.source == CAP_SOURCE:
             note = QLabel(event.message, self.body)
@@ -402,19 +359,19 @@ class TurnView(QWidget):
             note.setWordWrap(True)
             note.setTextFormat(Qt.TextFormat.PlainText)
             note.setAccessibleName("Output truncated")
-            note.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+            set_tone(note, "warning")
             self._add_block(note)
             if self._cap_label is None and not self._cap.upstream:
                 self._cap_label = note
         elif isinstance(event, Diagnostic) and event.source == "stderr":
             line = event.message
-            if len(line) > _STDERR_LINE_CHARS:
-                line = line[:_STDERR_LINE_CHARS] + f"… ({human_size(len(line))} in all)"
+            if len(line) > STDERR_LINE_CHARS:
+                line = line[:STDERR_LINE_CHARS] + f"… ({human_size(len(line))} in all)"
             self._stderr.append(line)
             for error in self._errors:
                 error.set_stderr(list(self._stderr))
 
-    def _apply_question(self, item: _Question) -> None:
+    def _apply_question(self, item: Question) -> None:
         if item.request is not None:
             card = PermissionCard(item.key, item.request, self)
             card.answer_requested.connect(self._on_permission_card_answer_requested)
@@ -439,19 +396,8 @@ class TurnView(QWidget):
             question.settle("cancelled" if ending.status == STATUS_CANCELLED else "closed")
         for card in self._tools.values():
             if card.status in ("running", "pending"):
-                card.set_status(_PENDING_TOOL.get(ending.status, "unfinished"))
-        words = _STATUS_WORDS.get(ending.status, ending.status.capitalize())
-        duration = format_duration(ending.duration_ms)
-        limit = ending.stop_reason == STOP_MAX_ITERATIONS
-        if ending.status == STATUS_INTERRUPTED:
-            line = "Interrupted: Tolaria closed while this turn was running"
-        elif limit:  # not a failure: the model goes on when asked (the notice above says so)
-            line = "Stopped at the tool-round limit (max_iterations)"
-            line += f" after {duration}" if duration else ""
-        elif ending.status == STATUS_COMPLETED:
-            line = f"{words} in {duration}" if duration else words
-        else:
-            line = f"{words} after {duration}" if duration else words
+                card.set_status(PENDING_TOOL.get(ending.status, "unfinished"))
+        line, tone = ending_line(ending)
         usage = self.usage
         extra = format_usage(
             ending.input_tokens if ending.input_tokens is not None else
@@ -460,21 +406,28 @@ class TurnView(QWidget):
             (usage.output_tokens if usage else None),
             ending.cost_usd if ending.cost_usd is not None else (usage.cost_usd if usage else None))
         self.footer.setText(f"{line} · {extra}" if extra else line)
-        color = theme.warning_color() if limit or ending.status in (STATUS_CANCELLED,
-                                                                    STATUS_INTERRUPTED) \
-            else theme.error_colors()[2] if ending.status == STATUS_FAILED else theme.muted_text()
-        self.footer.setStyleSheet(f"color: {theme.css(color)};")
+        set_tone(self.footer, tone)
+        self._offer_retry(ending.status in RETRYABLE)
         self.footer.setAccessibleName(f"Turn status: {line}")
         if ending.survivors:
             names = ", ".join(f"{s.name} (pid {s.pid})" for s in ending.survivors)
-            self.survivors_label.setText(f"⚠ Still running after the stop: {names}. Tolaria "
-                                         "could not end these processes; end them yourself.")
-            self.survivors_label.show()
+            label = QLabel(f"⚠ Still running after the stop: {names}. Tolaria could not end "
+                           "these processes; end them yourself.", self)
+            label.setObjectName("survivors")
+            label.setTextFormat(Qt.TextFormat.PlainText)  # names the agent chose
+            label.setWordWrap(True)
+            label.setContentsMargins(28, 0, 0, 0)
+            set_tone(label, "warning")
+            self._layout.addWidget(label)
+            self.survivors_label = label
 
     # -- inspection (tests, copy) --------------------------------------------------------------
     def text(self) -> str:
         """The answer text applied so far (what the transcript shows, in source form)."""
         return "\n\n".join(w.source_text() for w in self._widgets(MarkdownSegment))
+
+    def code_blocks(self) -> list[CodeBlock]:
+        return self.body.findChildren(CodeBlock)
 
     def tool_cards(self) -> list[ToolCard]:
         return list(self._tools.values())

@@ -46,6 +46,7 @@ from tolaria.core.store.markers import (  # re-exported: the store's API
     Marker,
     MarkerLog,
 )
+from tolaria.core.store.pages import TurnPage, TurnPages
 from tolaria.core.store.schema import (  # re-exported: the store's API
     CONV_COLS as _CONV_COLS,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "Marker",
     "Store",
     "Turn",
+    "TurnPage",
 ]
 
 #: Failures of a write that a retry may cure (a full disk, a lock held too long).
@@ -151,7 +153,7 @@ class _Live:
 _STATUS_BY_STOP = {STOP_END_TURN: STATUS_COMPLETED, STOP_CANCELLED: STATUS_CANCELLED}
 
 
-class Store(MarkerLog):
+class Store(MarkerLog, TurnPages):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
     def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,

@@ -1,0 +1,140 @@
+"""Pages of a conversation's turns, and search over its stored text.
+
+A chat can hold thousands of turns; a view must never read the whole event log to show the
+newest one. ``TurnPages`` (mixed into ``Store``) reads a bounded run of turns plus the events of
+those turns only, in two indexed queries (``turns_by_conversation``, the events primary key).
+Search runs in SQLite over what is stored (``instr`` on the prompt and on text/tool payloads), so
+finding a match never needs a widget per turn.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tolaria.core.events import Diagnostic, Event
+from tolaria.core.store.schema import TURN_COLS, Turn, decode
+
+#: Turns per page the views ask for when scrolling (several screens of ordinary turns).
+PAGE_TURNS = 12
+#: Turns of the first page of a chat that is opened: what fills a screen or two; the view asks
+#: for more at once if they do not fill it.
+FIRST_PAGE_TURNS = 6
+#: Event kinds whose payload holds text a user may search for.
+SEARCHABLE_KINDS = ("text_delta", "tool_start", "tool_update", "tool_done", "error")
+#: Matches returned by one search, newest kept (a search bar shows "n of m").
+SEARCH_LIMIT = 1000
+
+PAGE_LATEST = "latest"
+PAGE_OLDER = "older"
+PAGE_NEWER = "newer"
+PAGE_AROUND = "around"
+
+
+@dataclass(frozen=True)
+class TurnPage:
+    """A contiguous run of one conversation's turns (oldest first) with their events."""
+
+    conversation_id: int
+    kind: str
+    turns: list[tuple[Turn, list[Event]]] = field(default_factory=list)
+    #: Stored turns exist before the first / after the last turn of this page.
+    has_older: bool = False
+    has_newer: bool = False
+    #: The turn a PAGE_AROUND page was asked for (the view scrolls to it).
+    focus_turn_id: int | None = None
+
+
+class TurnPages:
+    """Mixed into ``Store``, which provides ``_query`` (locked, optionally flushing)."""
+
+    def _query(self, sql: str, *args: object, flush: bool = False) -> list[Any]:
+        raise NotImplementedError
+
+    def turns_page(self, conversation_id: int, before_turn_id: int | None = None,
+                   limit: int = PAGE_TURNS) -> TurnPage:
+        """The ``limit`` turns before ``before_turn_id`` (or the newest ones), oldest first."""
+        if before_turn_id is None:
+            rows = self._query(f"SELECT {TURN_COLS} FROM turns WHERE conversation_id = ?"
+                               " ORDER BY id DESC LIMIT ?", conversation_id, limit + 1, flush=True)
+        else:
+            rows = self._query(f"SELECT {TURN_COLS} FROM turns WHERE conversation_id = ?"
+                               " AND id < ? ORDER BY id DESC LIMIT ?", conversation_id,
+                               before_turn_id, limit + 1, flush=True)
+        turns = [Turn(*row) for row in rows[:limit]][::-1]
+        kind = PAGE_LATEST if before_turn_id is None else PAGE_OLDER
+        return TurnPage(conversation_id, kind, self._with_events(turns),
+                        has_older=len(rows) > limit,
+                        has_newer=before_turn_id is not None and self._exists(
+                            conversation_id, ">=", before_turn_id))
+
+    def turns_after(self, conversation_id: int, after_turn_id: int,
+                    limit: int = PAGE_TURNS) -> TurnPage:
+        """The ``limit`` turns after ``after_turn_id``, oldest first."""
+        rows = self._query(f"SELECT {TURN_COLS} FROM turns WHERE conversation_id = ? AND id > ?"
+                           " ORDER BY id LIMIT ?", conversation_id, after_turn_id, limit + 1,
+                           flush=True)
+        turns = [Turn(*row) for row in rows[:limit]]
+        return TurnPage(conversation_id, PAGE_NEWER, self._with_events(turns),
+                        has_older=self._exists(conversation_id, "<=", after_turn_id),
+                        has_newer=len(rows) > limit)
+
+    def turns_around(self, conversation_id: int, turn_id: int,
+                     limit: int = PAGE_TURNS) -> TurnPage:
+        """A page holding ``turn_id`` near its middle (a search jumps there)."""
+        before = self._query(f"SELECT {TURN_COLS} FROM turns WHERE conversation_id = ? AND id <= ?"
+                             " ORDER BY id DESC LIMIT ?", conversation_id, turn_id,
+                             limit // 2 + 2, flush=True)
+        after = self._query(f"SELECT {TURN_COLS} FROM turns WHERE conversation_id = ? AND id > ?"
+                            " ORDER BY id LIMIT ?", conversation_id, turn_id, limit // 2 + 1)
+        head = [Turn(*row) for row in before[: limit // 2 + 1]][::-1]
+        tail = [Turn(*row) for row in after[: limit // 2]]
+        return TurnPage(conversation_id, PAGE_AROUND, self._with_events(head + tail),
+                        has_older=len(before) > limit // 2 + 1,
+                        has_newer=len(after) > limit // 2, focus_turn_id=turn_id)
+
+    def search_turns(self, conversation_id: int, needle: str,
+                     limit: int = SEARCH_LIMIT) -> list[int]:
+        """Ids of the turns whose prompt or stored text contains ``needle`` (ASCII letters
+        case-insensitively), oldest first. Text split across two stored rows is not found."""
+        if not needle.strip():
+            return []
+        lowered = needle.lower()
+        # Payloads are JSON: look for the needle as JSON spells it (quotes, newlines escaped).
+        spelled = json.dumps(lowered, ensure_ascii=False)[1:-1]
+        marks = ", ".join("?" for _ in SEARCHABLE_KINDS)
+        rows = self._query(
+            "SELECT id FROM turns WHERE conversation_id = ? AND (instr(lower(prompt), ?) > 0"
+            " OR EXISTS (SELECT 1 FROM events e WHERE e.turn_id = turns.id"
+            f" AND e.kind IN ({marks}) AND instr(lower(CAST(e.payload AS TEXT)), ?) > 0))"
+            " ORDER BY id DESC LIMIT ?",
+            conversation_id, lowered, *SEARCHABLE_KINDS, spelled, limit, flush=True)
+        return [row[0] for row in reversed(rows)]
+
+    def turn_count(self, conversation_id: int) -> int:
+        return int(self._query("SELECT count(*) FROM turns WHERE conversation_id = ?",
+                               conversation_id)[0][0])
+
+    def _exists(self, conversation_id: int, op: str, turn_id: int) -> bool:
+        # ``op`` is one of our two literals, never caller text.
+        assert op in ("<=", ">=")
+        return bool(self._query(f"SELECT 1 FROM turns WHERE conversation_id = ? AND id {op} ?"
+                                " LIMIT 1", conversation_id, turn_id))
+
+    def _with_events(self, turns: list[Turn]) -> list[tuple[Turn, list[Event]]]:
+        """Each turn with its events (one query for the page; undecodable rows say so)."""
+        if not turns:
+            return []
+        by_id: dict[int, list[Event]] = {t.id: [] for t in turns}
+        stream_of = {t.id: t.stream_id for t in turns}
+        marks = ", ".join("?" for _ in turns)
+        rows = self._query(f"SELECT turn_id, seq, payload FROM events WHERE turn_id IN ({marks})"
+                           " ORDER BY turn_id, seq", *by_id)
+        for turn_id, seq, payload in rows:
+            try:
+                by_id[turn_id].append(decode(payload))
+            except ValueError as exc:
+                by_id[turn_id].append(Diagnostic(stream_of[turn_id], source="store",
+                                                 message=f"unreadable stored event #{seq}: {exc}"))
+        return [(t, by_id[t.id]) for t in turns]

@@ -1,0 +1,178 @@
+"""The transcript's look, without style sheets on its items.
+
+A style sheet on the transcript (or any ancestor) sends every one of its widgets through Qt's
+style-sheet style: measured, building and laying out a turn costs about three times as much, and
+a long chat is thousands of widgets over its life. So items are drawn with the palette: cards
+paint their own rounded surface (``Surface``, colours read from the theme at paint time, so a
+theme change needs no rebuild), labels carry a ``tone`` (muted, warning, error, success) applied
+as a palette colour, and ``retone`` re-applies tones after the palette changes. Style sheets are
+kept to single leaf widgets (the Send/Stop buttons, scroll bars).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QObject, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPaintEvent, QPalette
+from PySide6.QtWidgets import QFrame, QLabel, QWidget
+
+from tolaria.ui import theme
+
+#: Tones a widget may carry (``set_tone``); "" is body text.
+TONES = ("muted", "warning", "error", "success")
+RADIUS = 8.0
+
+
+def tone_color(tone: str) -> QColor:
+    colors = {"muted": theme.muted_text(), "warning": theme.warning_color(),
+              "error": theme.error_colors()[2], "success": theme.success_color()}
+    return colors.get(tone, theme.text())
+
+
+def set_tone(widget: QWidget, tone: str) -> None:
+    """Colour ``widget``'s text (labels, flat buttons) by its role in the current theme."""
+    widget.setProperty("tone", tone)
+    palette = widget.palette()
+    color = tone_color(tone)
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText,
+                 QPalette.ColorRole.Text):
+        palette.setColor(role, color)
+    widget.setPalette(palette)
+
+
+def retone(root: QWidget) -> None:
+    """Tones again after the palette changed (a widget's own palette does not follow it)."""
+    for widget in root.findChildren(QWidget):
+        tone = widget.property("tone")
+        if isinstance(tone, str) and tone:
+            set_tone(widget, tone)
+
+
+class _PaletteFollower(QObject):
+    """Calls ``restyle`` when its widget's palette changed (a theme switch), once per change
+    (what ``restyle`` itself sets does not call it again)."""
+
+    def __init__(self, widget: QWidget, restyle: Callable[[], None]) -> None:
+        super().__init__(widget)
+        self._restyle = restyle
+        self._busy = False
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.PaletteChange and not self._busy:
+            self._busy = True
+            try:
+                self._restyle()
+            finally:
+                self._busy = False
+        return False
+
+
+def follow_palette(widget: QWidget, restyle: Callable[[], None]) -> None:
+    """Run ``restyle`` whenever ``widget``'s palette changes (the theme was switched)."""
+    widget.installEventFilter(_PaletteFollower(widget, restyle))
+
+
+def small_font(widget: QWidget, *, bold: bool = False) -> QFont:
+    font = QFont(widget.font())
+    font.setPointSizeF(theme.body_point_size() * 0.88)
+    font.setBold(bold)
+    return font
+
+
+def bold_font(widget: QWidget) -> QFont:
+    font = QFont(widget.font())
+    font.setWeight(QFont.Weight.DemiBold)
+    return font
+
+
+def surface_colors(role: str) -> tuple[QColor, QColor | None]:
+    """(fill, border or None) of a surface role."""
+    if role == "error":
+        background, edge, _ = theme.error_colors()
+        return background, edge
+    if role == "prompt":
+        return theme.prompt_background(), None
+    if role == "code":
+        return theme.code_background(), theme.border()
+    return theme.card_background(), theme.border()
+
+
+def paint_surface(widget: QWidget, role: str, radius: float = RADIUS) -> None:
+    painter = QPainter(widget)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    fill, edge = surface_colors(role)
+    painter.setBrush(fill)
+    if edge is None:
+        painter.setPen(Qt.PenStyle.NoPen)
+    else:
+        painter.setPen(edge)
+    painter.drawRoundedRect(QRectF(widget.rect()).adjusted(0.5, 0.5, -0.5, -0.5), radius, radius)
+    painter.end()
+
+
+class Surface(QFrame):
+    """A rounded card drawn in the colours of ``role`` (card, code, error)."""
+
+    def __init__(self, role: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        paint_surface(self, self.role)
+        super().paintEvent(event)
+
+
+class Bubble(QLabel):
+    """The user's prompt on a soft accent surface."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setContentsMargins(12, 8, 12, 8)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        paint_surface(self, "prompt", 10.0)
+        super().paintEvent(event)
+
+
+def pane_button_css(kind: str) -> str:
+    """The chat pane's Send (accent), Stop and Restart buttons: flat and themed."""
+    c = theme.css
+    border, accent, base, text = (c(theme.border()), c(theme.accent()), c(theme.base()),
+                                  c(theme.text()))
+    if kind == "send":
+        return (f"QPushButton {{ background: {accent}; border: 1px solid {accent}; color: #ffffff;"
+                f" border-radius: 8px; padding: 4px 14px; font-weight: 600; }}"
+                f" QPushButton:hover {{ background: {c(theme.accent().lighter(112))}; }}")
+    edge = c(theme.error_colors()[1]) if kind == "stop" else border
+    weight = "font-weight: 600;" if kind == "stop" else ""
+    return (f"QPushButton {{ background: {base}; border: 1px solid {edge}; color: {text};"
+            f" border-radius: 8px; padding: 4px 14px; {weight} }}"
+            f" QPushButton:hover {{ border-color: {accent}; }}")
+
+
+def flat_button_css() -> str:
+    """Buttons of the window around the chat (New chat, the working folder)."""
+    c = theme.css
+    return (f"QPushButton {{ border: 1px solid {c(theme.border())}; border-radius: 7px;"
+            f" padding: 4px 12px; background: {c(theme.base())}; color: {c(theme.text())}; }}"
+            f" QPushButton:hover {{ background: {c(theme.hover_background())}; }}")
+
+
+def thin_scrollbar_css(orientation: Qt.Orientation = Qt.Orientation.Vertical) -> str:
+    """A thin scroll bar without arrows (set on the scroll bar itself, nothing else)."""
+    border, muted = theme.css(theme.border()), theme.css(theme.muted_text())
+    o, size, extent, line = (("vertical", "width", "min-height", "height")
+                             if orientation == Qt.Orientation.Vertical
+                             else ("horizontal", "height", "min-width", "width"))
+    return f"""
+QScrollBar:{o} {{ {size}: 10px; background: transparent; margin: 2px; }}
+QScrollBar::handle:{o} {{ background: {border}; border-radius: 3px; {extent}: 40px; }}
+QScrollBar::handle:{o}:hover {{ background: {muted}; }}
+QScrollBar::add-line:{o}, QScrollBar::sub-line:{o} {{ {line}: 0; border: none; }}
+QScrollBar::add-page:{o}, QScrollBar::sub-page:{o} {{ background: none; }}
+"""
+
+
+def scrollbar_css() -> str:
+    return thin_scrollbar_css(Qt.Orientation.Vertical)
