@@ -70,8 +70,8 @@ class Bridge(QObject):
     agents_detected = Signal(object)
     #: Something the user must read that belongs to no turn: message.
     problem_reported = Signal(str)
-    #: The messages waiting for a conversation's running turn to end changed: conversation id,
-    #: list[QueuedMessage] (in delivery order; empty when none wait).
+    #: The messages waiting for a conversation's running turn to end changed (or the chat was
+    #: opened): conversation id, QueueState (messages in delivery order, paused and why).
     queue_changed = Signal(int, object)
     #: Queued messages went to the agent as the prompt of a new turn: conversation id,
     #: stream id of that turn, list of the delivered QueuedMessage ids.

@@ -4,8 +4,9 @@ One controller serves every conversation. Each conversation runs at most one tur
 under its own stream id; several conversations may run at once. Stopping, deleting and
 shutting down always go through the registry, which waits until the run's tree is gone.
 
-Operator control of in-flight work (issue 6): a message sent while a turn runs is queued and
-becomes the next turn's prompt when the running one ends (a Stop ends it at once); "Restart turn"
+Operator control of in-flight work (issue 6): a message sent while a turn runs is queued (in the
+store, tolaria/qt/queue_control.py) and becomes the next turn's prompt when the running one ends
+(a Stop ends it at once); "Restart turn"
 stops the running turn the normal way and re-runs its ``Launch`` unchanged. Both happen one
 event-loop turn after ``run_finished``, so every view has seen the old run end first. Each such
 action is recorded as a store marker (``message_queued``, ``messages_delivered``,
@@ -31,7 +32,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer
 
-from tolaria.chats.inflight import Launch, MessageQueues, QueuedMessage, join_messages
+from tolaria.chats.inflight import Launch, MessageQueues
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.chats.titles import DEFAULT_TITLE
@@ -40,9 +41,6 @@ from tolaria.core.events import STOP_ERROR, Done, Error, Event
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs import discovery
 from tolaria.core.store.db import (
-    MARKER_MESSAGE_QUEUED,
-    MARKER_MESSAGE_UNQUEUED,
-    MARKER_MESSAGES_DELIVERED,
     MARKER_STOP_REQUESTED,
     MARKER_TURN_RESTARTED,
     Conversation,
@@ -59,12 +57,13 @@ from tolaria.core.turns.runner import (
 )
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.permissions import PermissionBroker
+from tolaria.qt.queue_control import QueueControl
 from tolaria.qt.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
 
-class ChatController(QObject):
+class ChatController(QueueControl, QObject):
     def __init__(self, bridge: Bridge, store: Store, registry: ProcessRegistry,
                  adapters: AdapterSet, tasks: TaskSet, *, grace_s: float = DEFAULT_GRACE_S,
                  retry_limit_s: float = DEFAULT_RETRY_LIMIT_S,
@@ -90,7 +89,8 @@ class ChatController(QObject):
         self._turn_ids: dict[str, int] = {}
         #: streams being stopped to be re-run (stream id -> its launch)
         self._restarting: dict[str, Launch] = {}
-        self.queues = MessageQueues()
+        #: Messages queued behind running turns, kept in the store (tolaria/qt/queue_control.py).
+        self.queues = MessageQueues(store)
         #: Permission questions of running turns, answered in the chat.
         self.permissions = PermissionBroker(bridge)
         self._closing = False
@@ -114,6 +114,7 @@ class ChatController(QObject):
     def load(self) -> list[Conversation]:
         """Announce every stored conversation (oldest first, so the newest ends up on top)."""
         found = self.store.list_conversations()
+        self.restore_queues()
         for conversation in reversed(found):
             self.bridge.conversation_saved.emit(conversation)
         return found
@@ -129,6 +130,7 @@ class ChatController(QObject):
                    for turn in self.store.turns(conversation_id)]
         self.bridge.history_loaded.emit(conversation_id, history)
         self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
+        self._announce_queue(conversation_id)
 
     def rename(self, conversation_id: int, title: str) -> None:
         title = " ".join(title.split())
@@ -190,7 +192,7 @@ class ChatController(QObject):
 
     def _delete_now(self, conversation_id: int) -> None:
         self._close_kept(conversation_id, deleted=True)
-        self.queues.take(conversation_id)
+        self.queues.forget(conversation_id)
         self.permissions.forget(conversation_id)
         self.store.delete_conversation(conversation_id)
         self.bridge.conversation_deleted.emit(conversation_id)
@@ -288,43 +290,6 @@ class ChatController(QObject):
                    {"stream_id": stream_id, "for": "restart"})
         return True
 
-    # -- queued messages ------------------------------------------------------------------------
-    def queue(self, conversation_id: int, text: str) -> QueuedMessage | None:
-        """Queue ``text`` behind the running turn (sent at once if none runs)."""
-        if not text.strip() or conversation_id in self._deleting:
-            return None
-        message = self.queues.add(conversation_id, text)
-        self._mark(conversation_id, MARKER_MESSAGE_QUEUED, None,
-                   {"id": message.id, "text": text})
-        self.bridge.queue_changed.emit(conversation_id, self.queues.get(conversation_id))
-        if conversation_id not in self._running:
-            self._deliver(conversation_id)
-        return message
-
-    def unqueue(self, conversation_id: int, message_id: int) -> QueuedMessage | None:
-        """Take a queued message back before delivery (to remove or edit it)."""
-        message = self.queues.remove(conversation_id, message_id)
-        if message is not None:
-            self._mark(conversation_id, MARKER_MESSAGE_UNQUEUED, None,
-                       {"id": message.id, "text": message.text})
-            self.bridge.queue_changed.emit(conversation_id, self.queues.get(conversation_id))
-        return message
-
-    def _deliver(self, conversation_id: int) -> str | None:
-        # Taken before sending: a run that ends at once (unknown agent) must not redeliver them.
-        messages = self.queues.take(conversation_id)
-        if not messages:
-            return None
-        stream_id = self.send(conversation_id, join_messages(messages))
-        if stream_id is None:
-            self.queues.restore(conversation_id, messages)
-            return None
-        self._mark(conversation_id, MARKER_MESSAGES_DELIVERED, stream_id,
-                   {"ids": [m.id for m in messages], "messages": [m.text for m in messages]})
-        self.bridge.queue_changed.emit(conversation_id, [])
-        self.bridge.messages_delivered.emit(conversation_id, stream_id, [m.id for m in messages])
-        return stream_id
-
     def _after_finish(self, conversation_id: int, stream_id: str) -> None:
         """One loop turn after ``run_finished``: re-run a restarted turn, or deliver the queue."""
         restart = self._restarting.pop(stream_id, None)
@@ -365,6 +330,7 @@ class ChatController(QObject):
     async def shutdown(self) -> None:
         """Stop every run and wait until their trees are gone; end the other tasks."""
         self._closing = True  # no restart or queued delivery starts a run now
+        self.pause_queues_at_quit()  # shown again, paused, at the next start
         for stream_id in list(self._running.values()):
             self.bridge.mark_stopping(stream_id)
         await self.registry.abort_all_and_wait()

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from tolaria.chats.inflight import QueuedMessage
+from tolaria.chats.inflight import EDIT, MOVE, PAUSE, RESUME, SEND_NOW, QueueChange, QueueState
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
@@ -45,6 +45,8 @@ class ChatPane(QWidget):
     queue_requested = Signal(int, str)
     #: The user took a queued message back (removed, or to edit it): conversation id, message id.
     unqueue_requested = Signal(int, int)
+    #: Reorder, edit in place, send now, pause or resume the queue: conversation id, QueueChange.
+    queue_change_requested = Signal(int, object)
     #: The user asked to abandon the running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
     #: The user answered a permission question of a turn: stream id, question key, option id.
@@ -68,6 +70,11 @@ class ChatPane(QWidget):
         self.queued_chips = QueuedChips(self)
         self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
         self.queued_chips.remove_requested.connect(self._on_queued_chips_remove_requested)
+        chips, change = self.queued_chips, self._request_queue_change
+        chips.move_requested.connect(lambda mid, by: change(QueueChange(MOVE, mid, offset=by)))
+        chips.rewrite_requested.connect(lambda mid, text: change(QueueChange(EDIT, mid, text)))
+        chips.send_now_requested.connect(lambda mid: change(QueueChange(SEND_NOW, mid)))
+        chips.pause_requested.connect(lambda on: change(QueueChange(PAUSE if on else RESUME)))
         layout.addWidget(self.queued_chips)
         row = QHBoxLayout()
         row.setContentsMargins(12, 0, 12, 0)
@@ -139,6 +146,9 @@ class ChatPane(QWidget):
     def _on_queued_chips_remove_requested(self, message_id: int) -> None:
         self.unqueue_requested.emit(self.conversation_id, message_id)
 
+    def _request_queue_change(self, change: QueueChange) -> None:
+        self.queue_change_requested.emit(self.conversation_id, change)
+
     def _on_button_clicked(self) -> None:
         if self.running_stream is not None:
             self.stop_requested.emit(self.conversation_id)
@@ -203,8 +213,8 @@ class ChatPane(QWidget):
                 if view is not None:
                     view.collapse_restarted()
 
-    def set_queue(self, messages: Sequence[QueuedMessage]) -> None:
-        self.queued_chips.set_messages(messages)
+    def set_queue(self, state: QueueState) -> None:
+        self.queued_chips.set_state(state)
 
     def turn_restarted(self, old_stream: str) -> None:
         view = self.transcript.turn(old_stream)

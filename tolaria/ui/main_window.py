@@ -71,6 +71,8 @@ class MainWindow(QMainWindow):
     queue_requested = Signal(int, str)
     #: Take a queued message back before delivery: conversation id, message id.
     unqueue_requested = Signal(int, int)
+    #: Reorder, edit, send now, pause or resume a queue: conversation id, QueueChange.
+    queue_change_requested = Signal(int, object)
     #: Abandon a conversation's running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
     #: Answer a permission question of a running turn: stream id, question key, option id.
@@ -197,6 +199,7 @@ class MainWindow(QMainWindow):
         self.stack.open_requested.connect(self.open_requested)
         self.stack.queue_requested.connect(self.queue_requested)
         self.stack.unqueue_requested.connect(self.unqueue_requested)
+        self.stack.queue_change_requested.connect(self.queue_change_requested)
         self.stack.restart_requested.connect(self.restart_requested)
         self.stack.permission_answer_requested.connect(self.permission_answer_requested)
 
@@ -404,6 +407,7 @@ class MainWindow(QMainWindow):
         view.send_requested.connect(self.send_requested)
         view.queue_requested.connect(self.queue_requested)
         view.unqueue_requested.connect(self.unqueue_requested)
+        view.queue_change_requested.connect(self.queue_change_requested)
         view.restart_requested.connect(self.restart_requested)
         view.permission_answer_requested.connect(self.permission_answer_requested)
         if self._bridge is not None:

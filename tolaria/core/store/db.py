@@ -44,6 +44,7 @@ from tolaria.core.store.markers import (  # re-exported: the store's API
     Marker,
     MarkerLog,
 )
+from tolaria.core.store.queue import QueueLog
 from tolaria.core.store.schema import (  # re-exported: the store's API
     CONV_COLS as _CONV_COLS,
 )
@@ -144,7 +145,7 @@ class _Live:
 _STATUS_BY_STOP = {STOP_END_TURN: STATUS_COMPLETED, STOP_CANCELLED: STATUS_CANCELLED}
 
 
-class Store(MarkerLog):
+class Store(MarkerLog, QueueLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
     def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,
