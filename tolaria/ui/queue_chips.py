@@ -83,7 +83,7 @@ class QueuedChip(QFrame):
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setAttribute(Qt.WidgetAttribute.WA_Hover)
         row = QHBoxLayout(self)
-        row.setContentsMargins(8, 1, 4, 1)
+        row.setContentsMargins(8, 0, 4, 0)
         row.setSpacing(2)
         number = QLabel(str(index + 1), self)
         number.setObjectName("queuedIndex")
@@ -105,7 +105,7 @@ class QueuedChip(QFrame):
         self.down.setEnabled(index < count - 1)
         self.down.clicked.connect(lambda: self.move_requested.emit(mid, 1))
         send = _action(self, "queuedSendNowButton", "Send now",
-                       "Stop the running turn and send this message next")
+                       "Send this message next, alone (stops the running turn)")
         send.clicked.connect(lambda: self.send_now_requested.emit(mid))
         edit = _action(self, "queuedEditButton", "Edit",
                        "Take this message back into the composer")
@@ -115,6 +115,10 @@ class QueuedChip(QFrame):
         self.action_buttons = [self.up, self.down, send, edit, remove]
         for button in self.action_buttons:
             row.addWidget(button)
+        # The same height with or without the hover actions: no row jumps under the pointer.
+        self.ensurePolished()
+        edit.ensurePolished()
+        self.setMinimumHeight(edit.sizeHint().height() + 2)
         self._show_actions(False)
         self.setAccessibleName(f"Queued message {index + 1} of {count}: {message.text[:200]}")
         self.setToolTip("Double-click or F2 to edit in place")
@@ -245,6 +249,7 @@ class QueuedChips(QWidget):
             chip.rewrite_requested.connect(self.rewrite_requested)
             self._layout.addWidget(chip)
             self._chips.append(chip)
+            chip.show()  # now: a child added to a shown widget would be shown a loop turn later
             if message.id == focused:
                 chip.setFocus()  # Alt+Up pressed again moves the same message on
         self.header.setText(self._header_text(state))
