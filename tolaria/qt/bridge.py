@@ -76,6 +76,9 @@ class Bridge(QObject):
     #: Queued messages went to the agent as the prompt of a new turn: conversation id,
     #: stream id of that turn, list of the delivered QueuedMessage ids.
     messages_delivered = Signal(int, str, object)
+    #: What a chat's turns changed in its git folder, or a note why not (after a turn ends,
+    #: an undo, or the chat was opened): conversation id, list[TurnChanges].
+    turn_changes_changed = Signal(int, object)
     #: A turn was abandoned and its prompt re-run: conversation id, old stream id, new stream id.
     turn_restarted = Signal(int, str, str)
     #: The operator markers of a conversation, after ``history_loaded``: id, list[Marker].

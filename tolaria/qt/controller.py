@@ -28,16 +28,17 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import QObject, QTimer
 
+from tolaria.chats.checkpoints import TurnCheckpoints
 from tolaria.chats.inflight import Launch, MessageQueues
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.chats.titles import DEFAULT_TITLE
 from tolaria.core.adapters.manifest import AdapterSet
-from tolaria.core.events import STOP_ERROR, Done, Error, Event
+from tolaria.core.events import STOP_CANCELLED, STOP_ERROR, Done, Error, Event
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs import discovery
 from tolaria.core.store.db import (
@@ -56,6 +57,7 @@ from tolaria.core.turns.runner import (
     stream_ai_agent,
 )
 from tolaria.qt.bridge import Bridge
+from tolaria.qt.checkpoint_control import CheckpointControl
 from tolaria.qt.permissions import PermissionBroker
 from tolaria.qt.queue_control import QueueControl
 from tolaria.qt.tasks import TaskSet
@@ -63,7 +65,7 @@ from tolaria.qt.tasks import TaskSet
 log = logging.getLogger(__name__)
 
 
-class ChatController(QueueControl, QObject):
+class ChatController(QueueControl, CheckpointControl, QObject):
     def __init__(self, bridge: Bridge, store: Store, registry: ProcessRegistry,
                  adapters: AdapterSet, tasks: TaskSet, *, grace_s: float = DEFAULT_GRACE_S,
                  retry_limit_s: float = DEFAULT_RETRY_LIMIT_S,
@@ -91,6 +93,11 @@ class ChatController(QueueControl, QObject):
         self._restarting: dict[str, Launch] = {}
         #: Messages queued behind running turns, kept in the store (tolaria/qt/queue_control.py).
         self.queues = MessageQueues(store)
+        #: Git snapshots before and after each turn (tolaria/qt/checkpoint_control.py).
+        self.checkpoints = TurnCheckpoints(store)
+        #: Runs waiting for their ``before`` snapshot, and those a stop reached meanwhile.
+        self._snapshotting: set[str] = set()
+        self._cancelled_early: set[str] = set()
         #: Permission questions of running turns, answered in the chat.
         self.permissions = PermissionBroker(bridge)
         self._closing = False
@@ -131,6 +138,7 @@ class ChatController(QueueControl, QObject):
         self.bridge.history_loaded.emit(conversation_id, history)
         self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
         self._announce_queue(conversation_id)
+        self._announce_changes(conversation_id)
 
     def rename(self, conversation_id: int, title: str) -> None:
         title = " ".join(title.split())
@@ -185,6 +193,7 @@ class ChatController(QueueControl, QObject):
     async def _delete_after_stop(self, conversation_id: int, stream_id: str) -> None:
         try:
             self.bridge.mark_stopping(stream_id)
+            self._abort_early(stream_id)
             await self.registry.abort_and_wait(stream_id)
             self._delete_now(conversation_id)
         finally:
@@ -192,6 +201,7 @@ class ChatController(QueueControl, QObject):
 
     def _delete_now(self, conversation_id: int) -> None:
         self._close_kept(conversation_id, deleted=True)
+        self._forget_checkpoints(conversation_id)
         self.queues.forget(conversation_id)
         self.permissions.forget(conversation_id)
         self.store.delete_conversation(conversation_id)
@@ -245,13 +255,24 @@ class ChatController(QueueControl, QObject):
                                   session_id=launch.resume_id,
                                   on_permission=self.permissions.hook(conversation_id),
                                   keep_key=self.keep_key(conversation_id))
-        self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
+        before = self._snapshot_before(launch, turn.id)
+        if before is not None:
+            self._snapshotting.add(stream_id)
+        self.tasks.spawn(self._run(request, stream_id, on_event, before), name=stream_id)
         return stream_id
 
     async def _run(self, request: RunRequest, stream_id: str,
-                   on_event: Callable[[Event], None]) -> None:
+                   on_event: Callable[[Event], None], before: Awaitable[None] | None) -> None:
         started = time.monotonic()
         try:
+            if before is not None:
+                await before  # the folder's state before the agent touches it (never raises)
+                self._snapshotting.discard(stream_id)
+                if stream_id in self._cancelled_early or self._closing:
+                    # Stopped (or quitting) while the snapshot was taken: the agent never starts.
+                    self._cancelled_early.discard(stream_id)
+                    on_event(Done(stream_id, stop_reason=STOP_CANCELLED, duration_ms=0))
+                    return
             await stream_ai_agent(request, stream_id, on_event, registry=self.registry,
                                   grace_s=self.grace_s, keepers=self.keepers)
         except Exception as exc:
@@ -268,9 +289,17 @@ class ChatController(QueueControl, QObject):
         if stream_id is None:
             return False
         self.bridge.mark_stopping(stream_id)
-        aborted = self.registry.abort(stream_id)
+        aborted = self._abort_early(stream_id) or self.registry.abort(stream_id)
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
         return aborted
+
+    def _abort_early(self, stream_id: str) -> bool:
+        """A stop that lands while the run waits for its ``before`` snapshot (the registry does
+        not know it yet): remembered, and the run ends without starting the agent."""
+        if stream_id not in self._snapshotting:
+            return False
+        self._cancelled_early.add(stream_id)
+        return True
 
     def answer_permission(self, stream_id: str, key: str, option_id: str) -> bool:
         """The user answered a permission question of a running turn."""
@@ -285,7 +314,7 @@ class ChatController(QueueControl, QObject):
             return False
         self._restarting[stream_id] = launch
         self.bridge.mark_stopping(stream_id)
-        self.registry.abort(stream_id)
+        self._abort_early(stream_id) or self.registry.abort(stream_id)
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
                    {"stream_id": stream_id, "for": "restart"})
         return True
@@ -322,6 +351,7 @@ class ChatController(QueueControl, QObject):
         running = list(self._running.items())
         for _conversation_id, stream_id in running:
             self.bridge.mark_stopping(stream_id)
+            self._abort_early(stream_id)
         aborted = self.registry.abort_all()
         for conversation_id, stream_id in running:  # recorded after the stop went out
             self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
@@ -354,9 +384,11 @@ class ChatController(QueueControl, QObject):
         self.permissions.close_stream(stream_id)
         conversation_id = self._conversation_of.pop(stream_id, None)
         self._launches.pop(stream_id, None)
-        self._turn_ids.pop(stream_id, None)
+        turn_id = self._turn_ids.pop(stream_id, None)
         if conversation_id is None:
             return
+        if turn_id is not None:
+            self._snapshot_after(conversation_id, turn_id)  # now: before any next turn's
         if self._running.get(conversation_id) == stream_id:
             del self._running[conversation_id]
         if stream_id in self._restarting or self.queues.get(conversation_id):

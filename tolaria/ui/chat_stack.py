@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
 
+from tolaria.chats.checkpoints import TurnChanges
 from tolaria.chats.inflight import QueueState
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import Event
@@ -32,6 +33,8 @@ class ChatStack(PaneRouting, QStackedWidget):
     unqueue_requested = Signal(int, int)
     #: Reorder, edit, send now, pause or resume a queue: conversation id, QueueChange.
     queue_change_requested = Signal(int, object)
+    #: Revert a file of a turn, or rewind to before it: conversation id, UndoRequest.
+    undo_requested = Signal(int, object)
     #: Abandon the running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
     #: Answer a permission question of a running turn: stream id, question key, option id.
@@ -80,6 +83,7 @@ class ChatStack(PaneRouting, QStackedWidget):
             pane.queue_requested.connect(self.queue_requested)
             pane.unqueue_requested.connect(self.unqueue_requested)
             pane.queue_change_requested.connect(self.queue_change_requested)
+            pane.undo_requested.connect(self.undo_requested)
             pane.restart_requested.connect(self.restart_requested)
             pane.permission_answer_requested.connect(self.permission_answer_requested)
             self._panes[conversation.id] = pane
@@ -149,6 +153,12 @@ class ChatStack(PaneRouting, QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.set_queue(state)
+
+    def on_turn_changes_changed(self, conversation_id: int,
+                                changes: Sequence[TurnChanges]) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.set_turn_changes(changes)
 
     def on_turn_restarted(self, conversation_id: int, old_stream: str, _new_stream: str) -> None:
         pane = self._panes.get(conversation_id)

@@ -226,6 +226,12 @@ class TurnView(QWidget):
         self.survivors_label.hide()
         layout.addWidget(self.survivors_label)
 
+    def attach_below(self, widget: QWidget) -> None:
+        """Show ``widget`` under the turn (its changed files: tolaria/ui/turn_changes.py)."""
+        layout = self.layout()
+        assert layout is not None
+        layout.addWidget(widget)
+
     def _caption(self, text: str) -> QLabel:
         label = QLabel(text, self)
         font = label.font()

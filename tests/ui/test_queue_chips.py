@@ -117,7 +117,8 @@ def test_send_now_stops_the_turn_and_sends_that_message_next(
     qtbot.waitUntil(lambda: drv.pane.running_stream not in (None, first), timeout=10_000)
     assert processes_of(first) == [], "stopped the normal way: the whole tree is gone"
     cancelled = drv.pane.transcript.turn(first)
-    assert cancelled is not None and cancelled.status == "cancelled"
+    assert cancelled is not None
+    qtbot.waitUntil(lambda: cancelled.status == "cancelled")  # (applied on the next frame)
     assert cancelled.text(), "the cancelled turn keeps its partial output"
     assert texts(drv) == ["a", "c"]
     drv.wait_finished()
