@@ -9,15 +9,23 @@ import json
 import os
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from helpers import fake_manifest
 from PySide6.QtWidgets import QLabel, QPushButton
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import AppDriver, StartApp
+from ui.uihelpers import AppDriver, StartApp, processes_of
 
-from tolaria.chats.checkpoints import MARKER_TURN_CHANGES, MARKER_TURNS_REWOUND, NOT_GIT
+from tolaria.chats.checkpoints import (
+    MARKER_TURN_CHANGES,
+    MARKER_TURNS_REWOUND,
+    NOT_GIT,
+    UndoRequest,
+)
+from tolaria.core import checkpoints as ck
 from tolaria.ui.turn_changes import TurnChangesRow
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -155,7 +163,6 @@ def test_a_stopped_turn_records_its_changes_and_undo_waits_for_no_turn(
     qtbot.waitUntil(lambda: not row.rewind_button.isEnabled())
     assert drv.pane.running_stream == hanging
     assert not drv.app.controller.undo(drv.pane.conversation_id, object()), "not a request"
-    from tolaria.chats.checkpoints import UndoRequest
     turn_id = drv.stored_turn(stream).id
     assert not drv.app.controller.undo(drv.pane.conversation_id, UndoRequest(turn_id)), (
         "refused while a turn runs")
@@ -194,3 +201,26 @@ def test_deleting_the_chat_deletes_its_refs(start_app: StartApp, qtbot: QtBot, r
     drv.app.controller.delete(drv.pane.conversation_id)
     qtbot.waitUntil(lambda: git(repo, "for-each-ref", "refs/tolaria") == "", timeout=10_000)
     assert (repo / "a.txt").read_text() == "changed\n", "deleting a chat never touches files"
+
+
+def test_a_stop_during_the_before_snapshot_never_starts_the_agent(
+        start_app: StartApp, qtbot: QtBot, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_snapshot = ck.snapshot
+    started = threading.Event()
+
+    def slow_snapshot(folder: Path, ref: str) -> ck.Checkpoint:
+        started.set()
+        time.sleep(1.0)  # a big working tree: the agent must wait for it
+        return real_snapshot(folder, ref)
+
+    monkeypatch.setattr(ck, "snapshot", slow_snapshot)
+    drv = start_app(cwd=str(repo))
+    stream = edit_turn(drv, "never runs", {"made.txt": "x\n"})
+    qtbot.waitUntil(started.is_set)
+    drv.button("stopButton").click()
+    turn = drv.wait_finished()
+    assert turn.status == "cancelled"
+    assert processes_of(stream) == []
+    qtbot.wait(300)
+    assert not (repo / "made.txt").exists(), "the agent never started"
+    assert drv.stored_turn(stream).status == "cancelled"

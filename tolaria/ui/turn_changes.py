@@ -10,7 +10,15 @@ diff view waits for the transcript rewrite.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tolaria.chats.checkpoints import TurnChanges
 from tolaria.ui import theme
@@ -43,8 +51,10 @@ class TurnChangesRow(QFrame):
         self.setStyleSheet(
             f"QFrame#turnChanges {{ border: 1px solid {theme.css(theme.border())};"
             f" border-radius: 8px; background: {theme.css(theme.card_background())}; }}"
+            f"QFrame#turnChanges[plain=\"true\"] {{ border: none; background: transparent; }}"
             f"QLabel#turnChangesNote, QLabel#turnChangesRewound {{ color: {muted}; }}"
-            f"QFrame#turnChanges QPushButton {{ padding: 0px 6px; }}")
+            f"QFrame#turnChanges QPushButton {{ padding: 0px 6px; }}"
+            f"QPushButton#turnChangesToggle:checked {{ background: transparent; border: none; }}")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 2, 4, 2)
         layout.setSpacing(0)
@@ -71,6 +81,7 @@ class TurnChangesRow(QFrame):
         row = QHBoxLayout(self.confirm)
         row.setContentsMargins(0, 2, 0, 2)
         self.confirm_label = QLabel(self.confirm)
+        self.confirm_label.setWordWrap(True)
         self.confirm_label.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
         row.addWidget(self.confirm_label, 1)
         yes = _flat(self.confirm, "rewindConfirmButton", "Rewind", "Rewind now")
@@ -100,6 +111,12 @@ class TurnChangesRow(QFrame):
         self.note.setText(changes.notice or "")
         self.note.setVisible(bool(changes.notice))
         self.rewind_button.setVisible(count > 0 and not changes.rewound)
+        if not self.rewind_button.isVisibleTo(self):
+            self.confirm.hide()
+        # A note alone is a muted line, not a card.
+        self.setProperty("plain", "true" if count == 0 else "false")
+        self.style().unpolish(self)
+        self.style().polish(self)
         for old in self._rows:
             self._files.removeWidget(old)
             old.hide()
@@ -118,7 +135,7 @@ class TurnChangesRow(QFrame):
         badge = QLabel(_BADGES.get(status, "M"), row)
         badge.setObjectName("changedFileStatus")
         badge.setToolTip(status)
-        colour = {"added": theme.success_color(), "deleted": theme.error_colors()[0]}.get(
+        colour = {"added": theme.success_color(), "deleted": theme.error_colors()[2]}.get(
             status, theme.warning_color())
         badge.setStyleSheet(f"color: {theme.css(colour)}; font-weight: bold;")
         line.addWidget(badge)
@@ -126,6 +143,9 @@ class TurnChangesRow(QFrame):
         name.setObjectName("changedFilePath")
         name.setTextFormat(Qt.TextFormat.PlainText)
         name.setFont(theme.mono_font())
+        name.setToolTip(path)
+        # A long path must not widen the transcript: it is cut at the row's edge instead.
+        name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         line.addWidget(name, 1)
         assert self.changes is not None
         reverted = path in self.changes.reverted or self.changes.rewound
@@ -162,8 +182,8 @@ class TurnChangesRow(QFrame):
     def _on_rewind_button_clicked(self) -> None:
         if self.changes is None:
             return
-        self.confirm_label.setText("Put the folder back as it was before this turn? Changes made "
-                                   "since (by this turn, later turns or you) are undone.")
+        self.confirm_label.setText("Put the folder back as it was before this turn? What changed "
+                                   "since (this turn, later ones, your edits) is undone.")
         self.confirm.show()
 
     def _on_confirm_clicked(self) -> None:
