@@ -3,9 +3,11 @@ store: what a turn changed, in order per chat, failures as notes, undo, deleting
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -21,6 +23,8 @@ from tolaria.chats.checkpoints import (
 )
 from tolaria.core.checkpoints import CheckpointError, FileChange
 from tolaria.core.store.db import Conversation, Store
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -121,3 +125,24 @@ async def test_deleting_a_chat_deletes_only_its_refs(store: Store, repo: Path) -
     assert await service.delete_chat(chats[0], service.repos(chats[0])) == 2
     left = git(repo, "for-each-ref", "--format=%(refname)", "refs/tolaria").split()
     assert len(left) == 2 and all(ref.startswith(f"refs/tolaria/{chats[1].id}-") for ref in left)
+
+
+def test_tolaria_run_in_a_git_folder_records_what_the_turn_changed(
+        repo: Path, tolaria_home: Path) -> None:
+    fake = json.dumps(str(ROOT / "tests" / "fakes" / "fake_agent.py"))
+    (tolaria_home / "adapters").mkdir()
+    (tolaria_home / "adapters" / "editor.toml").write_text(
+        f'id = "editor"\nprotocol = "claude-stream-json"\n'
+        f'command = [{json.dumps(sys.executable)}, {fake}, "edit_files", "{{prompt}}"]\n')
+    env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
+    env.update(TOLARIA_HOME=str(tolaria_home), FAKE_EDITS=json.dumps({"a.txt": "by run\n"}),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-m", "tolaria", "run", "--agent", "editor",
+                           "--cwd", str(repo), "edit a"], env=env, cwd=repo, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    with closing(Store(tolaria_home / "data" / "tolaria.sqlite3")) as store:
+        (chat,) = store.list_conversations()
+        (changes,) = TurnCheckpoints(store).changes(chat.id)
+        assert changes.files == (FileChange("a.txt", "modified"),)
+    assert git(repo, "status", "--porcelain").strip() == "M a.txt", "the user's index untouched"

@@ -86,73 +86,73 @@ class TurnCheckpoints:
         #: turn id -> its ``before`` checkpoint, until the ``after`` one is recorded.
         self._before: dict[int, ck.Checkpoint] = {}
 
-    # -- around a turn ---------------------------------------------------------------------------
+    # -- around a turn (blocking: ``tolaria run`` calls these directly) -------------------------
+    def take_before(self, conversation: Conversation, turn_id: int, cwd: str) -> None:
+        """Snapshot ``cwd`` before the turn runs. Never raises for git's sake: a failure
+        becomes a notice on the turn."""
+        try:
+            repo = ck.find_repo(Path(cwd))
+            if repo is None:
+                self._notice_once(conversation.id, turn_id, NOT_GIT)
+                return
+            ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), "before")
+            self._before[turn_id] = ck.snapshot(Path(cwd), ref)
+        except _FAILURES as exc:
+            self.note(conversation.id, turn_id, f"Could not record this turn's checkpoint: {exc}")
+
+    def record_after(self, conversation: Conversation, turn_id: int) -> TurnChanges | None:
+        """Snapshot after the turn ended (any end) and record its changed files; None when it
+        had no checkpoint before (or the snapshot failed: a notice says why)."""
+        before = self._before.pop(turn_id, None)
+        if before is None:
+            return None
+        try:
+            after = ck.snapshot(before.repo,
+                                ck.ref_name(chat_ref_part(conversation), str(turn_id), "after"))
+            files = ck.changes(before, after)
+        except _FAILURES as exc:
+            self.note(conversation.id, turn_id, f"Could not record what this turn changed: {exc}")
+            return None
+        self.store.add_marker(conversation.id, MARKER_TURN_CHANGES, turn_id=turn_id, data={
+            "repo": str(before.repo), "before": before.commit, "after": after.commit,
+            "files": [[f.path, f.status] for f in files]})
+        return next((c for c in self.changes(conversation.id) if c.turn_id == turn_id), None)
+
+    # -- the same off the event loop, in order per chat -----------------------------------------
     def before_turn(self, conversation: Conversation, turn_id: int, cwd: str) -> Awaitable[None]:
-        """Snapshot ``cwd`` before the turn runs; await it before starting the agent. Never
-        raises for git's sake: a failure becomes a notice on the turn."""
-        ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), "before")
-
-        async def work() -> None:
-            try:
-                repo = await asyncio.to_thread(ck.find_repo, Path(cwd))
-                if repo is None:
-                    self._notice_once(conversation.id, turn_id, NOT_GIT)
-                    return
-                self._before[turn_id] = await asyncio.to_thread(ck.snapshot, Path(cwd), ref)
-            except _FAILURES as exc:
-                self.note(conversation.id, turn_id,
-                             f"Could not record this turn's checkpoint: {exc}")
-
-        return self._serial(conversation.id, work)
+        """``take_before`` in a thread; await it before starting the agent."""
+        return self._serial(conversation.id, self.take_before, conversation, turn_id, cwd)
 
     def after_turn(self, conversation: Conversation, turn_id: int) -> Awaitable[TurnChanges | None]:
-        """Snapshot after the turn ended (any end) and record its changed files; None when it
-        had no checkpoint before. Call it at once when the turn ends (the order matters)."""
-        before = self._before.pop(turn_id, None)
-        ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), "after")
-
-        async def work() -> TurnChanges | None:
-            if before is None:
-                return None
-            try:
-                after = await asyncio.to_thread(ck.snapshot, before.repo, ref)
-                files = await asyncio.to_thread(ck.changes, before, after)
-            except _FAILURES as exc:
-                self.note(conversation.id, turn_id,
-                             f"Could not record what this turn changed: {exc}")
-                return None
-            self.store.add_marker(conversation.id, MARKER_TURN_CHANGES, turn_id=turn_id, data={
-                "repo": str(before.repo), "before": before.commit, "after": after.commit,
-                "files": [[f.path, f.status] for f in files]})
-            return next((c for c in self.changes(conversation.id) if c.turn_id == turn_id), None)
-
-        return self._serial(conversation.id, work)
+        """``record_after`` in a thread. Call it at once when the turn ends (the order
+        matters: the next turn's ``before`` waits for it)."""
+        return self._serial(conversation.id, self.record_after, conversation, turn_id)
 
     # -- undo ------------------------------------------------------------------------------------
     def revert_file(self, conversation_id: int, turn_id: int, path: str) -> Awaitable[None]:
         """Put ``path`` back as it was before the turn. Raises CheckpointError (a clear reason)."""
-        async def work() -> None:
-            before = self._checkpoint(conversation_id, turn_id)
-            if path not in self._recorded_paths(conversation_id, turn_id):
-                raise ck.CheckpointError(f"{path} is not a file this turn changed")
-            await asyncio.to_thread(ck.revert_file, before, path)
-            self.store.add_marker(conversation_id, MARKER_FILE_REVERTED, turn_id=turn_id,
-                                  data={"path": path})
-
-        return self._serial(conversation_id, work)
+        return self._serial(conversation_id, self._revert_file, conversation_id, turn_id, path)
 
     def rewind(self, conversation_id: int, turn_id: int) -> Awaitable[list[str]]:
         """Make the folder match before the turn; that turn and the later ones become rewound.
         Returns the restored files; raises CheckpointError (a clear reason)."""
-        async def work() -> list[str]:
-            before = self._checkpoint(conversation_id, turn_id)
-            restored = await asyncio.to_thread(ck.rewind, before)
-            later = [t.id for t in self.store.turns(conversation_id) if t.id >= turn_id]
-            self.store.add_marker(conversation_id, MARKER_TURNS_REWOUND, turn_id=turn_id,
-                                  data={"turn_ids": later, "files": restored})
-            return restored
+        return self._serial(conversation_id, self._rewind, conversation_id, turn_id)
 
-        return self._serial(conversation_id, work)
+    def _revert_file(self, conversation_id: int, turn_id: int, path: str) -> None:
+        before = self._checkpoint(conversation_id, turn_id)
+        if path not in self._recorded_paths(conversation_id, turn_id):
+            raise ck.CheckpointError(f"{path} is not a file this turn changed")
+        ck.revert_file(before, path)
+        self.store.add_marker(conversation_id, MARKER_FILE_REVERTED, turn_id=turn_id,
+                              data={"path": path})
+
+    def _rewind(self, conversation_id: int, turn_id: int) -> list[str]:
+        before = self._checkpoint(conversation_id, turn_id)
+        restored = ck.rewind(before)
+        later = [t.id for t in self.store.turns(conversation_id) if t.id >= turn_id]
+        self.store.add_marker(conversation_id, MARKER_TURNS_REWOUND, turn_id=turn_id,
+                              data={"turn_ids": later, "files": restored})
+        return restored
 
     # -- a chat ------------------------------------------------------------------------------------
     def changes(self, conversation_id: int) -> list[TurnChanges]:
@@ -208,13 +208,14 @@ class TurnCheckpoints:
         return deleted
 
     # -- internals ---------------------------------------------------------------------------------
-    def _serial(self, conversation_id: int, work: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+    def _serial(self, conversation_id: int, work: Callable[..., T], *args: Any) -> Awaitable[T]:
+        """Run ``work(*args)`` in a thread once the chat's previous operation has ended."""
         previous = self._tails.get(conversation_id)
 
         async def run() -> T:
             if previous is not None:
                 await asyncio.wait([previous])  # its outcome is its own caller's business
-            return await work()
+            return await asyncio.to_thread(work, *args)
 
         task = asyncio.ensure_future(run())
         self._tails[conversation_id] = task
