@@ -13,7 +13,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from helpers import async_test
+from helpers import async_test, git, git_repo
 
 from tolaria.chats.checkpoints import (
     MARKER_CHECKPOINT_NOTICE,
@@ -29,23 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
-def git(repo: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u",
-               GIT_COMMITTER_EMAIL="u@x")
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, check=True, timeout=30).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "first")
-    return root
+    return git_repo(tmp_path / "proj", {"a.txt": "a\n"})
 
 
 @pytest.fixture

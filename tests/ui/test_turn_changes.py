@@ -6,15 +6,13 @@ said so once; deleting the chat deletes its refs."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from helpers import fake_manifest
+from helpers import fake_manifest, git, git_repo
 from PySide6.QtWidgets import QLabel, QPushButton
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
@@ -31,24 +29,9 @@ from tolaria.ui.turn_changes import TurnChangesRow
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 
-def git(repo: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u",
-               GIT_COMMITTER_EMAIL="u@x")
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, check=True, timeout=30).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("original a\n")
-    (root / "keep.txt").write_text("keep me\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "first")
-    return root
+    return git_repo(tmp_path / "proj", {"a.txt": "original a\n", "keep.txt": "keep me\n"})
 
 
 def user_state(repo: Path) -> tuple[str, str, str]:

@@ -11,10 +11,9 @@ deltas): a message typed a moment before a crash is still there at the next star
 from __future__ import annotations
 
 import sqlite3
-import threading
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+
+from tolaria.core.store.parts import StorePart
 
 #: Why a queue is paused.
 PAUSED_BY_USER = "user"
@@ -41,20 +40,8 @@ class QueueState:
     reason: str | None = None
 
 
-class QueueLog:
+class QueueLog(StorePart):
     """Mixed into ``Store``, which provides the connection, its lock and transactions."""
-
-    _conn: sqlite3.Connection
-    _db_lock: threading.RLock
-
-    def _tx(self) -> AbstractContextManager[None]:
-        raise NotImplementedError
-
-    def _tick(self) -> float:
-        raise NotImplementedError
-
-    def _query(self, sql: str, *args: object, flush: bool = False) -> list[Any]:
-        raise NotImplementedError
 
     def queue_add(self, conversation_id: int, text: str) -> QueuedMessage | None:
         """Append ``text`` to the conversation's queue; None if the conversation is gone."""
