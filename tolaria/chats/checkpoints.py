@@ -191,20 +191,22 @@ class TurnCheckpoints:
             repos.add(Path(conversation.cwd))
         return repos
 
-    async def delete_chat(self, conversation: Conversation, repos: set[Path]) -> int:
-        """Delete the chat's refs in each folder; returns how many went. Best effort: a folder
-        that is gone or no longer git is skipped."""
+    def delete_chat(self, conversation: Conversation, repos: set[Path]) -> Awaitable[int]:
+        """Delete the chat's refs in each folder, after its pending snapshots (so none comes
+        back); returns how many went. Best effort: a folder gone or no longer git is skipped."""
+        return self._serial(conversation.id, self._delete_refs, conversation, repos)
+
+    def _delete_refs(self, conversation: Conversation, repos: set[Path]) -> int:
         prefix = ck.REF_PREFIX + chat_ref_part(conversation) + "/"
         deleted = 0
         for folder in repos:
             try:
-                repo = await asyncio.to_thread(ck.find_repo, folder)
+                repo = ck.find_repo(folder)
                 if repo is not None:
-                    deleted += await asyncio.to_thread(ck.delete, repo, prefix)
+                    deleted += ck.delete(repo, prefix)
             except _FAILURES:
                 log.exception("could not delete the checkpoints of chat %s in %s",
                               conversation.id, folder)
-        self._tails.pop(conversation.id, None)
         return deleted
 
     # -- internals ---------------------------------------------------------------------------------

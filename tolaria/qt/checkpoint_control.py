@@ -43,6 +43,10 @@ class CheckpointControl:
         self.tasks.spawn(self._announce_after(conversation_id, pending),
                          name=f"checkpoint-after-{turn_id}")
 
+    @staticmethod
+    async def _await(pending: Awaitable[object]) -> None:
+        await pending
+
     async def _announce_after(self, conversation_id: int, pending: Awaitable[object]) -> None:
         await pending
         self._announce_changes(conversation_id)
@@ -79,5 +83,5 @@ class CheckpointControl:
         conversation = self.store.get_conversation(conversation_id)
         if conversation is not None:
             repos = self.checkpoints.repos(conversation)
-            self.tasks.spawn(self.checkpoints.delete_chat(conversation, repos),
+            self.tasks.spawn(self._await(self.checkpoints.delete_chat(conversation, repos)),
                              name=f"checkpoints-delete-{conversation_id}")
