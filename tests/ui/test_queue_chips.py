@@ -14,14 +14,15 @@ from pathlib import Path
 
 import psutil
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt
+from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QApplication, QPushButton
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.store.db import MARKER_MESSAGES_DELIVERED
-from tolaria.ui.queue_chips import QueuedChip
+from tolaria.ui.queue_chips import DRAG_MIME, QueuedChip, QueuedChips
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,6 +56,18 @@ def queue_behind_a_long_turn(drv: AppDriver, *messages: str) -> str:
     return running
 
 
+def drag_and_drop(bar: QueuedChips, chip: QueuedChip, where: QPoint) -> None:
+    """What Qt delivers to the bar when ``chip`` is dragged over it and dropped at ``where``
+    (``QDrag.exec`` itself runs a nested loop a test cannot drive)."""
+    mime = QMimeData()
+    mime.setData(DRAG_MIME, str(chip.message.id).encode())
+    args = (Qt.DropAction.MoveAction, mime, Qt.MouseButton.LeftButton,
+            Qt.KeyboardModifier.NoModifier)
+    assert QApplication.sendEvent(bar, QDragEnterEvent(where, *args))
+    assert QApplication.sendEvent(bar, QDragMoveEvent(where, *args))
+    assert QApplication.sendEvent(bar, QDropEvent(QPointF(where), *args))
+
+
 def prompts(drv: AppDriver) -> list[tuple[str, str]]:
     return [(t.prompt, t.status) for t in drv.app.store.turns(drv.pane.conversation_id)]
 
@@ -77,6 +90,15 @@ def test_reorder_edit_in_place_and_a_paused_queue_is_not_delivered(
     QTest.keyClick(focused, Qt.Key.Key_Up, Qt.KeyboardModifier.AltModifier)
     qtbot.waitUntil(lambda: texts(drv) == ["c", "b", "a"])
     assert stored(drv) == ["c", "b", "a"]
+
+    # Dragged: "c" dropped on the lower half of the last chip goes last.
+    drag_and_drop(bar, chips(drv)[0], QPoint(10, chips(drv)[-1].geometry().bottom() - 1))
+    qtbot.waitUntil(lambda: texts(drv) == ["b", "a", "c"])
+    chips(drv)[2].setFocus()
+    QTest.keyClick(chips(drv)[2], Qt.Key.Key_Up, Qt.KeyboardModifier.AltModifier)
+    QTest.keyClick(next(c for c in chips(drv) if c.hasFocus()), Qt.Key.Key_Up,
+                   Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(lambda: texts(drv) == ["c", "b", "a"])
 
     middle = chips(drv)[1]
     QTest.mouseDClick(middle.label, Qt.MouseButton.LeftButton, pos=QPoint(5, 5))

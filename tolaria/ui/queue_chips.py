@@ -2,17 +2,28 @@
 
 A header says how many wait and whether they go when the turn ends or are paused (and why: by
 the user, at quit, or after a crash, so nothing is sent by surprise), with Pause/Resume. Each chip
-is one line of elided text; its actions show on hover or keyboard focus: move up/down
-(Alt+Up/Down), "Send now", edit in place (double-click, F2), take back into the composer, remove
+is one line of elided text, dragged to reorder; its actions show on hover or keyboard focus:
+move up/down (Alt+Up/Down), "Send now", edit in place (double-click, F2), take back into the composer, remove
 (Delete). The bar follows the controller's ``queue_changed``: a chip disappears the moment its
 message is delivered to the agent.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFocusEvent, QKeyEvent, QMouseEvent, QPainter, QPaintEvent
+from PySide6.QtCore import QEvent, QMimeData, QPoint, Qt, Signal
+from PySide6.QtGui import (
+    QDrag,
+    QDragEnterEvent,
+    QDragMoveEvent,
+    QDropEvent,
+    QFocusEvent,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+)
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -26,6 +37,9 @@ from PySide6.QtWidgets import (
 from tolaria.chats.inflight import QueuedMessage, QueueState
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_AT_QUIT
 from tolaria.ui import theme
+
+#: The drag payload of a chip: its message id.
+DRAG_MIME = "application/x-tolaria-queued-message"
 
 #: Why the queue is paused, as the header says it.
 _PAUSED_WHY = {
@@ -82,6 +96,8 @@ class QueuedChip(QFrame):
         self.message = message
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setAttribute(Qt.WidgetAttribute.WA_Hover)
+        #: Where the left button went down (a drag starts from there).
+        self._press: QPoint | None = None
         row = QHBoxLayout(self)
         row.setContentsMargins(8, 0, 4, 0)
         row.setSpacing(2)
@@ -155,6 +171,26 @@ class QueuedChip(QFrame):
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         self.start_edit()
 
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self._press = event.position().toPoint()
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        """Drag the chip to another place in the queue (the bar takes the drop)."""
+        press = self._press
+        if (press is None or not event.buttons() & Qt.MouseButton.LeftButton
+                or (event.position().toPoint() - press).manhattanLength()
+                < QApplication.startDragDistance()):
+            return
+        self._press = None
+        mime = QMimeData()
+        mime.setData(DRAG_MIME, str(self.message.id).encode())
+        drag = QDrag(self)
+        drag.setMimeData(mime)
+        drag.setPixmap(self.grab())
+        drag.setHotSpot(press)
+        drag.exec(Qt.DropAction.MoveAction)
+
     def start_edit(self) -> None:
         """Edit the text in place (Enter keeps it, Esc cancels); the message keeps its place."""
         self.editor.setText(self.message.text)
@@ -200,6 +236,7 @@ class QueuedChips(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("queuedChips")
+        self.setAcceptDrops(True)
         self.state = QueueState()
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(12, 0, 12, 0)
@@ -275,3 +312,34 @@ class QueuedChips(QWidget):
 
     def chips(self) -> list[QueuedChip]:
         return list(self._chips)
+
+    # -- drag to reorder ------------------------------------------------------------------------
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if event.mimeData().hasFormat(DRAG_MIME):
+            event.acceptProposedAction()
+
+    def dragMoveEvent(self, event: QDragMoveEvent) -> None:
+        if event.mimeData().hasFormat(DRAG_MIME):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        """A chip dropped here goes where it was dropped: before the first chip whose middle is
+        below the drop point (or last)."""
+        data = event.mimeData()
+        if not data.hasFormat(DRAG_MIME):
+            return
+        try:
+            message_id = int(bytes(data.data(DRAG_MIME).data()).decode())
+        except ValueError:
+            return
+        ids = [c.message.id for c in self._chips]
+        if message_id not in ids:
+            return
+        y = event.position().y()
+        target = next((i for i, c in enumerate(self._chips) if y < c.geometry().center().y()),
+                      len(self._chips))
+        current = ids.index(message_id)
+        offset = (target - 1 if target > current else target) - current
+        event.acceptProposedAction()
+        if offset:
+            self.move_requested.emit(message_id, offset)
