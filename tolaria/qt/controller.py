@@ -6,11 +6,13 @@ shutting down always go through the registry, which waits until the run's tree i
 
 Operator control of in-flight work (issue 6): a message sent while a turn runs is queued (in the
 store, tolaria/qt/queue_control.py) and becomes the next turn's prompt when the running one ends
-(a Stop ends it at once); "Restart turn"
-stops the running turn the normal way and re-runs its ``Launch`` unchanged. Both happen one
-event-loop turn after ``run_finished``, so every view has seen the old run end first. Each such
-action is recorded as a store marker (``message_queued``, ``messages_delivered``,
-``stop_requested``, ``turn_restarted``).
+(a Stop ends it at once); "Restart turn" stops the running turn the normal way and re-runs its
+``Launch`` unchanged. Both happen one event-loop turn after ``run_finished``, so every view has
+seen the old run end first. Each such action is recorded as a store marker (``message_queued``,
+``messages_delivered``, ``stop_requested``, ``turn_restarted``).
+
+In a git folder each turn is checkpointed (tolaria/qt/checkpoint_control.py): a snapshot before
+the agent starts (a Stop meanwhile ends the turn without starting it) and one after it ends.
 
 Permission questions of running turns (an ACP agent's, a model chat's commands in "safe" mode)
 are asked in the chat through ``PermissionBroker`` (tolaria/qt/permissions.py), which also keeps
@@ -314,7 +316,8 @@ class ChatController(QueueControl, CheckpointControl, QObject):
             return False
         self._restarting[stream_id] = launch
         self.bridge.mark_stopping(stream_id)
-        self._abort_early(stream_id) or self.registry.abort(stream_id)
+        if not self._abort_early(stream_id):
+            self.registry.abort(stream_id)
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
                    {"stream_id": stream_id, "for": "restart"})
         return True
