@@ -101,6 +101,12 @@ def test_reorder_edit_in_place_and_a_paused_queue_is_not_delivered(
     qtbot.waitUntil(lambda: texts(drv) == ["c", "b", "a"])
 
     middle = chips(drv)[1]
+    middle.setFocus()
+    QTest.keyClick(middle, Qt.Key.Key_F2)
+    assert middle.editor.isVisible()
+    QTest.keyClick(middle.editor, Qt.Key.Key_Escape)
+    assert not middle.editor.isVisible() and texts(drv) == ["c", "b", "a"]
+    assert drv.pane.running_stream == first, "Esc in the editor cancels the edit, not the turn"
     QTest.mouseDClick(middle.label, Qt.MouseButton.LeftButton, pos=QPoint(5, 5))
     assert middle.editor.isVisible() and middle.editor.text() == "b"
     middle.editor.setText("b, edited in place")

@@ -212,8 +212,13 @@ class QueuedChip(QFrame):
         self.setFocus()
 
     def eventFilter(self, watched: object, event: QEvent) -> bool:
-        if (watched is self.editor and event.type() == QEvent.Type.KeyPress
-                and isinstance(event, QKeyEvent) and event.key() == Qt.Key.Key_Escape):
+        if (watched is not self.editor or not isinstance(event, QKeyEvent)
+                or event.key() != Qt.Key.Key_Escape):
+            return False
+        if event.type() == QEvent.Type.ShortcutOverride:
+            event.accept()  # Esc cancels the edit here; it must not reach the window's Stop
+            return True
+        if event.type() == QEvent.Type.KeyPress:
             self._end_edit()
             return True
         return False
