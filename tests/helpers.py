@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -276,3 +277,23 @@ def fill_chat(store: Store, conversation_id: int, turns: int, text_chars: int = 
         stream_ids.append(sid)
     store.flush()
     return stream_ids
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` as its user would: a fixed identity, no inherited ``GIT_*``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u",
+               GIT_COMMITTER_EMAIL="u@x")
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          env=env, check=True, timeout=30).stdout
+
+
+def git_repo(root: Path, files: dict[str, str]) -> Path:
+    """A new repository at ``root`` with ``files`` (relative path -> text) committed on main."""
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    for name, text in files.items():
+        (root / name).write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "first")
+    return root

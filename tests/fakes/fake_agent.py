@@ -419,6 +419,25 @@ def hang_once(prompt: str) -> None:
     normal(prompt)
 
 
+def edit_files(prompt: str) -> None:
+    """Changes files in its working folder as ``FAKE_EDITS`` says (a JSON object: relative path
+    -> new text, or null to delete it), then answers; hangs instead with ``FAKE_EDIT_HANG=1``
+    (a turn stopped after it changed files)."""
+    init()
+    edits: dict[str, str | None] = json.loads(os.environ.get("FAKE_EDITS", "{}"))
+    for path, content in edits.items():
+        if content is None:
+            os.remove(path)
+        else:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write(content)
+    text(f"Edited {len(edits)} files.")
+    if os.environ.get("FAKE_EDIT_HANG") == "1":
+        hang()
+    result(f"Edited {len(edits)} files.")
+
+
 MODES: dict[str, Callable[[str], None]] = {
     "normal": normal, "slow_start": slow_start, "hang": hang_mode, "flood": flood,
     "oversized": oversized, "malformed": malformed, "crash": crash, "stderr_exit": stderr_exit,
@@ -427,7 +446,7 @@ MODES: dict[str, Callable[[str], None]] = {
     "ignore_term_tree": ignore_term_tree, "echo_stdin": echo_stdin, "lines": lines,
     "print_env": print_env, "ask": ask, "hang_once": hang_once,
     "dumpable_daemon": dumpable_daemon, "hopper": hopper, "catch_term": catch_term,
-    "ssh_agent": ssh_agent,
+    "ssh_agent": ssh_agent, "edit_files": edit_files,
 }
 
 

@@ -45,6 +45,15 @@ def _fast_demo(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "0")
 
 
+@pytest.fixture(autouse=True)
+def _own_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chats work in a folder of the test's own (the default folder is the current one): a turn
+    in a git folder is snapshotted into its refs, and the project's repository is not ours."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+
+
 @pytest.fixture
 def qloop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
     make_qapplication()

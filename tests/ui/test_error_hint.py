@@ -70,5 +70,5 @@ def test_a_retrying_agent_is_cut_off_and_the_window_says_why(
     assert len(notices) == 1 and notices[0].text().startswith("Codex is retrying: Reconnecting")
     [card] = turn.error_cards()
     assert card.message.startswith("Codex could not reach the model for 1 s (Reconnecting...")
-    assert card.hint_label.isVisible()
+    drv.qtbot.waitUntil(card.hint_label.isVisible)  # shown with the card's next layout pass
     assert card.hint_label.text().startswith("Codex could not reach the model: check your network")

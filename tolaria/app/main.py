@@ -114,6 +114,8 @@ class Tolaria:
         w.stop_all_requested.connect(c.stop_all)
         w.queue_requested.connect(c.queue)
         w.unqueue_requested.connect(c.unqueue)
+        w.queue_change_requested.connect(c.change_queue)
+        w.undo_requested.connect(c.undo)
         w.restart_requested.connect(c.restart)
         w.permission_answer_requested.connect(c.answer_permission)
         w.rename_requested.connect(c.rename)

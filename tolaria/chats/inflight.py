@@ -1,21 +1,31 @@
 """Operator control of in-flight turns: messages queued behind a running turn, and how a turn
 was launched (so "Restart turn" can re-run it exactly).
 
-Plain data, no Qt: the controller owns one ``MessageQueues`` and a ``Launch`` per live stream.
+No Qt: the controller owns one ``MessageQueues`` and a ``Launch`` per live stream. The queue
+lives in the store (tolaria/core/store/queue.py), each change committed at once, so it survives a
+quit or a crash. What is delivered when a turn ends: the message chosen by "Send now" alone if
+there is one, else nothing while the queue is paused, else every queued message as one prompt.
 """
 
 from __future__ import annotations
 
-import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tolaria.core.store.db import Store
+from tolaria.core.store.queue import (
+    PAUSED_AFTER_CRASH,
+    PAUSED_AT_QUIT,
+    PAUSED_BY_USER,
+    QueuedMessage,
+    QueueState,
+)
 
-@dataclass(frozen=True)
-class QueuedMessage:
-    """A message typed while a turn ran; it becomes (part of) the next turn's prompt."""
+__all__ = ["Launch", "MessageQueues", "QueueChange", "QueueState", "QueuedMessage",
+           "join_messages"]
 
-    id: int
-    text: str
+#: ``QueueChange.action`` values.
+MOVE, EDIT, SEND_NOW, PAUSE, RESUME = "move", "edit", "send_now", "pause", "resume"
 
 
 @dataclass(frozen=True)
@@ -31,40 +41,93 @@ class Launch:
     cwd: str
 
 
-def join_messages(messages: list[QueuedMessage]) -> str:
+@dataclass(frozen=True)
+class QueueChange:
+    """What the user did to a queue in the window: move a message by ``offset`` places, give it a
+    new ``text``, send it now, or pause/resume the queue (``message_id`` unused)."""
+
+    action: str
+    message_id: int = 0
+    text: str = ""
+    offset: int = 0
+
+
+def join_messages(messages: Sequence[QueuedMessage]) -> str:
     """One prompt from several queued messages, in the order they were typed."""
     return "\n\n".join(m.text for m in messages)
 
 
 class MessageQueues:
-    """Per conversation, the messages waiting for its running turn to end."""
+    """Per conversation, the stored messages waiting for its running turn to end."""
 
-    def __init__(self) -> None:
-        self._queues: dict[int, list[QueuedMessage]] = {}
-        self._ids = itertools.count(1)
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        #: conversation id -> the message "Send now" picked to go next, alone.
+        self._next: dict[int, int] = {}
 
-    def add(self, conversation_id: int, text: str) -> QueuedMessage:
-        message = QueuedMessage(next(self._ids), text)
-        self._queues.setdefault(conversation_id, []).append(message)
-        return message
+    def add(self, conversation_id: int, text: str) -> QueuedMessage | None:
+        return self.store.queue_add(conversation_id, text)
 
     def remove(self, conversation_id: int, message_id: int) -> QueuedMessage | None:
-        queue = self._queues.get(conversation_id, [])
-        for i, message in enumerate(queue):
-            if message.id == message_id:
-                del queue[i]
-                if not queue:
-                    del self._queues[conversation_id]
-                return message
-        return None
+        found = self.store.queue_remove(conversation_id, [message_id])
+        return found[0] if found else None
+
+    def edit(self, conversation_id: int, message_id: int, text: str) -> QueuedMessage | None:
+        return self.store.queue_edit(conversation_id, message_id, text)
+
+    def move(self, conversation_id: int, message_id: int, offset: int) -> bool:
+        ids = [m.id for m in self.get(conversation_id)]
+        if message_id not in ids:
+            return False
+        return self.store.queue_move(conversation_id, message_id, ids.index(message_id) + offset)
 
     def get(self, conversation_id: int) -> list[QueuedMessage]:
-        return list(self._queues.get(conversation_id, ()))
+        return self.store.queued(conversation_id)
 
-    def take(self, conversation_id: int) -> list[QueuedMessage]:
-        return self._queues.pop(conversation_id, [])
+    def state(self, conversation_id: int) -> QueueState:
+        return self.store.queue_state(conversation_id)
 
-    def restore(self, conversation_id: int, messages: list[QueuedMessage]) -> None:
-        """Put taken messages back in front (their delivery did not happen)."""
-        if messages:
-            self._queues[conversation_id] = messages + self._queues.get(conversation_id, [])
+    def set_paused(self, conversation_id: int, paused: bool, reason: str = PAUSED_BY_USER) -> None:
+        self.store.set_queue_paused(conversation_id, paused, reason)
+
+    def send_next(self, conversation_id: int, message_id: int) -> bool:
+        """Make ``message_id`` the next delivery, alone (even from a paused queue)."""
+        if message_id not in {m.id for m in self.get(conversation_id)}:
+            return False
+        self._next[conversation_id] = message_id
+        return True
+
+    def deliverable(self, conversation_id: int) -> list[QueuedMessage]:
+        """What goes to the agent when nothing runs; not removed until ``delivered``."""
+        queued = self.get(conversation_id)
+        chosen = self._next.get(conversation_id)
+        if chosen is not None:
+            picked = [m for m in queued if m.id == chosen]
+            if picked:
+                return picked
+            del self._next[conversation_id]  # removed meanwhile: the normal rule applies
+        if self.state(conversation_id).paused:
+            return []
+        return queued
+
+    def delivered(self, conversation_id: int, messages: Sequence[QueuedMessage]) -> None:
+        if self._next.get(conversation_id) in {m.id for m in messages}:
+            del self._next[conversation_id]
+        self.store.queue_remove(conversation_id, [m.id for m in messages])
+
+    def forget(self, conversation_id: int) -> None:
+        """The chat is gone (its rows went with it)."""
+        self._next.pop(conversation_id, None)
+
+    def pause_leftovers(self, reason: str) -> list[int]:
+        """Pause every unpaused queue that still holds messages: at quit (``PAUSED_AT_QUIT``) and
+        at start (left unpaused means the last run ended without a shutdown:
+        ``PAUSED_AFTER_CRASH``). Nothing is then sent by surprise. Returns those chats."""
+        assert reason in (PAUSED_AT_QUIT, PAUSED_AFTER_CRASH)
+        paused = []
+        for conversation_id in self.store.queued_conversations():
+            if not self.state(conversation_id).paused:
+                self.set_paused(conversation_id, True, reason)
+                paused.append(conversation_id)
+        self._next.clear()
+        return paused

@@ -14,6 +14,9 @@ session or sends the earlier turns along by the window's own rules, in one place
 Opening the store marks ``running`` turns as interrupted (crash recovery), except the turns
 another Tolaria process (a window, another ``tolaria run``) is streaming right now, found through
 the control sockets (``control.live_stream_ids``).
+
+In a git folder the turn is checkpointed like a window turn (tolaria/chats/checkpoints.py): a
+snapshot before the agent starts and after it ends, the changed files recorded on the turn.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tolaria.chats.checkpoints import TurnCheckpoints
 from tolaria.chats.service import ChatService
 from tolaria.chats.titles import DEFAULT_TITLE
 from tolaria.core.events import Done, Event
@@ -51,6 +55,8 @@ class SavedRun:
         self.conversation = conversation
         self.stream_id: str | None = None
         self._done = False
+        self._checkpoints = TurnCheckpoints(store)
+        self._turn_id: int | None = None
 
     @classmethod
     def open(cls, chat_id: int | None, path: Path | None = None) -> SavedRun:
@@ -92,8 +98,11 @@ class SavedRun:
                                                               cwd=cwd)
         turn = ChatService(self.store).next_turn(conversation, request.prompt, request.manifest)
         self.conversation = turn.conversation
-        self.store.start_turn(conversation.id, stream_id, agent, request.prompt)
+        started = self.store.start_turn(conversation.id, stream_id, agent, request.prompt)
         self.stream_id = stream_id
+        # The folder's state before the agent touches it (a git folder only), as in the window.
+        self._checkpoints.take_before(turn.conversation, started.id, cwd)
+        self._turn_id = started.id
         return dataclasses.replace(request, prompt=turn.full_prompt, session_id=turn.resume_id,
                                    cwd=cwd)
 
@@ -110,10 +119,13 @@ class SavedRun:
 
     def close(self) -> None:
         """A turn that never got its ``Done`` (a bug, an interrupt before the run started) is
-        marked interrupted; then the store is flushed and closed."""
+        marked interrupted; what the turn changed in a git folder is recorded (the window shows
+        it under the turn); then the store is flushed and closed."""
         try:
             if self.stream_id is not None and not self._done:
                 self.store.mark_interrupted(self.stream_id)
+            if self._turn_id is not None and self.conversation is not None:
+                self._checkpoints.record_after(self.conversation, self._turn_id)  # any end
         finally:
             self.store.close()
 

@@ -74,12 +74,15 @@ class Bridge(QObject):
     agents_detected = Signal(object)
     #: Something the user must read that belongs to no turn: message.
     problem_reported = Signal(str)
-    #: The messages waiting for a conversation's running turn to end changed: conversation id,
-    #: list[QueuedMessage] (in delivery order; empty when none wait).
+    #: The messages waiting for a conversation's running turn to end changed (or the chat was
+    #: opened): conversation id, QueueState (messages in delivery order, paused and why).
     queue_changed = Signal(int, object)
     #: Queued messages went to the agent as the prompt of a new turn: conversation id,
     #: stream id of that turn, list of the delivered QueuedMessage ids.
     messages_delivered = Signal(int, str, object)
+    #: What a chat's turns changed in its git folder, or a note why not (after a turn ends,
+    #: an undo, or the chat was opened): conversation id, list[TurnChanges].
+    turn_changes_changed = Signal(int, object)
     #: A turn was abandoned and its prompt re-run: conversation id, old stream id, new stream id.
     turn_restarted = Signal(int, str, str)
     #: The operator markers of a conversation, after ``history_loaded``: id, list[Marker].

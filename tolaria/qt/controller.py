@@ -4,12 +4,15 @@ One controller serves every conversation. Each conversation runs at most one tur
 under its own stream id; several conversations may run at once. Stopping, deleting and
 shutting down always go through the registry, which waits until the run's tree is gone.
 
-Operator control of in-flight work (issue 6): a message sent while a turn runs is queued and
-becomes the next turn's prompt when the running one ends (a Stop ends it at once); "Restart turn"
-stops the running turn the normal way and re-runs its ``Launch`` unchanged. Both happen one
-event-loop turn after ``run_finished``, so every view has seen the old run end first. Each such
-action is recorded as a store marker (``message_queued``, ``messages_delivered``,
-``stop_requested``, ``turn_restarted``).
+Operator control of in-flight work (issue 6): a message sent while a turn runs is queued (in the
+store, tolaria/qt/queue_control.py) and becomes the next turn's prompt when the running one ends
+(a Stop ends it at once); "Restart turn" stops the running turn the normal way and re-runs its
+``Launch`` unchanged. Both happen one event-loop turn after ``run_finished``, so every view has
+seen the old run end first. Each such action is recorded as a store marker (``message_queued``,
+``messages_delivered``, ``stop_requested``, ``turn_restarted``).
+
+In a git folder each turn is checkpointed (tolaria/qt/checkpoint_control.py): a snapshot before
+the agent starts (a Stop meanwhile ends the turn without starting it) and one after it ends.
 
 Permission questions of running turns (an ACP agent's, a model chat's commands in "safe" mode)
 are asked in the chat through ``PermissionBroker`` (tolaria/qt/permissions.py), which also keeps
@@ -27,22 +30,20 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import QObject, QTimer
 
-from tolaria.chats.inflight import Launch, MessageQueues, QueuedMessage, join_messages
+from tolaria.chats.checkpoints import TurnCheckpoints
+from tolaria.chats.inflight import Launch, MessageQueues
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.chats.titles import DEFAULT_TITLE
 from tolaria.core.adapters.manifest import AdapterSet
-from tolaria.core.events import STOP_ERROR, Done, Error, Event
+from tolaria.core.events import STOP_CANCELLED, STOP_ERROR, Done, Error, Event
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs import discovery
 from tolaria.core.store.db import (
-    MARKER_MESSAGE_QUEUED,
-    MARKER_MESSAGE_UNQUEUED,
-    MARKER_MESSAGES_DELIVERED,
     MARKER_STOP_REQUESTED,
     MARKER_TURN_RESTARTED,
     Conversation,
@@ -59,13 +60,15 @@ from tolaria.core.turns.runner import (
     stream_ai_agent,
 )
 from tolaria.qt.bridge import Bridge
+from tolaria.qt.checkpoint_control import CheckpointControl
 from tolaria.qt.permissions import PermissionBroker
+from tolaria.qt.queue_control import QueueControl
 from tolaria.qt.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
 
-class ChatController(QObject):
+class ChatController(QueueControl, CheckpointControl, QObject):
     def __init__(self, bridge: Bridge, store: Store, registry: ProcessRegistry,
                  adapters: AdapterSet, tasks: TaskSet, *, grace_s: float = DEFAULT_GRACE_S,
                  retry_limit_s: float = DEFAULT_RETRY_LIMIT_S,
@@ -91,7 +94,13 @@ class ChatController(QObject):
         self._turn_ids: dict[str, int] = {}
         #: streams being stopped to be re-run (stream id -> its launch)
         self._restarting: dict[str, Launch] = {}
-        self.queues = MessageQueues()
+        #: Messages queued behind running turns, kept in the store (tolaria/qt/queue_control.py).
+        self.queues = MessageQueues(store)
+        #: Git snapshots before and after each turn (tolaria/qt/checkpoint_control.py).
+        self.checkpoints = TurnCheckpoints(store)
+        #: Runs waiting for their ``before`` snapshot, and those a stop reached meanwhile.
+        self._snapshotting: set[str] = set()
+        self._cancelled_early: set[str] = set()
         #: Permission questions of running turns, answered in the chat.
         self.permissions = PermissionBroker(bridge)
         self._closing = False
@@ -115,6 +124,7 @@ class ChatController(QObject):
     def load(self) -> list[Conversation]:
         """Announce every stored conversation (oldest first, so the newest ends up on top)."""
         found = self.store.list_conversations()
+        self.restore_queues()
         for conversation in reversed(found):
             self.bridge.conversation_saved.emit(conversation)
         return found
@@ -130,6 +140,8 @@ class ChatController(QObject):
         self.bridge.history_loaded.emit(conversation_id, self.store.turns_page(
             conversation_id, limit=FIRST_PAGE_TURNS))
         self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
+        self._announce_queue(conversation_id)
+        self._announce_changes(conversation_id)
 
     def rename(self, conversation_id: int, title: str) -> None:
         title = " ".join(title.split())
@@ -184,6 +196,7 @@ class ChatController(QObject):
     async def _delete_after_stop(self, conversation_id: int, stream_id: str) -> None:
         try:
             self.bridge.mark_stopping(stream_id)
+            self._abort_early(stream_id)
             await self.registry.abort_and_wait(stream_id)
             self._delete_now(conversation_id)
         finally:
@@ -191,7 +204,8 @@ class ChatController(QObject):
 
     def _delete_now(self, conversation_id: int) -> None:
         self._close_kept(conversation_id, deleted=True)
-        self.queues.take(conversation_id)
+        self._forget_checkpoints(conversation_id)
+        self.queues.forget(conversation_id)
         self.permissions.forget(conversation_id)
         self.store.delete_conversation(conversation_id)
         self.bridge.conversation_deleted.emit(conversation_id)
@@ -244,13 +258,24 @@ class ChatController(QObject):
                                   session_id=launch.resume_id,
                                   on_permission=self.permissions.hook(conversation_id),
                                   keep_key=self.keep_key(conversation_id))
-        self.tasks.spawn(self._run(request, stream_id, on_event), name=stream_id)
+        before = self._snapshot_before(launch, turn.id)
+        if before is not None:
+            self._snapshotting.add(stream_id)
+        self.tasks.spawn(self._run(request, stream_id, on_event, before), name=stream_id)
         return stream_id
 
     async def _run(self, request: RunRequest, stream_id: str,
-                   on_event: Callable[[Event], None]) -> None:
+                   on_event: Callable[[Event], None], before: Awaitable[None] | None) -> None:
         started = time.monotonic()
         try:
+            if before is not None:
+                await before  # the folder's state before the agent touches it (never raises)
+                self._snapshotting.discard(stream_id)
+                if stream_id in self._cancelled_early or self._closing:
+                    # Stopped (or quitting) while the snapshot was taken: the agent never starts.
+                    self._cancelled_early.discard(stream_id)
+                    on_event(Done(stream_id, stop_reason=STOP_CANCELLED, duration_ms=0))
+                    return
             await stream_ai_agent(request, stream_id, on_event, registry=self.registry,
                                   grace_s=self.grace_s, keepers=self.keepers)
         except Exception as exc:
@@ -267,9 +292,17 @@ class ChatController(QObject):
         if stream_id is None:
             return False
         self.bridge.mark_stopping(stream_id)
-        aborted = self.registry.abort(stream_id)
+        aborted = self._abort_early(stream_id) or self.registry.abort(stream_id)
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
         return aborted
+
+    def _abort_early(self, stream_id: str) -> bool:
+        """A stop that lands while the run waits for its ``before`` snapshot (the registry does
+        not know it yet): remembered, and the run ends without starting the agent."""
+        if stream_id not in self._snapshotting:
+            return False
+        self._cancelled_early.add(stream_id)
+        return True
 
     def answer_permission(self, stream_id: str, key: str, option_id: str) -> bool:
         """The user answered a permission question of a running turn."""
@@ -284,7 +317,8 @@ class ChatController(QObject):
             return False
         self._restarting[stream_id] = launch
         self.bridge.mark_stopping(stream_id)
-        self.registry.abort(stream_id)
+        if not self._abort_early(stream_id):
+            self.registry.abort(stream_id)
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
                    {"stream_id": stream_id, "for": "restart"})
         return True
@@ -305,43 +339,6 @@ class ChatController(QObject):
         if new_stream is not None:
             self.bridge.turn_restarted.emit(conversation_id, stream_id, new_stream)
         return new_stream
-
-    # -- queued messages ------------------------------------------------------------------------
-    def queue(self, conversation_id: int, text: str) -> QueuedMessage | None:
-        """Queue ``text`` behind the running turn (sent at once if none runs)."""
-        if not text.strip() or conversation_id in self._deleting:
-            return None
-        message = self.queues.add(conversation_id, text)
-        self._mark(conversation_id, MARKER_MESSAGE_QUEUED, None,
-                   {"id": message.id, "text": text})
-        self.bridge.queue_changed.emit(conversation_id, self.queues.get(conversation_id))
-        if conversation_id not in self._running:
-            self._deliver(conversation_id)
-        return message
-
-    def unqueue(self, conversation_id: int, message_id: int) -> QueuedMessage | None:
-        """Take a queued message back before delivery (to remove or edit it)."""
-        message = self.queues.remove(conversation_id, message_id)
-        if message is not None:
-            self._mark(conversation_id, MARKER_MESSAGE_UNQUEUED, None,
-                       {"id": message.id, "text": message.text})
-            self.bridge.queue_changed.emit(conversation_id, self.queues.get(conversation_id))
-        return message
-
-    def _deliver(self, conversation_id: int) -> str | None:
-        # Taken before sending: a run that ends at once (unknown agent) must not redeliver them.
-        messages = self.queues.take(conversation_id)
-        if not messages:
-            return None
-        stream_id = self.send(conversation_id, join_messages(messages))
-        if stream_id is None:
-            self.queues.restore(conversation_id, messages)
-            return None
-        self._mark(conversation_id, MARKER_MESSAGES_DELIVERED, stream_id,
-                   {"ids": [m.id for m in messages], "messages": [m.text for m in messages]})
-        self.bridge.queue_changed.emit(conversation_id, [])
-        self.bridge.messages_delivered.emit(conversation_id, stream_id, [m.id for m in messages])
-        return stream_id
 
     def _after_finish(self, conversation_id: int, stream_id: str) -> None:
         """One loop turn after ``run_finished``: re-run a restarted turn, or deliver the queue."""
@@ -375,6 +372,7 @@ class ChatController(QObject):
         running = list(self._running.items())
         for _conversation_id, stream_id in running:
             self.bridge.mark_stopping(stream_id)
+            self._abort_early(stream_id)
         aborted = self.registry.abort_all()
         for conversation_id, stream_id in running:  # recorded after the stop went out
             self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
@@ -383,6 +381,7 @@ class ChatController(QObject):
     async def shutdown(self) -> None:
         """Stop every run and wait until their trees are gone; end the other tasks."""
         self._closing = True  # no restart or queued delivery starts a run now
+        self.pause_queues_at_quit()  # shown again, paused, at the next start
         for stream_id in list(self._running.values()):
             self.bridge.mark_stopping(stream_id)
         await self.registry.abort_all_and_wait()
@@ -406,9 +405,11 @@ class ChatController(QObject):
         self.permissions.close_stream(stream_id)
         conversation_id = self._conversation_of.pop(stream_id, None)
         self._launches.pop(stream_id, None)
-        self._turn_ids.pop(stream_id, None)
+        turn_id = self._turn_ids.pop(stream_id, None)
         if conversation_id is None:
             return
+        if turn_id is not None:
+            self._snapshot_after(conversation_id, turn_id)  # now: before any next turn's
         if self._running.get(conversation_id) == stream_id:
             del self._running[conversation_id]
         if stream_id in self._restarting or self.queues.get(conversation_id):

@@ -15,7 +15,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
-from tolaria.chats.inflight import QueuedMessage
+from tolaria.chats.checkpoints import TurnChanges, UndoRequest
+from tolaria.chats.inflight import EDIT, MOVE, PAUSE, RESUME, SEND_NOW, QueueChange, QueueState
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.permissions import PermissionRequest
@@ -29,6 +30,7 @@ from tolaria.ui.queue_chips import QueuedChips
 from tolaria.ui.status_line import StatusLine
 from tolaria.ui.transcript import TranscriptView
 from tolaria.ui.transcript.search_bar import SearchBar
+from tolaria.ui.turn_changes import TurnChangesRow
 from tolaria.ui.turn_view import (
     Ending,
     TurnView,
@@ -47,6 +49,11 @@ class ChatPane(QWidget):
     queue_requested = Signal(int, str)
     #: The user took a queued message back (removed, or to edit it): conversation id, message id.
     unqueue_requested = Signal(int, int)
+    #: Reorder, edit in place, send now, pause or resume the queue: conversation id, QueueChange.
+    queue_change_requested = Signal(int, object)
+    #: Revert a file a turn changed, or rewind the folder to before it: conversation id,
+    #: UndoRequest.
+    undo_requested = Signal(int, object)
     #: The user asked to abandon the running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
     #: The user answered a permission question of a turn: stream id, question key, option id.
@@ -87,6 +94,11 @@ class ChatPane(QWidget):
         self.queued_chips = QueuedChips(self)
         self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
         self.queued_chips.remove_requested.connect(self._on_queued_chips_remove_requested)
+        chips, change = self.queued_chips, self._request_queue_change
+        chips.move_requested.connect(lambda mid, by: change(QueueChange(MOVE, mid, offset=by)))
+        chips.rewrite_requested.connect(lambda mid, text: change(QueueChange(EDIT, mid, text)))
+        chips.send_now_requested.connect(lambda mid: change(QueueChange(SEND_NOW, mid)))
+        chips.pause_requested.connect(lambda on: change(QueueChange(PAUSE if on else RESUME)))
         layout.addWidget(self.queued_chips)
         row = QHBoxLayout()
         row.setContentsMargins(12, 0, 12, 0)
@@ -117,6 +129,8 @@ class ChatPane(QWidget):
         self.awaiting.setContentsMargins(12, 0, 12, 0)
         layout.addWidget(self.awaiting)
         self._tracker = AwaitTracker()
+        #: stream id -> the row of files that turn changed (tolaria/ui/turn_changes.py).
+        self._change_rows: dict[str, TurnChangesRow] = {}
         #: Keys of the running turn's open permission questions (the watchdog waits for them).
         self._asking: set[str] = set()
         self.setFocusProxy(self.composer)
@@ -194,6 +208,9 @@ class ChatPane(QWidget):
     def _on_queued_chips_remove_requested(self, message_id: int) -> None:
         self.unqueue_requested.emit(self.conversation_id, message_id)
 
+    def _request_queue_change(self, change: QueueChange) -> None:
+        self.queue_change_requested.emit(self.conversation_id, change)
+
     def _on_button_clicked(self) -> None:
         if self.running_stream is not None:
             self.stop_requested.emit(self.conversation_id)
@@ -203,6 +220,8 @@ class ChatPane(QWidget):
     def _show_running(self, running: bool) -> None:
         self.restart_button.setVisible(running)
         self._set_running_look(running)
+        for row in self._change_rows.values():
+            row.set_busy(running)
         if running:
             self.button.setText("Stop")
             self.button.setAccessibleName("Stop")
@@ -266,8 +285,30 @@ class ChatPane(QWidget):
     def _on_search_bar_closed(self) -> None:
         self.composer.setFocus()
 
-    def set_queue(self, messages: Sequence[QueuedMessage]) -> None:
-        self.queued_chips.set_messages(messages)
+    def set_queue(self, state: QueueState) -> None:
+        self.queued_chips.set_state(state)
+
+    def set_turn_changes(self, changes: Sequence[TurnChanges]) -> None:
+        """Show under each turn the files it changed (or why not), and what was undone."""
+        for change in changes:
+            view = self.transcript.turn(change.stream_id)
+            if view is None:
+                continue
+            row = self._change_rows.get(change.stream_id)
+            if row is None:
+                row = TurnChangesRow()
+                row.revert_file_requested.connect(self._on_changes_revert_file_requested)
+                row.rewind_requested.connect(self._on_changes_rewind_requested)
+                view.attach_below(row)
+                self._change_rows[change.stream_id] = row
+            row.set_changes(change)
+            row.set_busy(self.running_stream is not None)
+
+    def _on_changes_revert_file_requested(self, turn_id: int, path: str) -> None:
+        self.undo_requested.emit(self.conversation_id, UndoRequest(turn_id, path))
+
+    def _on_changes_rewind_requested(self, turn_id: int) -> None:
+        self.undo_requested.emit(self.conversation_id, UndoRequest(turn_id))
 
     def turn_restarted(self, old_stream: str) -> None:
         self.transcript.mark_restarted(old_stream)

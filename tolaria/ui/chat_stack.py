@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
 
-from tolaria.chats.inflight import QueuedMessage
+from tolaria.chats.checkpoints import TurnChanges
+from tolaria.chats.inflight import QueueState
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.store.db import Conversation, Marker, Turn
 from tolaria.core.store.pages import TurnPage
@@ -30,6 +31,10 @@ class ChatStack(PaneRouting, QStackedWidget):
     queue_requested = Signal(int, str)
     #: Take a queued message back: conversation id, message id.
     unqueue_requested = Signal(int, int)
+    #: Reorder, edit, send now, pause or resume a queue: conversation id, QueueChange.
+    queue_change_requested = Signal(int, object)
+    #: Revert a file of a turn, or rewind to before it: conversation id, UndoRequest.
+    undo_requested = Signal(int, object)
     #: Abandon the running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
     #: Answer a permission question of a running turn: stream id, question key, option id.
@@ -83,6 +88,8 @@ class ChatStack(PaneRouting, QStackedWidget):
             pane.stop_requested.connect(self.stop_requested)
             pane.queue_requested.connect(self.queue_requested)
             pane.unqueue_requested.connect(self.unqueue_requested)
+            pane.queue_change_requested.connect(self.queue_change_requested)
+            pane.undo_requested.connect(self.undo_requested)
             pane.restart_requested.connect(self.restart_requested)
             pane.permission_answer_requested.connect(self.permission_answer_requested)
             pane.page_requested.connect(self.page_requested)
@@ -160,10 +167,16 @@ class ChatStack(PaneRouting, QStackedWidget):
         if pane is not None:
             pane.load_markers(markers)
 
-    def on_queue_changed(self, conversation_id: int, messages: Sequence[QueuedMessage]) -> None:
+    def on_queue_changed(self, conversation_id: int, state: QueueState) -> None:
         pane = self._panes.get(conversation_id)
         if pane is not None:
-            pane.set_queue(messages)
+            pane.set_queue(state)
+
+    def on_turn_changes_changed(self, conversation_id: int,
+                                changes: Sequence[TurnChanges]) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.set_turn_changes(changes)
 
     def on_turn_restarted(self, conversation_id: int, old_stream: str, _new_stream: str) -> None:
         pane = self._panes.get(conversation_id)

@@ -41,6 +41,8 @@ class FanOutView(PaneRouting, QWidget):
     queue_requested = Signal(int, str)
     #: A member pane took a queued message back: conversation id, message id.
     unqueue_requested = Signal(int, int)
+    #: Reorder, edit, send now, pause or resume a queue: conversation id, QueueChange.
+    queue_change_requested = Signal(int, object)
     #: A member pane asked to restart its running turn: conversation id.
     restart_requested = Signal(int)
     #: A member pane answered a permission question: stream id, question key, option id.
@@ -81,6 +83,7 @@ class FanOutView(PaneRouting, QWidget):
             pane.send_requested.connect(self.send_requested)
             pane.queue_requested.connect(self.queue_requested)
             pane.unqueue_requested.connect(self.unqueue_requested)
+            pane.queue_change_requested.connect(self.queue_change_requested)
             pane.restart_requested.connect(self.restart_requested)
             pane.permission_answer_requested.connect(self.permission_answer_requested)
             self.splitter.addWidget(pane)

@@ -82,6 +82,10 @@ class MainWindow(QMainWindow):
     queue_requested = Signal(int, str)
     #: Take a queued message back before delivery: conversation id, message id.
     unqueue_requested = Signal(int, int)
+    #: Reorder, edit, send now, pause or resume a queue: conversation id, QueueChange.
+    queue_change_requested = Signal(int, object)
+    #: Revert a file of a turn, or rewind to before it: conversation id, UndoRequest.
+    undo_requested = Signal(int, object)
     #: Abandon a conversation's running turn and re-run its prompt: conversation id.
     restart_requested = Signal(int)
     #: Answer a permission question of a running turn: stream id, question key, option id.
@@ -217,6 +221,8 @@ class MainWindow(QMainWindow):
         self.stack.open_requested.connect(self.open_requested)
         self.stack.queue_requested.connect(self.queue_requested)
         self.stack.unqueue_requested.connect(self.unqueue_requested)
+        self.stack.queue_change_requested.connect(self.queue_change_requested)
+        self.stack.undo_requested.connect(self.undo_requested)
         self.stack.restart_requested.connect(self.restart_requested)
         self.stack.permission_answer_requested.connect(self.permission_answer_requested)
         self.stack.page_requested.connect(self.page_requested)
@@ -250,6 +256,7 @@ class MainWindow(QMainWindow):
         bridge.problem_reported.connect(self._on_bridge_problem_reported)
         bridge.markers_loaded.connect(self.stack.on_markers_loaded)
         bridge.queue_changed.connect(self.stack.on_queue_changed)
+        bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
 
     def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
@@ -442,6 +449,7 @@ class MainWindow(QMainWindow):
         view.send_requested.connect(self.send_requested)
         view.queue_requested.connect(self.queue_requested)
         view.unqueue_requested.connect(self.unqueue_requested)
+        view.queue_change_requested.connect(self.queue_change_requested)
         view.restart_requested.connect(self.restart_requested)
         view.permission_answer_requested.connect(self.permission_answer_requested)
         if self._bridge is not None:

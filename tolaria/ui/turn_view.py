@@ -199,6 +199,12 @@ class TurnView(QWidget):
         for chunk in self.findChildren(RichText):
             chunk.highlight(needle)
 
+    def attach_below(self, widget: QWidget) -> None:
+        """Show ``widget`` under the turn (its changed files: tolaria/ui/turn_changes.py)."""
+        layout = self.layout()
+        assert layout is not None
+        layout.addWidget(widget)
+
     # -- queueing (cheap, called per event) ---------------------------------------------------
     # -- queueing (cheap, called per event; tolaria/ui/turn_queue.py) ---------------------------
     def enqueue(self, event: Event) -> None:

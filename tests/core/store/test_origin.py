@@ -6,7 +6,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from tolaria.core.store.db import ORIGIN_COMMAND_LINE, ORIGIN_WINDOW, SCHEMA_VERSION, Store
+from tolaria.core.store.db import ORIGIN_COMMAND_LINE, ORIGIN_WINDOW, Store
 from tolaria.core.store.schema import MIGRATIONS
 
 
@@ -23,15 +23,19 @@ def test_new_chats_keep_their_origin(tmp_path: Path) -> None:
         assert fetched is not None and fetched.origin == ORIGIN_COMMAND_LINE
 
 
+#: The schema version before chats had an origin (migration 3 added it).
+_BEFORE_ORIGIN = 2
+
+
 def test_chats_of_an_older_store_come_from_the_window(tmp_path: Path) -> None:
     db = tmp_path / "old.sqlite3"
     with closing(sqlite3.connect(db)) as conn:
-        for migration in MIGRATIONS[:SCHEMA_VERSION - 1]:
+        for migration in MIGRATIONS[:_BEFORE_ORIGIN]:
             for statement in migration:
                 conn.execute(statement)
         conn.execute("INSERT INTO conversations (title, agent, created_at, updated_at)"
                      " VALUES ('old', 'demo', 1, 1)")
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+        conn.execute(f"PRAGMA user_version = {_BEFORE_ORIGIN}")
         conn.commit()
     with closing(Store(db)) as store:
         (old,) = store.list_conversations()

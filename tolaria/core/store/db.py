@@ -47,6 +47,7 @@ from tolaria.core.store.markers import (  # re-exported: the store's API
     MarkerLog,
 )
 from tolaria.core.store.pages import TurnPage, TurnPages
+from tolaria.core.store.queue import QueueLog
 from tolaria.core.store.schema import (  # re-exported: the store's API
     CONV_COLS as _CONV_COLS,
 )
@@ -153,7 +154,7 @@ class _Live:
 _STATUS_BY_STOP = {STOP_END_TURN: STATUS_COMPLETED, STOP_CANCELLED: STATUS_CANCELLED}
 
 
-class Store(MarkerLog, TurnPages):
+class Store(MarkerLog, TurnPages, QueueLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
     def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
+
+from tolaria.core.store.parts import StorePart
 
 #: Marker kinds (operator actions recorded in the transcript).
 MARKER_MESSAGE_QUEUED = "message_queued"
@@ -37,20 +37,8 @@ class Marker:
     created_at: float
 
 
-class MarkerLog:
+class MarkerLog(StorePart):
     """Mixed into ``Store``, which provides the connection, its lock and transactions."""
-
-    _conn: sqlite3.Connection
-    _db_lock: threading.RLock
-
-    def _tx(self) -> AbstractContextManager[None]:
-        raise NotImplementedError
-
-    def _tick(self) -> float:
-        raise NotImplementedError
-
-    def _query(self, sql: str, *args: object, flush: bool = False) -> list[Any]:
-        raise NotImplementedError
 
     def add_marker(self, conversation_id: int, kind: str, *, turn_id: int | None = None,
                    data: Any = None) -> Marker | None:

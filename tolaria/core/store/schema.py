@@ -96,6 +96,17 @@ MIGRATIONS: list[tuple[str, ...]] = [
         # Where a chat was started (the window, or ``tolaria run``); older chats: the window.
         "ALTER TABLE conversations ADD COLUMN origin TEXT NOT NULL DEFAULT 'window'",
     ),
+    (
+        # Messages queued behind a running turn (tolaria/core/store/queue.py): they survive a
+        # quit or a crash; a queue may be paused (with why: user, quit, crash).
+        """CREATE TABLE queued_messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
+            conversation_id INTEGER NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            position INTEGER NOT NULL, text TEXT NOT NULL, created REAL NOT NULL)""",
+        "CREATE INDEX queued_by_conversation ON queued_messages (conversation_id, position)",
+        """CREATE TABLE queue_state (
+            conversation_id INTEGER PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
+            paused INTEGER NOT NULL DEFAULT 0, reason TEXT)""",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,248 @@
+"""Checkpoints of a chat's turns: what each turn changed in a git working folder, and undoing it.
+
+Before each turn whose folder is in a git work tree the folder is snapshotted into private refs
+(tolaria/core/checkpoints.py: ``refs/tolaria/<chat>/<turn>/before``), and again ``after`` the
+turn however it ended (completed, stopped, failed); the changed files are recorded on the turn as
+a store marker (``turn_changes``). A turn's files can then be reverted one by one, or the whole
+folder rewound to before the turn: the later turns are marked ``rewound``. Deleting the chat
+deletes its refs.
+
+Git runs off the event loop (``asyncio.to_thread``), one operation at a time per chat, in the
+order they were asked for: the snapshot after turn N is taken before the one before turn N + 1,
+so no change leaks from one turn into another's list. A failed snapshot never blocks a turn: it
+becomes a notice under the turn. A folder outside git gets one muted notice per chat and nothing
+that could lose work.
+
+No Qt: the window's controller (tolaria/qt/controller.py) and ``tolaria run`` use this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tolaria.core import checkpoints as ck
+from tolaria.core.store.db import Conversation, Store
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: On a turn: ``{"repo", "before", "after", "files": [[path, status], ...]}``.
+MARKER_TURN_CHANGES = "turn_changes"
+#: On a turn: ``{"text"}``, a muted note (not a git folder; a snapshot that failed).
+MARKER_CHECKPOINT_NOTICE = "checkpoint_notice"
+#: On a turn: ``{"path"}``, one of its files put back as it was before the turn.
+MARKER_FILE_REVERTED = "file_reverted"
+#: On the turn rewound to: ``{"turn_ids": [...], "files": [...]}``, the turns whose changes
+#: were undone (that turn and every later one) and the files restored.
+MARKER_TURNS_REWOUND = "turns_rewound"
+
+NOT_GIT = "Not a git folder: changes are not tracked"
+_FAILURES = (ck.CheckpointError, OSError, ValueError)
+_TURN_MARKERS = (MARKER_TURN_CHANGES, MARKER_FILE_REVERTED, MARKER_CHECKPOINT_NOTICE)
+
+
+@dataclass(frozen=True)
+class TurnChanges:
+    """What the window shows under one turn: its changed files and what was undone."""
+
+    turn_id: int
+    stream_id: str
+    files: tuple[ck.FileChange, ...] = ()
+    reverted: frozenset[str] = frozenset()
+    #: Its changes were undone by "Rewind to before" this or an earlier turn.
+    rewound: bool = False
+    #: A muted note instead of (or besides) the files.
+    notice: str | None = None
+
+
+@dataclass(frozen=True)
+class UndoRequest:
+    """Put one file of a turn back (``path``), or rewind the folder to before it (None)."""
+
+    turn_id: int
+    path: str | None = None
+
+
+def chat_ref_part(conversation: Conversation) -> str:
+    """The chat's ref folder: its id and creation time, so another Tolaria home's chat with the
+    same id never shares (or deletes) its refs."""
+    return f"{conversation.id}-{int(conversation.created_at * 1000)}"
+
+
+class TurnCheckpoints:
+    """Snapshots around turns, per chat in order; reads and writes their markers in ``store``."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        #: The last operation asked for per chat: the next one waits for it.
+        self._tails: dict[int, asyncio.Future[Any]] = {}
+        #: turn id -> its ``before`` checkpoint, until the ``after`` one is recorded.
+        self._before: dict[int, ck.Checkpoint] = {}
+
+    # -- around a turn (blocking: ``tolaria run`` calls these directly) -------------------------
+    def take_before(self, conversation: Conversation, turn_id: int, cwd: str) -> None:
+        """Snapshot ``cwd`` before the turn runs. Never raises for git's sake: a failure
+        becomes a notice on the turn."""
+        try:
+            repo = ck.find_repo(Path(cwd))
+            if repo is None:
+                self._notice_once(conversation.id, turn_id, NOT_GIT)
+                return
+            ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), "before")
+            self._before[turn_id] = ck.snapshot(Path(cwd), ref)
+        except _FAILURES as exc:
+            self.note(conversation.id, turn_id, f"Could not record this turn's checkpoint: {exc}")
+
+    def record_after(self, conversation: Conversation, turn_id: int) -> TurnChanges | None:
+        """Snapshot after the turn ended (any end) and record its changed files; None when it
+        had no checkpoint before (or the snapshot failed: a notice says why)."""
+        before = self._before.pop(turn_id, None)
+        if before is None:
+            return None
+        try:
+            after = ck.snapshot(before.repo,
+                                ck.ref_name(chat_ref_part(conversation), str(turn_id), "after"))
+            files = ck.changes(before, after)
+        except _FAILURES as exc:
+            self.note(conversation.id, turn_id, f"Could not record what this turn changed: {exc}")
+            return None
+        self.store.add_marker(conversation.id, MARKER_TURN_CHANGES, turn_id=turn_id, data={
+            "repo": str(before.repo), "before": before.commit, "after": after.commit,
+            "files": [[f.path, f.status] for f in files]})
+        return next((c for c in self.changes(conversation.id) if c.turn_id == turn_id), None)
+
+    # -- the same off the event loop, in order per chat -----------------------------------------
+    def before_turn(self, conversation: Conversation, turn_id: int, cwd: str) -> Awaitable[None]:
+        """``take_before`` in a thread; await it before starting the agent."""
+        return self._serial(conversation.id, self.take_before, conversation, turn_id, cwd)
+
+    def after_turn(self, conversation: Conversation, turn_id: int) -> Awaitable[TurnChanges | None]:
+        """``record_after`` in a thread. Call it at once when the turn ends (the order
+        matters: the next turn's ``before`` waits for it)."""
+        return self._serial(conversation.id, self.record_after, conversation, turn_id)
+
+    # -- undo ------------------------------------------------------------------------------------
+    def revert_file(self, conversation_id: int, turn_id: int, path: str) -> Awaitable[None]:
+        """Put ``path`` back as it was before the turn. Raises CheckpointError (a clear reason)."""
+        return self._serial(conversation_id, self._revert_file, conversation_id, turn_id, path)
+
+    def rewind(self, conversation_id: int, turn_id: int) -> Awaitable[list[str]]:
+        """Make the folder match before the turn; that turn and the later ones become rewound.
+        Returns the restored files; raises CheckpointError (a clear reason)."""
+        return self._serial(conversation_id, self._rewind, conversation_id, turn_id)
+
+    def _revert_file(self, conversation_id: int, turn_id: int, path: str) -> None:
+        before = self._checkpoint(conversation_id, turn_id)
+        if path not in self._recorded_paths(conversation_id, turn_id):
+            raise ck.CheckpointError(f"{path} is not a file this turn changed")
+        ck.revert_file(before, path)
+        self.store.add_marker(conversation_id, MARKER_FILE_REVERTED, turn_id=turn_id,
+                              data={"path": path})
+
+    def _rewind(self, conversation_id: int, turn_id: int) -> list[str]:
+        before = self._checkpoint(conversation_id, turn_id)
+        restored = ck.rewind(before)
+        later = [t.id for t in self.store.turns(conversation_id) if t.id >= turn_id]
+        self.store.add_marker(conversation_id, MARKER_TURNS_REWOUND, turn_id=turn_id,
+                              data={"turn_ids": later, "files": restored})
+        return restored
+
+    # -- a chat ------------------------------------------------------------------------------------
+    def changes(self, conversation_id: int) -> list[TurnChanges]:
+        """Every turn of the chat with recorded changes, a notice or a rewind, oldest first."""
+        streams = {t.id: t.stream_id for t in self.store.turns(conversation_id)}
+        found: dict[int, TurnChanges] = {}
+        rewound: set[int] = set()
+        for marker in self.store.markers(conversation_id):
+            data = marker.data if isinstance(marker.data, dict) else {}
+            if marker.kind == MARKER_TURNS_REWOUND:
+                rewound.update(i for i in data.get("turn_ids", ()) if isinstance(i, int))
+                continue
+            turn_id = marker.turn_id
+            if turn_id not in streams or marker.kind not in _TURN_MARKERS:
+                continue
+            current = found.get(turn_id) or TurnChanges(turn_id, streams[turn_id])
+            if marker.kind == MARKER_TURN_CHANGES:
+                files = tuple(ck.FileChange(str(p), str(s)) for p, s in data.get("files", ()))
+                current = dataclasses.replace(current, files=files)
+            elif marker.kind == MARKER_FILE_REVERTED:
+                current = dataclasses.replace(
+                    current, reverted=current.reverted | {str(data.get("path"))})
+            else:
+                current = dataclasses.replace(current, notice=str(data.get("text")))
+            found[turn_id] = current
+        for turn_id in rewound & streams.keys():
+            current = found.get(turn_id) or TurnChanges(turn_id, streams[turn_id])
+            found[turn_id] = dataclasses.replace(current, rewound=True)
+        return [found[k] for k in sorted(found)]
+
+    def repos(self, conversation: Conversation) -> set[Path]:
+        """The git folders that hold the chat's refs (ask before the chat is deleted)."""
+        repos = {Path(str(m.data.get("repo"))) for m in self.store.markers(
+            conversation.id, MARKER_TURN_CHANGES) if isinstance(m.data, dict)}
+        if conversation.cwd:
+            repos.add(Path(conversation.cwd))
+        return repos
+
+    def delete_chat(self, conversation: Conversation, repos: set[Path]) -> Awaitable[int]:
+        """Delete the chat's refs in each folder, after its pending snapshots (so none comes
+        back); returns how many went. Best effort: a folder gone or no longer git is skipped."""
+        return self._serial(conversation.id, self._delete_refs, conversation, repos)
+
+    def _delete_refs(self, conversation: Conversation, repos: set[Path]) -> int:
+        prefix = ck.REF_PREFIX + chat_ref_part(conversation) + "/"
+        deleted = 0
+        for folder in repos:
+            try:
+                repo = ck.find_repo(folder)
+                if repo is not None:
+                    deleted += ck.delete(repo, prefix)
+            except _FAILURES:
+                log.exception("could not delete the checkpoints of chat %s in %s",
+                              conversation.id, folder)
+        return deleted
+
+    # -- internals ---------------------------------------------------------------------------------
+    def _serial(self, conversation_id: int, work: Callable[..., T], *args: Any) -> Awaitable[T]:
+        """Run ``work(*args)`` in a thread once the chat's previous operation has ended."""
+        previous = self._tails.get(conversation_id)
+
+        async def run() -> T:
+            if previous is not None:
+                await asyncio.wait([previous])  # its outcome is its own caller's business
+            return await asyncio.to_thread(work, *args)
+
+        task = asyncio.ensure_future(run())
+        self._tails[conversation_id] = task
+        return task
+
+    def _checkpoint(self, conversation_id: int, turn_id: int) -> ck.Checkpoint:
+        for marker in reversed(self.store.markers(conversation_id, MARKER_TURN_CHANGES)):
+            if marker.turn_id == turn_id and isinstance(marker.data, dict):
+                return ck.Checkpoint(Path(str(marker.data["repo"])), str(marker.data["before"]),
+                                     ref="")
+        raise ck.CheckpointError("this turn has no checkpoint")
+
+    def _recorded_paths(self, conversation_id: int, turn_id: int) -> set[str]:
+        for change in self.changes(conversation_id):
+            if change.turn_id == turn_id:
+                return {f.path for f in change.files}
+        return set()
+
+    def note(self, conversation_id: int, turn_id: int, text: str) -> None:
+        """A muted note under the turn (a failed undo, a failed snapshot)."""
+        self.store.add_marker(conversation_id, MARKER_CHECKPOINT_NOTICE, turn_id=turn_id,
+                              data={"text": text})
+
+    def _notice_once(self, conversation_id: int, turn_id: int, text: str) -> None:
+        said = self.store.markers(conversation_id, MARKER_CHECKPOINT_NOTICE)
+        if not any(isinstance(m.data, dict) and m.data.get("text") == text for m in said):
+            self.note(conversation_id, turn_id, text)
+

@@ -1,0 +1,125 @@
+"""Messages queued behind a running turn, kept in the store so they survive a quit or a crash.
+
+Each change is its own committed transaction before the call returns (never batched like event
+deltas): a message typed a moment before a crash is still there at the next start. A queue has a
+``paused`` flag with its reason (``user``; ``quit``: Tolaria was closed with messages waiting;
+``crash``: it ended without shutting down): a paused queue is not delivered when the turn ends.
+``QueueLog`` is the part of ``Store`` that reads and writes the ``queued_messages`` and
+``queue_state`` tables (schema version 3).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from tolaria.core.store.parts import StorePart
+
+#: Why a queue is paused.
+PAUSED_BY_USER = "user"
+PAUSED_AT_QUIT = "quit"
+PAUSED_AFTER_CRASH = "crash"
+
+
+@dataclass(frozen=True)
+class QueuedMessage:
+    """A message typed while a turn ran; it becomes (part of) the next turn's prompt."""
+
+    id: int
+    text: str
+    created: float = 0.0
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A conversation's queue: its messages in delivery order and whether it is paused."""
+
+    messages: tuple[QueuedMessage, ...] = ()
+    paused: bool = False
+    #: PAUSED_BY_USER, PAUSED_AT_QUIT or PAUSED_AFTER_CRASH when paused.
+    reason: str | None = None
+
+
+class QueueLog(StorePart):
+    """Mixed into ``Store``, which provides the connection, its lock and transactions."""
+
+    def queue_add(self, conversation_id: int, text: str) -> QueuedMessage | None:
+        """Append ``text`` to the conversation's queue; None if the conversation is gone."""
+        with self._db_lock:
+            try:
+                with self._tx():
+                    now = self._tick()
+                    cur = self._conn.execute(
+                        "INSERT INTO queued_messages (conversation_id, position, text, created)"
+                        " VALUES (?, (SELECT COALESCE(MAX(position), 0) + 1 FROM queued_messages"
+                        " WHERE conversation_id = ?), ?, ?)",
+                        (conversation_id, conversation_id, text, now))
+            except sqlite3.IntegrityError:  # the conversation was deleted
+                return None
+        assert cur.lastrowid is not None
+        return QueuedMessage(cur.lastrowid, text, now)
+
+    def queued(self, conversation_id: int) -> list[QueuedMessage]:
+        """The conversation's queued messages in delivery order."""
+        rows = self._query("SELECT id, text, created FROM queued_messages WHERE conversation_id = ?"
+                           " ORDER BY position, id", conversation_id)
+        return [QueuedMessage(*row) for row in rows]
+
+    def queue_state(self, conversation_id: int) -> QueueState:
+        rows = self._query("SELECT paused, reason FROM queue_state WHERE conversation_id = ?",
+                           conversation_id)
+        paused, reason = rows[0] if rows else (0, None)
+        return QueueState(tuple(self.queued(conversation_id)), bool(paused),
+                          reason if paused else None)
+
+    def queued_conversations(self) -> list[int]:
+        """Conversations with messages waiting, oldest chat first."""
+        rows = self._query("SELECT DISTINCT conversation_id FROM queued_messages"
+                           " ORDER BY conversation_id")
+        return [row[0] for row in rows]
+
+    def queue_remove(self, conversation_id: int, message_ids: list[int]) -> list[QueuedMessage]:
+        """Delete these messages (delivered or taken back); returns those that were queued."""
+        with self._db_lock, self._tx():
+            found = [m for m in self.queued(conversation_id) if m.id in set(message_ids)]
+            self._conn.executemany(
+                "DELETE FROM queued_messages WHERE conversation_id = ? AND id = ?",
+                [(conversation_id, m.id) for m in found])
+        return found
+
+    def queue_edit(self, conversation_id: int, message_id: int, text: str) -> QueuedMessage | None:
+        """Change a queued message's text in place (its position kept); None if not queued."""
+        with self._db_lock, self._tx():
+            cur = self._conn.execute(
+                "UPDATE queued_messages SET text = ? WHERE conversation_id = ? AND id = ?",
+                (text, conversation_id, message_id))
+            if cur.rowcount == 0:
+                return None
+        return next((m for m in self.queued(conversation_id) if m.id == message_id), None)
+
+    def queue_move(self, conversation_id: int, message_id: int, index: int) -> bool:
+        """Put a queued message at ``index`` (clamped) of the delivery order; False if not queued."""
+        with self._db_lock, self._tx():
+            order = [m.id for m in self.queued(conversation_id)]
+            if message_id not in order:
+                return False
+            order.remove(message_id)
+            order.insert(max(0, min(index, len(order))), message_id)
+            self._conn.executemany(
+                "UPDATE queued_messages SET position = ? WHERE id = ?",
+                [(position, mid) for position, mid in enumerate(order, 1)])
+        return True
+
+    def set_queue_paused(self, conversation_id: int, paused: bool,
+                         reason: str = PAUSED_BY_USER) -> None:
+        """Pause (with why) or resume a conversation's queue; nothing if the chat is gone."""
+        with self._db_lock:
+            try:
+                with self._tx():
+                    self._conn.execute(
+                        "INSERT INTO queue_state (conversation_id, paused, reason) VALUES (?, ?, ?)"
+                        " ON CONFLICT (conversation_id) DO UPDATE SET paused = excluded.paused,"
+                        " reason = excluded.reason",
+                        (conversation_id, int(paused), reason if paused else None))
+            except sqlite3.IntegrityError:
+                return

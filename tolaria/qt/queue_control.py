@@ -1,0 +1,127 @@
+"""The controller's part for queued messages: queue, take back, edit, reorder, pause/resume,
+"Send now", and delivery when a turn ends.
+
+A message sent while a turn runs is stored (``MessageQueues``, tolaria/chats/inflight.py) and
+becomes the next turn's prompt when the running one ends. "Send now" stops the running turn the
+normal way (``stop``: the cancelled turn keeps its partial output) and sends that message alone
+next; a paused queue is not delivered. Each action is a store marker (``message_queued``,
+``message_unqueued``, ``messages_delivered``) and every change is announced with
+``queue_changed`` carrying the conversation's ``QueueState``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tolaria.chats.inflight import (
+    EDIT,
+    MOVE,
+    PAUSE,
+    RESUME,
+    SEND_NOW,
+    MessageQueues,
+    QueueChange,
+    QueuedMessage,
+    join_messages,
+)
+from tolaria.core.store.db import (
+    MARKER_MESSAGE_QUEUED,
+    MARKER_MESSAGE_UNQUEUED,
+    MARKER_MESSAGES_DELIVERED,
+    Store,
+)
+from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_AT_QUIT
+from tolaria.qt.bridge import Bridge
+
+
+class QueueControl:
+    """Mixed into ``ChatController``, which provides the store, the bridge and the runs."""
+
+    bridge: Bridge
+    store: Store
+    queues: MessageQueues
+    _running: dict[int, str]
+    _deleting: set[int]
+
+    def send(self, conversation_id: int, prompt: str) -> str | None:
+        raise NotImplementedError
+
+    def stop(self, conversation_id: int) -> bool:
+        raise NotImplementedError
+
+    def _mark(self, conversation_id: int, kind: str, stream_id: str | None,
+              data: object = None) -> None:
+        raise NotImplementedError
+
+    def queue(self, conversation_id: int, text: str) -> QueuedMessage | None:
+        """Queue ``text`` behind the running turn (sent at once if none runs and the queue is
+        not paused). Stored before this returns."""
+        if not text.strip() or conversation_id in self._deleting:
+            return None
+        message = self.queues.add(conversation_id, text)
+        if message is None:
+            return None
+        self._mark(conversation_id, MARKER_MESSAGE_QUEUED, None,
+                   {"id": message.id, "text": text})
+        self._announce_queue(conversation_id)
+        if conversation_id not in self._running:
+            self._deliver(conversation_id)
+        return message
+
+    def unqueue(self, conversation_id: int, message_id: int) -> QueuedMessage | None:
+        """Take a queued message back before delivery (to remove or edit it)."""
+        message = self.queues.remove(conversation_id, message_id)
+        if message is not None:
+            self._mark(conversation_id, MARKER_MESSAGE_UNQUEUED, None,
+                       {"id": message.id, "text": message.text})
+            self._announce_queue(conversation_id)
+        return message
+
+    def change_queue(self, conversation_id: int, change: object) -> bool:
+        """Apply a ``QueueChange`` from the window; False when it no longer applies."""
+        if not isinstance(change, QueueChange) or conversation_id in self._deleting:
+            return False
+        done = False
+        if change.action == MOVE:
+            done = self.queues.move(conversation_id, change.message_id, change.offset)
+        elif change.action == EDIT and change.text.strip():
+            done = self.queues.edit(conversation_id, change.message_id, change.text) is not None
+        elif change.action in (PAUSE, RESUME):
+            self.queues.set_paused(conversation_id, change.action == PAUSE)
+            done = True
+        elif change.action == SEND_NOW:
+            done = self.queues.send_next(conversation_id, change.message_id)
+        if done:
+            self._announce_queue(conversation_id)
+            if change.action == SEND_NOW and conversation_id in self._running:
+                self.stop(conversation_id)  # run_finished then delivers the chosen message
+            elif change.action in (SEND_NOW, RESUME) and conversation_id not in self._running:
+                self._deliver(conversation_id)
+        return done
+
+    def restore_queues(self) -> list[int]:
+        """At start: queues left unpaused by a run that ended without shutting down (a crash)
+        are paused, so nothing is sent by surprise; the chats show them when opened."""
+        return self.queues.pause_leftovers(PAUSED_AFTER_CRASH)
+
+    def pause_queues_at_quit(self) -> None:
+        self.queues.pause_leftovers(PAUSED_AT_QUIT)
+
+    def _announce_queue(self, conversation_id: int) -> None:
+        self.bridge.queue_changed.emit(conversation_id, self.queues.state(conversation_id))
+
+    def _deliver(self, conversation_id: int) -> str | None:
+        messages = self.queues.deliverable(conversation_id)
+        if not messages:
+            return None
+        stream_id = self.send(conversation_id, join_messages(messages))
+        if stream_id is None:
+            return None
+        # After the send (which may end at once, e.g. an unknown agent): delivered exactly once.
+        self.queues.delivered(conversation_id, messages)
+        data: dict[str, Any] = {"ids": [m.id for m in messages],
+                                "messages": [m.text for m in messages]}
+        self._mark(conversation_id, MARKER_MESSAGES_DELIVERED, stream_id, data)
+        self._announce_queue(conversation_id)
+        self.bridge.messages_delivered.emit(conversation_id, stream_id, [m.id for m in messages])
+        return stream_id

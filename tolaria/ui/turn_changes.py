@@ -1,0 +1,192 @@
+"""Under a finished turn: the files it changed in the chat's git folder, and undoing them.
+
+A compact "N files changed" row that unfolds into the files (added / modified / deleted), each
+with "Revert file", and "Rewind to before this turn", confirmed inline (no modal dialog): the
+folder goes back to its state before the turn and this turn and the later ones show "rewound".
+A folder outside git gets a muted note instead, and nothing that could lose work. The per-hunk
+diff view waits for the transcript rewrite.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from tolaria.chats.checkpoints import TurnChanges
+from tolaria.ui import theme
+
+#: Status -> its badge letter.
+_BADGES = {"added": "A", "modified": "M", "deleted": "D", "type": "T"}
+
+
+def _flat(parent: QWidget, name: str, text: str, tip: str) -> QPushButton:
+    button = QPushButton(text, parent)
+    button.setObjectName(name)
+    button.setFlat(True)
+    button.setToolTip(tip)
+    button.setCursor(Qt.CursorShape.PointingHandCursor)
+    return button
+
+
+class TurnChangesRow(QFrame):
+    #: Put one file back as it was before this turn: turn id, path.
+    revert_file_requested = Signal(int, str)
+    #: Put the folder back as it was before this turn (confirmed): turn id.
+    rewind_requested = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("turnChanges")
+        self.changes: TurnChanges | None = None
+        self._busy = False
+        muted = theme.css(theme.muted_text())
+        self.setStyleSheet(
+            f"QFrame#turnChanges {{ border: 1px solid {theme.css(theme.border())};"
+            f" border-radius: 8px; background: {theme.css(theme.card_background())}; }}"
+            f"QFrame#turnChanges[plain=\"true\"] {{ border: none; background: transparent; }}"
+            f"QLabel#turnChangesNote, QLabel#turnChangesRewound {{ color: {muted}; }}"
+            f"QFrame#turnChanges QPushButton {{ padding: 0px 6px; }}"
+            f"QPushButton#turnChangesToggle:checked {{ background: transparent; border: none; }}")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 2, 4, 2)
+        layout.setSpacing(0)
+        head = QHBoxLayout()
+        self.toggle = _flat(self, "turnChangesToggle", "", "Show the files this turn changed")
+        self.toggle.setCheckable(True)
+        self.toggle.toggled.connect(self._on_toggle_toggled)
+        head.addWidget(self.toggle)
+        self.rewound_label = QLabel("rewound", self)
+        self.rewound_label.setObjectName("turnChangesRewound")
+        self.rewound_label.setToolTip("Its changes were undone by a rewind")
+        head.addWidget(self.rewound_label)
+        self.note = QLabel(self)
+        self.note.setObjectName("turnChangesNote")
+        self.note.setWordWrap(True)
+        head.addWidget(self.note, 1)
+        head.addStretch(0)
+        self.rewind_button = _flat(self, "rewindButton", "Rewind to before this turn",
+                                   "Put every file back as it was before this turn")
+        self.rewind_button.clicked.connect(self._on_rewind_button_clicked)
+        head.addWidget(self.rewind_button)
+        layout.addLayout(head)
+        self.confirm = QWidget(self)
+        row = QHBoxLayout(self.confirm)
+        row.setContentsMargins(0, 2, 0, 2)
+        self.confirm_label = QLabel(self.confirm)
+        self.confirm_label.setWordWrap(True)
+        self.confirm_label.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        row.addWidget(self.confirm_label, 1)
+        yes = _flat(self.confirm, "rewindConfirmButton", "Rewind", "Rewind now")
+        yes.clicked.connect(self._on_confirm_clicked)
+        row.addWidget(yes)
+        no = _flat(self.confirm, "rewindCancelButton", "Cancel", "Keep the files as they are")
+        no.clicked.connect(self.confirm.hide)
+        row.addWidget(no)
+        self.confirm.hide()
+        layout.addWidget(self.confirm)
+        self.files = QWidget(self)
+        self._files = QVBoxLayout(self.files)
+        self._files.setContentsMargins(0, 0, 0, 2)
+        self._files.setSpacing(0)
+        self.files.hide()
+        layout.addWidget(self.files)
+        self._rows: list[QWidget] = []
+        self.hide()
+
+    def set_changes(self, changes: TurnChanges) -> None:
+        self.changes = changes
+        count = len(changes.files)
+        self.toggle.setVisible(count > 0)
+        self.toggle.setText(f"{'▾' if self.toggle.isChecked() else '▸'} {count} file"
+                            f"{'s' if count != 1 else ''} changed")
+        self.rewound_label.setVisible(changes.rewound)
+        self.note.setText(changes.notice or "")
+        self.note.setVisible(bool(changes.notice))
+        self.rewind_button.setVisible(count > 0 and not changes.rewound)
+        if not self.rewind_button.isVisibleTo(self):
+            self.confirm.hide()
+        # A note alone is a muted line, not a card.
+        self.setProperty("plain", "true" if count == 0 else "false")
+        self.style().unpolish(self)
+        self.style().polish(self)
+        for old in self._rows:
+            self._files.removeWidget(old)
+            old.hide()
+            old.deleteLater()
+        self._rows = [self._file_row(change.path, change.status) for change in changes.files]
+        for row in self._rows:
+            self._files.addWidget(row)
+        self._apply_busy()
+        self.setVisible(count > 0 or changes.rewound or bool(changes.notice))
+
+    def _file_row(self, path: str, status: str) -> QWidget:
+        row = QWidget(self.files)
+        row.setObjectName("changedFile")
+        line = QHBoxLayout(row)
+        line.setContentsMargins(14, 0, 0, 0)
+        badge = QLabel(_BADGES.get(status, "M"), row)
+        badge.setObjectName("changedFileStatus")
+        badge.setToolTip(status)
+        colour = {"added": theme.success_color(), "deleted": theme.error_colors()[2]}.get(
+            status, theme.warning_color())
+        badge.setStyleSheet(f"color: {theme.css(colour)}; font-weight: bold;")
+        line.addWidget(badge)
+        name = QLabel(path, row)
+        name.setObjectName("changedFilePath")
+        name.setTextFormat(Qt.TextFormat.PlainText)
+        name.setFont(theme.mono_font())
+        name.setToolTip(path)
+        # A long path must not widen the transcript: it is cut at the row's edge instead.
+        name.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        line.addWidget(name, 1)
+        assert self.changes is not None
+        reverted = path in self.changes.reverted or self.changes.rewound
+        button = _flat(row, "revertFileButton", "Reverted" if reverted else "Revert file",
+                       f"Put {path} back as it was before this turn")
+        button.setEnabled(not reverted)
+        turn_id = self.changes.turn_id
+        button.clicked.connect(lambda: self.revert_file_requested.emit(turn_id, path))
+        line.addWidget(button)
+        return row
+
+    def set_busy(self, busy: bool) -> None:
+        """While the chat runs a turn nothing is undone (the agent may be writing)."""
+        self._busy = busy
+        self._apply_busy()
+
+    def _apply_busy(self) -> None:
+        self.rewind_button.setEnabled(not self._busy)
+        for row in self._rows:
+            button = row.findChild(QPushButton, "revertFileButton")
+            if button is not None and button.text() == "Revert file":
+                button.setEnabled(not self._busy)
+        if self._busy:
+            self.confirm.hide()
+
+    def file_rows(self) -> list[QWidget]:
+        return list(self._rows)
+
+    def _on_toggle_toggled(self, shown: bool) -> None:
+        self.files.setVisible(shown)
+        if self.changes is not None:
+            self.set_changes(self.changes)
+
+    def _on_rewind_button_clicked(self) -> None:
+        if self.changes is None:
+            return
+        self.confirm_label.setText("Put the folder back as it was before this turn? What changed "
+                                   "since (this turn, later ones, your edits) is undone.")
+        self.confirm.show()
+
+    def _on_confirm_clicked(self) -> None:
+        self.confirm.hide()
+        if self.changes is not None and not self._busy:
+            self.rewind_requested.emit(self.changes.turn_id)
