@@ -2,22 +2,22 @@
 
 It forwards the user's intents (``*_requested``) and routes the bridge's facts to the sidebar,
 the header and the chat panes. Stop shortcuts act only when no popup, menu, completer or modal
-dialog owns the keyboard.
+dialog owns the keyboard. The actions live in one registry (ui/actions.py) that the menus and
+the command palette share; Stop and Restart are enabled only while the current chat runs.
 """
 
 from __future__ import annotations
 
 import os
+from functools import partial
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QApplication,
     QLabel,
     QMainWindow,
-    QMessageBox,
     QPushButton,
     QSplitter,
     QVBoxLayout,
@@ -38,12 +38,23 @@ from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui import theme
+from tolaria.ui.actions import (
+    FAN_OUT_SHORTCUT,
+    NEXT_CHAT_SHORTCUT,
+    PALETTE_SHORTCUT,
+    PREVIOUS_CHAT_SHORTCUT,
+    SEARCH_SHORTCUT,
+    ActionRegistry,
+    keyboard_is_free,
+)
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
 from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
 from tolaria.ui.notifier import BackgroundNotifier
+from tolaria.ui.palette import CommandPalette
+from tolaria.ui.quit_prompt import QuitPrompt
 from tolaria.ui.sidebar import Sidebar
 
 
@@ -108,7 +119,7 @@ class MainWindow(QMainWindow):
         self._conversation_of_stream: dict[str, int] = {}
         self._want_new = 0
         self._quit_confirmed = False
-        self._quit_box: QMessageBox | None = None
+        self.quit_prompt = QuitPrompt(self, self.running_count, self._on_quit_prompt_confirmed)
         self._bridge: Bridge | None = None
         self._stop_hint = ""
         self.settings = settings
@@ -154,33 +165,54 @@ class MainWindow(QMainWindow):
 
         new_key = parse_shortcut(settings.new_chat_shortcut, DEFAULT_NEW_CHAT, "new_chat",
                                  problems)
-        self.new_action = self._action("&New chat", new_key, self._on_new_action_triggered)
-        self.quit_action = self._action("&Quit", QKeySequence(QKeySequence.StandardKey.Quit),
-                                        self.close)
-        self.stop_action = self._action("&Stop", stop_key, self._on_stop_action_triggered)
-        self.stop_all_action = self._action("Stop &all runs", stop_all_key,
-                                            self._on_stop_all_action_triggered)
-        self.restart_action = self._action("&Restart turn", QKeySequence(DEFAULT_RESTART),
-                                           self._on_restart_action_triggered)
-        self.fan_out_action = self._action("Ask several agents…", QKeySequence("Ctrl+Shift+N"),
-                                           self._on_fan_out_action_triggered)
-        file_menu = self.menuBar().addMenu("&File")
-        file_menu.addAction(self.new_action)
-        file_menu.addAction(self.sidebar.rename_action)
-        file_menu.addAction(self.sidebar.delete_action)
-        file_menu.addSeparator()
-        self.preferences_action = self._action("&Preferences…", QKeySequence("Ctrl+,"),
-                                               self.preferences_requested.emit)
+        self.registry = ActionRegistry(self)
+        add = self.registry.add
+        self.new_action = add("&New chat", new_key, self._on_new_action_triggered)
+        self.search_action = add("&Search chats", SEARCH_SHORTCUT, self.sidebar.focus_search,
+                                 name="searchChatsAction")
+        self.registry.adopt(self.sidebar.rename_action)
+        self.registry.adopt(self.sidebar.delete_action)
+        self.next_chat_action = add("Next chat", NEXT_CHAT_SHORTCUT,
+                                    lambda: self._on_cycle_chat(1))
+        self.previous_chat_action = add("Previous chat", PREVIOUS_CHAT_SHORTCUT,
+                                        lambda: self._on_cycle_chat(-1))
+        self.stop_action = add("&Stop", stop_key, self._on_stop_action_triggered)
+        self.stop_all_action = add("Stop &all runs", stop_all_key,
+                                   self._on_stop_all_action_triggered)
+        self.restart_action = add("&Restart turn", QKeySequence(DEFAULT_RESTART),
+                                  self._on_restart_action_triggered)
+        self.fan_out_action = add("Ask several agents…", FAN_OUT_SHORTCUT,
+                                  self._on_fan_out_action_triggered)
+        self.preferences_action = add("&Preferences…", QKeySequence("Ctrl+,"),
+                                      self.preferences_requested.emit)
         self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
+        self.quit_action = add("&Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
+        self.palette_action = add("Command palette…", PALETTE_SHORTCUT,
+                                  self._on_palette_action_triggered, in_palette=False)
+        self.palette_action.setObjectName("paletteAction")
+        self.goto_actions = [add(f"Go to chat {n}", f"Ctrl+{n}",
+                                 partial(self._on_goto_chat, n), in_palette=False)
+                             for n in range(1, 10)]
+        self.command_palette = CommandPalette(self)
+        file_menu = self.menuBar().addMenu("&File")
+        for action in (self.new_action, self.search_action, self.sidebar.rename_action,
+                       self.sidebar.delete_action):
+            file_menu.addAction(action)
+        file_menu.addSeparator()
         file_menu.addAction(self.preferences_action)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         run_menu = self.menuBar().addMenu("&Run")
-        run_menu.addAction(self.stop_action)
-        run_menu.addAction(self.stop_all_action)
-        run_menu.addAction(self.restart_action)
+        for action in (self.stop_action, self.stop_all_action, self.restart_action):
+            run_menu.addAction(action)
         run_menu.addSeparator()
         run_menu.addAction(self.fan_out_action)
+        self.jobs_menu = run_menu.addMenu("&Jobs")
+        self.jobs_menu.setObjectName("jobsMenu")
+        go_menu = self.menuBar().addMenu("&Go")
+        go_menu.addAction(self.palette_action)
+        go_menu.addAction(self.next_chat_action)
+        go_menu.addAction(self.previous_chat_action)
 
         self.show_problems(problems)
         self.stack.set_send_key(settings.send_shortcut)
@@ -190,6 +222,7 @@ class MainWindow(QMainWindow):
         self.sidebar.activate_requested.connect(self._on_sidebar_activate_requested)
         self.sidebar.rename_requested.connect(self.rename_requested)
         self.sidebar.delete_requested.connect(self.delete_requested)
+        self.sidebar.confirm_closed.connect(self._on_sidebar_confirm_closed)
         self.header.agent_change_requested.connect(self._on_header_agent_change_requested)
         self.header.cwd_change_requested.connect(self._on_header_cwd_change_requested)
         self.stack.send_requested.connect(self.send_requested)
@@ -200,13 +233,7 @@ class MainWindow(QMainWindow):
         self.stack.restart_requested.connect(self.restart_requested)
         self.stack.permission_answer_requested.connect(self.permission_answer_requested)
 
-    def _action(self, text: str, key: QKeySequence, slot: object) -> QAction:
-        action = QAction(text, self)
-        action.setShortcut(key)
-        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        action.triggered.connect(slot)
-        self.addAction(action)
-        return action
+        self._refresh_run_actions()
 
     def attach(self, bridge: Bridge) -> None:
         """Render the bridge's facts."""
@@ -218,6 +245,7 @@ class MainWindow(QMainWindow):
         bridge.run_started.connect(self._on_bridge_run_started)
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_stopping.connect(self.stack.on_run_stopping)
+        bridge.run_stopping.connect(self._on_bridge_run_stopping)
         bridge.permission_requested.connect(self.stack.on_permission_requested)
         bridge.permission_settled.connect(self.stack.on_permission_settled)
         bridge.run_finished.connect(self._on_bridge_run_finished)
@@ -226,6 +254,7 @@ class MainWindow(QMainWindow):
         bridge.markers_loaded.connect(self.stack.on_markers_loaded)
         bridge.queue_changed.connect(self.stack.on_queue_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
+        bridge.turn_restarted.connect(self._on_bridge_run_stopping)
 
     def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
         """The agents Tolaria knows; disabled ones are left out of the picker."""
@@ -287,9 +316,30 @@ class MainWindow(QMainWindow):
         self.new_chat_requested.emit(agent, cwd)
 
     def _keyboard_is_free(self) -> bool:
-        """No popup (menu, combo box list, completer) and no modal dialog owns the keys."""
-        return (QApplication.activePopupWidget() is None
-                and QApplication.activeModalWidget() is None)
+        return keyboard_is_free()
+
+    def _on_palette_action_triggered(self) -> None:
+        if self._keyboard_is_free():
+            self.command_palette.open_with(self.registry.actions())
+
+    def _on_cycle_chat(self, step: int) -> None:
+        """Ctrl+Tab / Ctrl+Shift+Tab: the next or previous chat in the sidebar, wrapping."""
+        ids = self.sidebar.visible_ids()
+        if not ids or not self._keyboard_is_free():
+            return
+        current = self.current_conversation_id()
+        index = ids.index(current) if current in ids else -step
+        self.open_conversation(ids[(index + step) % len(ids)])
+
+    def _on_goto_chat(self, number: int) -> None:
+        ids = self.sidebar.visible_ids()
+        if len(ids) >= number and self._keyboard_is_free():
+            self.open_conversation(ids[number - 1])
+
+    def _on_sidebar_confirm_closed(self) -> None:
+        pane = self.current_pane()
+        if pane is not None:
+            pane.composer.setFocus()
 
     def _on_stop_action_triggered(self) -> None:
         if not self._keyboard_is_free():
@@ -333,6 +383,17 @@ class MainWindow(QMainWindow):
                 self.stack.adopt_run(stream_id, conversation_id)
         self.header.show_conversation(conversation)
         self.setWindowTitle(f"{conversation.title} — Tolaria")
+        self._refresh_run_actions()
+
+    def _refresh_run_actions(self) -> None:
+        """Stop and Restart apply to the current chat's run; Stop all to any run."""
+        pane = self.stack.current_pane()
+        running_here = pane is not None and pane.running_stream is not None
+        self.stop_action.setEnabled(running_here)
+        self.restart_action.setEnabled(running_here)
+        running = self.running_count()
+        self.stop_all_action.setEnabled(running > 0)
+        self.quit_prompt.refresh()
 
     def _on_sidebar_activate_requested(self, conversation_id: int) -> None:
         pane = self.stack.pane(conversation_id)
@@ -380,6 +441,10 @@ class MainWindow(QMainWindow):
         self._conversation_of_stream[stream_id] = conversation_id
         self.sidebar.set_running(conversation_id, True)
         self.stack.on_run_started(stream_id, conversation_id, turn)
+        self._refresh_run_actions()
+
+    def _on_bridge_run_stopping(self, *_: object) -> None:
+        self._refresh_run_actions()
 
     def _on_bridge_event_received(self, stream_id: str, event: Event) -> None:
         self.stack.on_event(stream_id, event)
@@ -389,6 +454,7 @@ class MainWindow(QMainWindow):
         if conversation_id is not None:
             self.sidebar.set_running(conversation_id, False)
         self.stack.on_run_finished(stream_id, done)
+        self._refresh_run_actions()
         if conversation_id is not None and self.settings.notify_background:
             conversation = self._conversations.get(conversation_id)
             in_view = (conversation_id == self.current_conversation_id()
@@ -427,29 +493,12 @@ class MainWindow(QMainWindow):
         event.accept()
         self.closed.emit()
 
-    def _ask_to_quit(self, running: int) -> None:
-        if self._quit_box is not None:
-            return
-        chats = "1 chat is" if running == 1 else f"{running} chats are"
-        box = QMessageBox(QMessageBox.Icon.Warning, "Quit Tolaria",
-                          f"{chats} still running. Stop and quit?", parent=self)
-        box.setObjectName("quitDialog")
-        box.setInformativeText("Every running agent and the processes it started are stopped.")
-        quit_button = box.addButton("Stop and Quit", QMessageBox.ButtonRole.AcceptRole)
-        quit_button.setObjectName("quitConfirmButton")
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    def _ask_to_quit(self, _running: int) -> None:
+        self.quit_prompt.ask()
 
-        def on_finished(_result: int) -> None:
-            self._quit_box = None
-            if box.clickedButton() is quit_button:
-                self._quit_confirmed = True
-                self.close()
-
-        box.finished.connect(on_finished)
-        self._quit_box = box
-        box.open()
+    def _on_quit_prompt_confirmed(self) -> None:
+        self._quit_confirmed = True
+        self.close()
 
     def force_close(self) -> None:
         """Close without asking (SIGINT/SIGTERM in the terminal): runs are stopped on the way out."""

@@ -1,10 +1,16 @@
-"""The list of conversations: new, rename, delete, a running badge and the last activity."""
+"""The list of conversations: new, search, rename in place, delete with an inline confirm, a
+running badge and the last activity.
+
+No stock dialogs: rename edits the title where it is (Enter commits, Esc cancels) and delete asks
+in a bar under the list, the way Zed and Claude desktop do it.
+"""
 
 from __future__ import annotations
 
 import time
 
 from PySide6.QtCore import (
+    QAbstractItemModel,
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
@@ -16,11 +22,12 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QAction, QKeySequence, QPainter
 from PySide6.QtWidgets import (
-    QInputDialog,
+    QAbstractItemView,
+    QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMenu,
-    QMessageBox,
     QPushButton,
     QStyle,
     QStyledItemDelegate,
@@ -31,6 +38,8 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.store.db import Conversation
 from tolaria.ui import theme
+from tolaria.ui.actions import DELETE_SHORTCUT, RENAME_SHORTCUT, focus_is_editable
+from tolaria.ui.inline_confirm import DeleteConfirm
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -51,7 +60,38 @@ def relative_time(timestamp: float, now: float | None = None) -> str:
 
 
 class _Delegate(QStyledItemDelegate):
-    """Two lines per conversation: the title (with a running badge) and the last activity."""
+    """Two lines per conversation: the title (with a running badge) and the last activity.
+
+    Its editor is the in-place rename field over the title line; committing emits a rename
+    intent instead of writing the model (the store's saved conversation updates the row)."""
+
+    def __init__(self, sidebar: Sidebar, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._sidebar = sidebar
+
+    def createEditor(self, parent: QWidget, option: QStyleOptionViewItem,
+                     index: QModelIndex | QPersistentModelIndex) -> QWidget:
+        editor = QLineEdit(parent)
+        editor.setObjectName("renameEditor")
+        editor.setAccessibleName("Chat name")
+        editor.setFrame(True)
+        return editor
+
+    def setEditorData(self, editor: QWidget, index: QModelIndex | QPersistentModelIndex) -> None:
+        if isinstance(editor, QLineEdit):
+            editor.setText(str(index.data(Qt.ItemDataRole.DisplayRole) or ""))
+            editor.selectAll()
+
+    def setModelData(self, editor: QWidget, model: QAbstractItemModel,
+                     index: QModelIndex | QPersistentModelIndex) -> None:
+        if isinstance(editor, QLineEdit):
+            self._sidebar.commit_rename(int(index.data(ID_ROLE)), editor.text())
+
+    def updateEditorGeometry(self, editor: QWidget, option: QStyleOptionViewItem,
+                             index: QModelIndex | QPersistentModelIndex) -> None:
+        line = option.fontMetrics.height()
+        editor.setGeometry(option.rect.adjusted(4, 2, -4, 0).adjusted(
+            0, 0, 0, -(option.rect.height() - line - 10)))
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem,
               index: QModelIndex | QPersistentModelIndex) -> None:
@@ -123,6 +163,8 @@ class Sidebar(QWidget):
     rename_requested = Signal(int, str)
     #: Delete a conversation (confirmed by the user): id.
     delete_requested = Signal(int)
+    #: Stop showing an inline confirm and give the keys back to the chat.
+    confirm_closed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -135,30 +177,48 @@ class Sidebar(QWidget):
         self.new_button.setToolTip(f"New chat ({QKeySequence(QKeySequence.StandardKey.New).toString(QKeySequence.SequenceFormat.NativeText)})")
         self.new_button.clicked.connect(self.new_chat_requested)
         layout.addWidget(self.new_button)
+        self.search = QLineEdit(self)
+        self.search.setObjectName("chatSearch")
+        self.search.setAccessibleName("Search chats")
+        self.search.setPlaceholderText("Search chats")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._on_search_text_changed)
+        self.search.returnPressed.connect(self._on_search_return_pressed)
+        layout.addWidget(self.search)
         self.list = QListWidget(self)
         self.list.setObjectName("conversationList")
         self.list.setAccessibleName("Conversations")
-        self.list.setItemDelegate(_Delegate(self.list))
+        self.list.setItemDelegate(_Delegate(self, self.list))
+        self.list.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.list.setUniformItemSizes(True)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._on_list_custom_context_menu_requested)
         self.list.currentItemChanged.connect(self._on_list_current_item_changed)
         self.list.itemActivated.connect(self._on_list_item_activated)
         layout.addWidget(self.list, 1)
+        self.no_match = QLabel("No chat matches.", self)
+        self.no_match.setObjectName("noChatMatches")
+        self.no_match.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        self.no_match.hide()
+        layout.addWidget(self.no_match)
+        self.confirm = DeleteConfirm(self)
+        self.confirm.confirmed.connect(self._on_confirm_confirmed)
+        self.confirm.cancelled.connect(self.confirm_closed)
+        layout.addWidget(self.confirm)
+        # Window-wide: F2 and Del work wherever the focus is (Del only outside text fields).
         self.rename_action = QAction("&Rename…", self.list)
-        self.rename_action.setShortcut(QKeySequence(Qt.Key.Key_F2))
-        self.rename_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        self.rename_action.setShortcut(QKeySequence(RENAME_SHORTCUT))
+        self.rename_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.rename_action.triggered.connect(self._on_rename_action_triggered)
         self.delete_action = QAction("&Delete…", self.list)
-        self.delete_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Delete))
-        self.delete_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        self.delete_action.setShortcut(QKeySequence(DELETE_SHORTCUT))
+        self.delete_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.delete_action.triggered.connect(self._on_delete_action_triggered)
         self.list.addAction(self.rename_action)
         self.list.addAction(self.delete_action)
         self._items: dict[int, QListWidgetItem] = {}
         self._conversations: dict[int, Conversation] = {}
         self._running: dict[int, int] = {}
-        self._dialog: QWidget | None = None
         self._menu: QMenu | None = None
         self._clock = QTimer(self)
         self._clock.setInterval(30_000)
@@ -177,6 +237,7 @@ class Sidebar(QWidget):
             self.list.blockSignals(False)
         self._conversations[conversation.id] = conversation
         self._refresh(conversation.id)
+        self._apply_filter()
 
     def conversation_deleted(self, conversation_id: int) -> None:
         item = self._items.pop(conversation_id, None)
@@ -184,6 +245,9 @@ class Sidebar(QWidget):
         self._running.pop(conversation_id, None)
         if item is not None:
             self.list.takeItem(self.list.row(item))
+        if self.confirm.conversation_id == conversation_id:
+            self.confirm.hide()
+        self._apply_filter()
 
     def set_running(self, conversation_id: int, running: bool) -> None:
         count = self._running.get(conversation_id, 0) + (1 if running else -1)
@@ -225,6 +289,37 @@ class Sidebar(QWidget):
     def ids(self) -> list[int]:
         return [int(self.list.item(i).data(ID_ROLE)) for i in range(self.list.count())]
 
+    def visible_ids(self) -> list[int]:
+        """The chats the search leaves shown, top to bottom (Ctrl+Tab and Ctrl+1..9 use them)."""
+        return [int(self.list.item(i).data(ID_ROLE)) for i in range(self.list.count())
+                if not self.list.item(i).isHidden()]
+
+    # -- search ---------------------------------------------------------------------------------
+    def focus_search(self) -> None:
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def _on_search_text_changed(self, _text: str) -> None:
+        self._apply_filter()
+
+    def _apply_filter(self) -> None:
+        words = self.search.text().lower().split()
+        shown = 0
+        for conversation_id, item in self._items.items():
+            conversation = self._conversations.get(conversation_id)
+            title = (conversation.title if conversation else item.text()).lower()
+            hide = not all(word in title for word in words)
+            item.setHidden(hide)
+            shown += not hide
+        self.no_match.setVisible(bool(words) and shown == 0)
+
+    def _on_search_return_pressed(self) -> None:
+        """Enter in the search field opens the first match and goes to its composer."""
+        shown = self.visible_ids()
+        if shown:
+            self.select(shown[0])
+            self.activate_requested.emit(shown[0])
+
     def _on_list_current_item_changed(self, current: QListWidgetItem | None,
                                       _previous: QListWidgetItem | None) -> None:
         if current is not None:
@@ -247,40 +342,35 @@ class Sidebar(QWidget):
         menu.popup(self.list.viewport().mapToGlobal(pos))
 
     def _on_rename_action_triggered(self) -> None:
-        conversation_id = self.current_id()
-        conversation = self._conversations.get(conversation_id) if conversation_id else None
-        if conversation is None:
+        item = self.list.currentItem()
+        if item is None:
             return
-        dialog = QInputDialog(self)
-        dialog.setObjectName("renameDialog")
-        dialog.setWindowTitle("Rename chat")
-        dialog.setLabelText("New name:")
-        dialog.setTextValue(conversation.title)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.textValueSelected.connect(
-            lambda title: self.rename_requested.emit(conversation.id, title))
-        self._dialog = dialog
-        dialog.open()
+        if item.isHidden():  # filtered away by the search: show it again to edit it in place
+            self.search.clear()
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+        self.list.scrollToItem(item)
+        self.list.editItem(item)
+
+    def renaming(self) -> QLineEdit | None:
+        """The in-place rename field, while it is open."""
+        editor = self.list.findChild(QLineEdit, "renameEditor")
+        return editor if editor is not None and editor.isVisible() else None
+
+    def commit_rename(self, conversation_id: int, title: str) -> None:
+        conversation = self._conversations.get(conversation_id)
+        title = " ".join(title.split())
+        if conversation is not None and title and title != conversation.title:
+            self.rename_requested.emit(conversation_id, title)
 
     def _on_delete_action_triggered(self) -> None:
+        if focus_is_editable():  # Del in a text field deletes a character, never a chat
+            return
         conversation_id = self.current_id()
         conversation = self._conversations.get(conversation_id) if conversation_id else None
         if conversation is None:
             return
-        box = QMessageBox(QMessageBox.Icon.Question, "Delete chat",
-                          f"Delete “{conversation.title}” and its transcript?", parent=self)
-        box.setObjectName("deleteDialog")
-        if conversation.id in self._running:
-            box.setInformativeText("Its running turn will be stopped first.")
-        delete = box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.confirm.ask_delete(conversation, running=conversation.id in self._running)
 
-        def on_finished(_result: int) -> None:
-            if box.clickedButton() is delete:
-                self.delete_requested.emit(conversation.id)
-
-        box.finished.connect(on_finished)
-        self._dialog = box
-        box.open()
+    def _on_confirm_confirmed(self, conversation_id: int) -> None:
+        self.delete_requested.emit(conversation_id)
+        self.confirm_closed.emit()
