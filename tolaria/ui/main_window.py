@@ -9,8 +9,8 @@ the command palette share; Stop and Restart are enabled only while the current c
 from __future__ import annotations
 
 import os
-from functools import partial
 from collections.abc import Collection, Sequence
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
