@@ -98,9 +98,9 @@ class ShortcutsPage(QWidget):
         header = self.fixed.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        for row, fixed in enumerate(FIXED_SHORTCUTS):
-            self.fixed.setItem(row, 0, QTableWidgetItem(fixed.label))
-            self.fixed.setItem(row, 1, QTableWidgetItem(fixed.keys))
+        for line, fixed in enumerate(FIXED_SHORTCUTS):
+            self.fixed.setItem(line, 0, QTableWidgetItem(fixed.label))
+            self.fixed.setItem(line, 1, QTableWidgetItem(fixed.keys))
         layout.addWidget(self.fixed, 1)
 
     def set_settings(self, settings: Settings) -> None:
