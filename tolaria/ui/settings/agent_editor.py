@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QFormLayout,
@@ -26,6 +27,7 @@ from tolaria.config.agents import AgentOverrides, join_args, split_args, validat
 from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
+from tolaria.ui.agent_status import READY, agent_status
 from tolaria.ui.settings.env_table import EnvTable
 from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color
 
@@ -92,6 +94,21 @@ class AgentEditor(QWidget):
         self.detected.setObjectName("agentDetected")
         self.detected.setWordWrap(True)
         form.addRow("Detected", self.detected)
+        step_row = QHBoxLayout()
+        self.next_step = QLabel(self)
+        self.next_step.setObjectName("agentNextStep")
+        self.next_step.setWordWrap(True)
+        self.next_step.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        step_row.addWidget(self.next_step, 1)
+        self.copy_button = QPushButton("Copy", self)
+        self.copy_button.setObjectName("agentCopyCommand")
+        self.copy_button.setAutoDefault(False)
+        self.copy_button.clicked.connect(self._on_copy_button_clicked)
+        step_row.addWidget(self.copy_button)
+        self._step_label = QLabel("Next step", self)
+        form.addRow(self._step_label, step_row)
+        self._command = ""
+        self._show_next_step(None)
 
         self.path = PathField("agentPath", "Found automatically", folder=False, parent=self)
         self.path.edited.connect(self._on_field_edited)
@@ -205,10 +222,35 @@ class AgentEditor(QWidget):
         self._filling = False
         self.validate()
 
+    def _show_next_step(self, found: Detection | None) -> None:
+        status = agent_status(self.manifest, found) if self.manifest is not None else None
+        line = status.line if status is not None and status.group != READY else ""
+        self._command = status.command if status is not None and line else ""
+        self.next_step.setText(line)
+        self.copy_button.setVisible(bool(self._command))
+        self.copy_button.setToolTip(f"Copy “{self._command}”" if self._command else "")
+        self.next_step.setVisible(bool(line))
+        self._step_label.setVisible(bool(line))
+
+    def _on_copy_button_clicked(self) -> None:
+        clipboard = QApplication.clipboard()
+        if self._command and clipboard is not None:
+            clipboard.setText(self._command)
+            self.copy_button.setText("Copied")
+
     def show_detection(self, found: Detection | None) -> None:
+        self.copy_button.setText("Copy")
+        self._show_next_step(found)
         if found is None:
             self.detected.setText("Detecting…")
             return
+        if found.path is None:  # the next step says what to do; the search is a detail
+            program = self.manifest.command[0] if self.manifest and self.manifest.command else ""
+            self.detected.setText(f"not installed: no {program} found" if program
+                                  else "not installed")
+            self.detected.setToolTip(found.error or "")
+            return
+        self.detected.setToolTip("")
         lines = []
         if found.path:
             where = found.path
