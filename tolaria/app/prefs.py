@@ -75,6 +75,7 @@ class Preferences:
             agents.reset_requested.connect(self.settings.reset)
             agents.detect_requested.connect(self.settings.detect)
             agents.test_requested.connect(self._on_agents_test_requested)
+            agents.test_cancel_requested.connect(self.settings.cancel_test)
             agents.models_requested.connect(self.settings.list_models)
         if not dialog.isVisible():
             dialog.agents.discard_edits()

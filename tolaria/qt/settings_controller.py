@@ -254,6 +254,12 @@ class SettingsController(QObject):
         for task in list(self._tests.values()):
             task.cancel()
 
+    def cancel_test(self, agent_id: str) -> None:
+        """Stop one agent's Test (its run is aborted, its tree ended, before it reports)."""
+        task = self._tests.get(agent_id)
+        if task is not None:
+            task.cancel()
+
     def testing(self, agent_id: str) -> bool:
         return agent_id in self._tests
 

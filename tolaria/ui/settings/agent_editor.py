@@ -7,9 +7,10 @@ stored and passed as a list, never through a shell. Every field is checked as yo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.config.agents import AgentOverrides, join_args, split_args, validate_overrides
+from tolaria.config.probe import TEST_PROMPT
 from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
@@ -52,6 +54,8 @@ class AgentEditor(QWidget):
     changed = Signal()
     #: Run the Test of this agent with the form's overrides.
     test_requested = Signal()
+    #: Stop the running Test of this agent (its run and process tree).
+    test_cancel_requested = Signal()
     #: Fetch the model list of this (openai-chat) agent.
     models_requested = Signal()
     #: Edit this custom agent's manifest (id, command, protocol).
@@ -163,6 +167,17 @@ class AgentEditor(QWidget):
                                     "OK\") with these settings")
         self.test_button.clicked.connect(self._on_test_button_clicked)
         test_row.addWidget(self.test_button)
+        self.cancel_test_button = QPushButton("Cancel", self)
+        self.cancel_test_button.setObjectName("agentTestCancel")
+        self.cancel_test_button.setAutoDefault(False)
+        self.cancel_test_button.setToolTip("Stop the test run (its whole process tree)")
+        self.cancel_test_button.clicked.connect(self.test_cancel_requested)
+        self.cancel_test_button.hide()
+        test_row.addWidget(self.cancel_test_button)
+        self._test_started = 0.0
+        self._test_clock = QTimer(self)
+        self._test_clock.setInterval(1000)
+        self._test_clock.timeout.connect(self._show_test_elapsed)
         self.test_result = QLabel(self)
         self.test_result.setObjectName("agentTestResult")
         self.test_result.setWordWrap(True)
@@ -217,8 +232,10 @@ class AgentEditor(QWidget):
         self.cwd.set_text(overrides.cwd or "")
         self.detected.setText("Detecting…")
         self.test_result.clear()
-        self.test_button.setEnabled(not testing)
-        self.test_button.setText("Testing…" if testing else "Test")
+        if testing:
+            self.show_test_started()
+        else:
+            self._show_testing(False)
         self._filling = False
         self.validate()
 
@@ -265,15 +282,28 @@ class AgentEditor(QWidget):
             lines.append(f"⚠ {found.error}")
         self.detected.setText("\n".join(lines) or "not found")
 
+    def _show_testing(self, testing: bool) -> None:
+        self.test_button.setEnabled(not testing)
+        self.test_button.setText("Testing…" if testing else "Test")
+        self.cancel_test_button.setVisible(testing)
+        if testing:
+            self._test_clock.start()
+        else:
+            self._test_clock.stop()
+
     def show_test_started(self) -> None:
-        self.test_button.setEnabled(False)
-        self.test_button.setText("Testing…")
+        self._test_started = time.monotonic()
+        self._show_testing(True)
         self.test_result.setStyleSheet("")
-        self.test_result.setText("Running the version probe and a tiny turn…")
+        self._show_test_elapsed()
+
+    def _show_test_elapsed(self) -> None:
+        elapsed = int(time.monotonic() - self._test_started)
+        self.test_result.setText(f"Testing… {elapsed} s — a version check, then a tiny turn "
+                                 f"(\"{TEST_PROMPT}\")")
 
     def show_test_result(self, ok: bool, text: str) -> None:
-        self.test_button.setEnabled(True)
-        self.test_button.setText("Test")
+        self._show_testing(False)
         color = theme.success_color() if ok else error_text_color()
         self.test_result.setStyleSheet(f"color: {theme.css(color)};")
         self.test_result.setText(text)

@@ -54,6 +54,8 @@ class AgentsPage(QWidget):
     detect_requested = Signal(str, object)
     #: Run the Test: agent id, AgentOverrides.
     test_requested = Signal(str, object)
+    #: Stop the running Test of an agent: agent id.
+    test_cancel_requested = Signal(str)
     #: Fetch an openai-chat agent's models: agent id, AgentOverrides.
     models_requested = Signal(str, object)
 
@@ -89,6 +91,7 @@ class AgentsPage(QWidget):
         self.editor = AgentEditor(self)
         self.editor.changed.connect(self._on_editor_changed)
         self.editor.test_requested.connect(self._on_editor_test_requested)
+        self.editor.test_cancel_requested.connect(self._on_editor_test_cancel_requested)
         self.editor.models_requested.connect(self._on_editor_models_requested)
         self.editor.edit_requested.connect(self._on_editor_edit_requested)
         scroll = QScrollArea(self)
@@ -235,6 +238,11 @@ class AgentsPage(QWidget):
             self._detections.pop(agent_id, None)
             self.editor.show_detection(None)
             self.detect_requested.emit(agent_id, self.overrides_of(agent_id))
+
+    def _on_editor_test_cancel_requested(self) -> None:
+        agent_id = self.current_agent()
+        if agent_id is not None and agent_id in self._testing:
+            self.test_cancel_requested.emit(agent_id)
 
     def _on_editor_test_requested(self) -> None:
         agent_id = self.current_agent()
