@@ -1,5 +1,6 @@
 """A fan-out job shown side by side: one chat pane per agent, each with its own Stop, plus
-"Stop all in job" and the job's status in the header.
+"Stop all in job" and the job's status in the header. The columns start equal; Ctrl+W closes
+the window (the job goes on; Run → Jobs reopens it, past jobs included).
 
 A separate, non-modal window, so the main window keeps working while the agents answer. The view
 renders the facts of its own conversations only (routed by conversation id, then stream id, like
@@ -8,9 +9,11 @@ the chat stack) and emits intents; it never starts or stops anything itself.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -21,8 +24,10 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.chats.fanout import JOB_RUNNING, FanOutJob
-from tolaria.core.store.db import Turn
+from tolaria.core.events import Event
+from tolaria.core.store.db import Marker, Turn
 from tolaria.qt.bridge import Bridge
+from tolaria.ui.actions import CLOSE_WINDOW_SHORTCUT
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.stream_routing import PaneRouting
 
@@ -84,8 +89,30 @@ class FanOutView(PaneRouting, QWidget):
             pane.restart_requested.connect(self.restart_requested)
             pane.permission_answer_requested.connect(self.permission_answer_requested)
             self.splitter.addWidget(pane)
+            self.splitter.setStretchFactor(self.splitter.count() - 1, 1)
             self._panes[member.conversation_id] = pane
+        self._equalized = False
+        close = QAction("Close", self)
+        close.setObjectName("closeFanOutAction")
+        close.setShortcut(QKeySequence(CLOSE_WINDOW_SHORTCUT))
+        close.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        close.triggered.connect(self.close)
+        self.addAction(close)
         self.set_status(JOB_RUNNING)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._equalized:  # the first time only: a column the user resized stays so
+            self._equalized = True
+            self.equalize()
+
+    def equalize(self) -> None:
+        """Every agent's column the same width (a splitter otherwise follows size hints)."""
+        count = self.splitter.count()
+        if count:
+            handles = self.splitter.handleWidth() * (count - 1)
+            width = max(count, self.splitter.width() - handles)
+            self.splitter.setSizes([width // count] * count)
 
     def _name(self, agent: str) -> str:
         return self._agent_names.get(agent, agent)
@@ -100,6 +127,8 @@ class FanOutView(PaneRouting, QWidget):
         bridge.run_finished.connect(self.on_run_finished)
         bridge.job_changed.connect(self.on_job_changed)
         bridge.conversation_deleted.connect(self.on_conversation_deleted)
+        bridge.history_loaded.connect(self.on_history_loaded)
+        bridge.markers_loaded.connect(self.on_markers_loaded)
 
     # -- queries ------------------------------------------------------------------------------
     def panes(self) -> list[ChatPane]:
@@ -127,6 +156,18 @@ class FanOutView(PaneRouting, QWidget):
     def on_job_changed(self, job_id: str, status: str) -> None:
         if job_id == self.job.job_id:
             self.set_status(status)
+
+    def on_history_loaded(self, conversation_id: int,
+                          history: Sequence[tuple[Turn, Sequence[Event]]]) -> None:
+        """A reopened job: its members' stored transcripts (loading twice adds nothing)."""
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.load_history(history, self._agent_names)
+
+    def on_markers_loaded(self, conversation_id: int, markers: Sequence[Marker]) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.load_markers(markers)
 
     def on_conversation_deleted(self, conversation_id: int) -> None:
         pane = self._panes.pop(conversation_id, None)

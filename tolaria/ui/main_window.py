@@ -49,9 +49,10 @@ from tolaria.ui.actions import (
 )
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
-from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
+from tolaria.ui.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
+from tolaria.ui.jobs import JobWindows, job_label
 from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.palette import CommandPalette
 from tolaria.ui.quit_prompt import QuitPrompt
@@ -124,9 +125,6 @@ class MainWindow(QMainWindow):
         self._stop_hint = ""
         self.settings = settings
         self._problem_file: Path | None = None
-        #: job id -> its side-by-side view (fan-out jobs started in this session)
-        self.fan_out_views: dict[str, FanOutView] = {}
-        self.fan_out_dialog: FanOutDialog | None = None
         problems = list(problems)
         stop_key = parse_shortcut(settings.stop_shortcut, DEFAULT_STOP, "stop", problems)
         stop_all_key = parse_shortcut(settings.stop_all_shortcut, DEFAULT_STOP_ALL, "stop_all",
@@ -209,6 +207,7 @@ class MainWindow(QMainWindow):
         run_menu.addAction(self.fan_out_action)
         self.jobs_menu = run_menu.addMenu("&Jobs")
         self.jobs_menu.setObjectName("jobsMenu")
+        self.jobs = JobWindows(self, self.jobs_menu)
         go_menu = self.menuBar().addMenu("&Go")
         go_menu.addAction(self.palette_action)
         go_menu.addAction(self.next_chat_action)
@@ -260,8 +259,7 @@ class MainWindow(QMainWindow):
         """The agents Tolaria knows; disabled ones are left out of the picker."""
         self.header.agent_picker.set_manifests(manifests, hidden=disabled)
         self.stack.set_agent_names({m.id: m.name for m in manifests})
-        if self.fan_out_dialog is not None:
-            self.fan_out_dialog.set_agents(agents_of(self.header.agent_picker))
+        self.jobs.refresh_agents()
 
     def show_problems(self, problems: Sequence[str]) -> None:
         self._problems.setText("\n".join(f"⚠ {p}" for p in problems))
@@ -302,10 +300,7 @@ class MainWindow(QMainWindow):
         return self.stack.current_pane()
 
     def running_count(self) -> int:
-        streams = self.stack.running_streams()
-        for view in self.fan_out_views.values():
-            streams |= view.running_streams()
-        return len(streams)
+        return len(self.stack.running_streams() | self.jobs.running_streams())
 
     # -- intents ------------------------------------------------------------------------------
     def _on_new_action_triggered(self) -> None:
@@ -360,15 +355,10 @@ class MainWindow(QMainWindow):
             self.stop_all_requested.emit()
 
     def _on_fan_out_action_triggered(self) -> None:
-        if self.fan_out_dialog is None:
-            self.fan_out_dialog = FanOutDialog(self)
-            self.fan_out_dialog.fan_out_requested.connect(self._on_fan_out_dialog_requested)
-        self.fan_out_dialog.set_agents(agents_of(self.header.agent_picker))
-        self.fan_out_dialog.show()
-        self.fan_out_dialog.raise_()
-        self.fan_out_dialog.activateWindow()
+        self.jobs.open_dialog()
 
-    def _on_fan_out_dialog_requested(self, prompt: str, agents: list[str]) -> None:
+    def fan_out_here(self, prompt: str, agents: list[str]) -> None:
+        """Start a job in the current chat's folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
         cwd = (current.cwd if current else None) or self.default_cwd
         self.fan_out_requested.emit(prompt, agents, cwd)
@@ -463,19 +453,29 @@ class MainWindow(QMainWindow):
                 self.notifier.chat_finished(conversation.title, done.stop_reason)
 
     def _on_bridge_job_created(self, job: FanOutJob) -> None:
-        names = {m.agent: self.stack.agent_name(m.agent) for m in job.members}
-        view = FanOutView(job, names, self._stop_hint, self)
-        view.stop_requested.connect(self.stop_requested)
-        view.stop_job_requested.connect(self.stop_job_requested)
-        view.send_requested.connect(self.send_requested)
-        view.queue_requested.connect(self.queue_requested)
-        view.unqueue_requested.connect(self.unqueue_requested)
-        view.restart_requested.connect(self.restart_requested)
-        view.permission_answer_requested.connect(self.permission_answer_requested)
-        if self._bridge is not None:
-            view.attach(self._bridge)
-        self.fan_out_views[job.job_id] = view
-        view.show()
+        self.jobs.create_view(job).show()
+
+    # -- fan-out jobs ---------------------------------------------------------------------------
+    @property
+    def fan_out_views(self) -> dict[str, FanOutView]:
+        """job id -> its side-by-side window (jobs started or reopened in this session)."""
+        return self.jobs.views
+
+    @property
+    def fan_out_dialog(self) -> FanOutDialog | None:
+        return self.jobs.dialog
+
+    def set_jobs(self, jobs: Sequence[tuple[FanOutJob, str]]) -> None:
+        """Every stored job and its status (oldest first): the Jobs menu and sidebar groups."""
+        self.jobs.set_jobs(jobs)
+        self.sidebar.set_groups([(job_label(job, status), [m.conversation_id for m in job.members])
+                                 for job, status in jobs])
+
+    def stop_hint(self) -> str:
+        return self._stop_hint
+
+    def bridge(self) -> Bridge | None:
+        return self._bridge
 
     def _on_bridge_agents_detected(self, detections: Sequence[Detection]) -> None:
         self.header.agent_picker.set_detections(detections)

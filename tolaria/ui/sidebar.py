@@ -20,7 +20,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QKeySequence, QPainter
+from PySide6.QtGui import QAction, QFont, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QLabel,
@@ -40,8 +40,8 @@ from tolaria.core.store.db import Conversation
 from tolaria.ui import theme
 from tolaria.ui.actions import DELETE_SHORTCUT, RENAME_SHORTCUT, focus_is_editable
 from tolaria.ui.inline_confirm import DeleteConfirm
+from tolaria.ui.sidebar_groups import GROUP_ROLE, ID_ROLE, MEMBER_ROLE, SidebarGroups
 
-ID_ROLE = Qt.ItemDataRole.UserRole
 SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 RUNNING_ROLE = Qt.ItemDataRole.UserRole + 2
 
@@ -97,6 +97,11 @@ class _Delegate(QStyledItemDelegate):
               index: QModelIndex | QPersistentModelIndex) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
+        if index.data(GROUP_ROLE):
+            _paint_group_header(painter, opt, str(index.data(GROUP_ROLE)))
+            return
+        if index.data(MEMBER_ROLE):
+            opt.rect = opt.rect.adjusted(14, 0, 0, 0)
         widget = opt.widget
         style = widget.style() if widget is not None else None
         if style is not None:
@@ -149,10 +154,27 @@ class _Delegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem,
                  index: QModelIndex | QPersistentModelIndex) -> QSize:
+        if index.data(GROUP_ROLE):
+            return QSize(180, option.fontMetrics.height() + 10)
         return QSize(180, option.fontMetrics.height() * 2 + 14)
 
 
-class Sidebar(QWidget):
+def _paint_group_header(painter: QPainter, opt: QStyleOptionViewItem, label: str) -> None:
+    """A fan-out job's header row: small, muted, the job's prompt, agents and status."""
+    painter.save()
+    font = QFont(opt.font)
+    font.setPointSizeF(font.pointSizeF() * 0.85)
+    font.setBold(True)
+    painter.setFont(font)
+    painter.setPen(theme.muted_text())
+    rect = opt.rect.adjusted(10, 4, -10, 0)
+    text = painter.fontMetrics().elidedText(f"JOB · {label}", Qt.TextElideMode.ElideRight,
+                                            rect.width())
+    painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
+    painter.restore()
+
+
+class Sidebar(SidebarGroups, QWidget):
     #: The user wants a new conversation.
     new_chat_requested = Signal()
     #: The user selected a conversation: id.
@@ -219,6 +241,9 @@ class Sidebar(QWidget):
         self._items: dict[int, QListWidgetItem] = {}
         self._conversations: dict[int, Conversation] = {}
         self._running: dict[int, int] = {}
+        #: (label, member conversation ids) of each group (fan-out job), oldest first.
+        self._groups: list[tuple[str, list[int]]] = []
+        self._headers: list[QListWidgetItem] = []
         self._menu: QMenu | None = None
         self._clock = QTimer(self)
         self._clock.setInterval(30_000)
@@ -245,6 +270,8 @@ class Sidebar(QWidget):
         self._running.pop(conversation_id, None)
         if item is not None:
             self.list.takeItem(self.list.row(item))
+        if any(conversation_id in ids for _label, ids in self._groups):
+            self.set_groups(self._groups)
         if self.confirm.conversation_id == conversation_id:
             self.confirm.hide()
         self._apply_filter()
@@ -287,12 +314,12 @@ class Sidebar(QWidget):
         return int(item.data(ID_ROLE)) if item is not None else None
 
     def ids(self) -> list[int]:
-        return [int(self.list.item(i).data(ID_ROLE)) for i in range(self.list.count())]
+        return [int(item.data(ID_ROLE)) for item in self._rows() if item.data(ID_ROLE) is not None]
 
     def visible_ids(self) -> list[int]:
         """The chats the search leaves shown, top to bottom (Ctrl+Tab and Ctrl+1..9 use them)."""
-        return [int(self.list.item(i).data(ID_ROLE)) for i in range(self.list.count())
-                if not self.list.item(i).isHidden()]
+        return [int(item.data(ID_ROLE)) for item in self._rows()
+                if item.data(ID_ROLE) is not None and not item.isHidden()]
 
     # -- search ---------------------------------------------------------------------------------
     def focus_search(self) -> None:
@@ -311,6 +338,8 @@ class Sidebar(QWidget):
             hide = not all(word in title for word in words)
             item.setHidden(hide)
             shown += not hide
+        for header in self._headers:
+            header.setHidden(all(m.isHidden() for m in self._members_under(header)))
         self.no_match.setVisible(bool(words) and shown == 0)
 
     def _on_search_return_pressed(self) -> None:
