@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Sequence
-from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QLabel,
-    QMainWindow,
     QPushButton,
     QSplitter,
     QVBoxLayout,
@@ -27,7 +25,6 @@ from PySide6.QtWidgets import (
 from tolaria.chats.fanout import FanOutJob
 from tolaria.config.settings import (
     DEFAULT_NEW_CHAT,
-    DEFAULT_RESTART,
     DEFAULT_STOP,
     DEFAULT_STOP_ALL,
     Settings,
@@ -38,15 +35,6 @@ from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui import theme
-from tolaria.ui.actions import (
-    FAN_OUT_SHORTCUT,
-    NEXT_CHAT_SHORTCUT,
-    PALETTE_SHORTCUT,
-    PREVIOUS_CHAT_SHORTCUT,
-    SEARCH_SHORTCUT,
-    ActionRegistry,
-    keyboard_is_free,
-)
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog
@@ -54,9 +42,9 @@ from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
 from tolaria.ui.jobs import JobWindows, job_label
 from tolaria.ui.notifier import BackgroundNotifier
-from tolaria.ui.palette import CommandPalette
 from tolaria.ui.quit_prompt import QuitPrompt
 from tolaria.ui.sidebar import Sidebar
+from tolaria.ui.window_keys import WindowKeys
 
 
 def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> QKeySequence:
@@ -68,23 +56,17 @@ def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> Q
     return seq
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WindowKeys):
     #: Create a conversation: agent id, working folder.
     new_chat_requested = Signal(str, str)
     #: A conversation's view was created and needs its stored transcript: id.
     open_requested = Signal(int)
     #: Send a prompt: conversation id, prompt.
     send_requested = Signal(int, str)
-    #: Stop a conversation's running turn: conversation id.
-    stop_requested = Signal(int)
-    #: Stop every running turn.
-    stop_all_requested = Signal()
     #: Queue a message behind a conversation's running turn: conversation id, text.
     queue_requested = Signal(int, str)
     #: Take a queued message back before delivery: conversation id, message id.
     unqueue_requested = Signal(int, int)
-    #: Abandon a conversation's running turn and re-run its prompt: conversation id.
-    restart_requested = Signal(int)
     #: Answer a permission question of a running turn: stream id, question key, option id.
     permission_answer_requested = Signal(str, str, str)
     #: Rename a conversation: id, title.
@@ -99,8 +81,6 @@ class MainWindow(QMainWindow):
     fan_out_requested = Signal(str, object, str)
     #: Stop every running member of a fan-out job: job id.
     stop_job_requested = Signal(str)
-    #: Open the Preferences window.
-    preferences_requested = Signal()
     #: Open the settings file in the user's editor: path.
     open_file_requested = Signal(object)
     #: The window was closed (after the user confirmed stopping the running turns).
@@ -163,55 +143,8 @@ class MainWindow(QMainWindow):
 
         new_key = parse_shortcut(settings.new_chat_shortcut, DEFAULT_NEW_CHAT, "new_chat",
                                  problems)
-        self.registry = ActionRegistry(self)
-        add = self.registry.add
-        self.new_action = add("&New chat", new_key, self._on_new_action_triggered)
-        self.search_action = add("&Search chats", SEARCH_SHORTCUT, self.sidebar.focus_search,
-                                 name="searchChatsAction")
-        self.registry.adopt(self.sidebar.rename_action)
-        self.registry.adopt(self.sidebar.delete_action)
-        self.next_chat_action = add("Next chat", NEXT_CHAT_SHORTCUT,
-                                    lambda: self._on_cycle_chat(1))
-        self.previous_chat_action = add("Previous chat", PREVIOUS_CHAT_SHORTCUT,
-                                        lambda: self._on_cycle_chat(-1))
-        self.stop_action = add("&Stop", stop_key, self._on_stop_action_triggered)
-        self.stop_all_action = add("Stop &all runs", stop_all_key,
-                                   self._on_stop_all_action_triggered)
-        self.restart_action = add("&Restart turn", QKeySequence(DEFAULT_RESTART),
-                                  self._on_restart_action_triggered)
-        self.fan_out_action = add("Ask several agents…", FAN_OUT_SHORTCUT,
-                                  self._on_fan_out_action_triggered)
-        self.preferences_action = add("&Preferences…", QKeySequence("Ctrl+,"),
-                                      self.preferences_requested.emit)
-        self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
-        self.quit_action = add("&Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
-        self.palette_action = add("Command palette…", PALETTE_SHORTCUT,
-                                  self._on_palette_action_triggered, in_palette=False)
-        self.palette_action.setObjectName("paletteAction")
-        self.goto_actions = [add(f"Go to chat {n}", f"Ctrl+{n}",
-                                 partial(self._on_goto_chat, n), in_palette=False)
-                             for n in range(1, 10)]
-        self.command_palette = CommandPalette(self)
-        file_menu = self.menuBar().addMenu("&File")
-        for action in (self.new_action, self.search_action, self.sidebar.rename_action,
-                       self.sidebar.delete_action):
-            file_menu.addAction(action)
-        file_menu.addSeparator()
-        file_menu.addAction(self.preferences_action)
-        file_menu.addSeparator()
-        file_menu.addAction(self.quit_action)
-        run_menu = self.menuBar().addMenu("&Run")
-        for action in (self.stop_action, self.stop_all_action, self.restart_action):
-            run_menu.addAction(action)
-        run_menu.addSeparator()
-        run_menu.addAction(self.fan_out_action)
-        self.jobs_menu = run_menu.addMenu("&Jobs")
-        self.jobs_menu.setObjectName("jobsMenu")
+        self._build_actions(stop_key, stop_all_key, new_key)
         self.jobs = JobWindows(self, self.jobs_menu)
-        go_menu = self.menuBar().addMenu("&Go")
-        go_menu.addAction(self.palette_action)
-        go_menu.addAction(self.next_chat_action)
-        go_menu.addAction(self.previous_chat_action)
 
         self.show_problems(problems)
         self.stack.set_send_key(settings.send_shortcut)
@@ -310,49 +243,10 @@ class MainWindow(QMainWindow):
         self._want_new += 1
         self.new_chat_requested.emit(agent, cwd)
 
-    def _keyboard_is_free(self) -> bool:
-        return keyboard_is_free()
-
-    def _on_palette_action_triggered(self) -> None:
-        if self._keyboard_is_free():
-            self.command_palette.open_with(self.registry.actions())
-
-    def _on_cycle_chat(self, step: int) -> None:
-        """Ctrl+Tab / Ctrl+Shift+Tab: the next or previous chat in the sidebar, wrapping."""
-        ids = self.sidebar.visible_ids()
-        if not ids or not self._keyboard_is_free():
-            return
-        current = self.current_conversation_id()
-        index = ids.index(current) if current in ids else -step
-        self.open_conversation(ids[(index + step) % len(ids)])
-
-    def _on_goto_chat(self, number: int) -> None:
-        ids = self.sidebar.visible_ids()
-        if len(ids) >= number and self._keyboard_is_free():
-            self.open_conversation(ids[number - 1])
-
     def _on_sidebar_confirm_closed(self) -> None:
         pane = self.current_pane()
         if pane is not None:
             pane.composer.setFocus()
-
-    def _on_stop_action_triggered(self) -> None:
-        if not self._keyboard_is_free():
-            return
-        pane = self.stack.current_pane()
-        if pane is not None and pane.running_stream is not None:
-            self.stop_requested.emit(pane.conversation_id)
-
-    def _on_restart_action_triggered(self) -> None:
-        if not self._keyboard_is_free():
-            return
-        pane = self.stack.current_pane()
-        if pane is not None and pane.running_stream is not None:
-            self.restart_requested.emit(pane.conversation_id)
-
-    def _on_stop_all_action_triggered(self) -> None:
-        if self._keyboard_is_free():
-            self.stop_all_requested.emit()
 
     def _on_fan_out_action_triggered(self) -> None:
         self.jobs.open_dialog()
@@ -374,16 +268,6 @@ class MainWindow(QMainWindow):
         self.header.show_conversation(conversation)
         self.setWindowTitle(f"{conversation.title} — Tolaria")
         self._refresh_run_actions()
-
-    def _refresh_run_actions(self) -> None:
-        """Stop and Restart apply to the current chat's run; Stop all to any run."""
-        pane = self.stack.current_pane()
-        running_here = pane is not None and pane.running_stream is not None
-        self.stop_action.setEnabled(running_here)
-        self.restart_action.setEnabled(running_here)
-        running = self.running_count()
-        self.stop_all_action.setEnabled(running > 0)
-        self.quit_prompt.refresh()
 
     def _on_sidebar_activate_requested(self, conversation_id: int) -> None:
         pane = self.stack.pane(conversation_id)
