@@ -15,6 +15,7 @@ from uihelpers import AppDriver
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.ui.agent_status import NEEDS_SETUP, NOT_INSTALLED, READY
 from tolaria.ui.header import GROUP_ROLE, HEADER_ROLE
+from tolaria.ui.picker_rows import hint_parts
 
 Start = Callable[..., AppDriver]
 
@@ -88,3 +89,9 @@ def test_preferences_say_the_next_step_with_a_copy_button(start_app: Start, qtbo
     qtbot.waitUntil(lambda: not step.isVisibleTo(dialog), timeout=10_000)
     assert not copy.isVisibleTo(dialog)
     close_preferences(drv, dialog, qtbot)
+
+
+def test_hint_commands_are_the_backticked_parts() -> None:
+    assert hint_parts("not running: start it with `ollama serve`") == [
+        ("not running: start it with ", False), ("ollama serve", True)]
+    assert hint_parts("install: npm i -g x") == [("install: npm i -g x", False)]

@@ -27,7 +27,7 @@ def test_behaviour_settings_are_saved_and_reach_new_runs(start_app, qtbot, home:
     assert (saved.grace_seconds, saved.polite_window_ms, saved.watchdog_seconds) == (3.5, 250, 20)
     assert drv.app.controller.grace_s == 3.5
     demo = drv.app.adapters.manifests["demo"]
-    manifest, _options = drv.app.controller.run_config.configure(demo)
+    manifest = drv.app.controller.run_config.configure(demo).manifest
     assert isinstance(manifest, Manifest) and manifest.stop.polite_window_ms == 250
     assert drv.pane.watchdog.seconds == 20
 

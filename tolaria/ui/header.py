@@ -30,6 +30,7 @@ from tolaria.ui.agent_status import (
     AgentStatus,
     agent_status,
 )
+from tolaria.ui.picker_rows import HINT_ROLE, NAME_ROLE, PickerRow
 
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")
 #: Set on a section header row of the picker (not an agent).
@@ -52,6 +53,7 @@ class AgentPicker(QComboBox):
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.setMinimumContentsLength(22)
         self.view().setMinimumWidth(460)
+        self.setItemDelegate(PickerRow(self))
         self._manifests: dict[str, Manifest] = {}
         self._detections: dict[str, Detection] = {}
         self._hidden: set[str] = set()
@@ -126,6 +128,8 @@ class AgentPicker(QComboBox):
                                     found.path if found and found.path else None) if x)
         item.setToolTip(tip or manifest.name)
         item.setData(status.group, GROUP_ROLE)
+        item.setData(manifest.name, NAME_ROLE)
+        item.setData(status.line if status.group != READY else "", HINT_ROLE)
         item.setEnabled(status.group != NOT_INSTALLED)
 
     def current_agent(self) -> str | None:

@@ -138,8 +138,11 @@ class _Delegate(QStyledItemDelegate):
         painter.setFont(title_font)
         painter.setPen(fg)
         title_rect = QRect(rect.left(), rect.top(), rect.width() - badge_width, line)
-        title = painter.fontMetrics().elidedText(str(index.data(Qt.ItemDataRole.DisplayRole)),
-                                                 Qt.TextElideMode.ElideRight, title_rect.width())
+        title = str(index.data(Qt.ItemDataRole.DisplayRole))
+        if index.data(MEMBER_ROLE) and " · " in title:  # under its job's header: the agent
+            title = title.rsplit(" · ", 1)[1]
+        title = painter.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight,
+                                                 title_rect.width())
         painter.drawText(title_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                          title)
         title_font.setBold(False)

@@ -147,7 +147,7 @@ class SettingsDialog(QDialog):
         detail = str(getattr(result, "detail", "") or "")
         if ok:
             reply = " ".join(detail.split())
-            reply = reply if len(reply) <= 300 else reply[:299] + "…"
+            reply = reply if len(reply) <= 160 else reply[:159] + "…"
             text = "✓ Works" + (f": {version}" if version else "") + (
                 f" — {message}" if message else "") + (
                 f"\nIts reply: “{reply}”" if reply else "\nIt answered with no text.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -92,6 +92,9 @@ class ShortcutsPage(QWidget):
         self.fixed.setAccessibleName("Other shortcuts")
         self.fixed.setHorizontalHeaderLabels(["Action", "Keys"])
         self.fixed.verticalHeader().setVisible(False)
+        self.fixed.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        self.fixed.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft
+                                                          | Qt.AlignmentFlag.AlignVCenter)
         self.fixed.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.fixed.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.fixed.setShowGrid(False)
