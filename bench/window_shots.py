@@ -27,14 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-
-async def until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise TimeoutError("the window did not get there in time")
-        await asyncio.sleep(0.05)
+from screenshot import until  # noqa: E402  (bench/screenshot.py, next to this script)
 
 
 def save(pixmap, out: Path) -> None:  # type: ignore[no-untyped-def]

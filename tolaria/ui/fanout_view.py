@@ -9,7 +9,6 @@ the chat stack) and emits intents; it never starts or stops anything itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
@@ -24,8 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.chats.fanout import JOB_RUNNING, FanOutJob
-from tolaria.core.events import Event
-from tolaria.core.store.db import Marker, Turn
+from tolaria.core.store.db import Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui.actions import CLOSE_WINDOW_SHORTCUT
 from tolaria.ui.chat_pane import ChatPane
@@ -156,18 +154,6 @@ class FanOutView(PaneRouting, QWidget):
     def on_job_changed(self, job_id: str, status: str) -> None:
         if job_id == self.job.job_id:
             self.set_status(status)
-
-    def on_history_loaded(self, conversation_id: int,
-                          history: Sequence[tuple[Turn, Sequence[Event]]]) -> None:
-        """A reopened job: its members' stored transcripts (loading twice adds nothing)."""
-        pane = self._panes.get(conversation_id)
-        if pane is not None:
-            pane.load_history(history, self._agent_names)
-
-    def on_markers_loaded(self, conversation_id: int, markers: Sequence[Marker]) -> None:
-        pane = self._panes.get(conversation_id)
-        if pane is not None:
-            pane.load_markers(markers)
 
     def on_conversation_deleted(self, conversation_id: int) -> None:
         pane = self._panes.pop(conversation_id, None)

@@ -138,19 +138,21 @@ class WindowKeys(QMainWindow):
         if len(ids) >= number and self._keyboard_is_free():
             self.open_conversation(ids[number - 1])
 
-    def _on_stop_action_triggered(self) -> None:
-        if not self._keyboard_is_free():
-            return
+    def _running_here(self) -> int | None:
+        """The current chat's id while its turn runs, else None."""
         pane = self.stack.current_pane()
-        if pane is not None and pane.running_stream is not None:
-            self.stop_requested.emit(pane.conversation_id)
+        return (pane.conversation_id if pane is not None and pane.running_stream is not None
+                else None)
+
+    def _on_stop_action_triggered(self) -> None:
+        running = self._running_here()
+        if running is not None and self._keyboard_is_free():
+            self.stop_requested.emit(running)
 
     def _on_restart_action_triggered(self) -> None:
-        if not self._keyboard_is_free():
-            return
-        pane = self.stack.current_pane()
-        if pane is not None and pane.running_stream is not None:
-            self.restart_requested.emit(pane.conversation_id)
+        running = self._running_here()
+        if running is not None and self._keyboard_is_free():
+            self.restart_requested.emit(running)
 
     def _on_stop_all_action_triggered(self) -> None:
         if self._keyboard_is_free():
@@ -158,11 +160,9 @@ class WindowKeys(QMainWindow):
 
     def _refresh_run_actions(self) -> None:
         """Stop and Restart apply to the current chat's run; Stop all to any run."""
-        pane = self.stack.current_pane()
-        running_here = pane is not None and pane.running_stream is not None
+        running_here = self._running_here() is not None
         self.stop_action.setEnabled(running_here)
         self.restart_action.setEnabled(running_here)
-        running = self.running_count()
-        self.stop_all_action.setEnabled(running > 0)
+        self.stop_all_action.setEnabled(self.running_count() > 0)
         self.quit_prompt.refresh()
 
