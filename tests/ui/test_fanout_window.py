@@ -4,6 +4,7 @@ jobs and reopens them (also after a restart), and the members are grouped in the
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from helpers import fake_manifest
 from PySide6.QtCore import Qt
@@ -12,9 +13,14 @@ from pytestqt.qtbot import QtBot
 from test_fanout import add_agent, fan_out, wait_pane_done
 from uihelpers import AppDriver
 
+from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.fanout_view import FanOutView
 
 Start = Callable[..., AppDriver]
+
+
+def _first_turn_completed(pane: ChatPane) -> bool:
+    return bool(pane.turn_views()) and pane.turn_views()[0].status == "completed"
 
 
 def _done_job(drv: AppDriver, qtbot: QtBot, prompt: str) -> FanOutView:
@@ -65,8 +71,7 @@ def test_jobs_are_listed_reopened_and_grouped(start_app: Start, qtbot: QtBot) ->
     reopened = window.fan_out_views[job_id]
     assert reopened.isVisible()
     for pane in reopened.panes():
-        qtbot.waitUntil(lambda pane=pane: bool(pane.turn_views())
-                        and pane.turn_views()[0].status == "completed", timeout=10_000)
+        qtbot.waitUntil(partial(_first_turn_completed, pane), timeout=10_000)
     assert "Completed" in reopened.header.text()
     # Deleting a member keeps the group with the other one.
     window.delete_requested.emit(members[0])

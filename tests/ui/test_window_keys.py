@@ -4,7 +4,9 @@ the chat search, inline rename and the inline delete confirm (issue 17, items 1 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QInputDialog, QMessageBox, QWidget
@@ -16,13 +18,16 @@ from tolaria.ui.actions import plain_text, shortcut_text
 Start = Callable[..., AppDriver]
 
 
+def _has_rows(drv: AppDriver, count: int) -> bool:
+    return drv.window.sidebar.list.count() == count
+
+
 def _three_chats(drv: AppDriver, qtbot: QtBot) -> list[int]:
     """Three conversations named one, two, three (the sidebar lists the newest first)."""
     window = drv.window
-    for _ in range(2):
-        before = window.sidebar.list.count()
+    for count in (2, 3):
         window.new_action.trigger()
-        qtbot.waitUntil(lambda before=before: window.sidebar.list.count() == before + 1)
+        qtbot.waitUntil(partial(_has_rows, drv, count))
     ids = window.sidebar.ids()
     for cid, title in zip(ids, ("three", "two", "one"), strict=True):
         window.rename_requested.emit(cid, title)
@@ -99,8 +104,7 @@ def test_f2_renames_in_place_from_anywhere_enter_commits_esc_cancels(
     stored = drv.app.store.get_conversation(cid)
     assert stored is not None and stored.title == "Release notes"
 
-    _somewhere_not_editable(drv, qtbot)
-    QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_F2)
+    QTest.keyClick(_somewhere_not_editable(drv, qtbot), Qt.Key.Key_F2)
     qtbot.waitUntil(lambda: window.sidebar.renaming() is not None)
     editor = window.sidebar.renaming()
     assert editor is not None
@@ -142,8 +146,7 @@ def test_del_from_anywhere_asks_inline_esc_cancels_delete_deletes(
     assert window.sidebar.ids() == ids
     qtbot.waitUntil(lambda: QApplication.focusWidget() is drv.pane.composer)
 
-    _somewhere_not_editable(drv, qtbot)
-    QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Delete)
+    QTest.keyClick(_somewhere_not_editable(drv, qtbot), Qt.Key.Key_Delete)
     qtbot.waitUntil(confirm.isVisible)
     confirm.accept_button.click()
     qtbot.waitUntil(lambda: ids[1] not in window.sidebar.ids())
@@ -195,3 +198,30 @@ def test_chat_search_filters_by_title_and_enter_opens_the_match(
     assert window.current_conversation_id() == ids[1]
     search.clear()
     assert window.sidebar.visible_ids() == ids
+
+
+def test_in_the_search_down_enters_the_list_and_esc_clears_without_stopping(
+        start_app: Start, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    drv = start_app()
+    window = drv.window
+    ids = _three_chats(drv, qtbot)
+    window.open_conversation(ids[2])
+    stream_id = drv.send("keep running")
+    drv.wait_tool_running(stream_id)
+    search = window.sidebar.search
+    window.search_action.trigger()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is search)
+    QTest.keyClicks(search, "o")  # "two" and "one"
+    QTest.keyClick(search, Qt.Key.Key_Escape)
+    assert search.text() == "" and window.sidebar.visible_ids() == ids
+    assert drv.pane.running_stream == stream_id, "Esc cleared the search, it did not stop"
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is drv.pane.composer)
+    window.search_action.trigger()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is search)
+    QTest.keyClicks(search, "t")  # "three" and "two"
+    QTest.keyClick(search, Qt.Key.Key_Down)
+    assert QApplication.focusWidget() is window.sidebar.list
+    assert window.current_conversation_id() == ids[0]
+    window.stop_all_action.trigger()
+    drv.wait_finished(window.stack.pane(ids[2]))

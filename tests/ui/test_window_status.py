@@ -111,7 +111,10 @@ def test_the_shortcuts_page_lists_every_shortcut(start_app: Start, qtbot: QtBot)
     dialog = open_preferences(drv)
     dialog.tabs.setCurrentWidget(dialog.shortcuts)
     table = child(dialog, QTableWidget, "fixedShortcuts")
-    rows = {(table.item(r, 0).text(), table.item(r, 1).text()) for r in range(table.rowCount())}
+    cells = [[table.item(r, c) for c in (0, 1)] for r in range(table.rowCount())]
+    rows = {(label.text(), keys.text()) for label, keys in cells
+            if label is not None and keys is not None}
+    assert len(rows) == table.rowCount()
     assert rows == {(f.label, f.keys) for f in FIXED_SHORTCUTS}
     assert table.editTriggers() == QTableWidget.EditTrigger.NoEditTriggers
     listed = {keys for _label, keys in rows} | {

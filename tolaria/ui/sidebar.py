@@ -11,7 +11,9 @@ import time
 
 from PySide6.QtCore import (
     QAbstractItemModel,
+    QEvent,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QPoint,
     QRect,
@@ -20,7 +22,7 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QFont, QKeySequence, QPainter
+from PySide6.QtGui import QAction, QFont, QKeyEvent, QKeySequence, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QLabel,
@@ -209,6 +211,7 @@ class Sidebar(SidebarGroups, QWidget):
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self._on_search_text_changed)
         self.search.returnPressed.connect(self._on_search_return_pressed)
+        self.search.installEventFilter(self)
         layout.addWidget(self.search)
         self.list = QListWidget(self)
         self.list.setObjectName("conversationList")
@@ -328,6 +331,27 @@ class Sidebar(SidebarGroups, QWidget):
     def focus_search(self) -> None:
         self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.search.selectAll()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """In the search field: Down goes into the list; Esc clears the search (rather than
+        stopping the chat's run) while there is something to clear."""
+        kind = event.type()
+        if watched is self.search and kind in (QEvent.Type.KeyPress,
+                                               QEvent.Type.ShortcutOverride):
+            assert isinstance(event, QKeyEvent)
+            if event.key() == Qt.Key.Key_Escape and self.search.text():
+                event.accept()
+                if kind == QEvent.Type.KeyPress:
+                    self.search.clear()
+                    self.activate_requested.emit(self.current_id() or -1)
+                return True
+            if event.key() == Qt.Key.Key_Down and kind == QEvent.Type.KeyPress:
+                shown = self.visible_ids()
+                if shown:
+                    self.select(shown[0])
+                    self.list.setFocus(Qt.FocusReason.TabFocusReason)
+                return True
+        return super().eventFilter(watched, event)
 
     def _on_search_text_changed(self, _text: str) -> None:
         self._apply_filter()
