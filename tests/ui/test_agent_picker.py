@@ -13,6 +13,7 @@ from settingshelpers import child, close_preferences, open_preferences, select_a
 from uihelpers import AppDriver
 
 from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.programs import discovery
 from tolaria.ui.agent_status import NEEDS_SETUP, NOT_INSTALLED, READY
 from tolaria.ui.header import GROUP_ROLE, HEADER_ROLE
 from tolaria.ui.picker_rows import hint_parts
@@ -95,3 +96,24 @@ def test_hint_commands_are_the_backticked_parts() -> None:
     assert hint_parts("not running: start it with `ollama serve`") == [
         ("not running: start it with ", False), ("ollama serve", True)]
     assert hint_parts("install: npm i -g x") == [("install: npm i -g x", False)]
+
+
+def test_opening_the_picker_asks_the_local_server_again(start_app: Start, qtbot: QtBot) -> None:
+    drv = start_app()
+    port = _dead_port()
+    server = Manifest(id="ollama", name="Ollama (local model)", protocol="openai-chat",
+                      command=(), base_url=f"http://127.0.0.1:{port}/v1", model="m")
+    drv.app.adapters.manifests["ollama"] = server
+    drv.window.set_manifests(list(drv.app.adapters.manifests.values()))
+    drv.run(drv.app.controller.detect_agents())
+    picker = drv.window.header.agent_picker
+    status = picker.status("ollama")
+    assert status is not None and status.group == NEEDS_SETUP
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        discovery._server_cache.clear()  # as if the 5 s cache had run out
+        picker.showPopup()
+        qtbot.waitUntil(lambda: getattr(picker.status("ollama"), "group", "") == READY,
+                        timeout=10_000)
+        picker.hidePopup()

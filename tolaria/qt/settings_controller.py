@@ -218,6 +218,13 @@ class SettingsController(QObject):
             self.detection_finished.emit(detection.agent, detection)
         return found
 
+    async def detect_servers(self) -> list[discovery.Detection]:
+        """Only the model endpoints (a cached TCP connect each, no process): is the local
+        server up now? Cheap enough to ask whenever the picker opens."""
+        manifests = [m for agent in self.adapters.manifests
+                     if (m := self.effective(agent)) is not None and m.protocol == OPENAI_CHAT]
+        return await discovery.detect_all(manifests)
+
     def test(self, agent_id: str, overrides: AgentOverrides, cwd: str) -> None:
         manifest = self.adapters.manifests.get(agent_id)
         if manifest is None or agent_id in self._tests:

@@ -45,6 +45,9 @@ class AgentPicker(QComboBox):
     that needs setup says what to do (start the local server, set the key) and stays choosable.
     Agents disabled in Preferences are left out (a chat that still uses one shows it greyed)."""
 
+    #: The list was opened: worth asking the local model servers again.
+    popup_opened = Signal()
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("agentPicker")
@@ -58,6 +61,10 @@ class AgentPicker(QComboBox):
         self._detections: dict[str, Detection] = {}
         self._hidden: set[str] = set()
 
+    def showPopup(self) -> None:
+        self.popup_opened.emit()
+        super().showPopup()
+
     def set_manifests(self, manifests: Sequence[Manifest], hidden: Collection[str] = ()) -> None:
         self._manifests = {m.id: m for m in manifests}
         self._hidden = set(hidden)
@@ -65,8 +72,10 @@ class AgentPicker(QComboBox):
 
     def set_detections(self, detections: Sequence[Detection]) -> None:
         # Merged: an older, slower detection must not forget agents a newer one covered.
-        self._detections.update({d.agent: d for d in detections})
-        self._rebuild()
+        fresh = {d.agent: d for d in detections if self._detections.get(d.agent) != d}
+        if fresh:  # unchanged answers (the picker asks again each time it opens) keep the list
+            self._detections.update(fresh)
+            self._rebuild()
 
     def status(self, agent: str) -> AgentStatus | None:
         manifest = self._manifests.get(agent)
