@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from helpers import fake_manifest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QMessageBox, QTableWidget
 from pytestqt.qtbot import QtBot
 from settingshelpers import child, close_preferences, open_preferences
@@ -141,3 +143,19 @@ def test_a_background_notice_is_plain_text(start_app: Start, qtbot: QtBot) -> No
     message = drv.window.statusBar().currentMessage()
     assert message.startswith("Background chat “")
     assert all(ord(char) < 0x2500 for char in message), "no emoji: it would be a box"
+
+
+def test_ctrl_r_restarts_from_anywhere_in_the_window(
+        start_app: Start, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    drv = start_app()
+    first = drv.send("long")
+    drv.wait_tool_running(first)
+    chats = drv.window.sidebar.list
+    chats.setFocus()
+    qtbot.waitUntil(chats.hasFocus)
+    QTest.keyClick(chats, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: drv.pane.running_stream not in (None, first), timeout=10_000)
+    assert processes_of(first) == [], "the abandoned attempt's tree is gone"
+    drv.window.stop_action.trigger()
+    drv.wait_finished()
