@@ -7,6 +7,7 @@ docs/picker.png    the agent picker grouped Ready / Needs setup / Not installed
 docs/sidebar.png   chat search, a fan-out job grouped in the sidebar, the inline delete confirm
 docs/fanout.png    a fan-out job's window, equal columns
 docs/prefs-test.png  Preferences → Agents after a Test: the agent's reply shown
+docs/prefs-testing.png  a Test under way: the seconds it has taken, and Cancel
 docs/shortcuts.png   Preferences → Shortcuts: the configurable ones, then every other one
 
 Popups are separate top-level windows that ``QWidget.grab()`` of the main window does not
@@ -141,6 +142,16 @@ async def shoot(out_dir: Path) -> None:
         await asyncio.sleep(0.2)
         await until(lambda: test.text() == "Test", timeout=60)
         save(dialog.grab(), out_dir / "prefs-test.png")
+        # A Test that hangs: the seconds count, Cancel is offered.
+        dialog.agents.select("slow-agent")
+        await asyncio.sleep(0.5)
+        test.click()
+        await asyncio.sleep(3.2)
+        save(dialog.grab(), out_dir / "prefs-testing.png")
+        cancel = dialog.findChild(QPushButton, "agentTestCancel")
+        assert cancel is not None
+        cancel.click()
+        await until(lambda: test.text() == "Test", timeout=30)
         dialog.tabs.setCurrentWidget(dialog.shortcuts)
         await asyncio.sleep(0.2)
         save(dialog.grab(), out_dir / "shortcuts.png")
@@ -164,6 +175,10 @@ def main() -> int:
         adapters.mkdir()
         # A second demo agent so the fan-out job has two columns.
         demo = (ROOT / "adapters" / "demo.toml").read_text()
+        fake = ROOT / "tests" / "fakes" / "fake_agent.py"
+        adapters.joinpath("slow-agent.toml").write_text(
+            'id = "slow-agent"\nname = "Slow agent"\nprotocol = "claude-stream-json"\n'
+            f'command = ["{{python}}", "{fake}", "hang", "{{prompt}}"]\n')
         adapters.joinpath("demo-2.toml").write_text(
             demo.replace('id = "demo"', 'id = "demo-2"', 1)
                 .replace('name = "', 'name = "Copy of ', 1))
