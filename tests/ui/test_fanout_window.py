@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+import pytest
 from helpers import fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QMessageBox
 from pytestqt.qtbot import QtBot
 from test_fanout import add_agent, fan_out, wait_pane_done
 from uihelpers import AppDriver
@@ -84,3 +86,21 @@ def test_the_jobs_menu_says_when_there_is_none(start_app: Start) -> None:
     (only,) = drv.window.jobs_menu.actions()
     assert only.text().startswith("No jobs yet") and not only.isEnabled()
     assert drv.window.sidebar.groups() == []
+
+
+def test_the_quit_question_counts_fan_out_runs_live(
+        start_app: Start, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    drv = start_app()
+    add_agent(drv, fake_manifest("normal"))
+    view = fan_out(drv, "a long one", ["demo"])
+    (pane,) = view.panes()
+    stream_id = pane.running_stream
+    assert stream_id is not None
+    drv.wait_tool_running(stream_id, pane)
+    drv.window.close()
+    box = drv.window.findChild(QMessageBox, "quitDialog")
+    assert box is not None and box.text().startswith("1 chat is still running")
+    view.stop_job_button.click()
+    qtbot.waitUntil(lambda: box.text() == "No chat is running any more.", timeout=15_000)
+    box.button(QMessageBox.StandardButton.Cancel).click()

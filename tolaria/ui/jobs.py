@@ -80,6 +80,8 @@ class JobWindows(QObject):
         bridge = window.bridge()
         if bridge is not None:
             view.attach(bridge)
+            # After the view's own slots: the window's run count then no longer has this run.
+            bridge.run_finished.connect(window.refresh_run_state)
         self.views[job.job_id] = view
         return view
 

@@ -177,7 +177,7 @@ class MainWindow(WindowKeys):
         bridge.run_started.connect(self._on_bridge_run_started)
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_stopping.connect(self.stack.on_run_stopping)
-        bridge.run_stopping.connect(self._on_bridge_run_stopping)
+        bridge.run_stopping.connect(self.refresh_run_state)
         bridge.permission_requested.connect(self.stack.on_permission_requested)
         bridge.permission_settled.connect(self.stack.on_permission_settled)
         bridge.run_finished.connect(self._on_bridge_run_finished)
@@ -186,7 +186,7 @@ class MainWindow(WindowKeys):
         bridge.markers_loaded.connect(self.stack.on_markers_loaded)
         bridge.queue_changed.connect(self.stack.on_queue_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
-        bridge.turn_restarted.connect(self._on_bridge_run_stopping)
+        bridge.turn_restarted.connect(self.refresh_run_state)
 
     def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
         """The agents Tolaria knows; disabled ones are left out of the picker."""
@@ -315,9 +315,6 @@ class MainWindow(WindowKeys):
         self._conversation_of_stream[stream_id] = conversation_id
         self.sidebar.set_running(conversation_id, True)
         self.stack.on_run_started(stream_id, conversation_id, turn)
-        self._refresh_run_actions()
-
-    def _on_bridge_run_stopping(self, *_: object) -> None:
         self._refresh_run_actions()
 
     def _on_bridge_event_received(self, stream_id: str, event: Event) -> None:

@@ -158,6 +158,10 @@ class WindowKeys(QMainWindow):
         if self._keyboard_is_free():
             self.stop_all_requested.emit()
 
+    def refresh_run_state(self, *_: object) -> None:
+        """Runs started or ended: the run actions and an open quit question follow."""
+        self._refresh_run_actions()
+
     def _refresh_run_actions(self) -> None:
         """Stop and Restart apply to the current chat's run; Stop all to any run."""
         running_here = self._running_here() is not None
