@@ -77,6 +77,9 @@ class _Delegate(QStyledItemDelegate):
         editor.setObjectName("renameEditor")
         editor.setAccessibleName("Chat name")
         editor.setFrame(True)
+        font = QFont(option.font)
+        font.setBold(True)  # as the title it replaces
+        editor.setFont(font)
         return editor
 
     def setEditorData(self, editor: QWidget, index: QModelIndex | QPersistentModelIndex) -> None:
@@ -92,8 +95,8 @@ class _Delegate(QStyledItemDelegate):
     def updateEditorGeometry(self, editor: QWidget, option: QStyleOptionViewItem,
                              index: QModelIndex | QPersistentModelIndex) -> None:
         line = option.fontMetrics.height()
-        editor.setGeometry(option.rect.adjusted(4, 2, -4, 0).adjusted(
-            0, 0, 0, -(option.rect.height() - line - 10)))
+        top = option.rect.top() + 2
+        editor.setGeometry(option.rect.left() + 6, top, option.rect.width() - 12, line + 8)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem,
               index: QModelIndex | QPersistentModelIndex) -> None:
