@@ -3,6 +3,7 @@ prompt's history, queued messages, restart of a wedged turn, awaiting the operat
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import psutil
@@ -160,7 +161,7 @@ def test_watchdog_offers_restart_and_restart_reruns_a_hung_turn(
     old = drv.send("please do it")
     assert drv.button("restartButton").isVisible()
     qtbot.waitUntil(lambda: drv.pane.watchdog.isVisible(), timeout=5_000)
-    assert "No output for 0.3 s" in drv.pane.watchdog.text()
+    assert re.search(r"No output for 0\.\d s", drv.pane.watchdog.text())  # the real silence
     assert "Restart turn?" in drv.pane.watchdog.text()
     # It only offers: the turn keeps running.
     assert drv.pane.running_stream == old and processes_of(old)

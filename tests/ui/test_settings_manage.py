@@ -16,6 +16,7 @@ from ui.uihelpers import StartApp
 
 from tolaria.config.agents import load_overrides
 from tolaria.support import paths
+from tolaria.ui.inline_confirm import InlineConfirm
 
 
 def test_duplicate_then_remove_a_custom_agent(start_app: StartApp, qtbot: QtBot) -> None:
@@ -30,10 +31,11 @@ def test_duplicate_then_remove_a_custom_agent(start_app: StartApp, qtbot: QtBot)
     assert not child(dialog, QPushButton, "removeAgentButton").isHidden()
 
     child(dialog, QPushButton, "removeAgentButton").click()
-    box = dialog.findChild(QMessageBox, "removeAgentDialog")
-    assert box is not None
-    qtbot.waitExposed(box)
-    child(box, QPushButton, "removeAgentDialogConfirm").click()
+    assert dialog.findChild(QMessageBox) is None, "an inline confirm, not a message box"
+    confirm = child(dialog, InlineConfirm, "removeAgentConfirm")
+    assert confirm.isVisible() and "Remove the custom agent" in confirm.label.text()
+    assert confirm.toolTip().endswith("demo-copy.toml"), "the file it deletes"
+    child(confirm, QPushButton, "removeAgentConfirmAccept").click()
     qtbot.waitUntil(lambda: not copy.exists())
     assert "demo-copy" not in picker_agents(drv)
     assert "demo-copy" not in dialog.agents.agent_ids()

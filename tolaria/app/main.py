@@ -124,6 +124,7 @@ class Tolaria:
         w.cwd_change_requested.connect(c.set_cwd)
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
+        self.bridge.job_changed.connect(self._on_bridge_job_changed)
         w.closed.connect(self._on_window_closed)
 
     def _stream_details(self, stream_id: str) -> dict[str, object]:
@@ -152,6 +153,7 @@ class Tolaria:
         except OSError as exc:
             self.bridge.problem_reported.emit(f"control socket unavailable: {exc}")
         conversations = self.controller.load()
+        self.show_jobs()
         latest = conversations[0] if conversations else None
         if latest is None or (self.preselect and self.store.turns(latest.id)):
             latest = self.controller.new_conversation(self.default_agent, self.default_cwd)
@@ -161,6 +163,14 @@ class Tolaria:
         self.window.show()
         self.window.open_conversation(latest.id)
         self.tasks.spawn(self.preferences.detect_agents(), name="detect-agents")
+
+    def _on_bridge_job_changed(self, *_: object) -> None:
+        self.show_jobs()
+
+    def show_jobs(self) -> None:
+        """The stored jobs to the window (Run → Jobs, the sidebar's job groups)."""
+        self.window.set_jobs([(job, self.fanout.status(job.job_id))
+                              for job in self.fanout.jobs()])
 
     def _on_window_closed(self) -> None:
         if self._closed is not None and not self._closed.done():

@@ -38,6 +38,7 @@ class Preferences:
         chat.run_config.overrides = settings.overrides
         window.preferences_requested.connect(self.open)
         window.open_file_requested.connect(open_file)
+        window.header.agent_picker.popup_opened.connect(self._on_agent_picker_popup_opened)
         settings.settings_saved.connect(self._on_settings_saved)
         settings.save_failed.connect(self._on_save_failed)
         settings.agents_changed.connect(self._on_agents_changed)
@@ -60,6 +61,15 @@ class Preferences:
         found = await self.settings.detect_all()
         self.chat.bridge.agents_detected.emit(found)
 
+    def _on_agent_picker_popup_opened(self) -> None:
+        if not self.settings.closed:
+            self.tasks.spawn(self.detect_servers(), name="detect-servers")
+
+    async def detect_servers(self) -> None:
+        """The local model servers again: one started since (or stopped) shows so at once."""
+        found = await self.settings.detect_servers()
+        self.chat.bridge.agents_detected.emit(found)
+
     # -- the dialog ---------------------------------------------------------------------------
     def open(self) -> SettingsDialog:
         dialog = self.dialog
@@ -75,6 +85,7 @@ class Preferences:
             agents.reset_requested.connect(self.settings.reset)
             agents.detect_requested.connect(self.settings.detect)
             agents.test_requested.connect(self._on_agents_test_requested)
+            agents.test_cancel_requested.connect(self.settings.cancel_test)
             agents.models_requested.connect(self.settings.list_models)
         if not dialog.isVisible():
             dialog.agents.discard_edits()

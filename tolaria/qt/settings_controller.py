@@ -218,6 +218,13 @@ class SettingsController(QObject):
             self.detection_finished.emit(detection.agent, detection)
         return found
 
+    async def detect_servers(self) -> list[discovery.Detection]:
+        """Only the model endpoints (a cached TCP connect each, no process): is the local
+        server up now? Cheap enough to ask whenever the picker opens."""
+        manifests = [m for agent in self.adapters.manifests
+                     if (m := self.effective(agent)) is not None and m.protocol == OPENAI_CHAT]
+        return await discovery.detect_all(manifests)
+
     def test(self, agent_id: str, overrides: AgentOverrides, cwd: str) -> None:
         manifest = self.adapters.manifests.get(agent_id)
         if manifest is None or agent_id in self._tests:
@@ -252,6 +259,12 @@ class SettingsController(QObject):
 
     def cancel_tests(self) -> None:
         for task in list(self._tests.values()):
+            task.cancel()
+
+    def cancel_test(self, agent_id: str) -> None:
+        """Stop one agent's Test (its run is aborted, its tree ended, before it reports)."""
+        task = self._tests.get(agent_id)
+        if task is not None:
             task.cancel()
 
     def testing(self, agent_id: str) -> bool:

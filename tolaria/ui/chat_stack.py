@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QStackedWidget, QWidget
 from tolaria.chats.checkpoints import TurnChanges
 from tolaria.chats.inflight import QueueState
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
-from tolaria.core.store.db import Conversation, Marker, Turn
+from tolaria.core.store.db import Conversation, Turn
 from tolaria.core.store.pages import TurnPage
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.stream_routing import PaneRouting
@@ -147,11 +147,6 @@ class ChatStack(PaneRouting, QStackedWidget):
         if pane is not None and stream_id not in self._pane_of_stream and pane.adopt_run(stream_id):
             self._pane_of_stream[stream_id] = pane
 
-    def on_history_loaded(self, conversation_id: int, history: TurnPage) -> None:
-        pane = self._panes.get(conversation_id)
-        if pane is not None:
-            pane.load_history(history, self._agent_names)
-
     def on_page_loaded(self, page: TurnPage) -> None:
         pane = self._panes.get(page.conversation_id)
         if pane is not None:
@@ -161,11 +156,6 @@ class ChatStack(PaneRouting, QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.show_matches(text, turn_ids)
-
-    def on_markers_loaded(self, conversation_id: int, markers: Sequence[Marker]) -> None:
-        pane = self._panes.get(conversation_id)
-        if pane is not None:
-            pane.load_markers(markers)
 
     def on_queue_changed(self, conversation_id: int, state: QueueState) -> None:
         pane = self._panes.get(conversation_id)

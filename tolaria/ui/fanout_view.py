@@ -1,5 +1,6 @@
 """A fan-out job shown side by side: one chat pane per agent, each with its own Stop, plus
-"Stop all in job" and the job's status in the header.
+"Stop all in job" and the job's status in the header. The columns start equal; Ctrl+W closes
+the window (the job goes on; Run → Jobs reopens it, past jobs included).
 
 A separate, non-modal window, so the main window keeps working while the agents answer. The view
 renders the facts of its own conversations only (routed by conversation id, then stream id, like
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -23,6 +25,7 @@ from PySide6.QtWidgets import (
 from tolaria.chats.fanout import JOB_RUNNING, FanOutJob
 from tolaria.core.store.db import Turn
 from tolaria.qt.bridge import Bridge
+from tolaria.ui.actions import CLOSE_WINDOW_SHORTCUT
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.stream_routing import PaneRouting
 
@@ -87,8 +90,30 @@ class FanOutView(PaneRouting, QWidget):
             pane.restart_requested.connect(self.restart_requested)
             pane.permission_answer_requested.connect(self.permission_answer_requested)
             self.splitter.addWidget(pane)
+            self.splitter.setStretchFactor(self.splitter.count() - 1, 1)
             self._panes[member.conversation_id] = pane
+        self._equalized = False
+        close = QAction("Close", self)
+        close.setObjectName("closeFanOutAction")
+        close.setShortcut(QKeySequence(CLOSE_WINDOW_SHORTCUT))
+        close.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        close.triggered.connect(self.close)
+        self.addAction(close)
         self.set_status(JOB_RUNNING)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._equalized:  # the first time only: a column the user resized stays so
+            self._equalized = True
+            self.equalize()
+
+    def equalize(self) -> None:
+        """Every agent's column the same width (a splitter otherwise follows size hints)."""
+        count = self.splitter.count()
+        if count:
+            handles = self.splitter.handleWidth() * (count - 1)
+            width = max(count, self.splitter.width() - handles)
+            self.splitter.setSizes([width // count] * count)
 
     def _name(self, agent: str) -> str:
         return self._agent_names.get(agent, agent)
@@ -103,6 +128,8 @@ class FanOutView(PaneRouting, QWidget):
         bridge.run_finished.connect(self.on_run_finished)
         bridge.job_changed.connect(self.on_job_changed)
         bridge.conversation_deleted.connect(self.on_conversation_deleted)
+        bridge.history_loaded.connect(self.on_history_loaded)
+        bridge.markers_loaded.connect(self.on_markers_loaded)
 
     # -- queries ------------------------------------------------------------------------------
     def panes(self) -> list[ChatPane]:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Collection, Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QStandardItemModel
+from PySide6.QtGui import QFont, QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -21,71 +21,125 @@ from PySide6.QtWidgets import (
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation
+from tolaria.ui import theme
+from tolaria.ui.agent_status import (
+    GROUPS,
+    NOT_INSTALLED,
+    READY,
+    AgentStatus,
+    agent_status,
+)
 from tolaria.ui.markdown import plain_tooltip
+from tolaria.ui.picker_rows import HINT_ROLE, NAME_ROLE, PickerRow
 
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")
+#: Set on a section header row of the picker (not an agent).
+HEADER_ROLE = Qt.ItemDataRole.UserRole + 10
+#: The agent's group (READY, NEEDS_SETUP, NOT_INSTALLED).
+GROUP_ROLE = Qt.ItemDataRole.UserRole + 11
 
 
 class AgentPicker(QComboBox):
-    """The agents Tolaria knows; ones whose program is missing are greyed, with the install hint
-    as their tooltip. Agents disabled in Preferences are left out (a chat that still uses one
-    shows it greyed)."""
+    """The agents Tolaria knows, grouped Ready / Needs setup / Not installed under section
+    headers (the demo first). A not-installed agent is greyed with its one-line install hint; one
+    that needs setup says what to do (start the local server, set the key) and stays choosable.
+    Agents disabled in Preferences are left out (a chat that still uses one shows it greyed)."""
+
+    #: The list was opened: worth asking the local model servers again.
+    popup_opened = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("agentPicker")
         self.setAccessibleName("Agent")
-        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        # The hints make long rows: the list is wide, the closed box stays compact.
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(22)
+        self.view().setMinimumWidth(460)
+        self.setItemDelegate(PickerRow(self))
         self._manifests: dict[str, Manifest] = {}
         self._detections: dict[str, Detection] = {}
         self._hidden: set[str] = set()
 
+    def showPopup(self) -> None:
+        self.popup_opened.emit()
+        super().showPopup()
+
     def set_manifests(self, manifests: Sequence[Manifest], hidden: Collection[str] = ()) -> None:
         self._manifests = {m.id: m for m in manifests}
         self._hidden = set(hidden)
-        current = self.current_agent()
-        self.blockSignals(True)
-        self.clear()
-        # The built-in demo first: it always works.
-        for manifest in sorted(manifests, key=lambda m: (m.id != "demo", m.name.lower())):
-            if manifest.id not in self._hidden:
-                self.addItem(manifest.name, manifest.id)
-        self.blockSignals(False)
-        self._refresh()
-        if current:
-            self.select(current)
+        self._rebuild()
 
     def set_detections(self, detections: Sequence[Detection]) -> None:
         # Merged: an older, slower detection must not forget agents a newer one covered.
-        self._detections.update({d.agent: d for d in detections})
-        self._refresh()
+        fresh = {d.agent: d for d in detections if self._detections.get(d.agent) != d}
+        if fresh:  # unchanged answers (the picker asks again each time it opens) keep the list
+            self._detections.update(fresh)
+            self._rebuild()
 
-    def _refresh(self) -> None:
+    def status(self, agent: str) -> AgentStatus | None:
+        manifest = self._manifests.get(agent)
+        return agent_status(manifest, self._detections.get(agent)) if manifest else None
+
+    def headers(self) -> list[str]:
+        """The section headers shown, top to bottom."""
+        return [self.itemText(row) for row in range(self.count())
+                if self.itemData(row, HEADER_ROLE)]
+
+    def _rebuild(self) -> None:
+        current = self.current_agent()
+        groups: dict[str, list[tuple[Manifest, AgentStatus]]] = {g: [] for g in GROUPS}
+        # The built-in demo first: it always works.
+        for manifest in sorted(self._manifests.values(),
+                               key=lambda m: (m.id != "demo", m.name.lower())):
+            if manifest.id not in self._hidden:
+                status = agent_status(manifest, self._detections.get(manifest.id))
+                groups[status.group].append((manifest, status))
+        shown = [g for g in GROUPS if groups[g]]
         model = self.model()
         assert isinstance(model, QStandardItemModel)
-        for row in range(self.count()):
-            agent = self.itemData(row)
-            manifest = self._manifests.get(agent)
-            item = model.item(row)
-            if manifest is None or item is None or agent in self._hidden:
-                continue
-            found = self._detections.get(agent)
-            if found is None:
-                text, tip, enabled = manifest.name, manifest.description or manifest.name, True
-            elif found.path is None:
-                hint = manifest.install_hint or "install it and restart Tolaria"
-                text = f"{manifest.name} (not installed)"
-                tip = f"{found.error or 'not found'}\nInstall: {hint}"
-                enabled = False
-            else:
-                match = _VERSION_RE.search(found.version or "")
-                text = f"{manifest.name} {match.group(0)}" if match else manifest.name
-                tip = "\n".join(x for x in (manifest.description, found.version, found.path,
-                                            found.error) if x)
-                enabled = True
-            item.setText(text)
-            item.setToolTip(plain_tooltip(tip))  # --version output, paths
-            item.setEnabled(enabled)
+        self.blockSignals(True)
+        self.clear()
+        for group in shown:
+            if len(shown) > 1:
+                self._add_header(model, group)
+            for manifest, status in groups[group]:
+                self._add_agent(model, manifest, status)
+        self.blockSignals(False)
+        if current:
+            self.select(current)
+
+    def _add_header(self, model: QStandardItemModel, group: str) -> None:
+        self.addItem(group.upper(), None)
+        item = model.item(self.count() - 1)
+        item.setData(True, HEADER_ROLE)
+        item.setFlags(Qt.ItemFlag.NoItemFlags)
+        font = QFont(self.font())
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 0.85)
+        item.setFont(font)
+        item.setForeground(theme.muted_text())
+        item.setData(group, Qt.ItemDataRole.AccessibleTextRole)
+
+    def _add_agent(self, model: QStandardItemModel, manifest: Manifest,
+                   status: AgentStatus) -> None:
+        found = self._detections.get(manifest.id)
+        text = manifest.name
+        if status.group == READY and found is not None:
+            match = _VERSION_RE.search(found.version or "")
+            text = f"{manifest.name} {match.group(0)}" if match else manifest.name
+        elif status.line:
+            text = f"{manifest.name} — {status.line}"
+        self.addItem(text, manifest.id)
+        item = model.item(self.count() - 1)
+        tip = "\n".join(x for x in (manifest.description, status.line,
+                                    found.version if found else None,
+                                    found.path if found and found.path else None) if x)
+        item.setToolTip(plain_tooltip(tip or manifest.name))  # --version output, paths
+        item.setData(status.group, GROUP_ROLE)
+        item.setData(manifest.name, NAME_ROLE)
+        item.setData(status.line if status.group != READY else "", HINT_ROLE)
+        item.setEnabled(status.group != NOT_INSTALLED)
 
     def current_agent(self) -> str | None:
         value = self.currentData()
@@ -109,9 +163,9 @@ class AgentPicker(QComboBox):
         self.blockSignals(False)
 
     def is_available(self, agent: str) -> bool:
-        found = self._detections.get(agent)
-        return (agent in self._manifests and agent not in self._hidden
-                and (found is None or found.path is not None))
+        status = self.status(agent)
+        return (status is not None and agent not in self._hidden
+                and status.group != NOT_INSTALLED)
 
 
 class ChatHeader(QWidget):

@@ -2,7 +2,8 @@
 
 It forwards the user's intents (``*_requested``) and routes the bridge's facts to the sidebar,
 the header and the chat panes. Stop shortcuts act only when no popup, menu, completer or modal
-dialog owns the keyboard.
+dialog owns the keyboard. The actions live in one registry (ui/actions.py) that the menus and
+the command palette share; Stop and Restart are enabled only while the current chat runs.
 """
 
 from __future__ import annotations
@@ -12,12 +13,9 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QApplication,
     QLabel,
-    QMainWindow,
-    QMessageBox,
     QPushButton,
     QSplitter,
     QVBoxLayout,
@@ -27,7 +25,6 @@ from PySide6.QtWidgets import (
 from tolaria.chats.fanout import FanOutJob
 from tolaria.config.settings import (
     DEFAULT_NEW_CHAT,
-    DEFAULT_RESTART,
     DEFAULT_STOP,
     DEFAULT_STOP_ALL,
     Settings,
@@ -41,12 +38,15 @@ from tolaria.ui import theme
 from tolaria.ui.cards.style import flat_button_css, follow_palette
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
-from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
+from tolaria.ui.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
+from tolaria.ui.jobs import JobWindows, job_label
 from tolaria.ui.notifier import BackgroundNotifier
+from tolaria.ui.quit_prompt import QuitPrompt
 from tolaria.ui.sidebar import Sidebar
 from tolaria.ui.view_menu import ViewMenu
+from tolaria.ui.window_keys import WindowKeys
 
 
 def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> QKeySequence:
@@ -58,7 +58,7 @@ def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> Q
     return seq
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WindowKeys):
     #: Create a conversation: agent id, working folder.
     new_chat_requested = Signal(str, str)
     #: A conversation's view was created and needs its stored transcript: id.
@@ -74,10 +74,6 @@ class MainWindow(QMainWindow):
     retry_requested = Signal(int, str, str)
     #: Send a prompt: conversation id, prompt.
     send_requested = Signal(int, str)
-    #: Stop a conversation's running turn: conversation id.
-    stop_requested = Signal(int)
-    #: Stop every running turn.
-    stop_all_requested = Signal()
     #: Queue a message behind a conversation's running turn: conversation id, text.
     queue_requested = Signal(int, str)
     #: Take a queued message back before delivery: conversation id, message id.
@@ -86,8 +82,6 @@ class MainWindow(QMainWindow):
     queue_change_requested = Signal(int, object)
     #: Revert a file of a turn, or rewind to before it: conversation id, UndoRequest.
     undo_requested = Signal(int, object)
-    #: Abandon a conversation's running turn and re-run its prompt: conversation id.
-    restart_requested = Signal(int)
     #: Answer a permission question of a running turn: stream id, question key, option id.
     permission_answer_requested = Signal(str, str, str)
     #: Rename a conversation: id, title.
@@ -102,8 +96,6 @@ class MainWindow(QMainWindow):
     fan_out_requested = Signal(str, object, str)
     #: Stop every running member of a fan-out job: job id.
     stop_job_requested = Signal(str)
-    #: Open the Preferences window.
-    preferences_requested = Signal()
     #: Open the settings file in the user's editor: path.
     open_file_requested = Signal(object)
     #: The window was closed (after the user confirmed stopping the running turns).
@@ -123,14 +115,11 @@ class MainWindow(QMainWindow):
         self._conversation_of_stream: dict[str, int] = {}
         self._want_new = 0
         self._quit_confirmed = False
-        self._quit_box: QMessageBox | None = None
+        self.quit_prompt = QuitPrompt(self, self.running_count, self._on_quit_prompt_confirmed)
         self._bridge: Bridge | None = None
         self._stop_hint = ""
         self.settings = settings
         self._problem_file: Path | None = None
-        #: job id -> its side-by-side view (fan-out jobs started in this session)
-        self.fan_out_views: dict[str, FanOutView] = {}
-        self.fan_out_dialog: FanOutDialog | None = None
         problems = list(problems)
         stop_key = parse_shortcut(settings.stop_shortcut, DEFAULT_STOP, "stop", problems)
         stop_all_key = parse_shortcut(settings.stop_all_shortcut, DEFAULT_STOP_ALL, "stop_all",
@@ -170,40 +159,16 @@ class MainWindow(QMainWindow):
 
         new_key = parse_shortcut(settings.new_chat_shortcut, DEFAULT_NEW_CHAT, "new_chat",
                                  problems)
-        self.new_action = self._action("&New chat", new_key, self._on_new_action_triggered)
-        self.quit_action = self._action("&Quit", QKeySequence(QKeySequence.StandardKey.Quit),
-                                        self.close)
-        self.stop_action = self._action("&Stop", stop_key, self._on_stop_action_triggered)
-        self.stop_all_action = self._action("Stop &all runs", stop_all_key,
-                                            self._on_stop_all_action_triggered)
-        self.restart_action = self._action("&Restart turn", QKeySequence(DEFAULT_RESTART),
-                                           self._on_restart_action_triggered)
-        self.fan_out_action = self._action("Ask several agents…", QKeySequence("Ctrl+Shift+N"),
-                                           self._on_fan_out_action_triggered)
-        file_menu = self.menuBar().addMenu("&File")
-        file_menu.addAction(self.new_action)
-        file_menu.addAction(self.sidebar.rename_action)
-        file_menu.addAction(self.sidebar.delete_action)
-        file_menu.addSeparator()
-        self.preferences_action = self._action("&Preferences…", QKeySequence("Ctrl+,"),
-                                               self.preferences_requested.emit)
-        self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
-        file_menu.addAction(self.preferences_action)
-        file_menu.addSeparator()
-        file_menu.addAction(self.quit_action)
-        run_menu = self.menuBar().addMenu("&Run")
-        run_menu.addAction(self.stop_action)
-        run_menu.addAction(self.stop_all_action)
-        run_menu.addAction(self.restart_action)
-        run_menu.addSeparator()
-        run_menu.addAction(self.fan_out_action)
+        self._build_actions(stop_key, stop_all_key, new_key)
+        self.jobs = JobWindows(self, self.jobs_menu)
         self._restyle_chrome()
         follow_palette(self, self._restyle_chrome)
         self.view_menu = ViewMenu(self)
         self.view_menu.theme_chosen.connect(self.theme_change_requested)
         self.view_menu.find_requested.connect(self._on_view_menu_find_requested)
-        self.menuBar().insertMenu(run_menu.menuAction(), self.view_menu)
+        self.menuBar().insertMenu(self.go_menu.menuAction(), self.view_menu)
         self.addAction(self.view_menu.find_action)  # Ctrl+F wherever the focus is
+        self.registry.adopt(self.view_menu.find_action)  # and in the command palette
         self.view_menu.set_current(settings.theme)
 
         self.show_problems(problems)
@@ -214,6 +179,7 @@ class MainWindow(QMainWindow):
         self.sidebar.activate_requested.connect(self._on_sidebar_activate_requested)
         self.sidebar.rename_requested.connect(self.rename_requested)
         self.sidebar.delete_requested.connect(self.delete_requested)
+        self.sidebar.confirm_closed.connect(self._on_sidebar_confirm_closed)
         self.header.agent_change_requested.connect(self._on_header_agent_change_requested)
         self.header.cwd_change_requested.connect(self._on_header_cwd_change_requested)
         self.stack.send_requested.connect(self.send_requested)
@@ -229,13 +195,7 @@ class MainWindow(QMainWindow):
         self.stack.search_requested.connect(self.search_requested)
         self.stack.retry_requested.connect(self.retry_requested)
 
-    def _action(self, text: str, key: QKeySequence, slot: object) -> QAction:
-        action = QAction(text, self)
-        action.setShortcut(key)
-        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        action.triggered.connect(slot)
-        self.addAction(action)
-        return action
+        self._refresh_run_actions()
 
     def attach(self, bridge: Bridge) -> None:
         """Render the bridge's facts."""
@@ -249,6 +209,7 @@ class MainWindow(QMainWindow):
         bridge.run_started.connect(self._on_bridge_run_started)
         bridge.event_received.connect(self._on_bridge_event_received)
         bridge.run_stopping.connect(self.stack.on_run_stopping)
+        bridge.run_stopping.connect(self.refresh_run_state)
         bridge.permission_requested.connect(self.stack.on_permission_requested)
         bridge.permission_settled.connect(self.stack.on_permission_settled)
         bridge.run_finished.connect(self._on_bridge_run_finished)
@@ -258,13 +219,13 @@ class MainWindow(QMainWindow):
         bridge.queue_changed.connect(self.stack.on_queue_changed)
         bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
+        bridge.turn_restarted.connect(self.refresh_run_state)
 
     def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
         """The agents Tolaria knows; disabled ones are left out of the picker."""
         self.header.agent_picker.set_manifests(manifests, hidden=disabled)
         self.stack.set_agent_names({m.id: m.name for m in manifests})
-        if self.fan_out_dialog is not None:
-            self.fan_out_dialog.set_agents(agents_of(self.header.agent_picker))
+        self.jobs.refresh_agents()
 
     def show_problems(self, problems: Sequence[str]) -> None:
         self._problems.setText("\n".join(f"⚠ {p}" for p in problems))
@@ -318,10 +279,7 @@ class MainWindow(QMainWindow):
         return self.stack.current_pane()
 
     def running_count(self) -> int:
-        streams = self.stack.running_streams()
-        for view in self.fan_out_views.values():
-            streams |= view.running_streams()
-        return len(streams)
+        return len(self.stack.running_streams() | self.jobs.running_streams())
 
     # -- intents ------------------------------------------------------------------------------
     def _on_new_action_triggered(self) -> None:
@@ -331,39 +289,16 @@ class MainWindow(QMainWindow):
         self._want_new += 1
         self.new_chat_requested.emit(agent, cwd)
 
-    def _keyboard_is_free(self) -> bool:
-        """No popup (menu, combo box list, completer) and no modal dialog owns the keys."""
-        return (QApplication.activePopupWidget() is None
-                and QApplication.activeModalWidget() is None)
-
-    def _on_stop_action_triggered(self) -> None:
-        if not self._keyboard_is_free():
-            return
-        pane = self.stack.current_pane()
-        if pane is not None and pane.running_stream is not None:
-            self.stop_requested.emit(pane.conversation_id)
-
-    def _on_restart_action_triggered(self) -> None:
-        if not self._keyboard_is_free():
-            return
-        pane = self.stack.current_pane()
-        if pane is not None and pane.running_stream is not None:
-            self.restart_requested.emit(pane.conversation_id)
-
-    def _on_stop_all_action_triggered(self) -> None:
-        if self._keyboard_is_free():
-            self.stop_all_requested.emit()
+    def _on_sidebar_confirm_closed(self) -> None:
+        pane = self.current_pane()
+        if pane is not None:
+            pane.composer.setFocus()
 
     def _on_fan_out_action_triggered(self) -> None:
-        if self.fan_out_dialog is None:
-            self.fan_out_dialog = FanOutDialog(self)
-            self.fan_out_dialog.fan_out_requested.connect(self._on_fan_out_dialog_requested)
-        self.fan_out_dialog.set_agents(agents_of(self.header.agent_picker))
-        self.fan_out_dialog.show()
-        self.fan_out_dialog.raise_()
-        self.fan_out_dialog.activateWindow()
+        self.jobs.open_dialog()
 
-    def _on_fan_out_dialog_requested(self, prompt: str, agents: list[str]) -> None:
+    def fan_out_here(self, prompt: str, agents: list[str]) -> None:
+        """Start a job in the current chat's folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
         cwd = (current.cwd if current else None) or self.default_cwd
         self.fan_out_requested.emit(prompt, agents, cwd)
@@ -378,6 +313,7 @@ class MainWindow(QMainWindow):
                 self.stack.adopt_run(stream_id, conversation_id)
         self.header.show_conversation(conversation)
         self.setWindowTitle(f"{conversation.title} — Tolaria")
+        self._refresh_run_actions()
 
     def _on_sidebar_activate_requested(self, conversation_id: int) -> None:
         pane = self.stack.pane(conversation_id)
@@ -425,6 +361,7 @@ class MainWindow(QMainWindow):
         self._conversation_of_stream[stream_id] = conversation_id
         self.sidebar.set_running(conversation_id, True)
         self.stack.on_run_started(stream_id, conversation_id, turn)
+        self._refresh_run_actions()
 
     def _on_bridge_event_received(self, stream_id: str, event: Event) -> None:
         self.stack.on_event(stream_id, event)
@@ -434,6 +371,7 @@ class MainWindow(QMainWindow):
         if conversation_id is not None:
             self.sidebar.set_running(conversation_id, False)
         self.stack.on_run_finished(stream_id, done)
+        self._refresh_run_actions()
         if conversation_id is not None and self.settings.notify_background:
             conversation = self._conversations.get(conversation_id)
             in_view = (conversation_id == self.current_conversation_id()
@@ -442,20 +380,33 @@ class MainWindow(QMainWindow):
                 self.notifier.chat_finished(conversation.title, done.stop_reason)
 
     def _on_bridge_job_created(self, job: FanOutJob) -> None:
-        names = {m.agent: self.stack.agent_name(m.agent) for m in job.members}
-        view = FanOutView(job, names, self._stop_hint, self)
-        view.stop_requested.connect(self.stop_requested)
-        view.stop_job_requested.connect(self.stop_job_requested)
-        view.send_requested.connect(self.send_requested)
-        view.queue_requested.connect(self.queue_requested)
-        view.unqueue_requested.connect(self.unqueue_requested)
-        view.queue_change_requested.connect(self.queue_change_requested)
-        view.restart_requested.connect(self.restart_requested)
-        view.permission_answer_requested.connect(self.permission_answer_requested)
-        if self._bridge is not None:
-            view.attach(self._bridge)
-        self.fan_out_views[job.job_id] = view
-        view.show()
+        self.jobs.create_view(job).show()
+
+    # -- fan-out jobs ---------------------------------------------------------------------------
+    @property
+    def fan_out_views(self) -> dict[str, FanOutView]:
+        """job id -> its side-by-side window (jobs started or reopened in this session)."""
+        return self.jobs.views
+
+    @property
+    def fan_out_dialog(self) -> FanOutDialog | None:
+        return self.jobs.dialog
+
+    def set_jobs(self, jobs: Sequence[tuple[FanOutJob, str]]) -> None:
+        """Every stored job and its status (oldest first): the Jobs menu and sidebar groups."""
+        self.jobs.set_jobs(jobs)
+        self.sidebar.set_groups([(job_label(job, status), [m.conversation_id for m in job.members])
+                                 for job, status in jobs])
+
+    def stop_hint(self) -> str:
+        return self._stop_hint
+
+    def as_parent(self) -> QWidget:
+        """The window as the parent of the job windows (tolaria/ui/jobs.py JobHost)."""
+        return self
+
+    def bridge(self) -> Bridge | None:
+        return self._bridge
 
     def _on_bridge_agents_detected(self, detections: Sequence[Detection]) -> None:
         self.header.agent_picker.set_detections(detections)
@@ -473,29 +424,12 @@ class MainWindow(QMainWindow):
         event.accept()
         self.closed.emit()
 
-    def _ask_to_quit(self, running: int) -> None:
-        if self._quit_box is not None:
-            return
-        chats = "1 chat is" if running == 1 else f"{running} chats are"
-        box = QMessageBox(QMessageBox.Icon.Warning, "Quit Tolaria",
-                          f"{chats} still running. Stop and quit?", parent=self)
-        box.setObjectName("quitDialog")
-        box.setInformativeText("Every running agent and the processes it started are stopped.")
-        quit_button = box.addButton("Stop and Quit", QMessageBox.ButtonRole.AcceptRole)
-        quit_button.setObjectName("quitConfirmButton")
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    def _ask_to_quit(self, _running: int) -> None:
+        self.quit_prompt.ask()
 
-        def on_finished(_result: int) -> None:
-            self._quit_box = None
-            if box.clickedButton() is quit_button:
-                self._quit_confirmed = True
-                self.close()
-
-        box.finished.connect(on_finished)
-        self._quit_box = box
-        box.open()
+    def _on_quit_prompt_confirmed(self) -> None:
+        self._quit_confirmed = True
+        self.close()
 
     def force_close(self) -> None:
         """Close without asking (SIGINT/SIGTERM in the terminal): runs are stopped on the way out."""

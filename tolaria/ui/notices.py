@@ -8,6 +8,7 @@ what moves the conversation on.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from PySide6.QtCore import QTimer, Signal
@@ -54,8 +55,20 @@ class AwaitingNotice(QLabel):
         self.hide()
 
 
+def silence_text(seconds: float) -> str:
+    """``15 s``, ``2 min 5 s``: how long the turn has been silent, as a person would say it."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole} s" if seconds >= 1 else f"{seconds:.1f} s"
+    minutes, rest = divmod(whole, 60)
+    return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+
+
 class WatchdogNotice(QLabel):
-    """"No output for N s — Restart turn?" after ``seconds`` of silence from the running turn."""
+    """"No output for N s — Restart turn?" after ``seconds`` of silence from the running turn.
+
+    Once shown it counts on, once a second, from the last output: it always says the real
+    silence, never the threshold that made it appear."""
 
     #: The user clicked "Restart turn?" in the notice.
     restart_requested = Signal()
@@ -70,6 +83,10 @@ class WatchdogNotice(QLabel):
         self._timer.setSingleShot(True)
         self._timer.setInterval(max(1, round(seconds * 1000)))
         self._timer.timeout.connect(self._on_timer_timeout)
+        self._tick = QTimer(self)
+        self._tick.setInterval(1000)
+        self._tick.timeout.connect(self._show_silence)
+        self._silent_since = time.monotonic()
         self.hide()
 
     @property
@@ -84,17 +101,28 @@ class WatchdogNotice(QLabel):
     def arm(self) -> None:
         """(Re)start counting silence from now; hides the notice (output arrived)."""
         self.hide()
+        self._tick.stop()
+        self._silent_since = time.monotonic()
         self._timer.start()
 
     def disarm(self) -> None:
         self._timer.stop()
+        self._tick.stop()
         self.hide()
 
+    def silence(self) -> float:
+        """Seconds since the last output (or since the turn started)."""
+        return time.monotonic() - self._silent_since
+
     def _on_timer_timeout(self) -> None:
-        shown = f"{self.seconds:.0f}" if self.seconds >= 1 else f"{self.seconds:g}"
-        self.setText(f'No output for {shown} s — <a href="restart">Restart turn?</a>')
-        self.setAccessibleName(f"No output for {shown} seconds. Restart turn?")
+        self._show_silence()
         self.show()
+        self._tick.start()
+
+    def _show_silence(self) -> None:
+        shown = silence_text(self.silence())
+        self.setText(f'No output for {shown} — <a href="restart">Restart turn?</a>')
+        self.setAccessibleName(f"No output for {shown}. Restart turn?")
 
     def _on_link_activated(self, _link: str) -> None:
         self.restart_requested.emit()

@@ -28,7 +28,7 @@ class BackgroundNotifier:
         ending = _ENDINGS.get(stop_reason, f"ended ({stop_reason})")
         text = f"“{title}” {ending}"
         self.last_notice = text
-        self._window.statusBar().showMessage(f"🔔 {text}", _NOTICE_MS)
+        self._window.statusBar().showMessage(f"Background chat {text}", _NOTICE_MS)
         QApplication.alert(self._window)
         tray = self._tray_icon()
         if tray is not None:

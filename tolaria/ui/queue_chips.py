@@ -147,6 +147,13 @@ class QueuedChip(QFrame):
         kind = event.type()
         if kind in (QEvent.Type.HoverEnter, QEvent.Type.HoverLeave):
             self._show_actions(kind == QEvent.Type.HoverEnter or self.hasFocus())
+        # F2 and Delete on a focused chip act on the chip: the window's F2 (rename chat) and
+        # Del (delete chat) shortcuts must not take them first.
+        if (kind == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent)
+                and event.key() in (Qt.Key.Key_F2, Qt.Key.Key_Delete)
+                and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier):
+            event.accept()
+            return True
         return super().event(event)
 
     def focusInEvent(self, event: QFocusEvent) -> None:

@@ -1,11 +1,19 @@
-"""The list of conversations: new, rename, delete, a running badge and the last activity."""
+"""The list of conversations: new, search, rename in place, delete with an inline confirm, a
+running badge and the last activity.
+
+No stock dialogs: rename edits the title where it is (Enter commits, Esc cancels) and delete asks
+in a bar under the list, the way Zed and Claude desktop do it.
+"""
 
 from __future__ import annotations
 
 import time
 
 from PySide6.QtCore import (
+    QAbstractItemModel,
+    QEvent,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QPoint,
     QRect,
@@ -14,13 +22,14 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QKeySequence, QPainter
+from PySide6.QtGui import QAction, QFont, QKeyEvent, QKeySequence, QPainter
 from PySide6.QtWidgets import (
-    QInputDialog,
+    QAbstractItemView,
+    QLabel,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QMenu,
-    QMessageBox,
     QPushButton,
     QStyle,
     QStyledItemDelegate,
@@ -31,9 +40,11 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation
 from tolaria.ui import theme
+from tolaria.ui.actions import DELETE_SHORTCUT, RENAME_SHORTCUT, focus_is_editable
+from tolaria.ui.inline_confirm import DeleteConfirm
 from tolaria.ui.markdown import plain_tooltip
+from tolaria.ui.sidebar_groups import GROUP_ROLE, ID_ROLE, MEMBER_ROLE, SidebarGroups
 
-ID_ROLE = Qt.ItemDataRole.UserRole
 SUBTITLE_ROLE = Qt.ItemDataRole.UserRole + 1
 RUNNING_ROLE = Qt.ItemDataRole.UserRole + 2
 #: True for a chat started by ``tolaria run`` (drawn with a "command line" badge).
@@ -55,12 +66,51 @@ def relative_time(timestamp: float, now: float | None = None) -> str:
 
 
 class _Delegate(QStyledItemDelegate):
-    """Two lines per conversation: the title (with a running badge) and the last activity."""
+    """Two lines per conversation: the title (with a running badge) and the last activity.
+
+    Its editor is the in-place rename field over the title line; committing emits a rename
+    intent instead of writing the model (the store's saved conversation updates the row)."""
+
+    def __init__(self, sidebar: Sidebar, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._sidebar = sidebar
+
+    def createEditor(self, parent: QWidget, option: QStyleOptionViewItem,
+                     index: QModelIndex | QPersistentModelIndex) -> QWidget:
+        editor = QLineEdit(parent)
+        editor.setObjectName("renameEditor")
+        editor.setAccessibleName("Chat name")
+        editor.setFrame(True)
+        font = QFont(option.font)
+        font.setBold(True)  # as the title it replaces
+        editor.setFont(font)
+        return editor
+
+    def setEditorData(self, editor: QWidget, index: QModelIndex | QPersistentModelIndex) -> None:
+        if isinstance(editor, QLineEdit):
+            editor.setText(str(index.data(Qt.ItemDataRole.DisplayRole) or ""))
+            editor.selectAll()
+
+    def setModelData(self, editor: QWidget, model: QAbstractItemModel,
+                     index: QModelIndex | QPersistentModelIndex) -> None:
+        if isinstance(editor, QLineEdit):
+            self._sidebar.commit_rename(int(index.data(ID_ROLE)), editor.text())
+
+    def updateEditorGeometry(self, editor: QWidget, option: QStyleOptionViewItem,
+                             index: QModelIndex | QPersistentModelIndex) -> None:
+        line = option.fontMetrics.height()
+        top = option.rect.top() + 2
+        editor.setGeometry(option.rect.left() + 6, top, option.rect.width() - 12, line + 8)
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem,
               index: QModelIndex | QPersistentModelIndex) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
+        if index.data(GROUP_ROLE):
+            _paint_group_header(painter, opt, str(index.data(GROUP_ROLE)))
+            return
+        if index.data(MEMBER_ROLE):
+            opt.rect = opt.rect.adjusted(14, 0, 0, 0)
         widget = opt.widget
         style = widget.style() if widget is not None else None
         if style is not None:
@@ -97,8 +147,11 @@ class _Delegate(QStyledItemDelegate):
         painter.setFont(title_font)
         painter.setPen(fg)
         title_rect = QRect(rect.left(), rect.top(), rect.width() - badge_width, line)
-        title = painter.fontMetrics().elidedText(str(index.data(Qt.ItemDataRole.DisplayRole)),
-                                                 Qt.TextElideMode.ElideRight, title_rect.width())
+        title = str(index.data(Qt.ItemDataRole.DisplayRole))
+        if index.data(MEMBER_ROLE) and " · " in title:  # under its job's header: the agent
+            title = title.rsplit(" · ", 1)[1]
+        title = painter.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight,
+                                                 title_rect.width())
         painter.drawText(title_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                          title)
         title_font.setBold(False)
@@ -125,10 +178,27 @@ class _Delegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem,
                  index: QModelIndex | QPersistentModelIndex) -> QSize:
+        if index.data(GROUP_ROLE):
+            return QSize(180, option.fontMetrics.height() + 10)
         return QSize(180, option.fontMetrics.height() * 2 + 14)
 
 
-class Sidebar(QWidget):
+def _paint_group_header(painter: QPainter, opt: QStyleOptionViewItem, label: str) -> None:
+    """A fan-out job's header row: small, muted, the job's prompt, agents and status."""
+    painter.save()
+    font = QFont(opt.font)
+    font.setPointSizeF(font.pointSizeF() * 0.85)
+    font.setBold(True)
+    painter.setFont(font)
+    painter.setPen(theme.muted_text())
+    rect = opt.rect.adjusted(10, 4, -10, 0)
+    text = painter.fontMetrics().elidedText(f"JOB · {label}", Qt.TextElideMode.ElideRight,
+                                            rect.width())
+    painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
+    painter.restore()
+
+
+class Sidebar(SidebarGroups, QWidget):
     #: The user wants a new conversation.
     new_chat_requested = Signal()
     #: The user selected a conversation: id.
@@ -139,6 +209,8 @@ class Sidebar(QWidget):
     rename_requested = Signal(int, str)
     #: Delete a conversation (confirmed by the user): id.
     delete_requested = Signal(int)
+    #: Stop showing an inline confirm and give the keys back to the chat.
+    confirm_closed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -151,30 +223,52 @@ class Sidebar(QWidget):
         self.new_button.setToolTip(f"New chat ({QKeySequence(QKeySequence.StandardKey.New).toString(QKeySequence.SequenceFormat.NativeText)})")
         self.new_button.clicked.connect(self.new_chat_requested)
         layout.addWidget(self.new_button)
+        self.search = QLineEdit(self)
+        self.search.setObjectName("chatSearch")
+        self.search.setAccessibleName("Search chats")
+        self.search.setPlaceholderText("Search chats")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._on_search_text_changed)
+        self.search.returnPressed.connect(self._on_search_return_pressed)
+        self.search.installEventFilter(self)
+        layout.addWidget(self.search)
         self.list = QListWidget(self)
         self.list.setObjectName("conversationList")
         self.list.setAccessibleName("Conversations")
-        self.list.setItemDelegate(_Delegate(self.list))
+        self.list.setItemDelegate(_Delegate(self, self.list))
+        self.list.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.list.setUniformItemSizes(True)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._on_list_custom_context_menu_requested)
         self.list.currentItemChanged.connect(self._on_list_current_item_changed)
         self.list.itemActivated.connect(self._on_list_item_activated)
         layout.addWidget(self.list, 1)
+        self.no_match = QLabel("No chat matches.", self)
+        self.no_match.setObjectName("noChatMatches")
+        self.no_match.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        self.no_match.hide()
+        layout.addWidget(self.no_match)
+        self.confirm = DeleteConfirm(self)
+        self.confirm.confirmed.connect(self._on_confirm_confirmed)
+        self.confirm.cancelled.connect(self.confirm_closed)
+        layout.addWidget(self.confirm)
+        # Window-wide: F2 and Del work wherever the focus is (Del only outside text fields).
         self.rename_action = QAction("&Rename…", self.list)
-        self.rename_action.setShortcut(QKeySequence(Qt.Key.Key_F2))
-        self.rename_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        self.rename_action.setShortcut(QKeySequence(RENAME_SHORTCUT))
+        self.rename_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.rename_action.triggered.connect(self._on_rename_action_triggered)
         self.delete_action = QAction("&Delete…", self.list)
-        self.delete_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Delete))
-        self.delete_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
+        self.delete_action.setShortcut(QKeySequence(DELETE_SHORTCUT))
+        self.delete_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.delete_action.triggered.connect(self._on_delete_action_triggered)
         self.list.addAction(self.rename_action)
         self.list.addAction(self.delete_action)
         self._items: dict[int, QListWidgetItem] = {}
         self._conversations: dict[int, Conversation] = {}
         self._running: dict[int, int] = {}
-        self._dialog: QWidget | None = None
+        #: (label, member conversation ids) of each group (fan-out job), oldest first.
+        self._groups: list[tuple[str, list[int]]] = []
+        self._headers: list[QListWidgetItem] = []
         self._menu: QMenu | None = None
         self._clock = QTimer(self)
         self._clock.setInterval(30_000)
@@ -193,6 +287,7 @@ class Sidebar(QWidget):
             self.list.blockSignals(False)
         self._conversations[conversation.id] = conversation
         self._refresh(conversation.id)
+        self._apply_filter()
 
     def conversation_deleted(self, conversation_id: int) -> None:
         item = self._items.pop(conversation_id, None)
@@ -200,6 +295,11 @@ class Sidebar(QWidget):
         self._running.pop(conversation_id, None)
         if item is not None:
             self.list.takeItem(self.list.row(item))
+        if any(conversation_id in ids for _label, ids in self._groups):
+            self.set_groups(self._groups)
+        if self.confirm.conversation_id == conversation_id:
+            self.confirm.hide()
+        self._apply_filter()
 
     def set_running(self, conversation_id: int, running: bool) -> None:
         count = self._running.get(conversation_id, 0) + (1 if running else -1)
@@ -244,7 +344,61 @@ class Sidebar(QWidget):
         return int(item.data(ID_ROLE)) if item is not None else None
 
     def ids(self) -> list[int]:
-        return [int(self.list.item(i).data(ID_ROLE)) for i in range(self.list.count())]
+        return [int(item.data(ID_ROLE)) for item in self._rows() if item.data(ID_ROLE) is not None]
+
+    def visible_ids(self) -> list[int]:
+        """The chats the search leaves shown, top to bottom (Ctrl+Tab and Ctrl+1..9 use them)."""
+        return [int(item.data(ID_ROLE)) for item in self._rows()
+                if item.data(ID_ROLE) is not None and not item.isHidden()]
+
+    # -- search ---------------------------------------------------------------------------------
+    def focus_search(self) -> None:
+        self.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search.selectAll()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """In the search field: Down goes into the list; Esc clears the search (rather than
+        stopping the chat's run) while there is something to clear."""
+        kind = event.type()
+        if watched is self.search and kind in (QEvent.Type.KeyPress,
+                                               QEvent.Type.ShortcutOverride):
+            assert isinstance(event, QKeyEvent)
+            if event.key() == Qt.Key.Key_Escape and self.search.text():
+                event.accept()
+                if kind == QEvent.Type.KeyPress:
+                    self.search.clear()
+                    self.activate_requested.emit(self.current_id() or -1)
+                return True
+            if event.key() == Qt.Key.Key_Down and kind == QEvent.Type.KeyPress:
+                shown = self.visible_ids()
+                if shown:
+                    self.select(shown[0])
+                    self.list.setFocus(Qt.FocusReason.TabFocusReason)
+                return True
+        return super().eventFilter(watched, event)
+
+    def _on_search_text_changed(self, _text: str) -> None:
+        self._apply_filter()
+
+    def _apply_filter(self) -> None:
+        words = self.search.text().lower().split()
+        shown = 0
+        for conversation_id, item in self._items.items():
+            conversation = self._conversations.get(conversation_id)
+            title = (conversation.title if conversation else item.text()).lower()
+            hide = not all(word in title for word in words)
+            item.setHidden(hide)
+            shown += not hide
+        for header in self._headers:
+            header.setHidden(all(m.isHidden() for m in self._members_under(header)))
+        self.no_match.setVisible(bool(words) and shown == 0)
+
+    def _on_search_return_pressed(self) -> None:
+        """Enter in the search field opens the first match and goes to its composer."""
+        shown = self.visible_ids()
+        if shown:
+            self.select(shown[0])
+            self.activate_requested.emit(shown[0])
 
     def _on_list_current_item_changed(self, current: QListWidgetItem | None,
                                       _previous: QListWidgetItem | None) -> None:
@@ -268,41 +422,35 @@ class Sidebar(QWidget):
         menu.popup(self.list.viewport().mapToGlobal(pos))
 
     def _on_rename_action_triggered(self) -> None:
-        conversation_id = self.current_id()
-        conversation = self._conversations.get(conversation_id) if conversation_id else None
-        if conversation is None:
+        item = self.list.currentItem()
+        if item is None:
             return
-        dialog = QInputDialog(self)
-        dialog.setObjectName("renameDialog")
-        dialog.setWindowTitle("Rename chat")
-        dialog.setLabelText("New name:")
-        dialog.setTextValue(conversation.title)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.textValueSelected.connect(
-            lambda title: self.rename_requested.emit(conversation.id, title))
-        self._dialog = dialog
-        dialog.open()
+        if item.isHidden():  # filtered away by the search: show it again to edit it in place
+            self.search.clear()
+        item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+        self.list.scrollToItem(item)
+        self.list.editItem(item)
+
+    def renaming(self) -> QLineEdit | None:
+        """The in-place rename field, while it is open."""
+        editor = self.list.findChild(QLineEdit, "renameEditor")
+        return editor if editor is not None and editor.isVisible() else None
+
+    def commit_rename(self, conversation_id: int, title: str) -> None:
+        conversation = self._conversations.get(conversation_id)
+        title = " ".join(title.split())
+        if conversation is not None and title and title != conversation.title:
+            self.rename_requested.emit(conversation_id, title)
 
     def _on_delete_action_triggered(self) -> None:
+        if focus_is_editable():  # Del in a text field deletes a character, never a chat
+            return
         conversation_id = self.current_id()
         conversation = self._conversations.get(conversation_id) if conversation_id else None
         if conversation is None:
             return
-        box = QMessageBox(QMessageBox.Icon.Question, "Delete chat",
-                          f"Delete “{conversation.title}” and its transcript?", parent=self)
-        box.setObjectName("deleteDialog")
-        box.setTextFormat(Qt.TextFormat.PlainText)  # the title is prompt text
-        if conversation.id in self._running:
-            box.setInformativeText("Its running turn will be stopped first.")
-        delete = box.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.confirm.ask_delete(conversation, running=conversation.id in self._running)
 
-        def on_finished(_result: int) -> None:
-            if box.clickedButton() is delete:
-                self.delete_requested.emit(conversation.id)
-
-        box.finished.connect(on_finished)
-        self._dialog = box
-        box.open()
+    def _on_confirm_confirmed(self, conversation_id: int) -> None:
+        self.delete_requested.emit(conversation_id)
+        self.confirm_closed.emit()

@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tolaria.core.events import Done, Event
 from tolaria.core.permissions import PermissionRequest
+from tolaria.core.store.db import Marker
+from tolaria.core.store.pages import TurnPage
 from tolaria.ui.chat_pane import ChatPane
 
 
 class PaneRouting:
-    """Mixin: ``_pane_of_stream`` maps a live stream id to its pane; late events find nothing."""
+    """Mixin: ``_pane_of_stream`` maps a live stream id to its pane; late events find nothing.
+    Stored transcripts go by conversation id (``_panes``)."""
 
     _pane_of_stream: dict[str, ChatPane]
+    _panes: dict[int, ChatPane]
+    _agent_names: dict[str, str]
+
+    def on_history_loaded(self, conversation_id: int, history: TurnPage) -> None:
+        """A conversation's newest stored turns (loading them twice adds nothing)."""
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.load_history(history, self._agent_names)
+
+    def on_markers_loaded(self, conversation_id: int, markers: Sequence[Marker]) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.load_markers(markers)
 
     def on_event(self, stream_id: str, event: Event) -> None:
         pane = self._pane_of_stream.get(stream_id)

@@ -101,7 +101,8 @@ KINDS: list[tuple[str, Callable[[User], Path], str]] = [
     ("bun", _under_home(".bun", "bin"), locate.SOURCE_BUN),
     ("pnpm-home", _pnpm_home, locate.SOURCE_PNPM),
     ("pnpm-share", _under_home(".local", "share", "pnpm"), locate.SOURCE_PNPM),
-    ("pnpm-library", _under_home("Library", "pnpm"), locate.SOURCE_PNPM),
+    *([("pnpm-library", _under_home("Library", "pnpm"), locate.SOURCE_PNPM)]
+      if sys.platform == "darwin" else []),
     ("volta", _under_home(".volta", "bin"), locate.SOURCE_VOLTA),
 ]
 
@@ -148,8 +149,16 @@ async def test_search_order_is_the_documented_one(user: User) -> None:
         found = await find()
         assert (found.source, found.program) == (source, str(folder / PROGRAM))
     folders = [f for f, _ in locate.install_folders(os.environ)]
-    assert folders.index("/usr/local/bin") < folders.index("/opt/homebrew/bin")
+    if sys.platform == "darwin":
+        assert folders.index("/usr/local/bin") < folders.index("/opt/homebrew/bin")
     assert folders.count("/usr/local/bin") == 1
+
+
+def test_macos_folders_are_neither_searched_nor_listed_elsewhere() -> None:
+    folders = [f for f, _ in locate.install_folders(os.environ)]
+    mac_only = ("/opt/homebrew/bin", os.path.join(os.path.expanduser("~"), "Library", "pnpm"))
+    for folder in mac_only:
+        assert (folder in folders) == (sys.platform == "darwin"), folder
 
 
 @async_test

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tolaria.core.cancel import CancellationToken, Cancelled
 from tolaria.core.events import (
@@ -90,6 +91,28 @@ class _Reply:
             out.append({"id": call["id"] or f"call_{n}", "type": "function",
                         "function": {"name": call["name"], "arguments": call["arguments"]}})
         return out
+
+
+#: The usual local model servers by port, and how to start each.
+_LOCAL_SERVERS = {11434: ("Ollama", "ollama serve"), 1234: ("LM Studio", "lms server start"),
+                  8080: ("llama.cpp", "llama-server -m model.gguf --jinja")}
+
+
+def unreachable_next_step(url: str) -> str:
+    """"cannot reach …" plus the one thing to do, instead of httpx's "All connection attempts
+    failed"."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if host in ("localhost", "127.0.0.1", "::1", "0.0.0.0"):
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        name, command = _LOCAL_SERVERS.get(port or 0, ("the model server", ""))
+        start = f"start it with `{command}`" if command else "start it"
+        return (f"cannot reach {url}: nothing is listening there — {name} is not running; "
+                f"{start}, then send again")
+    return f"cannot reach {url}: check the address and your network connection, then send again"
 
 
 class ChatHelper:
@@ -288,7 +311,7 @@ class ChatHelper:
                         continue
                     self._on_chunk(json.loads(data), reply)
         except httpx.ConnectError as exc:
-            raise ChatError(f"cannot reach {url} (is the server running?): {exc}") from exc
+            raise ChatError(unreachable_next_step(url)) from exc
         except httpx.HTTPError as exc:
             raise ChatError(f"request to {url} failed: {exc or type(exc).__name__}") from exc
         except (ValueError, AttributeError, TypeError) as exc:

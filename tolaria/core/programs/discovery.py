@@ -13,8 +13,10 @@ import errno
 import os
 import re
 import signal
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest, substitute
 from tolaria.core.process import proctree
@@ -24,6 +26,15 @@ PROBE_TIMEOUT_S = 5.0
 #: Exit code of a shell or ``env`` that could not find a program (``#!/usr/bin/env node``).
 _EXIT_NOT_FOUND = 127
 _VERSION_RE = re.compile(r"\d+\.\d+")
+#: A local model server's liveness check: a TCP connect, this short, its answer kept this long
+#: (the picker and Preferences ask often; a dead port answers at once anyway).
+SERVER_PROBE_TIMEOUT_S = 0.5
+SERVER_PROBE_TTL_S = 5.0
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"})
+#: How to start the local model servers Tolaria ships adapters for (by manifest id).
+SERVER_START = {"ollama": "ollama serve", "lmstudio": "lms server start",
+                "llamacpp": "llama-server -m model.gguf --jinja"}
+_server_cache: dict[tuple[str, int], tuple[float, bool]] = {}
 
 
 @dataclass(frozen=True)
@@ -81,12 +92,56 @@ async def probe_version(argv: list[str], timeout: float = PROBE_TIMEOUT_S,
     return versioned[:200] or None, None
 
 
+def local_server(base_url: str) -> tuple[str, int] | None:
+    """(host, port) of a model endpoint on this machine; ``None`` for a remote one."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if host not in LOCAL_HOSTS:
+        return None
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return host, port
+
+
+async def server_alive(host: str, port: int, timeout: float = SERVER_PROBE_TIMEOUT_S) -> bool:
+    """Whether something accepts connections at host:port (cached for ``SERVER_PROBE_TTL_S``).
+
+    A TCP connect on the event loop: it never blocks the GUI thread, and a refused port
+    answers at once."""
+    now = time.monotonic()
+    cached = _server_cache.get((host, port))
+    if cached is not None and now - cached[0] < SERVER_PROBE_TTL_S:
+        return cached[1]
+    alive = False
+    with contextlib.suppress(OSError, TimeoutError):
+        _reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        alive = True
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    _server_cache[(host, port)] = (time.monotonic(), alive)
+    return alive
+
+
+def start_hint(manifest: Manifest) -> str:
+    """The one thing to do when a local model server is not running."""
+    command = SERVER_START.get(manifest.id)
+    return (f"not running: start it with `{command}`" if command
+            else f"not running: start the server at {manifest.base_url}")
+
+
 async def detect(manifest: Manifest, timeout: float = PROBE_TIMEOUT_S) -> Detection:
     if manifest.protocol == OPENAI_CHAT:
-        # A model endpoint, not a program: report where it is; nothing to probe locally.
+        # A model endpoint, not a program: on this machine, is its server up?
         missing = manifest.api_key_env and not os.environ.get(manifest.api_key_env)
+        error = f"set {manifest.api_key_env} to your API key" if missing else None
+        local = local_server(manifest.base_url)
+        if local is not None and not await server_alive(*local):
+            error = start_hint(manifest)
         return Detection(manifest.id, manifest.name, manifest.protocol, manifest.base_url, None,
-                         f"set {manifest.api_key_env} to your API key" if missing else None)
+                         error)
     argv = substitute(manifest.command, prompt="", cwd=os.getcwd())
     try:
         found = await locate.find_program(argv[0], os.environ)

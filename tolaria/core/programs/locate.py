@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -100,6 +101,10 @@ def install_folders(env: Mapping[str, str]) -> list[tuple[str, str]]:
     def under_home(*parts: str) -> str:
         return os.path.join(home, *parts)
 
+    def mac(folders: list[str]) -> list[str]:
+        """Folders that exist only on macOS: not searched, nor listed, elsewhere."""
+        return folders if sys.platform == "darwin" else []
+
     def var_dir(name: str, *parts: str) -> list[str]:
         value = env.get(name)
         return [os.path.join(value, *parts)] if value else []
@@ -109,13 +114,13 @@ def install_folders(env: Mapping[str, str]) -> list[tuple[str, str]]:
                       *_npmrc_prefix_bin(env, home), under_home(".npm-global", "bin"),
                       "/usr/local/bin"]),
         (SOURCE_LOCAL, [under_home(".local", "bin")]),
-        (SOURCE_HOMEBREW, [*var_dir("HOMEBREW_PREFIX", "bin"), "/opt/homebrew/bin",
+        (SOURCE_HOMEBREW, [*var_dir("HOMEBREW_PREFIX", "bin"), *mac(["/opt/homebrew/bin"]),
                            "/usr/local/bin", "/home/linuxbrew/.linuxbrew/bin",
                            under_home(".linuxbrew", "bin")]),
         (SOURCE_NVM, [*var_dir("NVM_BIN"), *_nvm_bins(env, home)]),
         (SOURCE_BUN, [*var_dir("BUN_INSTALL", "bin"), under_home(".bun", "bin")]),
         (SOURCE_PNPM, [*var_dir("PNPM_HOME"), under_home(".local", "share", "pnpm"),
-                       under_home("Library", "pnpm")]),
+                       *mac([under_home("Library", "pnpm")])]),
         (SOURCE_VOLTA, [*var_dir("VOLTA_HOME", "bin"), under_home(".volta", "bin")]),
     ]
     seen: set[str] = set()

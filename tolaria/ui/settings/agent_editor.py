@@ -7,10 +7,12 @@ stored and passed as a list, never through a shell. Every field is checked as yo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QFormLayout,
@@ -23,9 +25,11 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.config.agents import AgentOverrides, join_args, split_args, validate_overrides
+from tolaria.config.probe import TEST_PROMPT
 from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
+from tolaria.ui.agent_status import READY, agent_status
 from tolaria.ui.settings.env_table import EnvTable
 from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color
 
@@ -50,6 +54,8 @@ class AgentEditor(QWidget):
     changed = Signal()
     #: Run the Test of this agent with the form's overrides.
     test_requested = Signal()
+    #: Stop the running Test of this agent (its run and process tree).
+    test_cancel_requested = Signal()
     #: Fetch the model list of this (openai-chat) agent.
     models_requested = Signal()
     #: Edit this custom agent's manifest (id, command, protocol).
@@ -92,6 +98,21 @@ class AgentEditor(QWidget):
         self.detected.setObjectName("agentDetected")
         self.detected.setWordWrap(True)
         form.addRow("Detected", self.detected)
+        step_row = QHBoxLayout()
+        self.next_step = QLabel(self)
+        self.next_step.setObjectName("agentNextStep")
+        self.next_step.setWordWrap(True)
+        self.next_step.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        step_row.addWidget(self.next_step, 1)
+        self.copy_button = QPushButton("Copy", self)
+        self.copy_button.setObjectName("agentCopyCommand")
+        self.copy_button.setAutoDefault(False)
+        self.copy_button.clicked.connect(self._on_copy_button_clicked)
+        step_row.addWidget(self.copy_button)
+        self._step_label = QLabel("Next step", self)
+        form.addRow(self._step_label, step_row)
+        self._command = ""
+        self._show_next_step(None)
 
         self.path = PathField("agentPath", "Found automatically", folder=False, parent=self)
         self.path.edited.connect(self._on_field_edited)
@@ -146,6 +167,17 @@ class AgentEditor(QWidget):
                                     "OK\") with these settings")
         self.test_button.clicked.connect(self._on_test_button_clicked)
         test_row.addWidget(self.test_button)
+        self.cancel_test_button = QPushButton("Cancel", self)
+        self.cancel_test_button.setObjectName("agentTestCancel")
+        self.cancel_test_button.setAutoDefault(False)
+        self.cancel_test_button.setToolTip("Stop the test run (its whole process tree)")
+        self.cancel_test_button.clicked.connect(self.test_cancel_requested)
+        self.cancel_test_button.hide()
+        test_row.addWidget(self.cancel_test_button)
+        self._test_started = 0.0
+        self._test_clock = QTimer(self)
+        self._test_clock.setInterval(1000)
+        self._test_clock.timeout.connect(self._show_test_elapsed)
         self.test_result = QLabel(self)
         self.test_result.setObjectName("agentTestResult")
         self.test_result.setWordWrap(True)
@@ -200,15 +232,42 @@ class AgentEditor(QWidget):
         self.cwd.set_text(overrides.cwd or "")
         self.detected.setText("Detecting…")
         self.test_result.clear()
-        self.test_button.setEnabled(not testing)
-        self.test_button.setText("Testing…" if testing else "Test")
+        if testing:
+            self.show_test_started()
+        else:
+            self._show_testing(False)
         self._filling = False
         self.validate()
 
+    def _show_next_step(self, found: Detection | None) -> None:
+        status = agent_status(self.manifest, found) if self.manifest is not None else None
+        line = status.line if status is not None and status.group != READY else ""
+        self._command = status.command if status is not None and line else ""
+        self.next_step.setText(line)
+        self.copy_button.setVisible(bool(self._command))
+        self.copy_button.setToolTip(f"Copy “{self._command}”" if self._command else "")
+        self.next_step.setVisible(bool(line))
+        self._step_label.setVisible(bool(line))
+
+    def _on_copy_button_clicked(self) -> None:
+        clipboard = QApplication.clipboard()
+        if self._command and clipboard is not None:
+            clipboard.setText(self._command)
+            self.copy_button.setText("Copied")
+
     def show_detection(self, found: Detection | None) -> None:
+        self.copy_button.setText("Copy")
+        self._show_next_step(found)
         if found is None:
             self.detected.setText("Detecting…")
             return
+        if found.path is None:  # the next step says what to do; the search is a detail
+            program = self.manifest.command[0] if self.manifest and self.manifest.command else ""
+            self.detected.setText(f"not installed: no {program} found" if program
+                                  else "not installed")
+            self.detected.setToolTip(found.error or "")
+            return
+        self.detected.setToolTip("")
         lines = []
         if found.path:
             where = found.path
@@ -223,15 +282,28 @@ class AgentEditor(QWidget):
             lines.append(f"⚠ {found.error}")
         self.detected.setText("\n".join(lines) or "not found")
 
+    def _show_testing(self, testing: bool) -> None:
+        self.test_button.setEnabled(not testing)
+        self.test_button.setText("Testing…" if testing else "Test")
+        self.cancel_test_button.setVisible(testing)
+        if testing:
+            self._test_clock.start()
+        else:
+            self._test_clock.stop()
+
     def show_test_started(self) -> None:
-        self.test_button.setEnabled(False)
-        self.test_button.setText("Testing…")
+        self._test_started = time.monotonic()
+        self._show_testing(True)
         self.test_result.setStyleSheet("")
-        self.test_result.setText("Running the version probe and a tiny turn…")
+        self._show_test_elapsed()
+
+    def _show_test_elapsed(self) -> None:
+        elapsed = int(time.monotonic() - self._test_started)
+        self.test_result.setText(f"Testing… {elapsed} s — a version check, then a tiny turn "
+                                 f"(\"{TEST_PROMPT}\")")
 
     def show_test_result(self, ok: bool, text: str) -> None:
-        self.test_button.setEnabled(True)
-        self.test_button.setText("Test")
+        self._show_testing(False)
         color = theme.success_color() if ok else error_text_color()
         self.test_result.setStyleSheet(f"color: {theme.css(color)};")
         self.test_result.setText(text)

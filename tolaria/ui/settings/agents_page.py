@@ -13,7 +13,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
     QListWidgetItem,
-    QMessageBox,
     QPushButton,
     QScrollArea,
     QVBoxLayout,
@@ -23,6 +22,7 @@ from PySide6.QtWidgets import (
 from tolaria.config.agents import AgentOverrides
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
+from tolaria.ui.inline_confirm import InlineConfirm
 from tolaria.ui.settings.agent_editor import AgentEditor
 
 _ID = Qt.ItemDataRole.UserRole
@@ -54,6 +54,8 @@ class AgentsPage(QWidget):
     detect_requested = Signal(str, object)
     #: Run the Test: agent id, AgentOverrides.
     test_requested = Signal(str, object)
+    #: Stop the running Test of an agent: agent id.
+    test_cancel_requested = Signal(str)
     #: Fetch an openai-chat agent's models: agent id, AgentOverrides.
     models_requested = Signal(str, object)
 
@@ -67,7 +69,7 @@ class AgentsPage(QWidget):
         self._detections: dict[str, Detection] = {}
         self._testing: set[str] = set()
         self._model_lists: set[str] = set()
-        self._box: QMessageBox | None = None
+        self._removing: str | None = None
         layout = QHBoxLayout(self)
         left = QVBoxLayout()
         self.list = QListWidget(self)
@@ -85,10 +87,14 @@ class AgentsPage(QWidget):
         self.remove_button.clicked.connect(self._on_remove_button_clicked)
         self.reset_button = self._button("Reset to defaults", "resetAgentButton", left)
         self.reset_button.clicked.connect(self._on_reset_button_clicked)
+        self.remove_confirm = InlineConfirm("removeAgentConfirm", "Remove", parent=self)
+        self.remove_confirm.accepted.connect(self._on_remove_confirm_accepted)
+        left.addWidget(self.remove_confirm)
         layout.addLayout(left)
         self.editor = AgentEditor(self)
         self.editor.changed.connect(self._on_editor_changed)
         self.editor.test_requested.connect(self._on_editor_test_requested)
+        self.editor.test_cancel_requested.connect(self._on_editor_test_cancel_requested)
         self.editor.models_requested.connect(self._on_editor_models_requested)
         self.editor.edit_requested.connect(self._on_editor_edit_requested)
         scroll = QScrollArea(self)
@@ -236,6 +242,11 @@ class AgentsPage(QWidget):
             self.editor.show_detection(None)
             self.detect_requested.emit(agent_id, self.overrides_of(agent_id))
 
+    def _on_editor_test_cancel_requested(self) -> None:
+        agent_id = self.current_agent()
+        if agent_id is not None and agent_id in self._testing:
+            self.test_cancel_requested.emit(agent_id)
+
     def _on_editor_test_requested(self) -> None:
         agent_id = self.current_agent()
         if agent_id is None or agent_id in self._testing:
@@ -267,9 +278,14 @@ class AgentsPage(QWidget):
         if agent_id is None or self._manifests[agent_id].builtin:
             return
         manifest = self._manifests[agent_id]
-        self._confirm("removeAgentDialog", f"Remove the custom agent {manifest.name}?",
-                      f"Its file {manifest.source} is deleted.", "Remove",
-                      lambda: self.remove_requested.emit(agent_id))
+        self._removing = agent_id
+        self.remove_confirm.ask(f"Remove the custom agent {manifest.name}? Its file is deleted.")
+        self.remove_confirm.setToolTip(str(manifest.source or ""))
+
+    def _on_remove_confirm_accepted(self) -> None:
+        agent_id, self._removing = self._removing, None
+        if agent_id is not None:
+            self.remove_requested.emit(agent_id)
 
     def _on_reset_button_clicked(self) -> None:
         agent_id = self.current_agent()
@@ -278,23 +294,3 @@ class AgentsPage(QWidget):
         self._pending.pop(agent_id, None)
         self._invalid.discard(agent_id)
         self.reset_requested.emit(agent_id)
-
-    def _confirm(self, name: str, text: str, detail: str, action: str,
-                 then: object) -> None:
-        # open(), not exec(): a nested event loop would stall the running chats.
-        box = QMessageBox(QMessageBox.Icon.Question, "Tolaria", text, parent=self)
-        box.setObjectName(name)
-        box.setInformativeText(detail)
-        yes = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
-        yes.setObjectName(f"{name}Confirm")
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-
-        def on_finished(_result: int) -> None:
-            self._box = None
-            if box.clickedButton() is yes and callable(then):
-                then()
-
-        box.finished.connect(on_finished)
-        self._box = box
-        box.open()

@@ -1,7 +1,9 @@
 """Add (or edit) a custom agent: a manifest from a template, checked as you type.
 
-Each invalid field shows its message under it and Save stays disabled until every field is
-valid; nothing is written before Save (``write_custom_agent`` is atomic).
+Each invalid field shows its message under it, in a line kept free for it (the fields never move
+under the mouse as messages come and go), in plain words rather than the manifest's vocabulary;
+Save stays disabled until every field is valid; nothing is written before Save
+(``write_custom_agent`` is atomic).
 """
 
 from __future__ import annotations
@@ -33,9 +35,29 @@ from tolaria.ui.settings.fields import ErrorLabel
 
 _CHAT_FIELDS = ("base_url", "model", "api_key_env")
 _FIELDS = ("id", "name", "protocol", "command", *_CHAT_FIELDS)
-_HINT = ("The command is an argument list, split like a shell line but never run by one. "
-         "Put {prompt} where the prompt goes (or leave it out to send the prompt on stdin); "
-         "{cwd} and {python} are filled in too.")
+_HINT = ("Type the command as you would in a terminal (it is not run by a shell). "
+         "Put {prompt} where your message goes, or leave it out to send the message on the "
+         "agent's input; {cwd} becomes the chat's folder.")
+#: (field, start of the checker's message) -> what the form says instead.
+_PLAIN = (
+    ("id", "must be 1-64 characters", "Use lowercase letters, digits and dashes (e.g. my-agent)"),
+    ("name", "must be a non-empty", "Give the agent a name"),
+    ("command", "must be a non-empty list", "Type the command that starts the agent"),
+    ("command", "cannot split the arguments", "A quote is not closed"),
+    ("base_url", "must be an http", "Type the server's address, starting with http:// or "
+                                    "https://"),
+    ("model", "must be a non-empty", "Type the name of the model"),
+    ("api_key_env", "must be the name of an environment variable",
+     "Type the name of the variable that holds the key (e.g. MY_API_KEY), not the key itself"),
+)
+
+
+def plain_message(field: str, message: str) -> str:
+    """The checker's message for ``field`` in the words of the form."""
+    for key, start, plain in _PLAIN:
+        if key == field and message.startswith(start):
+            return plain
+    return message
 
 
 class CustomAgentDialog(QDialog):
@@ -76,7 +98,7 @@ class CustomAgentDialog(QDialog):
         self._line(form, "base_url", "Endpoint", "http://127.0.0.1:11434/v1")
         self._line(form, "model", "Model", "llama3.2")
         self._line(form, "api_key_env", "API key variable", "MY_API_KEY (the variable's name)")
-        self.general = ErrorLabel("generalError", self)
+        self.general = ErrorLabel("generalError", self, reserve=True)
         self.errors["general"] = self.general
         layout.addWidget(self.general)
         self.failure = ErrorLabel("customAgentFailure", self)
@@ -107,7 +129,7 @@ class CustomAgentDialog(QDialog):
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(2)
         column.addWidget(field)
-        label = ErrorLabel(f"{key}Error", box)
+        label = ErrorLabel(f"{key}Error", box, reserve=True)
         column.addWidget(label)
         self.errors[key] = label
         self.rows[key] = box
@@ -164,9 +186,9 @@ class CustomAgentDialog(QDialog):
             if field not in self.errors or not self.rows[field].isVisibleTo(self):
                 field = "general"
                 message = f"{key}: {message}"
-            messages.setdefault(field, []).append(message)
+            messages.setdefault(field, []).append(plain_message(field, message))
         for name, label in self.errors.items():
-            label.show_message("\n".join(messages.get(name, [])))
+            label.show_message("; ".join(messages.get(name, [])))
         self.save_button.setEnabled(not problems)
         self._fit_height()
         return not problems

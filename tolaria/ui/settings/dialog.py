@@ -146,8 +146,11 @@ class SettingsDialog(QDialog):
         message = str(getattr(result, "message", "") or "")
         detail = str(getattr(result, "detail", "") or "")
         if ok:
+            reply = " ".join(detail.split())
+            reply = reply if len(reply) <= 160 else reply[:159] + "…"
             text = "✓ Works" + (f": {version}" if version else "") + (
-                f" — {message}" if message else "")
+                f" — {message}" if message else "") + (
+                f"\nIts reply: “{reply}”" if reply else "\nIt answered with no text.")
         else:
             text = "✗ " + (message or "The test failed") + (f"\n{detail}" if detail else "")
         self.agents.show_test_result(agent_id, ok, text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
 
 from tolaria.ui import theme
@@ -17,20 +17,45 @@ def error_text_color() -> QColor:
 
 
 class ErrorLabel(QLabel):
-    """The message of one invalid field, right under it; hidden while the field is valid."""
+    """The message of one invalid field, right under it; hidden while the field is valid.
 
-    def __init__(self, name: str, parent: QWidget | None = None) -> None:
+    ``reserve``: the label always takes one line, empty while the field is valid, and a long
+    message is shortened with "…" (the whole of it in the tooltip). A form whose messages come
+    and go as you type then never moves its fields under the mouse."""
+
+    def __init__(self, name: str, parent: QWidget | None = None, *,
+                 reserve: bool = False) -> None:
         super().__init__(parent)
         self.setObjectName(name)
-        self.setWordWrap(True)
-        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.reserve = reserve
         self.setStyleSheet(f"color: {theme.css(error_text_color())};")
-        self.setVisible(False)
+        if reserve:
+            self.setFixedHeight(self.fontMetrics().height() + 2)
+            self.setMinimumWidth(1)  # a long message must not widen the form either
+        else:
+            self.setWordWrap(True)
+            self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.setVisible(False)
 
     def show_message(self, message: str) -> None:
         self.setText(message)
+        if self.reserve:
+            self.setToolTip(message)
+            return
         # isHidden, not isVisible: the page itself may not be shown yet.
         self.setVisible(bool(message))
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if not self.reserve:
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        painter.setPen(error_text_color())
+        line = " ".join(self.text().split())
+        shown = self.fontMetrics().elidedText(line, Qt.TextElideMode.ElideRight, self.width())
+        painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignLeft
+                                          | Qt.AlignmentFlag.AlignVCenter), shown)
+        painter.end()
 
 
 class PathField(QWidget):

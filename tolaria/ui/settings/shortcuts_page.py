@@ -1,24 +1,31 @@
-"""The Shortcuts page: stop, stop all, send and new chat; conflicts are shown as you record."""
+"""The Shortcuts page: stop, stop all, send and new chat are recorded here (conflicts shown as you
+record); every other shortcut of the window is listed below them, read-only, so this page is the
+one place that answers "what is the key for…"."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QComboBox,
     QFormLayout,
     QHBoxLayout,
+    QHeaderView,
     QKeySequenceEdit,
     QLabel,
     QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from tolaria.config.settings import Settings, shortcut_conflicts
 from tolaria.ui import theme
+from tolaria.ui.actions import FIXED_SHORTCUTS
 from tolaria.ui.settings.fields import ErrorLabel
 
 #: (Settings attribute, label, object name) of the recorded shortcuts.
@@ -77,7 +84,27 @@ class ShortcutsPage(QWidget):
         layout.addWidget(hint)
         self.conflicts = ErrorLabel("shortcutConflicts", self)
         layout.addWidget(self.conflicts)
-        layout.addStretch(1)
+        fixed_label = QLabel("Other shortcuts (these cannot be changed)", self)
+        fixed_label.setStyleSheet("font-weight: 600;")
+        layout.addWidget(fixed_label)
+        self.fixed = QTableWidget(len(FIXED_SHORTCUTS), 2, self)
+        self.fixed.setObjectName("fixedShortcuts")
+        self.fixed.setAccessibleName("Other shortcuts")
+        self.fixed.setHorizontalHeaderLabels(["Action", "Keys"])
+        self.fixed.verticalHeader().setVisible(False)
+        self.fixed.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        self.fixed.horizontalHeader().setDefaultAlignment(Qt.AlignmentFlag.AlignLeft
+                                                          | Qt.AlignmentFlag.AlignVCenter)
+        self.fixed.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.fixed.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.fixed.setShowGrid(False)
+        header = self.fixed.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        for line, fixed in enumerate(FIXED_SHORTCUTS):
+            self.fixed.setItem(line, 0, QTableWidgetItem(fixed.label))
+            self.fixed.setItem(line, 1, QTableWidgetItem(fixed.keys))
+        layout.addWidget(self.fixed, 1)
 
     def set_settings(self, settings: Settings) -> None:
         self._settings = settings

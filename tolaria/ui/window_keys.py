@@ -1,0 +1,172 @@
+"""The main window's keyboard side: its actions (one registry for the menus and the command
+palette), the menus, chat navigation (Ctrl+Tab, Ctrl+1..9) and which run actions apply now.
+
+The base class of :class:`tolaria.ui.main_window.MainWindow`, which provides the widgets and
+the few queries declared here.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow
+
+from tolaria.config.settings import DEFAULT_RESTART
+from tolaria.ui.actions import (
+    FAN_OUT_SHORTCUT,
+    NEXT_CHAT_SHORTCUT,
+    PALETTE_SHORTCUT,
+    PREVIOUS_CHAT_SHORTCUT,
+    SEARCH_SHORTCUT,
+    ActionRegistry,
+    keyboard_is_free,
+)
+from tolaria.ui.palette import CommandPalette
+
+if TYPE_CHECKING:
+    from tolaria.ui.chat_stack import ChatStack
+    from tolaria.ui.quit_prompt import QuitPrompt
+    from tolaria.ui.sidebar import Sidebar
+
+
+class WindowKeys(QMainWindow):
+    """The base of the main window: the keyboard's intents and the actions that emit them."""
+
+    #: Stop a conversation's running turn: conversation id.
+    stop_requested = Signal(int)
+    #: Stop every running turn.
+    stop_all_requested = Signal()
+    #: Abandon a conversation's running turn and re-run its prompt: conversation id.
+    restart_requested = Signal(int)
+    #: Open the Preferences window.
+    preferences_requested = Signal()
+
+    sidebar: Sidebar
+    stack: ChatStack
+    quit_prompt: QuitPrompt
+
+    # -- provided by the main window ------------------------------------------------------------
+    def current_conversation_id(self) -> int | None:
+        raise NotImplementedError
+
+    def open_conversation(self, conversation_id: int, focus: bool = True) -> None:
+        raise NotImplementedError
+
+    def running_count(self) -> int:
+        raise NotImplementedError
+
+    def _on_new_action_triggered(self) -> None:
+        raise NotImplementedError
+
+    def _on_fan_out_action_triggered(self) -> None:
+        raise NotImplementedError
+
+    # -- actions and menus ----------------------------------------------------------------------
+
+    def _build_actions(self, stop_key: QKeySequence, stop_all_key: QKeySequence,
+                       new_key: QKeySequence) -> None:
+        self.registry = ActionRegistry(self)
+        add = self.registry.add
+        self.new_action = add("&New chat", new_key, self._on_new_action_triggered)
+        self.search_action = add("&Search chats", SEARCH_SHORTCUT, self.sidebar.focus_search,
+                                 name="searchChatsAction")
+        self.registry.adopt(self.sidebar.rename_action)
+        self.registry.adopt(self.sidebar.delete_action)
+        self.next_chat_action = add("Next chat", NEXT_CHAT_SHORTCUT,
+                                    lambda: self._on_cycle_chat(1))
+        self.previous_chat_action = add("Previous chat", PREVIOUS_CHAT_SHORTCUT,
+                                        lambda: self._on_cycle_chat(-1))
+        self.stop_action = add("&Stop", stop_key, self._on_stop_action_triggered)
+        self.stop_all_action = add("Stop &all runs", stop_all_key,
+                                   self._on_stop_all_action_triggered)
+        self.restart_action = add("&Restart turn", QKeySequence(DEFAULT_RESTART),
+                                  self._on_restart_action_triggered)
+        self.fan_out_action = add("Ask several agents…", FAN_OUT_SHORTCUT,
+                                  self._on_fan_out_action_triggered)
+        self.preferences_action = add("&Preferences…", QKeySequence("Ctrl+,"),
+                                      self.preferences_requested.emit)
+        self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
+        self.quit_action = add("&Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
+        self.palette_action = add("Command palette…", PALETTE_SHORTCUT,
+                                  self._on_palette_action_triggered, in_palette=False)
+        self.palette_action.setObjectName("paletteAction")
+        self.goto_actions = [add(f"Go to chat {n}", f"Ctrl+{n}",
+                                 partial(self._on_goto_chat, n), in_palette=False)
+                             for n in range(1, 10)]
+        self.command_palette = CommandPalette(self)
+        file_menu = self.menuBar().addMenu("&File")
+        for action in (self.new_action, self.search_action, self.sidebar.rename_action,
+                       self.sidebar.delete_action):
+            file_menu.addAction(action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.preferences_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        run_menu = self.menuBar().addMenu("&Run")
+        for action in (self.stop_action, self.stop_all_action, self.restart_action):
+            run_menu.addAction(action)
+        run_menu.addSeparator()
+        run_menu.addAction(self.fan_out_action)
+        self.jobs_menu = run_menu.addMenu("&Jobs")
+        self.jobs_menu.setObjectName("jobsMenu")
+        self.go_menu = self.menuBar().addMenu("&Go")
+        self.go_menu.addAction(self.palette_action)
+        self.go_menu.addAction(self.next_chat_action)
+        self.go_menu.addAction(self.previous_chat_action)
+
+    def _keyboard_is_free(self) -> bool:
+        return keyboard_is_free()
+
+    def _on_palette_action_triggered(self) -> None:
+        if self._keyboard_is_free():
+            self.command_palette.open_with(self.registry.actions())
+
+    def _on_cycle_chat(self, step: int) -> None:
+        """Ctrl+Tab / Ctrl+Shift+Tab: the next or previous chat in the sidebar, wrapping."""
+        ids = self.sidebar.visible_ids()
+        if not ids or not self._keyboard_is_free():
+            return
+        current = self.current_conversation_id()
+        index = ids.index(current) if current in ids else -step
+        self.open_conversation(ids[(index + step) % len(ids)])
+
+    def _on_goto_chat(self, number: int) -> None:
+        ids = self.sidebar.visible_ids()
+        if len(ids) >= number and self._keyboard_is_free():
+            self.open_conversation(ids[number - 1])
+
+    def _running_here(self) -> int | None:
+        """The current chat's id while its turn runs, else None."""
+        pane = self.stack.current_pane()
+        return (pane.conversation_id if pane is not None and pane.running_stream is not None
+                else None)
+
+    def _on_stop_action_triggered(self) -> None:
+        running = self._running_here()
+        if running is not None and self._keyboard_is_free():
+            self.stop_requested.emit(running)
+
+    def _on_restart_action_triggered(self) -> None:
+        running = self._running_here()
+        if running is not None and self._keyboard_is_free():
+            self.restart_requested.emit(running)
+
+    def _on_stop_all_action_triggered(self) -> None:
+        if self._keyboard_is_free():
+            self.stop_all_requested.emit()
+
+    def refresh_run_state(self, *_: object) -> None:
+        """Runs started or ended: the run actions and an open quit question follow."""
+        self._refresh_run_actions()
+
+    def _refresh_run_actions(self) -> None:
+        """Stop and Restart apply to the current chat's run; Stop all to any run."""
+        running_here = self._running_here() is not None
+        self.stop_action.setEnabled(running_here)
+        self.restart_action.setEnabled(running_here)
+        self.stop_all_action.setEnabled(self.running_count() > 0)
+        self.quit_prompt.refresh()
+
