@@ -339,6 +339,9 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(crash.asyncio_handler)
     registry = default_registry()
+    # Reserved before the signal handlers go in: a Ctrl+C or SIGTERM from here on (while the
+    # control socket starts, before the agent is spawned) stops the run, which ends cancelled.
+    run = registry.reserve(stream_id, request.manifest.id, request.cwd)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, registry.abort, stream_id)
     printer = output.printer
@@ -347,13 +350,14 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
                                    for r in registry.live())
     chat = {"chat": output.chat} if output.chat is not None else {}
     server = control.ControlServer(registry, details=lambda _stream_id: chat)
-    await server.start()
-    printer.attach(loop)
-    printer.output.watch(loop)
     try:
+        await server.start()
+        printer.attach(loop)
+        printer.output.watch(loop)
         return await stream_ai_agent(request, stream_id, output, registry=registry,
-                                     grace_s=grace)
+                                     grace_s=grace, run=run)
     finally:
+        registry.unregister(run)  # a no-op once the runner ran it
         printer.output.unwatch()
         printer.detach()
         await server.close()

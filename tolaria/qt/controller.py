@@ -11,6 +11,10 @@ store, tolaria/qt/queue_control.py) and becomes the next turn's prompt when the 
 seen the old run end first. Each such action is recorded as a store marker (``message_queued``,
 ``messages_delivered``, ``stop_requested``, ``turn_restarted``).
 
+A turn's run is reserved in the registry the moment ``send`` hands out its stream id (before the
+run's task first runs, before the checkpoint snapshot): every stop from then on (Stop, Esc, Stop
+all, ``tolaria abort``, deleting the chat, quitting) reaches it, and it ends ``cancelled``.
+
 In a git folder each turn is checkpointed (tolaria/qt/checkpoint_control.py): a snapshot before
 the agent starts (a Stop meanwhile ends the turn without starting it) and one after it ends.
 
@@ -26,6 +30,7 @@ the next prompt's history, marked "[stopped by the user]"; a restarted (abandone
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import os
@@ -41,7 +46,7 @@ from tolaria.chats.service import ChatService
 from tolaria.chats.titles import DEFAULT_TITLE
 from tolaria.core.adapters.manifest import AdapterSet
 from tolaria.core.events import STOP_CANCELLED, STOP_ERROR, Done, Error, Event
-from tolaria.core.process.registry import ProcessRegistry
+from tolaria.core.process.registry import ProcessRegistry, Run
 from tolaria.core.programs import discovery
 from tolaria.core.store.db import (
     MARKER_STOP_REQUESTED,
@@ -98,9 +103,6 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         self.queues = MessageQueues(store)
         #: Git snapshots before and after each turn (tolaria/qt/checkpoint_control.py).
         self.checkpoints = TurnCheckpoints(store)
-        #: Runs waiting for their ``before`` snapshot, and those a stop reached meanwhile.
-        self._snapshotting: set[str] = set()
-        self._cancelled_early: set[str] = set()
         #: Permission questions of running turns, answered in the chat.
         self.permissions = PermissionBroker(bridge)
         self._closing = False
@@ -196,7 +198,6 @@ class ChatController(QueueControl, CheckpointControl, QObject):
     async def _delete_after_stop(self, conversation_id: int, stream_id: str) -> None:
         try:
             self.bridge.mark_stopping(stream_id)
-            self._abort_early(stream_id)
             await self.registry.abort_and_wait(stream_id)
             self._delete_now(conversation_id)
         finally:
@@ -258,26 +259,27 @@ class ChatController(QueueControl, CheckpointControl, QObject):
                                   session_id=launch.resume_id,
                                   on_permission=self.permissions.hook(conversation_id),
                                   keep_key=self.keep_key(conversation_id))
+        # Known to the registry from now on: a stop in this very loop iteration, during the
+        # snapshot or the spawn reaches the run (it then ends without starting the agent).
+        run = self.registry.reserve(stream_id, manifest.id, launch.cwd)
         before = self._snapshot_before(launch, turn.id)
-        if before is not None:
-            self._snapshotting.add(stream_id)
-        self.tasks.spawn(self._run(request, stream_id, on_event, before), name=stream_id)
+        task = self.tasks.spawn(self._run(request, run, on_event, before), name=stream_id)
+        task.add_done_callback(lambda t: self._on_run_task_done(t, run, on_event))
         return stream_id
 
-    async def _run(self, request: RunRequest, stream_id: str,
-                   on_event: Callable[[Event], None], before: Awaitable[None] | None) -> None:
+    async def _run(self, request: RunRequest, run: Run, on_event: Callable[[Event], None],
+                   before: Awaitable[None] | None) -> None:
+        stream_id = run.stream_id
         started = time.monotonic()
         try:
             if before is not None:
                 await before  # the folder's state before the agent touches it (never raises)
-                self._snapshotting.discard(stream_id)
-                if stream_id in self._cancelled_early or self._closing:
+                if run.stop_requested or self._closing:
                     # Stopped (or quitting) while the snapshot was taken: the agent never starts.
-                    self._cancelled_early.discard(stream_id)
                     on_event(Done(stream_id, stop_reason=STOP_CANCELLED, duration_ms=0))
                     return
             await stream_ai_agent(request, stream_id, on_event, registry=self.registry,
-                                  grace_s=self.grace_s, keepers=self.keepers)
+                                  grace_s=self.grace_s, keepers=self.keepers, run=run)
         except Exception as exc:
             # The runner reports what goes wrong in a run as events; this is a bug or a bad
             # request. The view must still leave the running state.
@@ -286,23 +288,25 @@ class ChatController(QueueControl, CheckpointControl, QObject):
             on_event(Done(stream_id, stop_reason=STOP_ERROR,
                           duration_ms=int((time.monotonic() - started) * 1000)))
 
+    def _on_run_task_done(self, task: asyncio.Task[None], run: Run,
+                          on_event: Callable[[Event], None]) -> None:
+        """The run's task ended: a task cancelled before it reported (quitting while it waited
+        for the snapshot, or before it ever ran) still ends its turn, and its reserved run."""
+        if task.cancelled() and not run.finished.done():
+            on_event(Done(run.stream_id, stop_reason=STOP_CANCELLED))  # dropped if already done
+        self.registry.unregister(run)  # idempotent: the runner has done it for a run it ran
+
     def stop(self, conversation_id: int) -> bool:
-        """Stop the conversation's running turn (returns at once; ``run_finished`` follows)."""
+        """Stop the conversation's running turn (returns at once; ``run_finished`` follows).
+        True if this call stopped it; a second Stop, or one after the run ended, is a no-op."""
         stream_id = self._running.get(conversation_id)
         if stream_id is None:
             return False
         self.bridge.mark_stopping(stream_id)
-        aborted = self._abort_early(stream_id) or self.registry.abort(stream_id)
-        self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
+        aborted = self.registry.abort(stream_id)
+        if aborted:
+            self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
         return aborted
-
-    def _abort_early(self, stream_id: str) -> bool:
-        """A stop that lands while the run waits for its ``before`` snapshot (the registry does
-        not know it yet): remembered, and the run ends without starting the agent."""
-        if stream_id not in self._snapshotting:
-            return False
-        self._cancelled_early.add(stream_id)
-        return True
 
     def answer_permission(self, stream_id: str, key: str, option_id: str) -> bool:
         """The user answered a permission question of a running turn."""
@@ -317,8 +321,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
             return False
         self._restarting[stream_id] = launch
         self.bridge.mark_stopping(stream_id)
-        if not self._abort_early(stream_id):
-            self.registry.abort(stream_id)
+        self.registry.abort(stream_id)
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
                    {"stream_id": stream_id, "for": "restart"})
         return True
@@ -372,10 +375,10 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         running = list(self._running.items())
         for _conversation_id, stream_id in running:
             self.bridge.mark_stopping(stream_id)
-            self._abort_early(stream_id)
         aborted = self.registry.abort_all()
         for conversation_id, stream_id in running:  # recorded after the stop went out
-            self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
+            if stream_id in aborted:
+                self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
         return aborted
 
     async def shutdown(self) -> None:

@@ -117,9 +117,15 @@ def ignores_sigterm(pid: int) -> bool:
 
     A process that *catches* SIGTERM (SigCgt) is not an ignorer: it may be cleaning up.
     """
+    return ignores_signal(pid, signal.SIGTERM)
+
+
+def ignores_signal(pid: int, sig: int) -> bool:
+    """Whether ``pid`` has ``sig`` set to SIG_IGN now: the kernel discards such a signal, so
+    the process cannot act on it (a polite stop need not wait for it). False when unknown."""
     mask = _status_field(pid, b"SigIgn:")
     try:
-        return mask is not None and bool(int(mask, 16) & SIGTERM_BIT)
+        return mask is not None and bool(int(mask, 16) & (1 << (sig - 1)))
     except ValueError:
         return False
 

@@ -5,6 +5,11 @@ This is the only way to stop a run. It is keyed by stream id; pids are data it k
 returns True and schedules the stop on the run's own event loop; any later call, or a call for
 an unknown or finished id, returns False. An abort that lands before the agent process exists is
 remembered: the run then never spawns, or kills the child the moment it appears.
+
+A caller that does work of its own before the turn (the window's git snapshot, ``tolaria run``'s
+signal handlers and control socket) ``reserve``s the run first, at the moment it hands out the
+stream id: from then on every stop (button, Esc, stop all, ``tolaria abort``, Ctrl+C, quit)
+reaches the run, and a run stopped that early ends ``cancelled`` without ever spawning.
 """
 
 from __future__ import annotations
@@ -73,6 +78,15 @@ class ProcessRegistry:
             self._runs[run.stream_id] = run
         # Before anything is spawned: should the app die from here on, its watchdog ends the run.
         watchdog.run_started(run.stream_id)
+
+    def reserve(self, stream_id: str, agent: str, cwd: str | None = None) -> Run:
+        """Register a PENDING run of ``stream_id`` on the running loop, before its turn starts;
+        hand it to ``stream_ai_agent(run=...)``. Whoever reserves a run must ``unregister`` it
+        if the turn never starts (the runner unregisters the ones it runs)."""
+        validate_stream_id(stream_id)
+        run = Run(stream_id, agent, asyncio.get_running_loop(), cwd=cwd)
+        self.register(run)
+        return run
 
     def unregister(self, run: Run) -> None:
         with self._lock:

@@ -93,12 +93,9 @@ class CliTurn(ProcessTurn):
     async def _polite_stop(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol) -> None:
         """The manifest's signal, then its polite window for the agent to exit."""
         sig = _SIGNALS.get(self.manifest.stop.polite)
-        if sig is None or protocol.exited.is_set():
-            return
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(sig)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(protocol.exited.wait(), self.manifest.stop.polite_window_ms / 1000)
+        if sig is not None:
+            await self._signal_and_wait(proc, protocol, sig,
+                                        self.manifest.stop.polite_window_ms / 1000)
 
     def _final(self, returncode: int | None, cancelled: bool) -> Done:
         exit_code = exit_code_of(returncode)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -31,7 +32,7 @@ from tolaria.core.events import (
     EventCallback,
     Survivor,
 )
-from tolaria.core.process import proctree
+from tolaria.core.process import procfs, proctree
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
 from tolaria.core.turns.request import RunRequest
@@ -246,6 +247,29 @@ class ProcessTurn:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(protocol.exited.wait(), timeout=5)
         return exited_alone
+
+    async def _signal_and_wait(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol,
+                               sig: int, window: float) -> None:
+        """A polite signal, then up to ``window`` seconds for the agent to exit. Not waited for
+        when the agent cannot act on it (gone, or ignoring that signal: the kernel drops it):
+        the tree kill then follows at once instead of after the whole polite window."""
+        if protocol.exited.is_set():
+            return
+        if procfs.HAS_PROC:  # elsewhere it cannot be known: the whole window is given
+            found = procfs.stat(proc.pid)
+            if found is None or found.zombie:
+                return  # gone (its exit is being reported): nothing can answer the signal
+        if procfs.HAS_PROC and procfs.ignores_signal(proc.pid, sig):
+            self.emit(Diagnostic(self.run.stream_id, source="tolaria",
+                                 message=f"{self.manifest.name} ignores "
+                                         f"{signal.Signals(sig).name}; ending its processes "
+                                         "without waiting"))
+            return
+        # ValueError: no such signal to send on Windows; the tree kill follows anyway.
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            proc.send_signal(sig)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(protocol.exited.wait()), window)
 
     async def _ask_to_stop(self, protocol: ExitProtocol) -> bool:
         """The kind's polite stop (a signal, the interrupt, session/cancel); True if the agent

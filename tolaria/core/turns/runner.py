@@ -68,19 +68,24 @@ async def stream_ai_agent(
     grace_s: float = DEFAULT_GRACE_S,
     max_line: int = DEFAULT_MAX_LINE,
     keepers: KeeperPool | None = None,
+    run: Run | None = None,
 ) -> Done:
     """Run one agent turn; every event goes to ``on_event`` (on this loop), ``done`` last.
 
     Raises InvalidStreamId for a bad id and DuplicateStreamError when the id is already live;
     everything that goes wrong *in* the run is reported as events instead. With
     ``request.keep_key``, the agent process is kept in ``keepers`` (default: the process-wide
-    pool) for the next turn of that key.
+    pool) for the next turn of that key. ``run``: the run ``registry.reserve`` registered
+    for ``stream_id`` earlier (a stop may already have reached it: nothing is spawned then).
     """
     validate_stream_id(stream_id)
     registry = registry or default_registry()
     proctree.enable_child_subreaper()
-    run = Run(stream_id, request.manifest.id, asyncio.get_running_loop(), cwd=request.cwd)
-    registry.register(run)
+    if run is None:
+        run = Run(stream_id, request.manifest.id, asyncio.get_running_loop(), cwd=request.cwd)
+        registry.register(run)
+    elif run.stream_id != stream_id:
+        raise ValueError(f"run {run.stream_id} reserved for another stream than {stream_id}")
     emit = _Emitter(on_event)
     turn: ProcessTurn | ChatTurn
     if request.keep_key is not None and keepable(request.manifest):

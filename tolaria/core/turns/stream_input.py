@@ -178,10 +178,7 @@ class StreamInputTurn(CliTurn):
     async def _sigint(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol,
                       window: float) -> None:
         self._close_stdin()
-        # ValueError: no SIGINT to send on Windows; the tree kill follows anyway.
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            proc.send_signal(signal.SIGINT)
-        await _wait_any([protocol.exited], window)
+        await self._signal_and_wait(proc, protocol, signal.SIGINT, window)
 
 
 async def _wait_any(events: list[asyncio.Event], timeout: float) -> None:
