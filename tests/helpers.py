@@ -43,6 +43,11 @@ def parse_fixture(cli: str, name: str, protocol: str,
     return events, rt.outcome()
 
 
+def text_of(events: list[Event]) -> str:
+    """The answer text of an event log (its text deltas, joined)."""
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
 def assert_history_valid(messages: list[dict[str, Any]]) -> None:
     """Every tool call id of an assistant message is answered by a tool message before the next
     non-tool message, and no tool message answers an unknown id."""

@@ -1,5 +1,5 @@
 """What the store tests compare with: the event log as the store may legitimately return it,
-the text of a log, and a raw row count that bypasses the Store."""
+and a raw row count that bypasses the Store."""
 
 from __future__ import annotations
 
@@ -23,10 +23,6 @@ def squash(events: list[Event]) -> list[Event]:
         elif not (isinstance(event, TextDelta | ThinkingDelta) and event.text == ""):
             out.append(event)
     return out
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def raw_count(db: Path, table: str) -> int:

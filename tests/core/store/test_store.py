@@ -9,7 +9,8 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from core.store.storehelpers import SID, raw_count, squash, text_of
+from core.store.storehelpers import SID, raw_count, squash
+from helpers import text_of
 
 from tolaria.core.events import (
     Diagnostic,

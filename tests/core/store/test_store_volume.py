@@ -15,7 +15,8 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from core.store.storehelpers import SID, raw_count, squash, text_of
+from core.store.storehelpers import SID, raw_count, squash
+from helpers import text_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
