@@ -28,7 +28,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+for extra in (ROOT, ROOT / "tests"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+from helpers import marker_pids  # noqa: E402  (the tests' independent /proc scan)
 
 from tolaria.core.events import TextDelta  # noqa: E402
 from tolaria.core.store.db import Store  # noqa: E402
@@ -58,25 +62,6 @@ async def main() -> None:
 make_qapplication()
 loop.run(main())
 """
-
-
-def marker_pids(stream_id: str) -> list[int]:
-    needle = f"TOLARIA_STREAM_ID={stream_id}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                if needle not in fh.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{entry}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                    continue
-        except OSError:
-            continue
-        found.append(int(entry))
-    return found
 
 
 def one_kill(rng: random.Random) -> dict[str, object]:

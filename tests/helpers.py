@@ -18,6 +18,7 @@ import psutil
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.core.events import Done, Event, Init, TextDelta
+from tolaria.core.process import treefind
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.runtimes import make_runtime
 from tolaria.core.runtimes.base import Outcome
@@ -27,6 +28,7 @@ from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
 FAKE_AGENT = Path(__file__).resolve().parent / "fakes" / "fake_agent.py"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_fixture(cli: str, name: str, protocol: str,
@@ -39,6 +41,11 @@ def parse_fixture(cli: str, name: str, protocol: str,
     events.extend(rt.finish())
     assert all(e.stream_id == stream_id for e in events)
     return events, rt.outcome()
+
+
+def text_of(events: list[Event]) -> str:
+    """The answer text of an event log (its text deltas, joined)."""
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def assert_history_valid(messages: list[dict[str, Any]]) -> None:
@@ -92,6 +99,18 @@ class Collector:
 
 
 # --- async tests on plain asyncio, and process checks (used by tests/core) --------------------
+
+
+def cli_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment for ``python -m tolaria`` of this checkout run by a test: ours without the
+    markers of a run (the child must not pass for an agent process of some run), this checkout
+    first on PYTHONPATH, TOLARIA_HOME=home, the demo agent fast; ``extra`` has the last word."""
+    markers = (treefind.ENV_MARKER, treefind.OWNER_MARKER, treefind.APP_CHILD_MARKER)
+    env = {k: v for k, v in os.environ.items() if k not in markers}
+    env.update(TOLARIA_HOME=str(home), TOLARIA_DEMO_DELAY="0", TOLARIA_DEMO_TOOL_SECONDS="0.1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+    env.update(extra)
+    return env
 
 
 def async_test(fn: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:

@@ -3,7 +3,9 @@
 
 As root: the user ``tolaria-test`` is created once (``useradd -M -r``, idempotent) and commands
 run under ``setpriv --reuid --regid --clear-groups``. As a non-root user: commands run directly
-(we already are an "other" user to anything root made).
+(we already are an "other" user to anything root made). Used by the io tests (file modes,
+socket folders) and by tests/core/process/test_nonroot.py (the hostile-tree zoo without
+root's /proc access).
 """
 
 from __future__ import annotations
@@ -28,15 +30,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @functools.cache
 def other_uid_gid() -> tuple[int, int]:
-    """The uid and gid of the non-root test user (created when missing); root only."""
+    """The uid and gid of the non-root test user (created when missing: a system user, no
+    home, no login shell; a concurrent creation is fine too); root only."""
     try:
         entry = pwd.getpwnam(USER)
     except KeyError:
-        subprocess.run(["useradd", "-M", "-r", USER], check=False, capture_output=True)
+        useradd = shutil.which("useradd") or "useradd"
+        subprocess.run([useradd, "-M", "-r", "-s", "/usr/sbin/nologin", USER], check=False,
+                       capture_output=True)
         try:
             entry = pwd.getpwnam(USER)
         except KeyError:
-            pytest.skip(f"cannot create the test user {USER!r} (useradd missing or failed)")
+            pytest.skip(f"NOT TESTED AS NON-ROOT: cannot create the test user {USER!r} "
+                        "(useradd missing or failed)")
     return entry.pw_uid, entry.pw_gid
 
 
@@ -45,7 +51,8 @@ def other_user_prefix() -> list[str]:
     if os.getuid() != 0:
         return []
     if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) is needed to run a command as another user")
+        pytest.skip("NOT TESTED AS NON-ROOT: setpriv (util-linux) is needed to run a command "
+                    "as another user")
     uid, gid = other_uid_gid()
     return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
 
@@ -67,19 +74,39 @@ def python_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def candidate_pythons() -> list[str]:
+    """Pythons the other user may be able to run: ours first, then a system one of the same
+    version (a pyenv interpreter or a venv under /root is out of an unprivileged user's reach)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    out = [sys.executable, os.path.realpath(sys.executable), getattr(sys, "_base_executable", "")]
+    out += [shutil.which(version) or "", f"/usr/bin/{version}", f"/usr/local/bin/{version}",
+            "/usr/bin/python3"]
+    return list(dict.fromkeys(p for p in out if p and os.path.isfile(p)))
+
+
+def first_runnable_python(probe: str, env: Mapping[str, str]) -> str | None:
+    """The first of candidate_pythons() with which the other user runs ``python -c probe``
+    in ``env`` (which sets the PYTHONPATH to try), or None."""
+    for python in candidate_pythons():
+        if as_other_user([python, "-c", probe], env=env).returncode == 0:
+            return python
+    return None
+
+
 @functools.cache
 def other_user_python() -> str:
-    """An interpreter the other user can run this checkout with (the venv's may live under a
-    0700 home folder): this one if it works for them, else the system python3."""
+    """An interpreter the other user can run this checkout with: this one if it works for
+    them, else a system one of the same version."""
     if os.getuid() != 0:
         return sys.executable
-    probe = "import tolaria.cli.main, psutil, platformdirs"
-    env = python_env(Path("/"))
-    for candidate in (sys.executable, "/usr/bin/python3"):
-        if Path(candidate).exists() and as_other_user([candidate, "-c", probe],
-                                                      env=env).returncode == 0:
-            return candidate
-    pytest.skip(f"no Python that {USER!r} can run with this checkout's packages")
+    # It must also start itself again (the watchdog, agents): run by setpriv, an interpreter
+    # under root's 0700 home may start once, but not its own children.
+    python = first_runnable_python("import tolaria.cli.main, psutil, platformdirs, subprocess, sys;"
+                                   " subprocess.run([sys.executable, '-c', ''], check=True)",
+                                   python_env(Path("/")))
+    if python is None:
+        pytest.skip(f"no Python that {USER!r} can run with this checkout's packages")
+    return python
 
 
 def tolaria_as_other_user(home: Path, *args: str, timeout: float = 60,

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import cli_env
 
 from tolaria.chats.importers import IMPORTERS
 from tolaria.chats.importers.model import Tool
@@ -145,8 +146,7 @@ def test_malformed_files_are_reported_and_skipped(home: Path, tmp_path: Path) ->
 
 
 def test_tolaria_import_command(home: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "TOLARIA_HOME": str(tmp_path / "th"), "PYTHONPATH": str(ROOT)}
-    env.pop("TOLARIA_STREAM_ID", None)
+    env = cli_env(tmp_path / "th")
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "tolaria", "import", *args], env=env,

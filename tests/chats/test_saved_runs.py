@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import marker_pids, pid_gone
+from helpers import cli_env, marker_pids, pid_gone
 
 from tolaria.chats.titles import title_from_prompt
 from tolaria.core.events import TextDelta
@@ -35,11 +35,7 @@ LOSS_BOUND_S = 0.3
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
-    env.update(TOLARIA_HOME=str(home), TOLARIA_DEMO_DELAY="0", TOLARIA_DEMO_TOOL_SECONDS="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
-    env.update(extra)
-    return env
+    return cli_env(home, TOLARIA_DEMO_TOOL_SECONDS="0", **extra)
 
 
 def _tolaria(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -24,24 +24,13 @@ from typing import Any
 
 import psutil
 import pytest
-from helpers import is_gone, marker_pids
+from helpers import cli_env, is_gone, marker_pids
 
 from tolaria.core.stream_id import is_valid_stream_id, new_stream_id
 from tolaria.support import paths
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_CANCELLED = 130
-
-
-def cli_env(home: Path, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("TOLARIA_STREAM_ID", None)
-    env["TOLARIA_HOME"] = str(home)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["TOLARIA_DEMO_DELAY"] = "0"
-    env["TOLARIA_DEMO_TOOL_SECONDS"] = "0.1"
-    env.update(extra)
-    return env
 
 
 def tolaria(*args: str, env: dict[str, str], cwd: Path,

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from cli.test_cli import EXIT_CANCELLED, cli_env, demo_in_background, tolaria
-from helpers import is_gone
+from cli.test_cli import EXIT_CANCELLED, demo_in_background, tolaria
+from helpers import cli_env, is_gone
 
 from tolaria.core.stream_id import new_stream_id
 

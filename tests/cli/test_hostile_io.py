@@ -19,6 +19,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from helpers import cli_env
 from nonroot import other_uid_gid, tolaria_as_other_user, world_reachable_folder
 
 from tolaria.core.store.db import Store
@@ -45,10 +46,8 @@ command = ["{python}", "-c", "for i in range(20000): print(f'{i:08d} ' + 'x' * 1
 
 def cli(home: Path, *args: str, timeout: float = 60, preexec: Callable[[], None] | None = None,
         **env: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
-    full.update(TOLARIA_HOME=str(home), PYTHONPATH=str(ROOT), **env)
-    return subprocess.run([sys.executable, "-m", "tolaria", *args], env=full, cwd=home,
-                          capture_output=True, text=True, timeout=timeout, check=False,
+    return subprocess.run([sys.executable, "-m", "tolaria", *args], env=cli_env(home, **env),
+                          cwd=home, capture_output=True, text=True, timeout=timeout, check=False,
                           stdin=subprocess.DEVNULL, preexec_fn=preexec)
 
 
@@ -170,9 +169,7 @@ def test_a_flood_of_idle_connections_neither_slows_streams_nor_breaks_stop(
     tracebacks. Now, with only 32 fds in the run's process: ``streams`` lists the run at once,
     ``abort`` stops it, the run exits 130 cleanly."""
     sid = "ai-agent-stream-idleflood01"
-    env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
-    env.update(TOLARIA_HOME=str(tolaria_home), PYTHONPATH=str(ROOT), TOLARIA_DEMO_DELAY="0",
-               TOLARIA_DEMO_TOOL_SECONDS="30")
+    env = cli_env(tolaria_home, TOLARIA_DEMO_TOOL_SECONDS="30")
     run = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--agent", "demo",
                             "--no-save", "--stream-id", sid, "hi"], env=env, cwd=tolaria_home,
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from cli.test_cli import ROOT, Background, cli_env, json_lines, tolaria
-from helpers import is_gone, marker_pids
+from cli.test_cli import ROOT, Background, json_lines, tolaria
+from helpers import cli_env, is_gone, marker_pids
 
 from tolaria.core.stream_id import new_stream_id
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from cli.test_cli import EXIT_CANCELLED, Background, cli_env, json_lines
-from helpers import marker_pids
+from cli.test_cli import EXIT_CANCELLED, Background, json_lines
+from helpers import cli_env, marker_pids
 
 from tolaria.cli.main import _run_with_control, _RunOutput
 from tolaria.cli.tty import make_printer

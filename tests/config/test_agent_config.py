@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from fakes.fake_openai_server import FakeOpenAIServer, text_reply
-from helpers import Collector, async_test
+from helpers import Collector, async_test, cli_env
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -400,11 +400,7 @@ def _cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
 
 
 def _cli_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("TOLARIA_STREAM_ID", None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env.update(TOLARIA_DEMO_DELAY="0", TOLARIA_DEMO_TOOL_SECONDS="0.1")
-    return env
+    return cli_env(Path(os.environ["TOLARIA_HOME"]))
 
 
 def test_cli_refuses_a_disabled_agent() -> None:

@@ -111,6 +111,15 @@ def write_pidfile(pids: list[int]) -> None:
     os.replace(path + ".tmp", path)  # readers never see a half-written file
 
 
+def start_session_tool() -> subprocess.Popen[bytes]:
+    """The agent's "tool": ``sleep 300`` in a new session, as the real CLIs run their shell
+    tools (out of the agent's process group); the pidfile gets the agent and the tool."""
+    tool = subprocess.Popen(["sleep", "300"], start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    write_pidfile([os.getpid(), tool.pid])
+    return tool
+
+
 # --- modes ----------------------------------------------------------------------------------
 
 

@@ -10,10 +10,14 @@ set, and waits forever. Extra arguments (the prompt) are ignored.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # mypy knows this folder as ``fakes`` under tests/, the tests' import root
+    from fakes import fake_agent as fa
+else:
+    import fake_agent as fa  # (this folder is on sys.path: the script's own)
 
 
 def starts_a_tool(line: str) -> bool:
@@ -45,13 +49,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
         if hang and starts_a_tool(line):
-            tool = subprocess.Popen(["sleep", "300"], start_new_session=True,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-            pidfile = os.environ.get("FAKE_PIDFILE")
-            if pidfile:
-                with open(pidfile + ".tmp", "w") as out:
-                    out.write(f"{os.getpid()}\n{tool.pid}\n")
-                os.replace(pidfile + ".tmp", pidfile)
+            fa.start_session_tool()
             while True:
                 time.sleep(60)
     return 0

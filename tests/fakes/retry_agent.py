@@ -15,10 +15,14 @@ prints the ``--then`` FILE (a successful capture) and exits 0. Extra arguments a
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # mypy knows this folder as ``fakes`` under tests/, the tests' import root
+    from fakes import fake_agent as fa
+else:
+    import fake_agent as fa  # (this folder is on sys.path: the script's own)
 
 
 def main(argv: list[str]) -> int:
@@ -30,13 +34,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--recover-after", type=float)
     parser.add_argument("--then")
     args, _ = parser.parse_known_args(argv)
-    tool = subprocess.Popen(["sleep", "300"], start_new_session=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    pidfile = os.environ.get("FAKE_PIDFILE")
-    if pidfile:
-        with open(pidfile + ".tmp", "w") as out:
-            out.write(f"{os.getpid()}\n{tool.pid}\n")
-        os.replace(pidfile + ".tmp", pidfile)
+    tool = fa.start_session_tool()
     with open(args.file, encoding="utf-8") as fh:
         lines = fh.read().splitlines()[:args.head]
     for line in lines:

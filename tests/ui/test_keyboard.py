@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import StartApp, processes_of
+from ui.uihelpers import StartApp, assert_only_ctrl_period_stops
 
 from tolaria.config.settings import Settings, load_settings, save_settings
 
@@ -78,15 +78,7 @@ def test_the_stop_shortcut_comes_from_settings(
     (home / "settings.toml").write_text('[shortcuts]\nstop = "Ctrl+."\n')
     drv = start_app()
     assert drv.window.stop_action.shortcut().toString() == "Ctrl+."
-    stream_id = drv.send("custom stop key")
-    drv.wait_tool_running(stream_id)
-    QTest.keyClick(drv.pane.composer, Qt.Key.Key_Escape)
-    assert drv.pane.running_stream == stream_id, "Esc is not the stop key any more"
-    assert processes_of(stream_id)
-    QTest.keyClick(drv.pane.composer, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
-    turn = drv.wait_finished()
-    assert turn.status == "cancelled"
-    assert processes_of(stream_id) == []
+    assert_only_ctrl_period_stops(drv, "custom stop key")
 
 
 @pytest.mark.parametrize("content", ["this is [not toml", '[shortcuts]\nstop = "NoSuchKey+Q+W"\n',

@@ -12,7 +12,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox, QKeySequenceEdit, QLabel, QPushButton
 from pytestqt.qtbot import QtBot
 from ui.settingshelpers import child, close_preferences, open_preferences
-from ui.uihelpers import StartApp, processes_of
+from ui.uihelpers import StartApp, assert_only_ctrl_period_stops
 
 from tolaria.config.settings import load_settings
 
@@ -37,15 +37,7 @@ def test_a_changed_stop_shortcut_works_and_the_old_one_does_not(
     assert drv.window.stop_action.shortcut() == QKeySequence("Ctrl+.")
     close_preferences(drv, dialog, qtbot)
 
-    stream_id = drv.send("run the long tool")
-    drv.wait_tool_running(stream_id)
-    QTest.keyClick(drv.pane.composer, Qt.Key.Key_Escape)
-    assert drv.pane.running_stream == stream_id, "Esc is not the stop key any more"
-    assert processes_of(stream_id)
-    QTest.keyClick(drv.pane.composer, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
-    turn = drv.wait_finished()
-    assert turn.status == "cancelled"
-    assert processes_of(stream_id) == []
+    assert_only_ctrl_period_stops(drv, "run the long tool")
 
 
 def test_conflicting_shortcuts_are_shown_and_block_save(

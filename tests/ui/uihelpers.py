@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 
 import psutil
 from helpers import marker_pids
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
@@ -118,6 +120,20 @@ def processes_of(stream_id: str) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return out
+
+
+def assert_only_ctrl_period_stops(drv: AppDriver, prompt: str) -> None:
+    """With the stop shortcut changed to Ctrl+.: a run of ``prompt`` (a long tool) ignores Esc in
+    the composer, and Ctrl+. stops it with its whole tree."""
+    stream_id = drv.send(prompt)
+    drv.wait_tool_running(stream_id)
+    QTest.keyClick(drv.pane.composer, Qt.Key.Key_Escape)
+    assert drv.pane.running_stream == stream_id, "Esc is not the stop key any more"
+    assert processes_of(stream_id)
+    QTest.keyClick(drv.pane.composer, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
+    turn = drv.wait_finished()
+    assert turn.status == "cancelled"
+    assert processes_of(stream_id) == []
 
 
 #: The ``start_app`` fixture (tests/ui/conftest.py): starts a Tolaria (keyword arguments go to

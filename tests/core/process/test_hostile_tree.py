@@ -20,6 +20,7 @@ import pytest
 from helpers import (
     assert_run_gone,
     async_test,
+    cli_env,
     fake_manifest,
     is_gone,
     marker_pids,
@@ -151,15 +152,6 @@ async def test_the_known_tree_is_signalled_before_all_of_proc_is_scanned(
 # --- one stream id, two Tolaria processes in two homes (14.13) ----------------------------------
 
 
-def _cli_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in (proctree.ENV_MARKER, proctree.OWNER_MARKER, proctree.APP_CHILD_MARKER)}
-    env.update(TOLARIA_HOME=str(home), TOLARIA_DEMO_DELAY="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
-               **extra)
-    return env
-
-
 @contextlib.contextmanager
 def _other_tolaria(home: Path, stream_id: str) -> Iterator[subprocess.Popen[bytes]]:
     """``tolaria run --stream-id ID --agent demo`` in ``home``: its tool sleeps 30 s."""
@@ -167,7 +159,7 @@ def _other_tolaria(home: Path, stream_id: str) -> Iterator[subprocess.Popen[byte
     proc = subprocess.Popen(
         [sys.executable, "-m", "tolaria", "run", "--json", "--grace", "0.5", "--stream-id",
          stream_id, "--agent", "demo", "hello"],
-        env=_cli_env(home, TOLARIA_DEMO_TOOL_SECONDS="30"), cwd=home,
+        env=cli_env(home, TOLARIA_DEMO_TOOL_SECONDS="30"), cwd=home,
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield proc

@@ -3,16 +3,15 @@
 As root every ``/proc/PID/environ`` is readable, so a daemon that makes itself non-dumpable
 (ssh-agent, gpg-agent: ``prctl(PR_SET_DUMPABLE, 0)``) still shows its TOLARIA_STREAM_ID marker.
 As the user who started it, it does not: before the fix it survived Stop, unreported. The suite
-runs as root in CI, so these tests become an unprivileged user (``tolaria-test``, created here
-when missing) with ``setpriv`` and run tests/fakes/stop_scenario.py, which stops one run through
-the real registry and prints what it saw. Not root: the scenario runs as the current user.
+runs as root in CI, so these tests become the unprivileged user of tests/nonroot.py (with
+``setpriv``) and run tests/fakes/stop_scenario.py, which stops one run through the real registry
+and prints what it saw. Not root: the scenario runs as the current user.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -25,12 +24,18 @@ from typing import Any
 import platformdirs
 import psutil
 import pytest
+from nonroot import (
+    USER,
+    candidate_pythons,
+    first_runnable_python,
+    other_uid_gid,
+    other_user_prefix,
+)
 
 from tolaria.core.process import proctree
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIO = ROOT / "tests" / "fakes" / "stop_scenario.py"
-USER = "tolaria-test"
 _PROBE = ("import subprocess, sys, psutil, tolaria.core.process; "
           "subprocess.run([sys.executable, '-c', ''], check=True)")
 
@@ -47,32 +52,6 @@ class AsUser:
     gid: int
 
 
-def _ensure_user() -> pwd.struct_passwd | None:
-    """The test user, created (system user, no home) if missing; None if that fails."""
-    try:
-        return pwd.getpwnam(USER)
-    except KeyError:
-        pass
-    useradd = shutil.which("useradd")
-    if useradd is None:
-        return None
-    subprocess.run([useradd, "-M", "-r", "-s", "/usr/sbin/nologin", USER],
-                   capture_output=True, check=False)  # a concurrent creation is fine too
-    try:
-        return pwd.getpwnam(USER)
-    except KeyError:
-        return None
-
-
-def _interpreters() -> list[str]:
-    """Pythons that may run the scenario: ours first, then a system one of the same version
-    (a pyenv interpreter under /root is out of an unprivileged user's reach)."""
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    out = [sys.executable, os.path.realpath(sys.executable), getattr(sys, "_base_executable", "")]
-    out += [shutil.which(version) or "", f"/usr/bin/{version}", f"/usr/local/bin/{version}"]
-    return list(dict.fromkeys(p for p in out if p and os.path.isfile(p)))
-
-
 def _readable_copy(to: Path) -> str:
     """The package, the fakes and the scenario's libraries copied where any user can read them
     (a checkout under /root is out of reach); returns the PYTHONPATH for them."""
@@ -87,15 +66,9 @@ def _readable_copy(to: Path) -> str:
     return os.pathsep.join([str(to), str(to / "site")])
 
 
-def _first_runnable(prefix: tuple[str, ...], path: str) -> str | None:
-    for python in _interpreters():
-        # The scenario starts more of itself (the agent, the watchdog) from sys.executable.
-        probe = subprocess.run([*prefix, python, "-c", _PROBE],
-                               env={"PYTHONPATH": path, "PATH": os.defpath}, cwd="/",
-                               capture_output=True, check=False)
-        if probe.returncode == 0:
-            return python
-    return None
+def _first_runnable(path: str) -> str | None:
+    # The scenario starts more of itself (the agent, the watchdog) from sys.executable.
+    return first_runnable_python(_PROBE, {"PYTHONPATH": path, "PATH": os.defpath})
 
 
 @pytest.fixture(scope="module")
@@ -105,24 +78,20 @@ def as_user() -> Iterator[AsUser]:
     if os.getuid() != 0:
         yield AsUser((), sys.executable, path, SCENARIO, os.getuid(), os.getgid())
         return
-    user = _ensure_user()
-    setpriv = shutil.which("setpriv")
-    if user is None or setpriv is None:
-        pytest.skip(f"NOT TESTED AS NON-ROOT: cannot create user {USER!r} or no setpriv")
-    prefix = (setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups")
-    python = _first_runnable(prefix, path)
+    uid, gid = other_uid_gid()
+    prefix = tuple(other_user_prefix())
+    python = _first_runnable(path)
     if python is not None:
-        yield AsUser(prefix, python, path, SCENARIO, user.pw_uid, user.pw_gid)
+        yield AsUser(prefix, python, path, SCENARIO, uid, gid)
         return
     copy = Path(tempfile.mkdtemp(prefix="tolaria-nonroot-code-", dir="/tmp"))
     try:
         path = _readable_copy(copy)
-        python = _first_runnable(prefix, path)
+        python = _first_runnable(path)
         if python is None:
             pytest.skip(f"NOT TESTED AS NON-ROOT: no Python {sys.version_info[:2]} that {USER} "
-                        f"can run with tolaria and psutil (tried {_interpreters()})")
-        yield AsUser(prefix, python, path, copy / "tests" / "fakes" / SCENARIO.name,
-                     user.pw_uid, user.pw_gid)
+                        f"can run with tolaria and psutil (tried {candidate_pythons()})")
+        yield AsUser(prefix, python, path, copy / "tests" / "fakes" / SCENARIO.name, uid, gid)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 

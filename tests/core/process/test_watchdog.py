@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import async_test, fake_manifest, marker_pids, pid_gone, start_run
+from helpers import async_test, cli_env, fake_manifest, marker_pids, pid_gone, start_run
 
 from tolaria.core.events import TextDelta
 from tolaria.core.process import watchdog
@@ -31,14 +31,7 @@ GONE_WITHIN_S = 2.0
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("TOLARIA_STREAM_ID", None)
-    env["TOLARIA_HOME"] = str(home)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["TOLARIA_DEMO_DELAY"] = "0"
-    env["TOLARIA_DEMO_TOOL_SECONDS"] = "60"
-    env.update(extra)
-    return env
+    return cli_env(home, TOLARIA_DEMO_TOOL_SECONDS="60", **extra)
 
 
 def _wait(predicate: Callable[[], object], what: str, within: float = 30.0) -> None:

@@ -7,14 +7,13 @@ folder whose CLI needs its sibling ``node``, a codex npm wrapper with its native
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import FAKE_AGENT, Collector, async_test, start_run, wait_until
+from helpers import FAKE_AGENT, Collector, async_test, cli_env, start_run, wait_until
 from installs import (
     PROGRAM,
     User,
@@ -210,9 +209,7 @@ def test_tolaria_agents_shows_where_each_program_was_found(user: User, tolaria_h
         (adapters / f"{ident}.toml").write_text(
             f'id = "{ident}"\nname = "Fake {ident}"\nprotocol = "claude-stream-json"\n'
             f'command = ["{program}", "{{prompt}}"]\nversion_command = ["{program}", "--version"]\n')
-    env = dict(os.environ)
-    env.pop("TOLARIA_STREAM_ID", None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env = cli_env(tolaria_home)
     text = subprocess.run([sys.executable, "-m", "tolaria", "agents"], env=env, cwd=user.home,
                           capture_output=True, text=True, timeout=60, check=True).stdout
     line = next(x for x in text.splitlines() if x.startswith("fakecli "))

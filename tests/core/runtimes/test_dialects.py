@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from helpers import assert_run_gone, async_test, parse_fixture, start_run, wait_pidfile
+from helpers import assert_run_gone, async_test, parse_fixture, start_run, text_of, wait_pidfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,10 +44,6 @@ DIALECTS = {"codex": "codex-exec-json", "gemini": "gemini-stream-json",
 def parse(name: str, protocol: str | None = None) -> tuple[list[Event], Outcome | None]:
     cli = name.split("_", 1)[0]
     return parse_fixture(cli, name, protocol or DIALECTS[cli], SID)
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def of(events: list[Event], cls: type[E]) -> list[E]:

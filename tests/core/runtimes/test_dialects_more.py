@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import assert_run_gone, async_test, parse_fixture, start_run
+from helpers import assert_run_gone, async_test, parse_fixture, start_run, text_of
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy, load_adapters
 from tolaria.core.events import (
@@ -37,10 +37,6 @@ DIALECTS = {"cursor": "cursor-stream-json", "pi": "pi-json"}
 def parse(name: str) -> tuple[list[Event], Outcome | None]:
     cli = name.split("_", 1)[0]
     return parse_fixture(cli, name, DIALECTS[cli], SID)
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 # --- Cursor -----------------------------------------------------------------------------------

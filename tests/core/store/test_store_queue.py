@@ -8,28 +8,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-
-import pytest
 
 from tolaria.core.store.db import SCHEMA_VERSION, Store
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_BY_USER
 from tolaria.core.store.schema import MIGRATIONS
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "tolaria.sqlite3"
-
-
-@pytest.fixture
-def store(db: Path) -> Iterator[Store]:
-    with closing(Store(db)) as opened:
-        yield opened
 
 
 def texts(store: Store, conversation_id: int) -> list[str]:

@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from helpers import (
     Collector,
     LiveRun,
@@ -91,35 +92,30 @@ async def test_codex_reconnecting_for_ever_is_cut_off_with_a_clear_error(tmp_pat
     assert is_gone(procs[1]), "the sleep tool (own session) went with the agent"
 
 
+#: Gemini retries on stderr only; Claude prints ``system/api_retry`` lines on stdout.
+_OTHER_RETRIERS = [
+    pytest.param(("gemini", "gemini_unreach.jsonl", "--stderr",
+                  str(FIXTURES / "gemini" / "gemini_unreach.stderr.txt"), "--every", "0.3"),
+                 "Gemini CLI could not reach the model for 1 s (Attempt 1 failed. Retrying with "
+                 "backoff...", "GOOGLE_GEMINI_BASE_URL", id="gemini-stderr-only"),
+    pytest.param(("claude", "claude_retry.jsonl", "--every", "0.5"),
+                 "Claude Code could not reach the model for 1 s (API retry 5 of 10: unknown)",
+                 "ANTHROPIC_BASE_URL", id="claude-api-retry"),
+]
+
+
+@pytest.mark.parametrize(("agent", "message", "hint_names"), _OTHER_RETRIERS)
 @async_test
-async def test_gemini_retrying_on_stderr_only_is_cut_off(tmp_path: Path) -> None:
-    manifest = retry_manifest("gemini", "gemini_unreach.jsonl",
-                              "--stderr", str(FIXTURES / "gemini" / "gemini_unreach.stderr.txt"),
-                              "--every", "0.3")
-    run = start(manifest, tmp_path, retry_limit_s=1)
+async def test_gemini_and_claude_retrying_is_cut_off(tmp_path: Path, agent: tuple[str, ...],
+                                                     message: str, hint_names: str) -> None:
+    run = start(retry_manifest(*agent), tmp_path, retry_limit_s=1)
     procs = await wait_pidfile(tmp_path / "pids")
     done = await run.finish(within=15)
     assert done.stop_reason == "error"
     error, = run.collector.of("error")
     assert isinstance(error, Error) and error.category == UNREACHABLE
-    assert error.message.startswith("Gemini CLI could not reach the model for 1 s (Attempt 1 "
-                                    "failed. Retrying with backoff...")
-    assert "GOOGLE_GEMINI_BASE_URL" in error.hint
-    assert_run_gone(run.stream_id, procs)
-
-
-@async_test
-async def test_claude_api_retry_is_cut_off(tmp_path: Path) -> None:
-    run = start(retry_manifest("claude", "claude_retry.jsonl", "--every", "0.5"), tmp_path,
-                retry_limit_s=1)
-    procs = await wait_pidfile(tmp_path / "pids")
-    done = await run.finish(within=15)
-    assert done.stop_reason == "error"
-    error, = run.collector.of("error")
-    assert isinstance(error, Error) and error.category == UNREACHABLE
-    assert error.message.startswith("Claude Code could not reach the model for 1 s (API retry 5 "
-                                    "of 10: unknown)")
-    assert "ANTHROPIC_BASE_URL" in error.hint
+    assert error.message.startswith(message)
+    assert hint_names in error.hint
     assert_run_gone(run.stream_id, procs)
 
 

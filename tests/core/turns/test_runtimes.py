@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from helpers import text_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,10 +32,6 @@ def parse(name: str) -> tuple[list[Event], Outcome | None]:
     for line in (FIXTURES / name).read_text().splitlines():
         events.extend(rt.feed(line))
     return events, rt.outcome()
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def test_plain_text_turn() -> None:

@@ -31,7 +31,7 @@ from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
 from tolaria.ui.agent_status import READY, agent_status
 from tolaria.ui.settings.env_table import EnvTable
-from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color
+from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color, with_error_label
 
 #: The override fields that have their own error label.
 FIELDS = ("path", "extra_args", "env", "model", "permission_mode", "cwd")
@@ -186,14 +186,7 @@ class AgentEditor(QWidget):
         outer.addStretch(1)
 
     def _with_error(self, field: QWidget, name: str) -> QWidget:
-        box = QWidget(self)
-        column = QVBoxLayout(box)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(2)
-        column.addWidget(field)
-        label = ErrorLabel(f"{name}Error", box)
-        column.addWidget(label)
-        self.errors[name] = label
+        box, self.errors[name] = with_error_label(self, field, name)
         return box
 
     # -- facts --------------------------------------------------------------------------------

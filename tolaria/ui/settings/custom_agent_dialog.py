@@ -31,7 +31,7 @@ from tolaria.config.agents import (
 )
 from tolaria.core.adapters.manifest import OPENAI_CHAT, PROTOCOLS
 from tolaria.ui import theme
-from tolaria.ui.settings.fields import ErrorLabel
+from tolaria.ui.settings.fields import ErrorLabel, with_error_label
 
 _CHAT_FIELDS = ("base_url", "model", "api_key_env")
 _FIELDS = ("id", "name", "protocol", "command", *_CHAT_FIELDS)
@@ -124,14 +124,7 @@ class CustomAgentDialog(QDialog):
         form.addRow(label, self._with_error(edit, key))
 
     def _with_error(self, field: QWidget, key: str) -> QWidget:
-        box = QWidget(self)
-        column = QVBoxLayout(box)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(2)
-        column.addWidget(field)
-        label = ErrorLabel(f"{key}Error", box, reserve=True)
-        column.addWidget(label)
-        self.errors[key] = label
+        box, self.errors[key] = with_error_label(self, field, key, reserve=True)
         self.rows[key] = box
         return box
 

@@ -1,4 +1,5 @@
-"""Small building blocks of the settings pages: an inline error label and a path chooser."""
+"""Small building blocks of the settings pages: an inline error label (and a field boxed with
+its label), and a path chooser."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ import os
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tolaria.ui import theme
 
@@ -56,6 +65,20 @@ class ErrorLabel(QLabel):
         painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignLeft
                                           | Qt.AlignmentFlag.AlignVCenter), shown)
         painter.end()
+
+
+def with_error_label(parent: QWidget, field: QWidget, name: str, *,
+                     reserve: bool = False) -> tuple[QWidget, ErrorLabel]:
+    """``field`` and its ErrorLabel (object name ``<name>Error``) right under it, in one box
+    for a form row; returns the box and the label."""
+    box = QWidget(parent)
+    column = QVBoxLayout(box)
+    column.setContentsMargins(0, 0, 0, 0)
+    column.setSpacing(2)
+    column.addWidget(field)
+    label = ErrorLabel(f"{name}Error", box, reserve=reserve)
+    column.addWidget(label)
+    return box, label
 
 
 class PathField(QWidget):
