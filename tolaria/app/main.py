@@ -72,6 +72,7 @@ class Tolaria:
         self.store = Store(store_path, live_elsewhere=control.live_stream_ids())
         self.tasks = TaskSet()
         self.bridge = Bridge()
+        self.bridge.watch_store(self.store)  # a full disk is said in the window
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
                                          self.tasks,
                                          grace_s=grace_s if grace_s is not None
