@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from PySide6.QtWidgets import QApplication, QPushButton
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver
@@ -77,3 +78,24 @@ def test_a_dismissed_notice_stays_away_until_the_problem_comes_back(
     _cap_pages(store, False)
     qtbot.waitUntil(lambda: notice.text == "", timeout=5_000)
     store.append_event(Done(stream_id))
+
+
+def test_a_turn_that_cannot_be_stored_does_not_start_and_keeps_its_prompt(
+        start_app: Start, qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "0.2")
+    drv = start_app()
+    store = drv.app.store
+    notice = drv.window.store_notice
+    pane = drv.pane
+    _cap_pages(store, True)
+    prompt = "please " + "explain " * 2_000  # a prompt that needs pages of its own
+    pane.composer.setPlainText(prompt)
+    drv.button("sendButton").click()
+    qtbot.waitUntil(lambda: notice.text != "", timeout=5_000)
+    assert "disk full" in notice.text
+    assert pane.running_stream is None and store.turns(pane.conversation_id) == []
+    assert pane.composer.toPlainText() == prompt, "nothing typed is lost"
+    _cap_pages(store, False)
+    drv.button("sendButton").click()  # room again: the same prompt goes
+    assert drv.wait_finished().status == "completed"
+    assert notice.text == "" and store.write_error is None

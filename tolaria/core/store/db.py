@@ -400,17 +400,27 @@ class Store(MarkerLog, TurnPages, QueueLog):
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
-        self._conn.execute("BEGIN IMMEDIATE")
+        """A write transaction. A write that fails for want of room or rights (not a broken
+        constraint) is kept in ``write_error`` as a failed flush is; one that works while
+        nothing waits in the buffer means writing works again."""
         try:
-            yield
-            self._conn.execute("COMMIT")
-        except BaseException:
-            # SQLite may have rolled back already (a full disk does): a ROLLBACK then fails
-            # with "no transaction is active", which must not hide the real error.
-            if self._conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._conn.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (a full disk does): a ROLLBACK then fails
+                # with "no transaction is active", which must not hide the real error.
+                if self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                raise
+        except _WRITE_ERRORS as exc:
+            if not isinstance(exc, sqlite3.IntegrityError):
+                self._write_failed(exc)
             raise
+        if not self._buffer:  # unlocked peek: a flush in progress reports for itself
+            self._writes_work()
 
     def _write_failed(self, exc: BaseException) -> None:
         """Remember why a write failed, and log it once (not at every retry of the flusher)."""
