@@ -4,7 +4,7 @@
 
 The current chat holds one stored turn of a coding agent (an edit shown as a diff, a code block
 with a line longer than the pane) and is running a demo turn, whose shell tool is still at work
-(the button is Stop). It is grabbed in the light theme (``--out``) and the dark one
+(the button is Stop) and shows the last lines of its output. It is grabbed in the light theme (``--out``) and the dark one
 (``screenshot-dark.png`` next to it), then the Preferences window (``--settings-out``). The
 window is grabbed with ``QWidget.grab()``, then closed the normal way, which stops the run.
 """
@@ -112,6 +112,7 @@ async def shoot(out: Path, settings_out: Path | None = None) -> None:
         pane.button.click()
         turn = pane.turn_views()[-1]
         await until(lambda: any(c.status == "running" for c in turn.tool_cards()))
+        await until(lambda: any(c.tail for c in turn.tool_cards()))  # its live output tail
         await asyncio.sleep(2.3)  # the elapsed time moves on
         await until(lambda: not pane.transcript.busy)
         out.parent.mkdir(parents=True, exist_ok=True)

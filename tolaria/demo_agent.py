@@ -5,7 +5,10 @@ It prints what Claude Code prints with ``-p --output-format stream-json --verbos
 talk to, and so this file documents the format: ``system/init``; per API message, ``stream_event``
 deltas and then the complete ``assistant`` line with the *same* message id (consumers show the
 deltas and skip text/thinking of messages they already streamed); a ``user`` line carrying the
-``tool_result``; and a final ``result`` line. Every line is flushed at once.
+``tool_result``; and a final ``result`` line. Every line is flushed at once. While the tool runs,
+a ``tool_progress`` line per line of its output carries the output so far (``partial_output``, a
+field of this agent's own: real Claude shows a tool's output only in its result), so the tool
+card's live tail has something to show, as with agents that stream tool output (ACP's updates).
 
 The Bash tool is really run, the way real CLIs run it: ``/bin/sh -c`` in a **new session**, so the
 tool is out of reach of a signal sent to the agent's own process group.
@@ -117,10 +120,22 @@ class DemoAgent:
         self.tool = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        out, _ = self.tool.communicate()
-        code, self.tool = self.tool.returncode, None
+        assert self.tool.stdout is not None
+        out = b""
+        for line in self.tool.stdout:  # each line as the tool prints it: the live tail
+            out += line
+            self.tool_progress(tool_id, out.decode(errors="replace"))
+        code, self.tool = self.tool.wait(), None
         text = out.decode(errors="replace").rstrip("\n")
         self.tool_result(tool_id, text if code == 0 else f"Exit code {code}\n{text}", code != 0)
+
+    def tool_progress(self, tool_id: str, output: str) -> None:
+        """Claude's ``tool_progress`` line, plus ``partial_output`` (the output so far), which
+        only this agent sends: real Claude prints a tool's output once, in its result."""
+        self.emit({"type": "tool_progress", "tool_use_id": tool_id, "tool_name": "Bash",
+                   "parent_tool_use_id": None,
+                   "elapsed_time_seconds": round(time.monotonic() - self.started, 1),
+                   "partial_output": output})
 
     def tool_result(self, tool_id: str, content: str, is_error: bool) -> None:
         self.emit({"type": "user", "parent_tool_use_id": None, "message": {

@@ -133,7 +133,7 @@ def test_keyboard_answers_and_the_composer_keeps_the_focus(
     QTest.keyClicks(drv.pane.composer, "typed meanwhile")
     assert drv.pane.composer.toPlainText() == "typed meanwhile"
     # The chat's shortcut brings the focus to the open question; Tab walks its buttons.
-    QTest.keyClick(drv.pane.composer, Qt.Key.Key_P,
+    QTest.keyClick(drv.pane.composer, Qt.Key.Key_A,
                    Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
     qtbot.waitUntil(card.buttons["allowOnceButton"].hasFocus, timeout=2_000)
     QTest.keyClick(card.buttons["allowOnceButton"], Qt.Key.Key_Tab)

@@ -13,7 +13,7 @@ from PySide6.QtCore import QPoint
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import AppDriver
+from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.core.events import TextDelta, ToolDone, ToolStart, ToolUpdate
 from tolaria.core.store.db import MARKER_TURN_RESTARTED
@@ -228,3 +228,20 @@ def test_copy_message_prompt_and_code(transcript: TranscriptView) -> None:
     [code] = turn.code_blocks()
     code.copy_button.click()
     assert clipboard.text() == "make test" and code.copy_button.text() == "Copied"
+
+
+def test_the_demo_agents_running_tool_shows_its_live_output_tail(
+        start_app: Callable[..., AppDriver], qtbot: QtBot,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    drv = start_app()
+    stream_id = drv.send("run something long")
+    drv.wait_tool_running(stream_id)
+    turn = drv.pane.transcript.turn(stream_id)
+    assert turn is not None
+    [card] = turn.tool_cards()
+    qtbot.waitUntil(lambda: card.tail == "started", timeout=5_000)  # before the tool ends
+    assert card.status == "running"
+    drv.button("stopButton").click()
+    assert drv.wait_finished().status == "cancelled"
+    assert processes_of(stream_id) == []

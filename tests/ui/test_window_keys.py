@@ -8,12 +8,14 @@ from functools import partial
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QShortcut
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QInputDialog, QMessageBox, QWidget
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver
 
-from tolaria.ui.actions import plain_text, shortcut_text
+from tolaria.ui.actions import PALETTE_SHORTCUT_2, plain_text, shortcut_text
+from tolaria.ui.permission_card import ANSWER_SHORTCUT
 
 Start = Callable[..., AppDriver]
 
@@ -225,3 +227,28 @@ def test_in_the_search_down_enters_the_list_and_esc_clears_without_stopping(
     assert window.current_conversation_id() == ids[0]
     window.stop_all_action.trigger()
     drv.wait_finished(window.stack.pane(ids[2]))
+
+
+def test_ctrl_shift_p_opens_the_palette_too(start_app: Start, qtbot: QtBot) -> None:
+    drv = start_app()
+    QTest.keyClick(drv.pane.composer, Qt.Key.Key_P,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    palette = drv.window.command_palette
+    qtbot.waitUntil(palette.isVisible)
+    assert plain_text(drv.window.new_action) in "\n".join(palette.visible_texts())
+    QTest.keyClick(palette.field, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not palette.isVisible())
+
+
+def test_no_two_window_shortcuts_share_a_key(start_app: Start) -> None:
+    """Every key bound in the window (its actions, the chat's permission key) does one thing."""
+    drv = start_app()
+    bound: dict[str, list[str]] = {}
+    for action in drv.window.findChildren(QAction):
+        for key in action.shortcuts():
+            bound.setdefault(key.toString(), []).append(plain_text(action))
+    for shortcut in drv.pane.findChildren(QShortcut):
+        bound.setdefault(shortcut.key().toString(), []).append("permission question")
+    assert ANSWER_SHORTCUT in bound and PALETTE_SHORTCUT_2 in bound
+    shared = {key: names for key, names in bound.items() if len(names) > 1}
+    assert shared == {}

@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
@@ -73,6 +72,7 @@ class Tolaria:
         self.store = Store(store_path, live_elsewhere=control.live_stream_ids())
         self.tasks = TaskSet()
         self.bridge = Bridge()
+        self.bridge.watch_store(self.store)  # a full disk is said in the window
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
                                          self.tasks,
                                          grace_s=grace_s if grace_s is not None
@@ -108,7 +108,6 @@ class Tolaria:
         w.page_requested.connect(self.pages.load)
         w.search_requested.connect(self.pages.search)
         w.retry_requested.connect(c.retry)
-        w.theme_change_requested.connect(self._on_window_theme_change_requested)
         w.send_requested.connect(c.send)
         w.stop_requested.connect(c.stop)
         w.stop_all_requested.connect(c.stop_all)
@@ -132,10 +131,6 @@ class Tolaria:
         turn = self.store.turn_by_stream(stream_id)
         conversation = self.store.get_conversation(turn.conversation_id) if turn else None
         return {"chat": conversation.title} if conversation else {}
-
-    def _on_window_theme_change_requested(self, name: str) -> None:
-        """Keep the theme picked in the View menu (``[appearance] theme``)."""
-        self.settings_controller.save(replace(self.settings_controller.settings, theme=name))
 
     def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
         # The agent's default working folder (Preferences) wins for a new chat.

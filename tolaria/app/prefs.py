@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from tolaria.config.agents import AgentOverrides, manifest_data
 from tolaria.config.settings import Settings, settings_path
@@ -38,6 +39,7 @@ class Preferences:
         chat.run_config.overrides = settings.overrides
         window.preferences_requested.connect(self.open)
         window.open_file_requested.connect(open_file)
+        window.theme_change_requested.connect(self.choose_theme)
         window.header.agent_picker.popup_opened.connect(self._on_agent_picker_popup_opened)
         settings.settings_saved.connect(self._on_settings_saved)
         settings.save_failed.connect(self._on_save_failed)
@@ -78,6 +80,7 @@ class Preferences:
             dialog.save_requested.connect(self._on_dialog_save_requested)
             dialog.custom_agent_save_requested.connect(self.settings.save_custom_agent)
             dialog.closed.connect(self.settings.cancel_tests)
+            dialog.theme_change_requested.connect(self.choose_theme)
             agents = dialog.agents
             agents.edit_requested.connect(self._on_agents_edit_requested)
             agents.duplicate_requested.connect(self.settings.duplicate)
@@ -109,6 +112,13 @@ class Preferences:
             self.dialog.close()
 
     # -- intents ------------------------------------------------------------------------------
+    def choose_theme(self, name: str) -> None:
+        """View → Theme or Preferences → Behaviour: applied now (the View menu shows it) and
+        kept as ``[appearance] theme`` at once, not on the dialog's Save."""
+        self.window.view_menu.set_current(name)
+        if name != self.settings.settings.theme:
+            self.settings.save(replace(self.settings.settings, theme=name))
+
     def _on_dialog_save_requested(self, values: Settings,
                                   overrides: dict[str, AgentOverrides]) -> None:
         if not self.settings.save(values):
@@ -134,6 +144,8 @@ class Preferences:
         if problems:
             self.window.show_problems(problems)
         self.apply_to_runs(values)
+        if self.dialog is not None:  # saved from elsewhere (the View menu): no stale copy there
+            self.dialog.settings_changed(values)
 
     def _on_save_failed(self, message: str) -> None:
         if self.dialog is not None:

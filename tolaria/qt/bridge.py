@@ -26,6 +26,7 @@ from tolaria.core.events import (
     ToolStart,
     ToolUpdate,
 )
+from tolaria.core.store.db import Store
 
 _OPEN = "open"
 _STOPPING = "stopping"
@@ -97,6 +98,11 @@ class Bridge(QObject):
     job_created = Signal(object)
     #: A fan-out job's status changed (running, completed, cancelled, failed): job id, status.
     job_changed = Signal(str, str)
+    #: The store cannot save (a full disk, a read-only folder); said once per problem: the
+    #: database file, why ("disk full" or SQLite's words).
+    store_write_failed = Signal(str, str)
+    #: The store saves again: everything held back is written.
+    store_write_recovered = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -129,6 +135,19 @@ class Bridge(QObject):
         self._flush_stream(stream_id)
         self.permission_requested.emit(stream_id, key, request)
         return True
+
+    def watch_store(self, store: Store) -> None:
+        """Turn the store's write problems into ``store_write_failed``/``_recovered``. The store
+        may tell from its flusher thread: a signal emitted there is queued to the window."""
+        path = str(store.path)
+
+        def tell(reason: str | None) -> None:
+            if reason is None:
+                self.store_write_recovered.emit()
+            else:
+                self.store_write_failed.emit(path, reason)
+
+        store.write_listener = tell
 
     def is_live(self, stream_id: str) -> bool:
         return stream_id in self._streams

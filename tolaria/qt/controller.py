@@ -34,6 +34,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 
@@ -224,8 +225,14 @@ class ChatController(QueueControl, CheckpointControl, QObject):
                                     kept_session=self.keepers.session_id(
                                         self.keep_key(conversation_id)))
         cwd = conversation.cwd if conversation.cwd else os.getcwd()
-        return self._launch(Launch(conversation_id, prompt, turn.full_prompt, turn.resume_id,
-                                   conversation.agent, cwd))
+        try:
+            return self._launch(Launch(conversation_id, prompt, turn.full_prompt,
+                                       turn.resume_id, conversation.agent, cwd))
+        except (sqlite3.Error, OSError) as exc:  # the turn could not be stored: not started
+            # The window's store notice says why (Store.write_listener); the prompt stays in
+            # the composer, which empties only when a run starts.
+            log.warning("could not start a turn of conversation %s: %s", conversation_id, exc)
+            return None
 
     def _launch(self, launch: Launch) -> str:
         conversation_id = launch.conversation_id

@@ -27,6 +27,8 @@ from tolaria.config.settings import DEFAULT_PREFERENCES, DEFAULT_RESTART
 from tolaria.ui.permission_card import ANSWER_SHORTCUT
 
 PALETTE_SHORTCUT = "Ctrl+K"
+#: The palette's second key, as in VS Code and Zed.
+PALETTE_SHORTCUT_2 = "Ctrl+Shift+P"
 SEARCH_SHORTCUT = "Ctrl+Shift+F"
 FAN_OUT_SHORTCUT = "Ctrl+Shift+N"
 NEXT_CHAT_SHORTCUT = "Ctrl+Tab"
@@ -46,7 +48,7 @@ class FixedShortcut:
 
 #: The shortcuts that are not in settings.toml, in the order the Shortcuts page lists them.
 FIXED_SHORTCUTS = (
-    FixedShortcut("Command palette", PALETTE_SHORTCUT),
+    FixedShortcut("Command palette", f"{PALETTE_SHORTCUT} / {PALETTE_SHORTCUT_2}"),
     FixedShortcut("Search chats", SEARCH_SHORTCUT),
     FixedShortcut("Next chat", NEXT_CHAT_SHORTCUT),
     FixedShortcut("Previous chat", PREVIOUS_CHAT_SHORTCUT),

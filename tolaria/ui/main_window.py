@@ -45,6 +45,7 @@ from tolaria.ui.jobs import JobWindows, job_label
 from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.quit_prompt import QuitPrompt
 from tolaria.ui.sidebar import Sidebar
+from tolaria.ui.store_notice import StoreNotice
 from tolaria.ui.view_menu import ViewMenu
 from tolaria.ui.window_keys import WindowKeys
 
@@ -134,6 +135,8 @@ class MainWindow(WindowKeys):
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
+        self.store_notice = StoreNotice(right)  # chats cannot be saved: said over the chat
+        column.addWidget(self.store_notice)
         column.addWidget(self.header)
         column.addWidget(self.stack, 1)
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
@@ -220,6 +223,8 @@ class MainWindow(WindowKeys):
         bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
         bridge.turn_restarted.connect(self.refresh_run_state)
+        bridge.store_write_failed.connect(self.store_notice.show_failure)
+        bridge.store_write_recovered.connect(self.store_notice.clear)
 
     def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
         """The agents Tolaria knows; disabled ones are left out of the picker."""

@@ -1,4 +1,4 @@
-"""The command palette (Ctrl+K): every window action with its shortcut, a fuzzy filter, Enter runs.
+"""The command palette (Ctrl+K or Ctrl+Shift+P): every window action with its shortcut, a fuzzy filter, Enter runs.
 
 A popup, like Zed's and VS Code's: typing narrows the list, Up/Down move, Enter runs the action
 after the popup has closed (so the action sees the keyboard free), Esc or a click outside closes

@@ -5,7 +5,7 @@ open, and several open questions simply stack in the turn. The card shows the to
 its input (pretty, cut short, secrets masked: tolaria/ui/pretty_input.py) and offers the
 agent's own choices: "Allow once", "Allow always" (only when offered) and "Reject". It emits the
 choice as an intent; what it shows afterwards comes from the ``permission_settled`` fact (or
-"cancelled" when the turn ends first). Keyboard: Ctrl+Shift+P (in the chat) or Tab reaches the
+"cancelled" when the turn ends first). Keyboard: Ctrl+Shift+A (in the chat) or Tab reaches the
 buttons; Space, Enter or Return presses the focused one. The card never takes the focus itself.
 """
 
@@ -29,7 +29,7 @@ OUTCOME_WORDS = {
     "closed": "Closed: the turn ended before you answered",
 }
 #: Moves the focus to the oldest open question of the focused chat (tolaria/ui/chat_pane.py).
-ANSWER_SHORTCUT = "Ctrl+Shift+P"
+ANSWER_SHORTCUT = "Ctrl+Shift+A"
 _BUTTONS = (("allow_once", "Allow once", "allowOnceButton"),
             ("allow_always", "Allow always", "allowAlwaysButton"))
 

@@ -19,6 +19,7 @@ from tolaria.ui.actions import (
     FAN_OUT_SHORTCUT,
     NEXT_CHAT_SHORTCUT,
     PALETTE_SHORTCUT,
+    PALETTE_SHORTCUT_2,
     PREVIOUS_CHAT_SHORTCUT,
     SEARCH_SHORTCUT,
     ActionRegistry,
@@ -93,6 +94,8 @@ class WindowKeys(QMainWindow):
         self.palette_action = add("Command palette…", PALETTE_SHORTCUT,
                                   self._on_palette_action_triggered, in_palette=False)
         self.palette_action.setObjectName("paletteAction")
+        self.palette_action.setShortcuts([QKeySequence(PALETTE_SHORTCUT),
+                                          QKeySequence(PALETTE_SHORTCUT_2)])
         self.goto_actions = [add(f"Go to chat {n}", f"Ctrl+{n}",
                                  partial(self._on_goto_chat, n), in_palette=False)
                              for n in range(1, 10)]

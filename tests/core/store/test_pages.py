@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from helpers import fill_chat
 
 from tolaria.core.events import Done, TextDelta, ToolStart
-from tolaria.core.store.db import Store
+from tolaria.core.store.db import COALESCE_MAX_CHARS, Store
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, PAGE_NEWER, PAGE_OLDER
 
 
@@ -84,3 +87,49 @@ def test_search_runs_over_stored_text_prompts_and_tool_input(store: Store) -> No
     assert found == [_id(store, sid)]
     assert store.search_turns(conversation.id, "ünïcode") == found
     assert store.search_turns(chat, 'said "stop"') == [], "only this chat is searched"
+
+
+def _text_rows(store: Store, stream_id: str) -> list[str]:
+    """The turn's stored text rows, read straight from the database file."""
+    with closing(sqlite3.connect(store.path)) as conn:
+        rows = conn.execute("SELECT e.payload FROM events e JOIN turns t ON t.id = e.turn_id"
+                            " WHERE t.stream_id = ? AND e.kind = 'text_delta' ORDER BY e.seq",
+                            (stream_id,)).fetchall()
+    return [json.loads(payload)["text"] for (payload,) in rows]
+
+
+def test_search_finds_text_split_across_stored_rows(store: Store) -> None:
+    chat = store.create_conversation("split", "demo", None).id
+    fill_chat(store, chat, 3, text_chars=200)  # other turns: never found by these needles
+    big = "big-row-turn"
+    store.start_turn(chat, big, "demo", "hi")
+    # A row is cut once it holds COALESCE_MAX_CHARS characters: the needle straddles the cut.
+    store.append_event(TextDelta(big, text="x" * (COALESCE_MAX_CHARS - 8) + "Boundary"))
+    store.append_event(TextDelta(big, text="-crossing needle, then more text"))
+    store.append_event(Done(big))
+    rows = _text_rows(store, big)
+    assert len(rows) == 2 and rows[0].endswith("Boundary") and rows[1].startswith("-crossing")
+    assert store.search_turns(chat, "boundary-CROSSING needle") == [_id(store, big)]
+
+    small = "short-rows-turn"  # rows cut at each flush, one shorter than the needle
+    store.start_turn(chat, small, "demo", "hi")
+    for part in ("the quick br", "o", "wn fox"):
+        store.append_event(TextDelta(small, text=part))
+        store.flush()
+    store.append_event(ToolStart(small, tool_id="t", name="Bash", input={"command": "true"}))
+    for part in ("tool", "card"):  # a tool card between two texts: not one text
+        store.append_event(TextDelta(small, text=part))
+        store.append_event(ToolStart(small, tool_id=part, name="Bash", input={}))
+    store.append_event(Done(small))
+    assert _text_rows(store, small)[:3] == ["the quick br", "o", "wn fox"]
+    assert store.search_turns(chat, "quick brown fox") == [_id(store, small)]
+    assert store.search_turns(chat, "toolcard") == []
+    assert store.search_turns(chat, "xBoundary-c") == [_id(store, big)]
+    assert store.search_turns(chat, "brown fox!") == []
+    quoted = "quoted-rows-turn"  # quotes and a line break across the cut (JSON escapes them)
+    store.start_turn(chat, quoted, "demo", "hi")
+    for part in ('He said "h', 'i"\nthen left'):
+        store.append_event(TextDelta(quoted, text=part))
+        store.flush()
+    store.append_event(Done(quoted))
+    assert store.search_turns(chat, 'SAID "hi"\nthen') == [_id(store, quoted)]

@@ -20,6 +20,7 @@ from tolaria.core.events import (
     ThinkingDelta,
     ToolDone,
     ToolStart,
+    ToolUpdate,
     Usage,
 )
 from tolaria.core.runtimes.base import Outcome
@@ -45,7 +46,17 @@ class ClaudeStreamJson(JsonLinesRuntime):
             return self._user(data["message"])
         if kind == "result":
             return self._result(data)
+        if kind == "tool_progress":
+            return self._tool_progress(data)
         return []
+
+    def _tool_progress(self, data: dict[str, Any]) -> list[Event]:
+        """A running tool's output so far: ``partial_output`` is sent by Tolaria's demo agent
+        only (Claude's own ``tool_progress`` says how long a tool has run, nothing to show)."""
+        tool_id, output = data.get("tool_use_id"), data.get("partial_output")
+        if not isinstance(tool_id, str) or not isinstance(output, str):
+            return []
+        return [ToolUpdate(self.stream_id, tool_id=tool_id, status="running", output=output)]
 
     def _system(self, data: dict[str, Any]) -> list[Event]:
         subtype = data.get("subtype")

@@ -184,6 +184,10 @@ class Store(MarkerLog, TurnPages, QueueLog):
         #: Why buffered events could not be written (one line, e.g. "disk full: could not save
         #: the turn to PATH"); None once everything buffered is saved. See ``_write_failed``.
         self.write_error: str | None = None
+        #: Told why writes fail (``"disk full"``, SQLite's words) when that changes, and None
+        #: once everything is saved again; called from the flusher thread too, so it must only
+        #: hand the news on (the window's bridge emits a queued signal).
+        self.write_listener: Callable[[str | None], None] | None = None
         self._conn = sqlite3.connect(
             str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0
         )
@@ -396,17 +400,27 @@ class Store(MarkerLog, TurnPages, QueueLog):
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
-        self._conn.execute("BEGIN IMMEDIATE")
+        """A write transaction. A write that fails for want of room or rights (not a broken
+        constraint) is kept in ``write_error`` as a failed flush is; one that works while
+        nothing waits in the buffer means writing works again."""
         try:
-            yield
-            self._conn.execute("COMMIT")
-        except BaseException:
-            # SQLite may have rolled back already (a full disk does): a ROLLBACK then fails
-            # with "no transaction is active", which must not hide the real error.
-            if self._conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self._conn.execute("COMMIT")
+            except BaseException:
+                # SQLite may have rolled back already (a full disk does): a ROLLBACK then fails
+                # with "no transaction is active", which must not hide the real error.
+                if self._conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                raise
+        except _WRITE_ERRORS as exc:
+            if not isinstance(exc, sqlite3.IntegrityError):
+                self._write_failed(exc)
             raise
+        if not self._buffer:  # unlocked peek: a flush in progress reports for itself
+            self._writes_work()
 
     def _write_failed(self, exc: BaseException) -> None:
         """Remember why a write failed, and log it once (not at every retry of the flusher)."""
@@ -414,9 +428,25 @@ class Store(MarkerLog, TurnPages, QueueLog):
                 or getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in str(exc))
         message = (f"disk full: could not save the turn to {self.path}" if full
                    else f"could not save the turn to {self.path}: {exc}")
-        if message != self.write_error:
-            log.warning("%s", message)
+        if message == self.write_error:
+            return
+        log.warning("%s", message)
         self.write_error = message
+        self._tell_listener("disk full" if full else str(exc))
+
+    def _writes_work(self) -> None:
+        """Everything buffered is saved (the disk has room again)."""
+        if self.write_error is not None:
+            self.write_error = None
+            self._tell_listener(None)
+
+    def _tell_listener(self, reason: str | None) -> None:
+        listener = self.write_listener
+        if listener is not None:
+            try:
+                listener(reason)
+            except Exception:  # the store keeps saving whatever a listener does
+                log.exception("write listener failed")
 
     def _tick(self) -> float:
         """Wall-clock time, strictly increasing within this store (coarse clocks tie)."""
@@ -494,8 +524,9 @@ class Store(MarkerLog, TurnPages, QueueLog):
                 self._write_failed(exc)
             raise
         with self._buf_lock:
-            if not self._buffer:
-                self.write_error = None  # everything is saved (the disk has room again)
+            saved = not self._buffer
+        if saved:
+            self._writes_work()
 
     def _write(self, batch: list[_Pending]) -> None:
         rows = [p.row() for p in batch]

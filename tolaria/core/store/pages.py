@@ -4,12 +4,14 @@ A chat can hold thousands of turns; a view must never read the whole event log t
 newest one. ``TurnPages`` (mixed into ``Store``) reads a bounded run of turns plus the events of
 those turns only, in two indexed queries (``turns_by_conversation``, the events primary key).
 Search runs in SQLite over what is stored (``instr`` on the prompt and on text/tool payloads), so
-finding a match never needs a widget per turn.
+finding a match never needs a widget per turn; text that the store cut into several rows is
+searched across the cuts with a bounded overlap (``_across_rows``).
 """
 
 from __future__ import annotations
 
 import json
+import string
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,29 @@ FIRST_PAGE_TURNS = 6
 SEARCHABLE_KINDS = ("text_delta", "tool_start", "tool_update", "tool_done", "error")
 #: Matches returned by one search, newest kept (a search bar shows "n of m").
 SEARCH_LIMIT = 1000
+#: Rows that are not shown in the text (between two text rows, the text runs on).
+_NOT_IN_TEXT = ("init", "usage")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def ascii_lower(text: str) -> str:
+    """Lower case as SQLite's ``lower`` does it (ASCII letters only), so both sides agree."""
+    return text.translate(_ASCII_LOWER)
+
+
+def _spelled_length(head: str) -> int:
+    """Characters of a JSON string's spelling before its closing quote (``len(head)`` when the
+    quote is not in ``head``): a quote inside the text is always escaped."""
+    escaped = False
+    for index, char in enumerate(head):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            return index
+    return len(head)
+
 
 PAGE_LATEST = "latest"
 PAGE_OLDER = "older"
@@ -97,10 +122,10 @@ class TurnPages:
     def search_turns(self, conversation_id: int, needle: str,
                      limit: int = SEARCH_LIMIT) -> list[int]:
         """Ids of the turns whose prompt or stored text contains ``needle`` (ASCII letters
-        case-insensitively), oldest first. Text split across two stored rows is not found."""
+        case-insensitively), oldest first; also text the store cut into several rows."""
         if not needle.strip():
             return []
-        lowered = needle.lower()
+        lowered = ascii_lower(needle)
         # Payloads are JSON: look for the needle as JSON spells it (quotes, newlines escaped).
         spelled = json.dumps(lowered, ensure_ascii=False)[1:-1]
         marks = ", ".join("?" for _ in SEARCHABLE_KINDS)
@@ -110,7 +135,46 @@ class TurnPages:
             f" AND e.kind IN ({marks}) AND instr(lower(CAST(e.payload AS TEXT)), ?) > 0))"
             " ORDER BY id DESC LIMIT ?",
             conversation_id, lowered, *SEARCHABLE_KINDS, spelled, limit, flush=True)
-        return [row[0] for row in reversed(rows)]
+        found = {row[0] for row in rows} | self._across_rows(conversation_id, spelled)
+        return sorted(found)[-limit:]
+
+    def _across_rows(self, conversation_id: int, spelled: str) -> set[int]:
+        """Turns where ``spelled`` spans the cut between consecutive text rows (deltas are
+        stored in rows cut at every flush and at COALESCE_MAX_CHARS).
+
+        Only the first and last ``len(spelled) - 1`` characters of each row's text are read: a
+        match across a cut has at most that many on either side, and a shorter row is read
+        whole. It works on the text as the payload spells it (JSON escapes each character on
+        its own, so the rows' spellings joined are the spelling of the joined text), which
+        needs no JSON parsing: the text is the payload's last value (``{..., "text": "…"}``)."""
+        reach = len(spelled) - 1
+        if reach < 1:
+            return set()
+        p = "CAST(e.payload AS TEXT)"
+        at = f"instr({p}, '\"text\": \"') + 9"  # where the spelled text starts
+        text_only = "CASE WHEN e.kind = 'text_delta' THEN {} END"
+        rows = self._query(
+            "SELECT e.turn_id, e.kind,"
+            f" {text_only.format(f'substr({p}, {at}, ? + 2)')},"  # a short text ends in '"}'
+            f" {text_only.format(f'substr({p}, -? - 2, ?)')}"
+            " FROM events e JOIN turns t ON t.id = e.turn_id WHERE t.conversation_id = ?"
+            f" AND e.kind NOT IN ({', '.join('?' for _ in _NOT_IN_TEXT)})"
+            " ORDER BY e.turn_id, e.seq", reach, reach, reach, conversation_id, *_NOT_IN_TEXT)
+        found: set[int] = set()
+        turn, before = None, ""  # the last ``reach`` characters of the text run so far
+        for turn_id, kind, head, tail in rows:
+            if kind != "text_delta" or head is None:  # a tool card...: the text run ends
+                turn, before = None, ""
+                continue
+            if turn_id != turn:
+                turn, before = turn_id, ""
+            kept = min(reach, _spelled_length(head))  # a row shorter than ``reach``: all of it
+            head = ascii_lower(head[:kept])
+            tail = ascii_lower(tail[len(tail) - kept:])
+            if before and spelled in before + head:
+                found.add(turn_id)
+            before = (before + head)[-reach:] if len(head) < reach else tail
+        return found
 
     def turn_count(self, conversation_id: int) -> int:
         return int(self._query("SELECT count(*) FROM turns WHERE conversation_id = ?",

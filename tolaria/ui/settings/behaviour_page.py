@@ -1,4 +1,5 @@
-"""The Behaviour page: how stops and the no-output watchdog behave, quitting, notifications."""
+"""The Behaviour page: how stops and the no-output watchdog behave, quitting, notifications, and
+the theme (applied and kept at once, like View → Theme, not on Save)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import replace
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDoubleSpinBox,
     QFormLayout,
     QHBoxLayout,
@@ -16,10 +18,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.config.settings import Settings
+from tolaria.config.settings import THEMES, Settings
 from tolaria.ui import theme
 
 _FIELD_WIDTH = 140
+_THEME_LABELS = {"system": "System", "light": "Light", "dark": "Dark"}
 
 
 def _with_hint(field: QWidget | QHBoxLayout, text: str, parent: QWidget) -> QWidget:
@@ -45,6 +48,8 @@ def _with_hint(field: QWidget | QHBoxLayout, text: str, parent: QWidget) -> QWid
 class BehaviourPage(QWidget):
     #: A value was changed.
     changed = Signal()
+    #: The user picked a theme: "system", "light" or "dark" (to apply and keep now).
+    theme_chosen = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,11 +101,23 @@ class BehaviourPage(QWidget):
         self.notify.setObjectName("notifyBackground")
         self.notify.toggled.connect(self.changed)
         form.addRow("Notifications", self.notify)
+        self.theme = QComboBox(self)
+        self.theme.setObjectName("themeChoice")
+        for name in THEMES:
+            self.theme.addItem(_THEME_LABELS[name], name)
+        self.theme.setFixedWidth(_FIELD_WIDTH)
+        self.theme.currentIndexChanged.connect(self._on_theme_current_index_changed)
+        form.addRow("Theme", _with_hint(
+            self.theme, "The window's colours. Applied and kept at once, like View → Theme.",
+            self))
         layout.addStretch(1)
 
+    def _fields(self) -> tuple[QWidget, ...]:
+        return (self.grace, self.polite, self.polite_own, self.watchdog, self.confirm_quit,
+                self.notify, self.theme)
+
     def set_settings(self, settings: Settings) -> None:
-        for widget in (self.grace, self.polite, self.polite_own, self.watchdog,
-                       self.confirm_quit, self.notify):
+        for widget in self._fields():
             widget.blockSignals(True)
         self.grace.setValue(settings.grace_seconds)
         own = settings.polite_window_ms is None
@@ -110,8 +127,8 @@ class BehaviourPage(QWidget):
         self.watchdog.setValue(settings.watchdog_seconds)
         self.confirm_quit.setChecked(settings.confirm_quit)
         self.notify.setChecked(settings.notify_background)
-        for widget in (self.grace, self.polite, self.polite_own, self.watchdog,
-                       self.confirm_quit, self.notify):
+        self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
+        for widget in self._fields():
             widget.blockSignals(False)
 
     def apply(self, settings: Settings) -> Settings:
@@ -120,8 +137,11 @@ class BehaviourPage(QWidget):
             polite_window_ms=None if self.polite_own.isChecked() else int(self.polite.value()),
             watchdog_seconds=float(self.watchdog.value()),
             confirm_quit=self.confirm_quit.isChecked(),
-            notify_background=self.notify.isChecked())
+            notify_background=self.notify.isChecked(), theme=str(self.theme.currentData()))
 
     def _on_polite_own_toggled(self, own: bool) -> None:
         self.polite.setEnabled(not own)
         self.changed.emit()
+
+    def _on_theme_current_index_changed(self, _index: int) -> None:
+        self.theme_chosen.emit(str(self.theme.currentData()))

@@ -9,6 +9,7 @@ file on disk is named (file, line, problem) and never saved over.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,8 @@ class SettingsDialog(QDialog):
     save_requested = Signal(object, object)
     #: Write a custom agent's manifest: data, the id it replaces (or None).
     custom_agent_save_requested = Signal(object, object)
+    #: The user picked a theme on the Behaviour page (apply and keep it now): name.
+    theme_change_requested = Signal(str)
     #: The window closed: running Tests are cancelled.
     closed = Signal()
 
@@ -101,12 +104,26 @@ class SettingsDialog(QDialog):
         for page in (self.agents, self.shortcuts, self.behaviour):
             page.changed.connect(self._on_page_changed)
         self.agents.add_requested.connect(self._on_agents_add_requested)
+        self.behaviour.theme_chosen.connect(self.theme_change_requested)
 
     # -- facts --------------------------------------------------------------------------------
     def set_settings(self, settings: Settings) -> None:
         self._settings = settings
         self.shortcuts.set_settings(settings)
         self.behaviour.set_settings(settings)
+        self._refresh_save()
+
+    def settings_changed(self, settings: Settings) -> None:
+        """The settings were saved from elsewhere while this window is open (View → Theme):
+        they become the base of the next Save, and the user's unsaved edits here are kept, so
+        a Save never writes back a value this window holds stale."""
+        edited = self.edited_settings()
+        pending = {f.name: getattr(edited, f.name) for f in fields(Settings)
+                   if getattr(edited, f.name) != getattr(self._settings, f.name)}
+        self._settings = settings
+        shown = replace(settings, **pending)
+        self.shortcuts.set_settings(shown)
+        self.behaviour.set_settings(shown)
         self._refresh_save()
 
     def set_agents(self, manifests: Sequence[Manifest], overrides: Mapping[str, AgentOverrides],
