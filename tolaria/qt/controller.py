@@ -36,6 +36,7 @@ from PySide6.QtCore import QObject, QTimer
 
 from tolaria.chats.checkpoints import TurnCheckpoints
 from tolaria.chats.inflight import Launch, MessageQueues
+from tolaria.chats.review import TurnReview
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.chats.titles import DEFAULT_TITLE
@@ -98,6 +99,8 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         self.queues = MessageQueues(store)
         #: Git snapshots before and after each turn (tolaria/qt/checkpoint_control.py).
         self.checkpoints = TurnCheckpoints(store)
+        #: A changed file's diff, hunk by hunk, with Accept / Revert (tolaria/chats/review.py).
+        self.review = TurnReview(self.checkpoints)
         #: Runs waiting for their ``before`` snapshot, and those a stop reached meanwhile.
         self._snapshotting: set[str] = set()
         self._cancelled_early: set[str] = set()

@@ -80,7 +80,8 @@ class MainWindow(WindowKeys):
     unqueue_requested = Signal(int, int)
     #: Reorder, edit, send now, pause or resume a queue: conversation id, QueueChange.
     queue_change_requested = Signal(int, object)
-    #: Revert a file of a turn, or rewind to before it: conversation id, UndoRequest.
+    #: Revert a file of a turn, or rewind to before it (UndoRequest), or show, accept or revert
+    #: a hunk of a file's diff (ReviewRequest): conversation id, request.
     undo_requested = Signal(int, object)
     #: Answer a permission question of a running turn: stream id, question key, option id.
     permission_answer_requested = Signal(str, str, str)
@@ -218,6 +219,7 @@ class MainWindow(WindowKeys):
         bridge.markers_loaded.connect(self.stack.on_markers_loaded)
         bridge.queue_changed.connect(self.stack.on_queue_changed)
         bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
+        bridge.file_review_loaded.connect(self.stack.on_file_review_loaded)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
         bridge.turn_restarted.connect(self.refresh_run_state)
 
