@@ -32,6 +32,7 @@ from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
 from tolaria.qt.fanout import FanOutController
 from tolaria.qt.pages import PageLoader
+from tolaria.qt.session_import import SessionImport
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
 from tolaria.support import crash
@@ -86,6 +87,7 @@ class Tolaria:
                      if p.split(": ", 1)[0] not in said]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.pages = PageLoader(self.bridge, self.store)
+        self.session_import = SessionImport(self.bridge, self.store, self.tasks)
         self.control = ControlServer(self.registry, details=self._stream_details)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
@@ -124,6 +126,7 @@ class Tolaria:
         w.cwd_change_requested.connect(c.set_cwd)
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
+        w.import_requested.connect(self.session_import.start)
         self.bridge.job_changed.connect(self._on_bridge_job_changed)
         w.closed.connect(self._on_window_closed)
 

@@ -86,6 +86,8 @@ class Bridge(QObject):
     #: One file's diff under a turn, after it was asked for or a hunk was accepted or reverted:
     #: conversation id, FileReview (tolaria/chats/review.py).
     file_review_loaded = Signal(int, object)
+    #: "Import sessions from CLIs…" ended: ImportReport (None when it failed), why it failed.
+    sessions_imported = Signal(object, str)
     #: A turn was abandoned and its prompt re-run: conversation id, old stream id, new stream id.
     turn_restarted = Signal(int, str, str)
     #: The operator markers of a conversation, after ``history_loaded``: id, list[Marker].

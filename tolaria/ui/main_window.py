@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.chats.fanout import FanOutJob
+from tolaria.chats.importing import ImportReport
 from tolaria.config.settings import (
     DEFAULT_NEW_CHAT,
     DEFAULT_STOP,
@@ -41,6 +42,7 @@ from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
+from tolaria.ui.import_report import ImportReportBar
 from tolaria.ui.jobs import JobWindows, job_label
 from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.quit_prompt import QuitPrompt
@@ -136,6 +138,8 @@ class MainWindow(WindowKeys):
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
         column.addWidget(self.header)
+        self.import_report = ImportReportBar(right)
+        column.addWidget(self.import_report)
         column.addWidget(self.stack, 1)
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.addWidget(self.sidebar)
@@ -220,6 +224,7 @@ class MainWindow(WindowKeys):
         bridge.queue_changed.connect(self.stack.on_queue_changed)
         bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
         bridge.file_review_loaded.connect(self.stack.on_file_review_loaded)
+        bridge.sessions_imported.connect(self._on_bridge_sessions_imported)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
         bridge.turn_restarted.connect(self.refresh_run_state)
 
@@ -298,6 +303,14 @@ class MainWindow(WindowKeys):
 
     def _on_fan_out_action_triggered(self) -> None:
         self.jobs.open_dialog()
+
+    def _on_import_action_triggered(self) -> None:
+        if not self.import_report.running:  # one import at a time
+            self.import_report.show_running()
+            self.import_requested.emit()
+
+    def _on_bridge_sessions_imported(self, report: ImportReport | None, error: str) -> None:
+        self.import_report.show_report(report, error, Path(os.path.expanduser("~")))
 
     def fan_out_here(self, prompt: str, agents: list[str]) -> None:
         """Start a job in the current chat's folder."""

@@ -43,6 +43,8 @@ class WindowKeys(QMainWindow):
     restart_requested = Signal(int)
     #: Open the Preferences window.
     preferences_requested = Signal()
+    #: Import the sessions the agent CLIs stored themselves (File → Import sessions from CLIs…).
+    import_requested = Signal()
 
     sidebar: Sidebar
     stack: ChatStack
@@ -62,6 +64,9 @@ class WindowKeys(QMainWindow):
         raise NotImplementedError
 
     def _on_fan_out_action_triggered(self) -> None:
+        raise NotImplementedError
+
+    def _on_import_action_triggered(self) -> None:
         raise NotImplementedError
 
     # -- actions and menus ----------------------------------------------------------------------
@@ -86,6 +91,8 @@ class WindowKeys(QMainWindow):
                                   self._on_restart_action_triggered)
         self.fan_out_action = add("Ask several agents…", FAN_OUT_SHORTCUT,
                                   self._on_fan_out_action_triggered)
+        self.import_action = add("&Import sessions from CLIs…", None,
+                                 self._on_import_action_triggered, name="importSessionsAction")
         self.preferences_action = add("&Preferences…", QKeySequence("Ctrl+,"),
                                       self.preferences_requested.emit)
         self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
@@ -101,6 +108,8 @@ class WindowKeys(QMainWindow):
         for action in (self.new_action, self.search_action, self.sidebar.rename_action,
                        self.sidebar.delete_action):
             file_menu.addAction(action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.import_action)
         file_menu.addSeparator()
         file_menu.addAction(self.preferences_action)
         file_menu.addSeparator()
