@@ -1,7 +1,8 @@
 """The inline, non-modal report of "Import sessions from CLIs…": a bar above the chat saying that
 the import runs, then how many chats came from which CLI and which files were skipped and why.
 It never takes the keyboard and stays until closed (or the next import), so the user can read
-the skipped files while working on."""
+the skipped files while working on. The same bar carries the one-line notes of a chat's git
+worktree (made, removed, or kept because it has uncommitted work)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,14 @@ class ImportReportBar(QFrame):
                               f"{labels[-1]}…")
         self.details.hide()
         self.close_button.hide()
+        self.show()
+
+    def show_note(self, text: str) -> None:
+        """A one-line note of another window-wide action (a chat's git worktree)."""
+        self.running = False
+        self.headline.setText(text)
+        self.details.hide()
+        self.close_button.show()
         self.show()
 
     def show_report(self, report: ImportReport | None, error: str = "",

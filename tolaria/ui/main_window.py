@@ -91,6 +91,8 @@ class MainWindow(WindowKeys):
     rename_requested = Signal(int, str)
     #: Delete a conversation (stopping its run first): id.
     delete_requested = Signal(int)
+    #: Remove a conversation's git worktree once it is deleted (asked just before): id.
+    remove_worktree_requested = Signal(int)
     #: Use another agent in a conversation: id, agent id.
     agent_change_requested = Signal(int, str)
     #: Use another working folder in a conversation: id, path.
@@ -183,6 +185,7 @@ class MainWindow(WindowKeys):
         self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
         self.sidebar.activate_requested.connect(self._on_sidebar_activate_requested)
         self.sidebar.rename_requested.connect(self.rename_requested)
+        self.sidebar.remove_worktree_requested.connect(self.remove_worktree_requested)
         self.sidebar.delete_requested.connect(self.delete_requested)
         self.sidebar.confirm_closed.connect(self._on_sidebar_confirm_closed)
         self.header.agent_change_requested.connect(self._on_header_agent_change_requested)
@@ -225,6 +228,7 @@ class MainWindow(WindowKeys):
         bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
         bridge.file_review_loaded.connect(self.stack.on_file_review_loaded)
         bridge.sessions_imported.connect(self._on_bridge_sessions_imported)
+        bridge.worktree_changed.connect(self._on_bridge_worktree_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
         bridge.turn_restarted.connect(self.refresh_run_state)
 
@@ -290,11 +294,18 @@ class MainWindow(WindowKeys):
 
     # -- intents ------------------------------------------------------------------------------
     def _on_new_action_triggered(self) -> None:
+        self._want_new += 1
+        self.new_chat_requested.emit(*self._new_chat_defaults())
+
+    def _on_new_worktree_action_triggered(self) -> None:
+        self._want_new += 1
+        self.new_worktree_chat_requested.emit(*self._new_chat_defaults())
+
+    def _new_chat_defaults(self) -> tuple[str, str]:
+        """A new chat takes the current chat's agent and folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
         agent = current.agent if current else self.default_agent
-        cwd = (current.cwd if current else None) or self.default_cwd
-        self._want_new += 1
-        self.new_chat_requested.emit(agent, cwd)
+        return agent, (current.cwd if current else None) or self.default_cwd
 
     def _on_sidebar_confirm_closed(self) -> None:
         pane = self.current_pane()
@@ -308,6 +319,11 @@ class MainWindow(WindowKeys):
         if not self.import_report.running:  # one import at a time
             self.import_report.show_running()
             self.import_requested.emit()
+
+    def _on_bridge_worktree_changed(self, conversation_id: int, path: str, note: str) -> None:
+        self.sidebar.set_worktree(conversation_id, path)
+        if note:
+            self.import_report.show_note(note)
 
     def _on_bridge_sessions_imported(self, report: ImportReport | None, error: str) -> None:
         self.import_report.show_report(report, error, Path(os.path.expanduser("~")))

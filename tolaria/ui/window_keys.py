@@ -43,6 +43,8 @@ class WindowKeys(QMainWindow):
     restart_requested = Signal(int)
     #: Open the Preferences window.
     preferences_requested = Signal()
+    #: A new chat in a new git worktree of the current chat's repository: agent id, folder.
+    new_worktree_chat_requested = Signal(str, str)
     #: Import the sessions the agent CLIs stored themselves (File → Import sessions from CLIs…).
     import_requested = Signal()
 
@@ -66,6 +68,9 @@ class WindowKeys(QMainWindow):
     def _on_fan_out_action_triggered(self) -> None:
         raise NotImplementedError
 
+    def _on_new_worktree_action_triggered(self) -> None:
+        raise NotImplementedError
+
     def _on_import_action_triggered(self) -> None:
         raise NotImplementedError
 
@@ -76,6 +81,9 @@ class WindowKeys(QMainWindow):
         self.registry = ActionRegistry(self)
         add = self.registry.add
         self.new_action = add("&New chat", new_key, self._on_new_action_triggered)
+        self.new_worktree_action = add("New chat in a git &worktree", None,
+                                       self._on_new_worktree_action_triggered,
+                                       name="newWorktreeChatAction")
         self.search_action = add("&Search chats", SEARCH_SHORTCUT, self.sidebar.focus_search,
                                  name="searchChatsAction")
         self.registry.adopt(self.sidebar.rename_action)
@@ -105,7 +113,7 @@ class WindowKeys(QMainWindow):
                              for n in range(1, 10)]
         self.command_palette = CommandPalette(self)
         file_menu = self.menuBar().addMenu("&File")
-        for action in (self.new_action, self.search_action, self.sidebar.rename_action,
+        for action in (self.new_action, self.new_worktree_action, self.search_action, self.sidebar.rename_action,
                        self.sidebar.delete_action):
             file_menu.addAction(action)
         file_menu.addSeparator()
