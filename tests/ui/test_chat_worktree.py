@@ -27,11 +27,10 @@ def repo(tmp_path: Path) -> Path:
 def new_worktree_chat(drv: AppDriver, qtbot: QtBot, repo: Path) -> tuple[int, Path]:
     before = set(drv.window.sidebar.ids())
     drv.window.new_worktree_action.trigger()
-    qtbot.waitUntil(lambda: set(drv.window.sidebar.ids()) - before != set())
+    qtbot.waitUntil(lambda: set(drv.window.sidebar.ids()) - before != set(), timeout=10_000)
     [chat] = set(drv.window.sidebar.ids()) - before
     worktree = repo.parent / f"proj-tolaria-{chat}"
-    qtbot.waitUntil(lambda: drv.stored_conversation(chat).cwd == str(worktree),
-                    timeout=10_000)
+    assert drv.stored_conversation(chat).cwd == str(worktree), "shown once it works there"
     return chat, worktree
 
 
@@ -90,7 +89,8 @@ def test_outside_git_the_new_chat_stays_in_its_folder_and_says_why(
     before = set(drv.window.sidebar.ids())
     drv.window.new_worktree_action.trigger()
     bar = drv.window.import_report
-    qtbot.waitUntil(bar.isVisible, timeout=10_000)
+    assert bar.headline.text() == "Making a git worktree for the new chat…"
+    qtbot.waitUntil(lambda: bar.headline.text().startswith("The new chat"), timeout=10_000)
     assert bar.headline.text() == (f"The new chat works in {plain}: {plain} is not inside a "
                                    "git repository: no worktree made")
     [chat] = set(drv.window.sidebar.ids()) - before

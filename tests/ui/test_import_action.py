@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from chats.test_importing import AGENTS, SESSIONS
 from PySide6.QtWidgets import QApplication, QMenu
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
@@ -18,9 +19,6 @@ from tolaria.chats.importing import ImportReport, import_sessions
 from tolaria.core.store.db import Store
 from tolaria.qt import session_import
 from tolaria.ui.actions import plain_text
-
-SESSIONS = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
-AGENTS = ["claude", "codex", "gemini", "qwen", "opencode"]
 
 
 @pytest.fixture

@@ -89,8 +89,7 @@ class Tolaria:
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.pages = PageLoader(self.bridge, self.store)
         self.session_import = SessionImport(self.bridge, self.store, self.tasks)
-        self.worktrees = WorktreeControl(self.bridge, self.store, self.tasks,
-                                         self.controller.set_cwd)
+        self.worktrees = WorktreeControl(self.bridge, self.store, self.tasks)
         self.control = ControlServer(self.registry, details=self._stream_details)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
@@ -151,9 +150,7 @@ class Tolaria:
         self.controller.new_conversation(agent, self.settings_controller.default_cwd(agent) or cwd)
 
     def _on_window_new_worktree_chat_requested(self, agent: str, cwd: str) -> None:
-        conversation = self.controller.new_conversation(
-            agent, self.settings_controller.default_cwd(agent) or cwd)
-        self.worktrees.create_for(conversation.id, conversation.cwd or cwd)
+        self.worktrees.new_chat(agent, self.settings_controller.default_cwd(agent) or cwd)
 
     def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str) -> None:
         names = {m.id: m.name for m in self.adapters.manifests.values()}

@@ -299,6 +299,7 @@ class MainWindow(WindowKeys):
 
     def _on_new_worktree_action_triggered(self) -> None:
         self._want_new += 1
+        self.import_report.show_note("Making a git worktree for the new chat…")
         self.new_worktree_chat_requested.emit(*self._new_chat_defaults())
 
     def _new_chat_defaults(self) -> tuple[str, str]:
