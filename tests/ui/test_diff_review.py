@@ -19,7 +19,7 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp
 
 from tolaria.chats.review import MARKER_HUNK_ACCEPTED, MARKER_HUNK_REVERTED
-from tolaria.ui.diff_review import MAX_HEIGHT, FileDiffView
+from tolaria.ui.diff_review import MAX_HEIGHT, MAX_HUNKS, FileDiffView
 from tolaria.ui.turn_changes import TurnChangesRow
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -165,8 +165,20 @@ def test_a_long_diff_scrolls_inside(start_app: StartApp, qtbot: QtBot, repo: Pat
     assert lines.verticalScrollBar().maximum() > 0, "the hunk scrolls inside"
     assert lines.toPlainText().splitlines()[-1] == "… 1000 more lines"
     _, many = open_diff(drv, stream, "long.txt")
-    assert len(many.hunk_blocks()) == 100
+    assert many.review is not None and len(many.review.hunks) == 100
+    assert len(many.hunk_blocks()) == MAX_HUNKS, "built in batches"
     assert diff.scroller.height() <= MAX_HEIGHT and many.scroller.height() == MAX_HEIGHT
     assert many.scroller.verticalScrollBar().maximum() > 0, "the file's hunks scroll inside"
+    lots = [f"edited {x}" if int(x) % 8 == 0 else x for x in long]
+    stream = edit_turn(drv, {"long.txt": text_of(lots)})
+    _, capped = open_diff(drv, stream, "long.txt")
+    assert capped.review is not None and len(capped.review.hunks) > MAX_HUNKS
+    total = len(capped.review.hunks)
+    assert len(capped.hunk_blocks()) == MAX_HUNKS
+    assert capped.more_button.isVisibleTo(capped)
+    assert capped.more_button.text() == f"Show {MAX_HUNKS} more of {total - MAX_HUNKS} changes"
+    while capped.more_button.isVisibleTo(capped):
+        capped.more_button.click()
+    assert len(capped.hunk_blocks()) == total
     qtbot.wait(50)  # painted without freezing: the window still answers
     assert drv.pane.composer.isEnabled()

@@ -4,8 +4,9 @@ Laid out like a review panel (Zed, Claude desktop): each hunk a rounded block wi
 header (its ``@@`` range, +added / −removed counts, Accept and Revert at the right) over the
 lines, old and new line numbers in a muted gutter, added and removed lines tinted across the
 whole width. A hunk's lines scroll inside it past ``HUNK_LINES`` and the file's hunks inside
-the file past ``MAX_HEIGHT``, so a long diff never grows the transcript nor freezes it; past
-``MAX_LINES`` a hunk is cut with a count.
+the file past ``MAX_HEIGHT``, so a long diff never grows the transcript; past ``MAX_LINES`` a
+hunk is cut with a count, and only ``MAX_HUNKS`` hunks are built at a time ("Show more"), so
+opening a file with thousands of changes never freezes the window.
 
 Accept marks a hunk reviewed; Revert undoes it in the working tree. When that fails because
 the file changed since, the core's message shows under the hunk with "Revert file".
@@ -39,6 +40,8 @@ HUNK_LINES = 18
 MAX_HEIGHT = 420
 #: Lines of one hunk shown at all (the rest counted).
 MAX_LINES = 3000
+#: Hunks of one file built at once (each is a few widgets): "Show more" builds the next ones.
+MAX_HUNKS = 50
 _RANGE = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@ ?(.*)$")
 
 
@@ -163,7 +166,18 @@ class FileDiffView(QFrame):
         self.status.setWordWrap(True)
         self._blocks.addWidget(self.status)
         self._hunks: list[QFrame] = []
+        #: How many hunks are built (MAX_HUNKS more per "Show more").
+        self._limit = MAX_HUNKS
+        self.more_button = _button(self.body, "moreHunksButton", "",
+                                   "Show the next changes of this file")
+        self.more_button.clicked.connect(self._on_more_button_clicked)
+        self.more_button.hide()
         self._fit()
+
+    def _on_more_button_clicked(self) -> None:
+        self._limit += MAX_HUNKS
+        if self.review is not None:
+            self.set_review(self.review)
 
     def _restyle(self) -> None:
         border, card = theme.css(theme.border()), theme.css(theme.card_background())
@@ -203,11 +217,16 @@ class FileDiffView(QFrame):
             note = "The whole file was put back as it was before this turn."
         self.status.setText(note)
         self.status.setVisible(bool(note))
-        for hunk in review.hunks:
+        self._blocks.removeWidget(self.more_button)
+        for hunk in review.hunks[:self._limit]:
             block = self._hunk_block(hunk, review)
             self._hunks.append(block)
             self._blocks.addWidget(block)
             block.show()  # now, not from the event loop: _fit measures the shown hunks
+        hidden = len(review.hunks) - len(self._hunks)
+        self.more_button.setText(f"Show {min(hidden, MAX_HUNKS)} more of {hidden} changes")
+        self._blocks.addWidget(self.more_button, 0, Qt.AlignmentFlag.AlignLeft)
+        self.more_button.setVisible(hidden > 0)
         self._apply_busy()
         self._fit()
 
