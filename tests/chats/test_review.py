@@ -31,7 +31,7 @@ LINES = [f"line {n}\n" for n in range(1, 31)]
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return git_repo(tmp_path / "proj", {"f.txt": "".join(LINES)})
+    return git_repo(tmp_path / "proj", {"f.txt": "".join(LINES), "gone.txt": "bye\n"})
 
 
 @pytest.fixture
@@ -56,6 +56,7 @@ async def test_accept_and_revert_one_hunk_of_a_turn(store: Store, repo: Path) ->
     await service.before_turn(chat, turn, str(repo))
     (repo / "f.txt").write_text(changed(l2="two", l25="twenty-five"))
     (repo / "pic.bin").write_bytes(bytes(range(256)))
+    (repo / "gone.txt").unlink()
     await service.after_turn(chat, turn)
     (repo / "later.txt").write_text("after the turn: not in its diff\n")
 
@@ -81,6 +82,11 @@ async def test_accept_and_revert_one_hunk_of_a_turn(store: Store, repo: Path) ->
     assert refused.failed == first
     assert refused.error == "f.txt has changed since this turn: that part no longer applies"
     assert (repo / "f.txt").read_text() == changed(l2="the user's two"), "nothing written"
+
+    # The turn deleted gone.txt: reverting its one hunk brings it back.
+    [gone] = (await review.handle(chat.id, ReviewRequest(turn, "gone.txt"))).hunks
+    await review.handle(chat.id, ReviewRequest(turn, "gone.txt", REVERT, hunk_key(gone)))
+    assert (repo / "gone.txt").read_text() == "bye\n"
 
     binary = await review.handle(chat.id, ReviewRequest(turn, "pic.bin"))
     assert binary.binary and not binary.hunks
