@@ -31,8 +31,10 @@ from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
 from tolaria.qt.fanout import FanOutController
 from tolaria.qt.pages import PageLoader
+from tolaria.qt.session_import import SessionImport
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
+from tolaria.qt.worktree_control import WorktreeControl
 from tolaria.support import crash
 from tolaria.ui import theme
 from tolaria.ui.main_window import MainWindow
@@ -86,6 +88,8 @@ class Tolaria:
                      if p.split(": ", 1)[0] not in said]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.pages = PageLoader(self.bridge, self.store)
+        self.session_import = SessionImport(self.bridge, self.store, self.tasks)
+        self.worktrees = WorktreeControl(self.bridge, self.store, self.tasks)
         self.control = ControlServer(self.registry, details=self._stream_details)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
@@ -123,6 +127,10 @@ class Tolaria:
         w.cwd_change_requested.connect(c.set_cwd)
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
+        w.import_requested.connect(self.session_import.start)
+        w.new_worktree_chat_requested.connect(self._on_window_new_worktree_chat_requested)
+        w.remove_worktree_requested.connect(self.worktrees.remove_with)
+        self.bridge.conversation_deleted.connect(self.worktrees.on_conversation_deleted)
         self.bridge.job_changed.connect(self._on_bridge_job_changed)
         w.closed.connect(self._on_window_closed)
 
@@ -136,6 +144,9 @@ class Tolaria:
         # The agent's default working folder (Preferences) wins for a new chat.
         self.controller.new_conversation(agent, self.settings_controller.default_cwd(agent) or cwd)
 
+    def _on_window_new_worktree_chat_requested(self, agent: str, cwd: str) -> None:
+        self.worktrees.new_chat(agent, self.settings_controller.default_cwd(agent) or cwd)
+
     def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str) -> None:
         names = {m.id: m.name for m in self.adapters.manifests.values()}
         self.fanout.start_job(prompt, agents, cwd, names)
@@ -148,6 +159,7 @@ class Tolaria:
         except OSError as exc:
             self.bridge.problem_reported.emit(f"control socket unavailable: {exc}")
         conversations = self.controller.load()
+        self.worktrees.load()
         self.show_jobs()
         latest = conversations[0] if conversations else None
         if latest is None or (self.preselect and self.store.turns(latest.id)):

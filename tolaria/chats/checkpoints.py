@@ -223,12 +223,27 @@ class TurnCheckpoints:
         self._tails[conversation_id] = task
         return task
 
+    def in_order(self, conversation_id: int, work: Callable[..., T], *args: Any) -> Awaitable[T]:
+        """Run ``work(*args)`` in a thread after the chat's pending git operations (the diff
+        review, tolaria/chats/review.py, queues behind the snapshots this way)."""
+        return self._serial(conversation_id, work, *args)
+
     def _checkpoint(self, conversation_id: int, turn_id: int) -> ck.Checkpoint:
+        return self.checkpoints_of(conversation_id, turn_id)[0]
+
+    def checkpoints_of(self, conversation_id: int, turn_id: int
+                       ) -> tuple[ck.Checkpoint, ck.Checkpoint]:
+        """The turn's ``before`` and ``after`` checkpoints; CheckpointError when it has none."""
         for marker in reversed(self.store.markers(conversation_id, MARKER_TURN_CHANGES)):
             if marker.turn_id == turn_id and isinstance(marker.data, dict):
-                return ck.Checkpoint(Path(str(marker.data["repo"])), str(marker.data["before"]),
-                                     ref="")
+                repo = Path(str(marker.data["repo"]))
+                return (ck.Checkpoint(repo, str(marker.data["before"]), ref=""),
+                        ck.Checkpoint(repo, str(marker.data["after"]), ref=""))
         raise ck.CheckpointError("this turn has no checkpoint")
+
+    def recorded_paths(self, conversation_id: int, turn_id: int) -> set[str]:
+        """The files the turn changed, as recorded after it."""
+        return self._recorded_paths(conversation_id, turn_id)
 
     def _recorded_paths(self, conversation_id: int, turn_id: int) -> set[str]:
         for change in self.changes(conversation_id):

@@ -102,6 +102,12 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None,
     return done
 
 
+def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """Run git in ``repo`` the way checkpoints do (no hooks, no inherited repository, no
+    prompt); CheckpointError says why it failed (tolaria/chats/worktrees.py uses it too)."""
+    return _git(repo, *args, check=check)
+
+
 def find_repo(folder: Path) -> Path | None:
     """The top of the git working tree that holds ``folder``, or None (no git, not a work tree)."""
     if shutil.which("git") is None or not folder.is_dir():

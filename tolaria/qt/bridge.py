@@ -84,6 +84,14 @@ class Bridge(QObject):
     #: What a chat's turns changed in its git folder, or a note why not (after a turn ends,
     #: an undo, or the chat was opened): conversation id, list[TurnChanges].
     turn_changes_changed = Signal(int, object)
+    #: One file's diff under a turn, after it was asked for or a hunk was accepted or reverted:
+    #: conversation id, FileReview (tolaria/chats/review.py).
+    file_review_loaded = Signal(int, object)
+    #: "Import sessions from CLIs…" ended: ImportReport (None when it failed), why it failed.
+    sessions_imported = Signal(object, str)
+    #: A chat's git worktree was made, removed or kept: conversation id, its path ("" when it
+    #: has none now), a note for the user ("" for none).
+    worktree_changed = Signal(int, str, str)
     #: A turn was abandoned and its prompt re-run: conversation id, old stream id, new stream id.
     turn_restarted = Signal(int, str, str)
     #: The operator markers of a conversation, after ``history_loaded``: id, list[Marker].

@@ -5,7 +5,9 @@ The ``before`` snapshot is awaited by the run's task before the agent starts (a 
 ends the turn without starting it: see ``ChatController._run``); the ``after`` one is asked for
 the moment the run ends, whatever the end. Each change of what a chat's turns changed is
 announced with ``turn_changes_changed`` (conversation id, list[TurnChanges]). Undo is refused
-while the chat runs a turn: the agent could be writing those files.
+while the chat runs a turn: the agent could be writing those files. A file's diff and its hunks'
+Accept / Revert (ReviewRequest, tolaria/chats/review.py) go the same way and answer with
+``file_review_loaded``; a hunk's Revert is refused while a turn runs, Accept is not.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Awaitable
 
 from tolaria.chats.checkpoints import TurnCheckpoints, UndoRequest
 from tolaria.chats.inflight import Launch
+from tolaria.chats.review import REVERT, FileReview, ReviewRequest, TurnReview
 from tolaria.core.checkpoints import CheckpointError
 from tolaria.core.store.db import Store
 from tolaria.qt.bridge import Bridge
@@ -27,6 +30,7 @@ class CheckpointControl:
     store: Store
     tasks: TaskSet
     checkpoints: TurnCheckpoints
+    review: TurnReview
     _running: dict[int, str]
 
     def _snapshot_before(self, launch: Launch, turn_id: int) -> Awaitable[None] | None:
@@ -52,7 +56,10 @@ class CheckpointControl:
         self._announce_changes(conversation_id)
 
     def undo(self, conversation_id: int, request: object) -> bool:
-        """Revert a file of a turn or rewind to before it; False when refused (a turn runs)."""
+        """Revert a file of a turn or rewind to before it, or show, accept or revert one of a
+        file's hunks (a ReviewRequest); False when refused (a turn runs and it would write)."""
+        if isinstance(request, ReviewRequest):
+            return self._review(conversation_id, request)
         if not isinstance(request, UndoRequest) or conversation_id in self._running:
             return False
         work: Awaitable[object]
@@ -63,6 +70,21 @@ class CheckpointControl:
         self.tasks.spawn(self._undo(conversation_id, request, work),
                          name=f"undo-{conversation_id}-{request.turn_id}")
         return True
+
+    def _review(self, conversation_id: int, request: ReviewRequest) -> bool:
+        if request.action == REVERT and conversation_id in self._running:
+            return False
+        self.tasks.spawn(self._announce_review(conversation_id, request),
+                         name=f"review-{conversation_id}-{request.turn_id}")
+        return True
+
+    async def _announce_review(self, conversation_id: int, request: ReviewRequest) -> None:
+        try:
+            review = await self.review.handle(conversation_id, request)
+        except (CheckpointError, OSError) as exc:
+            review = FileReview(request.turn_id, request.path, error=str(exc))
+        if self.store.get_conversation(conversation_id) is not None:
+            self.bridge.file_review_loaded.emit(conversation_id, review)
 
     async def _undo(self, conversation_id: int, request: UndoRequest,
                     work: Awaitable[object]) -> None:

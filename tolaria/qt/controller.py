@@ -42,6 +42,7 @@ from PySide6.QtCore import QObject, QTimer
 
 from tolaria.chats.checkpoints import TurnCheckpoints
 from tolaria.chats.inflight import Launch, MessageQueues
+from tolaria.chats.review import TurnReview
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.chats.titles import DEFAULT_TITLE
@@ -104,6 +105,8 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         self.queues = MessageQueues(store)
         #: Git snapshots before and after each turn (tolaria/qt/checkpoint_control.py).
         self.checkpoints = TurnCheckpoints(store)
+        #: A changed file's diff, hunk by hunk, with Accept / Revert (tolaria/chats/review.py).
+        self.review = TurnReview(self.checkpoints)
         #: Permission questions of running turns, answered in the chat.
         self.permissions = PermissionBroker(bridge)
         self._closing = False

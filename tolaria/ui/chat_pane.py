@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout
 
 from tolaria.chats.checkpoints import TurnChanges, UndoRequest
 from tolaria.chats.inflight import EDIT, MOVE, PAUSE, RESUME, SEND_NOW, QueueChange, QueueState
+from tolaria.chats.review import FileReview
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.permissions import PermissionRequest
@@ -299,6 +300,7 @@ class ChatPane(QWidget):
                 row = TurnChangesRow()
                 row.revert_file_requested.connect(self._on_changes_revert_file_requested)
                 row.rewind_requested.connect(self._on_changes_rewind_requested)
+                row.review_requested.connect(self._on_changes_review_requested)
                 view.attach_below(row)
                 self._change_rows[change.stream_id] = row
             row.set_changes(change)
@@ -306,6 +308,15 @@ class ChatPane(QWidget):
 
     def _on_changes_revert_file_requested(self, turn_id: int, path: str) -> None:
         self.undo_requested.emit(self.conversation_id, UndoRequest(turn_id, path))
+
+    def _on_changes_review_requested(self, request: object) -> None:
+        self.undo_requested.emit(self.conversation_id, request)
+
+    def show_file_review(self, review: FileReview) -> None:
+        """One file's diff, or what became of an Accept / Revert, under its turn."""
+        for row in self._change_rows.values():
+            if row.changes is not None and row.changes.turn_id == review.turn_id:
+                row.show_review(review)
 
     def _on_changes_rewind_requested(self, turn_id: int) -> None:
         self.undo_requested.emit(self.conversation_id, UndoRequest(turn_id))

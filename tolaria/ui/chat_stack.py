@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QStackedWidget, QWidget
 
 from tolaria.chats.checkpoints import TurnChanges
 from tolaria.chats.inflight import QueueState
+from tolaria.chats.review import FileReview
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.core.store.pages import TurnPage
@@ -167,6 +168,11 @@ class ChatStack(PaneRouting, QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.set_turn_changes(changes)
+
+    def on_file_review_loaded(self, conversation_id: int, review: FileReview) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.show_file_review(review)
 
     def on_turn_restarted(self, conversation_id: int, old_stream: str, _new_stream: str) -> None:
         pane = self._panes.get(conversation_id)

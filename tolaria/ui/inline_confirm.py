@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tolaria.core.store.db import Conversation
 from tolaria.ui import theme
@@ -88,12 +96,23 @@ class DeleteConfirm(InlineConfirm):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("deleteConfirm", "Delete", parent=parent)
         self.conversation_id: int | None = None
+        self.remove_worktree = QCheckBox(self)
+        self.remove_worktree.setObjectName("removeWorktreeCheck")
+        self.remove_worktree.hide()
+        layout = self.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(1, self.remove_worktree)
         self.accepted.connect(self._on_accepted)
         self.rejected.connect(self._on_rejected)
 
-    def ask_delete(self, conversation: Conversation, *, running: bool) -> None:
+    def ask_delete(self, conversation: Conversation, *, running: bool, worktree: str = "") -> None:
+        """``worktree``: the chat's git worktree, offered for removal too (unchecked)."""
         self.conversation_id = conversation.id
         extra = " Its running turn is stopped first." if running else ""
+        self.remove_worktree.setChecked(False)
+        self.remove_worktree.setText(f"Also remove its git worktree {worktree} (git keeps it "
+                                     "if it has uncommitted work; the branch stays)")
+        self.remove_worktree.setVisible(bool(worktree))
         self.ask(f"Delete “{conversation.title}” and its transcript?{extra}")
 
     def _on_accepted(self) -> None:

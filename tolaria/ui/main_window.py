@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.chats.fanout import FanOutJob
+from tolaria.chats.importing import ImportReport
 from tolaria.config.settings import (
     DEFAULT_NEW_CHAT,
     DEFAULT_STOP,
@@ -41,6 +42,7 @@ from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout_view import FanOutView
 from tolaria.ui.header import ChatHeader
+from tolaria.ui.import_report import ImportReportBar
 from tolaria.ui.jobs import JobWindows, job_label
 from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.quit_prompt import QuitPrompt
@@ -81,7 +83,8 @@ class MainWindow(WindowKeys):
     unqueue_requested = Signal(int, int)
     #: Reorder, edit, send now, pause or resume a queue: conversation id, QueueChange.
     queue_change_requested = Signal(int, object)
-    #: Revert a file of a turn, or rewind to before it: conversation id, UndoRequest.
+    #: Revert a file of a turn, or rewind to before it (UndoRequest), or show, accept or revert
+    #: a hunk of a file's diff (ReviewRequest): conversation id, request.
     undo_requested = Signal(int, object)
     #: Answer a permission question of a running turn: stream id, question key, option id.
     permission_answer_requested = Signal(str, str, str)
@@ -89,6 +92,8 @@ class MainWindow(WindowKeys):
     rename_requested = Signal(int, str)
     #: Delete a conversation (stopping its run first): id.
     delete_requested = Signal(int)
+    #: Remove a conversation's git worktree once it is deleted (asked just before): id.
+    remove_worktree_requested = Signal(int)
     #: Use another agent in a conversation: id, agent id.
     agent_change_requested = Signal(int, str)
     #: Use another working folder in a conversation: id, path.
@@ -138,6 +143,8 @@ class MainWindow(WindowKeys):
         self.store_notice = StoreNotice(right)  # chats cannot be saved: said over the chat
         column.addWidget(self.store_notice)
         column.addWidget(self.header)
+        self.import_report = ImportReportBar(right)
+        column.addWidget(self.import_report)
         column.addWidget(self.stack, 1)
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.addWidget(self.sidebar)
@@ -181,6 +188,7 @@ class MainWindow(WindowKeys):
         self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
         self.sidebar.activate_requested.connect(self._on_sidebar_activate_requested)
         self.sidebar.rename_requested.connect(self.rename_requested)
+        self.sidebar.remove_worktree_requested.connect(self.remove_worktree_requested)
         self.sidebar.delete_requested.connect(self.delete_requested)
         self.sidebar.confirm_closed.connect(self._on_sidebar_confirm_closed)
         self.header.agent_change_requested.connect(self._on_header_agent_change_requested)
@@ -221,6 +229,9 @@ class MainWindow(WindowKeys):
         bridge.markers_loaded.connect(self.stack.on_markers_loaded)
         bridge.queue_changed.connect(self.stack.on_queue_changed)
         bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
+        bridge.file_review_loaded.connect(self.stack.on_file_review_loaded)
+        bridge.sessions_imported.connect(self._on_bridge_sessions_imported)
+        bridge.worktree_changed.connect(self._on_bridge_worktree_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
         bridge.turn_restarted.connect(self.refresh_run_state)
         bridge.store_write_failed.connect(self.store_notice.show_failure)
@@ -288,11 +299,19 @@ class MainWindow(WindowKeys):
 
     # -- intents ------------------------------------------------------------------------------
     def _on_new_action_triggered(self) -> None:
+        self._want_new += 1
+        self.new_chat_requested.emit(*self._new_chat_defaults())
+
+    def _on_new_worktree_action_triggered(self) -> None:
+        self._want_new += 1
+        self.import_report.show_note("Making a git worktree for the new chat…")
+        self.new_worktree_chat_requested.emit(*self._new_chat_defaults())
+
+    def _new_chat_defaults(self) -> tuple[str, str]:
+        """A new chat takes the current chat's agent and folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
         agent = current.agent if current else self.default_agent
-        cwd = (current.cwd if current else None) or self.default_cwd
-        self._want_new += 1
-        self.new_chat_requested.emit(agent, cwd)
+        return agent, (current.cwd if current else None) or self.default_cwd
 
     def _on_sidebar_confirm_closed(self) -> None:
         pane = self.current_pane()
@@ -301,6 +320,19 @@ class MainWindow(WindowKeys):
 
     def _on_fan_out_action_triggered(self) -> None:
         self.jobs.open_dialog()
+
+    def _on_import_action_triggered(self) -> None:
+        if not self.import_report.running:  # one import at a time
+            self.import_report.show_running()
+            self.import_requested.emit()
+
+    def _on_bridge_worktree_changed(self, conversation_id: int, path: str, note: str) -> None:
+        self.sidebar.set_worktree(conversation_id, path)
+        if note:
+            self.import_report.show_note(note)
+
+    def _on_bridge_sessions_imported(self, report: ImportReport | None, error: str) -> None:
+        self.import_report.show_report(report, error, Path(os.path.expanduser("~")))
 
     def fan_out_here(self, prompt: str, agents: list[str]) -> None:
         """Start a job in the current chat's folder."""

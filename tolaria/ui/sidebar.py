@@ -209,6 +209,8 @@ class Sidebar(SidebarGroups, QWidget):
     rename_requested = Signal(int, str)
     #: Delete a conversation (confirmed by the user): id.
     delete_requested = Signal(int)
+    #: Remove a chat's git worktree with it (emitted just before its delete_requested): id.
+    remove_worktree_requested = Signal(int)
     #: Stop showing an inline confirm and give the keys back to the chat.
     confirm_closed = Signal()
 
@@ -249,6 +251,8 @@ class Sidebar(SidebarGroups, QWidget):
         self.no_match.hide()
         layout.addWidget(self.no_match)
         self.confirm = DeleteConfirm(self)
+        #: chat id -> its git worktree (tolaria/chats/worktrees.py).
+        self._worktrees: dict[int, str] = {}
         self.confirm.confirmed.connect(self._on_confirm_confirmed)
         self.confirm.cancelled.connect(self.confirm_closed)
         layout.addWidget(self.confirm)
@@ -449,8 +453,19 @@ class Sidebar(SidebarGroups, QWidget):
         conversation = self._conversations.get(conversation_id) if conversation_id else None
         if conversation is None:
             return
-        self.confirm.ask_delete(conversation, running=conversation.id in self._running)
+        self.confirm.ask_delete(conversation, running=conversation.id in self._running,
+                                worktree=self._worktrees.get(conversation.id, ""))
+
+    def set_worktree(self, conversation_id: int, path: str) -> None:
+        """The chat's git worktree ("" none): its delete confirm offers to remove it."""
+        if path:
+            self._worktrees[conversation_id] = path
+        else:
+            self._worktrees.pop(conversation_id, None)
 
     def _on_confirm_confirmed(self, conversation_id: int) -> None:
+        if self.confirm.remove_worktree.isVisibleTo(self.confirm) \
+                and self.confirm.remove_worktree.isChecked():
+            self.remove_worktree_requested.emit(conversation_id)
         self.delete_requested.emit(conversation_id)
         self.confirm_closed.emit()

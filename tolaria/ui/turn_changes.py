@@ -3,13 +3,15 @@
 A compact "N files changed" row that unfolds into the files (added / modified / deleted), each
 with "Revert file", and "Rewind to before this turn", confirmed inline (no modal dialog): the
 folder goes back to its state before the turn and this turn and the later ones show "rewound".
-A folder outside git gets a muted note instead, and nothing that could lose work. The per-hunk
-diff view waits for the transcript rewrite.
+Clicking a file unfolds its diff under it, hunk by hunk with Accept / Revert
+(tolaria/ui/diff_review.py); an open diff stays open while the list is refreshed. A folder
+outside git gets a muted note instead, and nothing that could lose work.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -21,7 +23,9 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.chats.checkpoints import TurnChanges
+from tolaria.chats.review import ACCEPT, REVERT, FileReview, ReviewRequest
 from tolaria.ui import theme
+from tolaria.ui.diff_review import FileDiffView
 
 #: Status -> its badge letter.
 _BADGES = {"added": "A", "modified": "M", "deleted": "D", "type": "T"}
@@ -36,9 +40,22 @@ def _flat(parent: QWidget, name: str, text: str, tip: str) -> QPushButton:
     return button
 
 
+class _FileLine(QWidget):
+    """A changed file's line: a click anywhere on it (not on its button) opens its diff."""
+
+    clicked = Signal()
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.clicked.emit()
+        super().mouseReleaseEvent(event)
+
+
 class TurnChangesRow(QFrame):
     #: Put one file back as it was before this turn: turn id, path.
     revert_file_requested = Signal(int, str)
+    #: Show a file's diff, or accept / revert one of its hunks: ReviewRequest.
+    review_requested = Signal(object)
     #: Put the folder back as it was before this turn (confirmed): turn id.
     rewind_requested = Signal(int)
 
@@ -99,9 +116,12 @@ class TurnChangesRow(QFrame):
         self.files.hide()
         layout.addWidget(self.files)
         self._rows: list[QWidget] = []
+        #: path -> its open diff (kept across set_changes).
+        self._diffs: dict[str, FileDiffView] = {}
         self.hide()
 
     def set_changes(self, changes: TurnChanges) -> None:
+        previous = self.changes
         self.changes = changes
         count = len(changes.files)
         self.toggle.setVisible(count > 0)
@@ -121,17 +141,31 @@ class TurnChangesRow(QFrame):
             self._files.removeWidget(old)
             old.hide()
             old.deleteLater()
+        for view in self._diffs.values():
+            self._files.removeWidget(view)
         self._rows = [self._file_row(change.path, change.status) for change in changes.files]
-        for row in self._rows:
+        for row, change in zip(self._rows, changes.files, strict=True):
             self._files.addWidget(row)
+            if change.path in self._diffs:
+                self._files.addWidget(self._diffs[change.path])
+        stale = previous is not None and (previous.reverted != changes.reverted
+                                          or previous.rewound != changes.rewound)
+        for path in self._diffs if stale else ():
+            self.review_requested.emit(ReviewRequest(changes.turn_id, path))
         self._apply_busy()
         self.setVisible(count > 0 or changes.rewound or bool(changes.notice))
 
     def _file_row(self, path: str, status: str) -> QWidget:
-        row = QWidget(self.files)
+        row = _FileLine(self.files)
         row.setObjectName("changedFile")
+        row.setCursor(Qt.CursorShape.PointingHandCursor)
+        row.setToolTip(f"Show what this turn changed in {path}")
+        row.clicked.connect(lambda: self.toggle_diff(path))
         line = QHBoxLayout(row)
         line.setContentsMargins(14, 0, 0, 0)
+        chevron = QLabel("▾" if path in self._diffs else "▸", row)
+        chevron.setObjectName("changedFileChevron")
+        line.addWidget(chevron)
         badge = QLabel(_BADGES.get(status, "M"), row)
         badge.setObjectName("changedFileStatus")
         badge.setToolTip(status)
@@ -164,6 +198,8 @@ class TurnChangesRow(QFrame):
 
     def _apply_busy(self) -> None:
         self.rewind_button.setEnabled(not self._busy)
+        for view in self._diffs.values():
+            view.set_busy(self._busy)
         for row in self._rows:
             button = row.findChild(QPushButton, "revertFileButton")
             if button is not None and button.text() == "Revert file":
@@ -173,6 +209,46 @@ class TurnChangesRow(QFrame):
 
     def file_rows(self) -> list[QWidget]:
         return list(self._rows)
+
+    # -- the diff of a file ---------------------------------------------------------------------
+    def toggle_diff(self, path: str) -> None:
+        """Unfold ``path``'s diff under its line (asking for it), or fold it away."""
+        if self.changes is None:
+            return
+        view = self._diffs.pop(path, None)
+        if view is not None:
+            self._files.removeWidget(view)
+            view.deleteLater()
+        else:
+            view = FileDiffView(path, self.files)
+            view.accept_requested.connect(self._on_diff_accept_requested)
+            view.revert_hunk_requested.connect(self._on_diff_revert_hunk_requested)
+            view.revert_file_requested.connect(self._on_diff_revert_file_requested)
+            view.set_busy(self._busy)
+            self._diffs[path] = view
+            self.review_requested.emit(ReviewRequest(self.changes.turn_id, path))
+        self.set_changes(self.changes)
+
+    def diff_view(self, path: str) -> FileDiffView | None:
+        return self._diffs.get(path)
+
+    def show_review(self, review: FileReview) -> None:
+        """The store's answer for one file (ignored when its diff was folded meanwhile)."""
+        view = self._diffs.get(review.path)
+        if view is not None and self.changes is not None and review.turn_id == self.changes.turn_id:
+            view.set_review(review)
+
+    def _on_diff_accept_requested(self, path: str, key: str) -> None:
+        if self.changes is not None:
+            self.review_requested.emit(ReviewRequest(self.changes.turn_id, path, ACCEPT, key))
+
+    def _on_diff_revert_hunk_requested(self, path: str, key: str) -> None:
+        if self.changes is not None and not self._busy:
+            self.review_requested.emit(ReviewRequest(self.changes.turn_id, path, REVERT, key))
+
+    def _on_diff_revert_file_requested(self, path: str) -> None:
+        if self.changes is not None and not self._busy:
+            self.revert_file_requested.emit(self.changes.turn_id, path)
 
     def _on_toggle_toggled(self, shown: bool) -> None:
         self.files.setVisible(shown)

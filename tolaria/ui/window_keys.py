@@ -44,6 +44,10 @@ class WindowKeys(QMainWindow):
     restart_requested = Signal(int)
     #: Open the Preferences window.
     preferences_requested = Signal()
+    #: A new chat in a new git worktree of the current chat's repository: agent id, folder.
+    new_worktree_chat_requested = Signal(str, str)
+    #: Import the sessions the agent CLIs stored themselves (File → Import sessions from CLIs…).
+    import_requested = Signal()
 
     sidebar: Sidebar
     stack: ChatStack
@@ -65,6 +69,12 @@ class WindowKeys(QMainWindow):
     def _on_fan_out_action_triggered(self) -> None:
         raise NotImplementedError
 
+    def _on_new_worktree_action_triggered(self) -> None:
+        raise NotImplementedError
+
+    def _on_import_action_triggered(self) -> None:
+        raise NotImplementedError
+
     # -- actions and menus ----------------------------------------------------------------------
 
     def _build_actions(self, stop_key: QKeySequence, stop_all_key: QKeySequence,
@@ -72,6 +82,9 @@ class WindowKeys(QMainWindow):
         self.registry = ActionRegistry(self)
         add = self.registry.add
         self.new_action = add("&New chat", new_key, self._on_new_action_triggered)
+        self.new_worktree_action = add("New chat in a git &worktree", None,
+                                       self._on_new_worktree_action_triggered,
+                                       name="newWorktreeChatAction")
         self.search_action = add("&Search chats", SEARCH_SHORTCUT, self.sidebar.focus_search,
                                  name="searchChatsAction")
         self.registry.adopt(self.sidebar.rename_action)
@@ -87,6 +100,8 @@ class WindowKeys(QMainWindow):
                                   self._on_restart_action_triggered)
         self.fan_out_action = add("Ask several agents…", FAN_OUT_SHORTCUT,
                                   self._on_fan_out_action_triggered)
+        self.import_action = add("&Import sessions from CLIs…", None,
+                                 self._on_import_action_triggered, name="importSessionsAction")
         self.preferences_action = add("&Preferences…", QKeySequence("Ctrl+,"),
                                       self.preferences_requested.emit)
         self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
@@ -101,9 +116,11 @@ class WindowKeys(QMainWindow):
                              for n in range(1, 10)]
         self.command_palette = CommandPalette(self)
         file_menu = self.menuBar().addMenu("&File")
-        for action in (self.new_action, self.search_action, self.sidebar.rename_action,
+        for action in (self.new_action, self.new_worktree_action, self.search_action, self.sidebar.rename_action,
                        self.sidebar.delete_action):
             file_menu.addAction(action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.import_action)
         file_menu.addSeparator()
         file_menu.addAction(self.preferences_action)
         file_menu.addSeparator()
