@@ -65,10 +65,10 @@ def table(streams: list[dict[str, Any]], now: float | None = None) -> str:
 
 
 def cmd_streams(as_json: bool) -> int:
-    from tolaria.cli.terminal import json_line
-
     streams = control_client.list_streams()
-    if as_json:
+    if as_json:  # json and terminal's regexes: only here, the table needs neither
+        from tolaria.cli.terminal import json_line
+
         print(json_line(streams, indent=2))
     elif not streams:
         print("no live runs")
