@@ -57,3 +57,16 @@ def test_wheel_ships_data_and_runs_from_a_fresh_venv(tmp_path: Path) -> None:
     agents = subprocess.run([str(venv / "bin" / "tolaria"), "agents", "--json"],
                             capture_output=True, text=True, cwd=outside, env=env, timeout=60)
     assert '"demo"' in agents.stdout and "tolaria-demo-agent" in agents.stdout
+    # The installed command is scripts/tolaria, not pip's wrapper: its ``import re`` would be
+    # milliseconds of ``tolaria abort``, a stop from another terminal (docs/PERFORMANCE.md).
+    script = venv / "bin" / "tolaria"
+    assert script.read_text().splitlines()[0] == f"#!{py}"
+    abort = subprocess.run([str(py), "-X", "importtime", str(script), "abort",
+                            "ai-agent-stream-0000"], capture_output=True, text=True,
+                           cwd=outside, env={**env, "TOLARIA_HOME": str(tmp_path / "home")},
+                           timeout=60)
+    assert (abort.returncode, abort.stdout) == (1, "false\n"), abort.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in abort.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "tolaria.cli.main" in imported
+    assert "re" not in imported and "json" not in imported

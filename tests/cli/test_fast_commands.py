@@ -20,18 +20,37 @@ from tolaria.core.stream_id import new_stream_id
 
 #: Modules the abort/streams path must not import (each costs milliseconds, some tens).
 HEAVY = ("asyncio", "sqlite3", "psutil", "PySide6", "argparse", "typing", "concurrent", "socket",
+         "selectors", "json", "re", "enum", "pathlib", "urllib", "ipaddress",
          "tolaria.core.turns", "tolaria.core.store", "tolaria.core.events", "tolaria.config",
-         "tolaria.chats", "tolaria.support.crash", "tolaria.core.process.registry",
-         "tolaria.core.process.control", "tolaria.core.process.proctree")
+         "tolaria.chats", "tolaria.support.crash", "tolaria.support.paths",
+         "tolaria.core.process.registry", "tolaria.core.process.control",
+         "tolaria.core.process.proctree", "tolaria.cli.terminal")
+#: Everything ``tolaria abort`` / ``tolaria streams`` may import beyond what ``python -c pass``
+#: does: the C modules of the socket client and these of Tolaria's, nothing else.
+ALLOWED = frozenset({
+    "__future__", "_json", "_socket", "select", "tolaria", "tolaria.cli", "tolaria.cli.main",
+    "tolaria.cli.streams", "tolaria.core", "tolaria.core.process",
+    "tolaria.core.process.control_client", "tolaria.core.stream_id", "tolaria.support",
+    "tolaria.support.sockdir"})
+#: What the ``tolaria`` console script runs, without its ``import re`` (pip's wrapper has it,
+#: uv's has not) and without ``-m`` (runpy imports contextlib, importlib.util...).
+LAUNCH = "import sys; from tolaria.cli.main import main; sys.exit(main())"
 
 
-def imported_modules(args: list[str], home: Path, cwd: Path) -> tuple[set[str], str]:
-    """The modules ``python -m tolaria ARGS`` imported (``-X importtime``), and its stdout."""
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "tolaria", *args],
+def importtime(code: str, args: list[str], home: Path, cwd: Path,
+               ) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules ``python -X importtime -c CODE ARGS`` imported, and the result."""
+    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args],
                             env=cli_env(home), cwd=cwd, capture_output=True, text=True,
                             timeout=60, check=False)
     names = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
              if line.startswith("import time:") and "|" in line}
+    return names, result
+
+
+def imported_modules(args: list[str], home: Path, cwd: Path) -> tuple[set[str], str]:
+    """The modules ``tolaria ARGS`` imported (``-X importtime``), and its stdout."""
+    names, result = importtime(LAUNCH, args, home, cwd)
     assert "tolaria.cli.main" in names, result.stderr[-2000:]
     return names, result.stdout
 
@@ -40,19 +59,35 @@ def heavy_in(names: set[str]) -> list[str]:
     return sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in HEAVY))
 
 
+def beyond_baseline(names: set[str], home: Path, cwd: Path) -> list[str]:
+    """What ``names`` has beyond ``python -c pass`` and ALLOWED."""
+    baseline, _ = importtime("pass", [], home, cwd)
+    return sorted(names - baseline - ALLOWED)
+
+
 def test_abort_and_streams_import_nothing_heavy(tolaria_home: Path, work: Path) -> None:
-    for args in (["abort", new_stream_id()], ["streams"], ["streams", "--json"]):
+    for args in (["abort", new_stream_id()], ["streams"]):
         names, _ = imported_modules(args, tolaria_home, work)
-        assert heavy_in(names) == [], args
         assert "tolaria.core.process.control_client" in names
+        assert heavy_in(names) == [], args
+        assert beyond_baseline(names, tolaria_home, work) == [], args
+    names, _ = imported_modules(["streams", "--json"], tolaria_home, work)
+    # For programs: json and the terminal module's regexes (with what re imports) are allowed.
+    allowed = ("json", "re", "enum", "tolaria.cli.terminal")
+    assert heavy_in({n for n in names if not n.startswith(allowed)}) == []
 
 
 def test_abort_of_a_live_run_imports_nothing_heavy_and_stops_it(tolaria_home: Path,
                                                                  work: Path) -> None:
     with demo_in_background(tolaria_home, work) as (runner, sid, procs):
+        listed, table = imported_modules(["streams"], tolaria_home, work)
         names, stdout = imported_modules(["abort", sid], tolaria_home, work)
+        assert sid in table  # the table of a live run needs no regex either
+        assert heavy_in(listed) == []
+        assert beyond_baseline(listed, tolaria_home, work) == []
         assert stdout.strip() == "true"
         assert heavy_in(names) == []
+        assert beyond_baseline(names, tolaria_home, work) == []
         assert [p.pid for p in procs if not is_gone(p)] == []  # answered once the tree is gone
         assert runner.finish() == EXIT_CANCELLED
 

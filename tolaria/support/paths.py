@@ -11,20 +11,23 @@ import contextlib
 import errno
 import os
 import stat
-import sys
 from pathlib import Path
 
-# platformdirs, tempfile and hashlib are imported where needed: with TOLARIA_HOME set,
-# ``tolaria abort`` (whose start-up is part of a stop's latency) needs none of them.
+from tolaria.support import sockdir
 
-APP = "tolaria"
-#: AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS); keep a margin.
-_MAX_SOCKET_DIR = 80
+# Re-exported: callers catch paths.UnsafeFolder.
+from tolaria.support.sockdir import UnsafeFolder as UnsafeFolder
+from tolaria.support.sockdir import check_own_folder as check_own_folder
+
+# platformdirs is imported where needed: with TOLARIA_HOME set nothing needs it. The light
+# client of ``tolaria abort`` (a stop's latency) uses tolaria.support.sockdir, not this module.
+
+APP = sockdir.APP
 
 
 def home() -> Path | None:
-    value = os.environ.get("TOLARIA_HOME")
-    return Path(value).expanduser().resolve() if value else None
+    h = sockdir.home()
+    return Path(h) if h else None
 
 
 def config_dir() -> Path:
@@ -105,48 +108,12 @@ def user_adapters_dir() -> Path:
 
 
 def socket_dir(create: bool = True) -> Path:
-    """Folder of the control sockets of every Tolaria process of this user (mode 0700).
-
-    Falls back to a short folder under the temp dir when the natural one is too long for an
-    AF_UNIX path; the fallback name is derived from the natural one so every process of the same
-    ``TOLARIA_HOME`` agrees on it.
-    """
-    h = home()
-    if h:
-        natural = h / "run"
-    elif os.environ.get("XDG_RUNTIME_DIR") or sys.platform != "linux":
-        import platformdirs
-
-        natural = Path(platformdirs.user_runtime_dir(APP))
-    else:
-        import tempfile
-
-        natural = Path(tempfile.gettempdir()) / f"tolaria-{os.getuid()}"
-    path = natural
-    if len(str(natural)) > _MAX_SOCKET_DIR:
-        import hashlib
-        import tempfile
-
-        digest = hashlib.sha256(str(natural).encode()).hexdigest()[:16]
-        path = Path(tempfile.gettempdir()) / f"tolaria-{os.getuid()}-{digest}"
+    """Folder of the control sockets of every Tolaria process of this user (mode 0700); see
+    tolaria.support.sockdir (shared with the light client of ``tolaria abort``)."""
+    path = Path(sockdir.socket_dir())
     if create:
         _own_private_folder(path)
     return path
-
-
-class UnsafeFolder(PermissionError):
-    """A socket folder that is a symlink, not a folder, or another user's: never used."""
-
-
-def check_own_folder(path: Path) -> None:
-    """UnsafeFolder unless ``path`` itself (not through a symlink) is a folder of ours."""
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        raise UnsafeFolder(f"{path} is a symlink; refusing to use it for sockets")
-    if not stat.S_ISDIR(info.st_mode):
-        raise UnsafeFolder(f"{path} is not a folder; refusing to use it for sockets")
-    if info.st_uid != os.getuid():
-        raise UnsafeFolder(f"{path} belongs to another user; refusing to use it for sockets")
 
 
 def _own_private_folder(path: Path) -> None:

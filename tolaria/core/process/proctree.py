@@ -48,6 +48,8 @@ __all__ = ["APP_CHILD_MARKER", "ENV_MARKER", "OWNER_MARKER", "TreeKiller", "enab
 
 #: How often a stop re-scans for processes forked while it waits (known pids are polled faster).
 _RESCAN_S = 0.05
+#: The first look after a signal (then doubling up to the poll interval).
+_FIRST_POLL_S = 0.001
 
 
 @dataclass
@@ -142,6 +144,9 @@ class TreeKiller(TreeFinder):
         """
         deadline = time.monotonic() + timeout
         next_scan = time.monotonic() + _RESCAN_S
+        # An obeying process is gone a millisecond or two after SIGTERM: look again after
+        # 1 ms, then 2, 4... up to ``poll`` (a flat 5 ms poll added ~2.5 ms to every stop).
+        delay = min(poll, _FIRST_POLL_S)
         while True:
             settled = not self.alive()
             if settled or time.monotonic() >= next_scan:
@@ -150,7 +155,8 @@ class TreeKiller(TreeFinder):
                 next_scan = time.monotonic() + _RESCAN_S
             if time.monotonic() >= deadline:
                 return False
-            await asyncio.sleep(poll)
+            await asyncio.sleep(delay)
+            delay = min(poll, delay * 2)
 
     @with_spare_fd  # a process out of fds must still stop the run
     def _resnapshot_and_resignal(self, sig: int) -> bool:
