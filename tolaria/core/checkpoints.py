@@ -214,16 +214,17 @@ def revert_file(before: Checkpoint, path: str) -> None:
         raise CheckpointError(f"{path} is a {kind} at that checkpoint: only files are restored")
     data = _git(before.repo, "cat-file", "blob", sha).stdout
     target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink() or target.exists():
-        if target.is_dir() and not target.is_symlink():
-            raise CheckpointError(f"{path} is a folder now: not replaced")
-        target.unlink()
-    if mode == "120000":
-        os.symlink(data.decode(errors="surrogateescape"), target)
-        return
+    if target.is_dir() and not target.is_symlink():
+        raise CheckpointError(f"{path} is a folder now: not replaced")
     tmp = target.with_name(f".{target.name}.tolaria-restore")
-    tmp.write_bytes(data)
-    os.chmod(tmp, 0o755 if mode == "100755" else 0o644)
+    tmp.unlink(missing_ok=True)
+    if mode == "120000":
+        os.symlink(data.decode(errors="surrogateescape"), tmp)
+    else:
+        tmp.write_bytes(data)
+        os.chmod(tmp, 0o755 if mode == "100755" else 0o644)
+    # One rename: whoever reads the file (an editor, the agent) sees the old or the new content,
+    # never no file.
     os.replace(tmp, target)
 
 
