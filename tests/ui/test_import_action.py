@@ -5,18 +5,16 @@ where and which files were skipped and why; running it again adds nothing."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
-from chats.test_importing import AGENTS, SESSIONS
+from chats.test_importing import AGENTS, SESSIONS, grow_qwen_session
 from PySide6.QtWidgets import QApplication, QMenu
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
 
-from tolaria.chats.importers import IMPORTERS
 from tolaria.chats.importing import ImportReport, import_sessions
 from tolaria.core.store.db import Store
 from tolaria.qt import session_import
@@ -112,12 +110,7 @@ def test_a_second_import_shows_its_new_turn_in_the_chat_already_open(
     assert pane is not None
     qtbot.waitUntil(lambda: len(pane.transcript.turns()) == 2, timeout=5_000)
 
-    [path] = list(IMPORTERS["qwen"].find(cli_home))
-    lines = path.read_text().splitlines()
-    record = json.loads(lines[0])
-    record.update(uuid="later", timestamp="2026-12-04T10:00:00.000Z",
-                  message={"role": "user", "parts": [{"text": "a third question"}]})
-    path.write_text("\n".join([*lines, json.dumps(record)]) + "\n")
+    grow_qwen_session(cli_home, "a third question")
     window.import_action.trigger()
     qtbot.waitUntil(lambda: not bar.running, timeout=20_000)
     assert bar.headline.text().startswith("1 chat")
