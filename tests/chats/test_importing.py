@@ -98,16 +98,21 @@ def test_import_stores_chats_that_resume_natively_and_is_idempotent(home: Path,
     assert digest(home) == before  # the CLIs' files were only read
 
 
+def grow_qwen_session(home: Path, prompt: str) -> None:
+    """Append a user message to the Qwen session under ``home``, as the CLI does when it goes on."""
+    [path] = list(IMPORTERS["qwen"].find(home))
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[0])
+    record.update(uuid="later", timestamp="2026-12-04T10:00:00.000Z",
+                  message={"role": "user", "parts": [{"text": prompt}]})
+    path.write_text("\n".join([*lines, json.dumps(record)]) + "\n")
+
+
 def test_a_session_that_grew_adds_only_its_new_turns(home: Path, tmp_path: Path) -> None:
     store = Store(tmp_path / "t.sqlite3")
     try:
         import_sessions(store, home, ["qwen"])
-        [path] = list(IMPORTERS["qwen"].find(home))
-        lines = path.read_text().splitlines()
-        record = json.loads(lines[0])
-        record.update(uuid="later", timestamp="2026-12-04T10:00:00.000Z",
-                      message={"role": "user", "parts": [{"text": "a third question"}]})
-        path.write_text("\n".join([*lines, json.dumps(record)]) + "\n")
+        grow_qwen_session(home, "a third question")
         report = import_sessions(store, home, ["qwen"])
         [item] = report.imported
         assert item.turns_added == 1

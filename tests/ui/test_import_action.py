@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from chats.test_importing import AGENTS, SESSIONS
+from chats.test_importing import AGENTS, SESSIONS, grow_qwen_session
 from PySide6.QtWidgets import QApplication, QMenu
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
@@ -93,3 +93,30 @@ def test_a_home_that_is_not_a_folder_says_so(start_app: StartApp, qtbot: QtBot,
     bar = drv.window.import_report
     qtbot.waitUntil(lambda: not bar.running, timeout=10_000)
     assert bar.headline.text() == f"Import failed: {tmp_path / 'gone'} is not a folder"
+
+
+def test_a_second_import_shows_its_new_turn_in_the_chat_already_open(
+        start_app: StartApp, qtbot: QtBot, cli_home: Path) -> None:
+    """The chat a session was imported into is open when the CLI's session grows and the import
+    runs again: the open view shows the new turn without being reopened."""
+    drv = start_app()
+    window, store = drv.window, drv.app.store
+    bar = window.import_report
+    window.import_action.trigger()
+    qtbot.waitUntil(lambda: not bar.running, timeout=20_000)
+    [chat] = [c for c in store.list_conversations() if c.agent == "qwen"]
+    window.open_conversation(chat.id)
+    pane = window.stack.pane(chat.id)
+    assert pane is not None
+    qtbot.waitUntil(lambda: len(pane.transcript.turns()) == 2, timeout=5_000)
+
+    grow_qwen_session(cli_home, "a third question")
+    window.import_action.trigger()
+    qtbot.waitUntil(lambda: not bar.running, timeout=20_000)
+    assert bar.headline.text().startswith("1 chat")
+    newest = store.turns(chat.id)[-1]
+    assert newest.prompt == "a third question"
+    qtbot.waitUntil(lambda: pane.transcript.turn(newest.stream_id) is not None, timeout=5_000)
+    assert [t.stream_id for t in store.turns(chat.id)] == [
+        v.stream_id for v in pane.transcript.turns()], "every turn once, in order"
+    assert window.stack.pane(chat.id) is pane, "the same view, not a reopened one"

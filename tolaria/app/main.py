@@ -88,7 +88,8 @@ class Tolaria:
                      if p.split(": ", 1)[0] not in said]
         self.fanout = FanOutController(self.bridge, self.store, self.controller)
         self.pages = PageLoader(self.bridge, self.store)
-        self.session_import = SessionImport(self.bridge, self.store, self.tasks)
+        self.session_import = SessionImport(self.bridge, self.store, self.tasks,
+                                            reload=self.controller.open_conversation)
         self.worktrees = WorktreeControl(self.bridge, self.store, self.tasks)
         self.control = ControlServer(self.registry, details=self._stream_details)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,

@@ -5,6 +5,9 @@ off the event loop, then every imported chat announced so the sidebar shows it, 
 The same import as ``tolaria import`` (tolaria/cli/importing.py); the home folder is read when
 the user asks (``~`` of this process), so a test points ``HOME`` at a copy of real CLI files.
 Only one import runs at a time: asking again meanwhile is ignored (the first one's report comes).
+A session that grew since the last import adds its new turns to a chat the window may have open:
+those chats are reloaded (``reload``, the controller's ``open_conversation``), which appends the
+new turns to an open view and is ignored by a chat that is not open.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from tolaria.chats.importing import ImportReport, import_sessions
@@ -23,10 +27,13 @@ from tolaria.qt.tasks import TaskSet
 class SessionImport:
     """Runs one import at a time for the window."""
 
-    def __init__(self, bridge: Bridge, store: Store, tasks: TaskSet) -> None:
+    def __init__(self, bridge: Bridge, store: Store, tasks: TaskSet,
+                 reload: Callable[[int], None] | None = None) -> None:
         self.bridge = bridge
         self.store = store
         self.tasks = tasks
+        #: Sends a conversation's stored turns to its view again (history_loaded).
+        self.reload = reload
         self.running = False
 
     def start(self, home: Path | None = None) -> bool:
@@ -40,13 +47,14 @@ class SessionImport:
 
     async def _run(self, home: Path) -> None:
         report: ImportReport | None = None
+        known: set[int] = set()
         error = ""
         try:
             if not home.is_dir():
                 error = f"{home} is not a folder"
             else:
                 # Reading and storing many sessions takes a while: never on the GUI thread.
-                report = await asyncio.to_thread(import_sessions, self.store, home)
+                known, report = await asyncio.to_thread(self._import, home)
         except (OSError, ValueError, sqlite3.Error) as exc:
             error = f"the import failed: {exc}"
         finally:
@@ -56,4 +64,12 @@ class SessionImport:
                 conversation = self.store.get_conversation(item.conversation_id)
                 if conversation is not None:
                     self.bridge.conversation_saved.emit(conversation)
+                if (self.reload is not None and item.turns_added
+                        and item.conversation_id in known):  # a chat that grew: maybe open
+                    self.reload(item.conversation_id)
         self.bridge.sessions_imported.emit(report, error)
+
+    def _import(self, home: Path) -> tuple[set[int], ImportReport]:
+        """The chats there were before, and the import's report (on a worker thread)."""
+        known = {c.id for c in self.store.list_conversations()}
+        return known, import_sessions(self.store, home)

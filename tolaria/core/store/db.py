@@ -8,35 +8,24 @@ runs in WAL mode with ``synchronous=NORMAL``: a committed transaction survives t
 killed (only an OS crash or power loss may roll back the last commits). What is kept of a
 turn's output is capped (tolaria/core/output_cap.py, 32 Mi characters by default): the store never
 writes more than that per turn, plus a notice and the last 64 Ki characters of the answer.
+The buffer and its flusher live in tolaria/core/store/buffer.py, the failed-write reporting in
+tolaria/core/store/write_errors.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tolaria.core.events import (
-    STOP_CANCELLED,
-    STOP_END_TURN,
-    Diagnostic,
-    Done,
-    Event,
-    Init,
-    TextDelta,
-    ThinkingDelta,
-    Usage,
-    to_dict,
-)
+from tolaria.core.events import Diagnostic, Event
 from tolaria.core.output_cap import OutputCap, OutputLimits
+from tolaria.core.store.buffer import COALESCE_MAX_CHARS, EventBuffer, Live, Pending
 from tolaria.core.store.markers import (  # re-exported: the store's API
     MARKER_MESSAGE_QUEUED,
     MARKER_MESSAGE_UNQUEUED,
@@ -69,12 +58,11 @@ from tolaria.core.store.schema import (
     TURN_COLS as _TURN_COLS,
 )
 from tolaria.core.store.schema import decode as _decode
-from tolaria.core.store.schema import encode as _encode
+from tolaria.core.store.write_errors import WRITE_ERRORS
 from tolaria.support import paths
 
-log = logging.getLogger(__name__)
-
 __all__ = [
+    "COALESCE_MAX_CHARS",
     "MARKER_MESSAGES_DELIVERED",
     "MARKER_MESSAGE_QUEUED",
     "MARKER_MESSAGE_UNQUEUED",
@@ -95,12 +83,6 @@ __all__ = [
     "TurnPage",
 ]
 
-#: Failures of a write that a retry may cure (a full disk, a lock held too long).
-_WRITE_ERRORS = (sqlite3.Error, OSError)
-#: Consecutive deltas of one turn are merged into one row up to this many characters.
-COALESCE_MAX_CHARS = 256 * 1024
-
-
 def default_db_path() -> Path:
     return paths.data_dir() / "tolaria.sqlite3"
 
@@ -108,53 +90,7 @@ def default_db_path() -> Path:
 DEFAULT_PATH: Callable[[], Path] = default_db_path
 
 
-_DELTA_TYPES = (TextDelta, ThinkingDelta)
-#: Events that change the turn or conversation row: committed before append_event returns.
-_ROW_EVENTS = (Init, Usage, Done)
-
-
-@dataclass(slots=True)
-class _Pending:
-    """One future event row; deltas keep their texts in ``parts`` until the flush joins them."""
-
-    turn_id: int
-    conversation_id: int
-    seq: int
-    event: Event
-    created_at: float
-    parts: list[str] | None = None
-    size: int = 0
-
-    def row(self) -> tuple[int, int, str, str | bytes, float]:
-        event = self.event
-        if self.parts is not None:
-            event = type(event)(stream_id=event.stream_id, text="".join(self.parts))  # type: ignore[call-arg]
-        try:
-            payload = _encode(to_dict(event))
-        except (TypeError, ValueError) as exc:  # e.g. a tool input with non-string keys
-            # A row that can never be written must not block every later write: keep a note.
-            event = Diagnostic(event.stream_id, source="store",
-                               message=f"could not store a {event.kind} event: {exc}")
-            payload = _encode(to_dict(event))
-        return (self.turn_id, self.seq, event.kind, payload, self.created_at)
-
-
-@dataclass(slots=True)
-class _Live:
-    """A turn that is running in this process: where its next events go."""
-
-    turn_id: int
-    conversation_id: int
-    cap: OutputCap
-    next_seq: int = 0
-    open: _Pending | None = None  # the buffered delta row that the next same-kind delta extends
-
-
-#: A Done's stop reason -> the turn's status; any other reason is a failure.
-_STATUS_BY_STOP = {STOP_END_TURN: STATUS_COMPLETED, STOP_CANCELLED: STATUS_CANCELLED}
-
-
-class Store(MarkerLog, TurnPages, QueueLog):
+class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
     def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,
@@ -177,17 +113,10 @@ class Store(MarkerLog, TurnPages, QueueLog):
         # never blocks the thread that reads the agent's output.
         self._db_lock = threading.RLock()
         self._buf_lock = threading.Lock()
-        self._buffer: list[_Pending] = []
-        self._live: dict[str, _Live] = {}
+        self._buffer: list[Pending] = []
+        self._live: dict[str, Live] = {}
         self._closed = False
         self._last_tick = 0.0
-        #: Why buffered events could not be written (one line, e.g. "disk full: could not save
-        #: the turn to PATH"); None once everything buffered is saved. See ``_write_failed``.
-        self.write_error: str | None = None
-        #: Told why writes fail (``"disk full"``, SQLite's words) when that changes, and None
-        #: once everything is saved again; called from the flusher thread too, so it must only
-        #: hand the news on (the window's bridge emits a queued signal).
-        self.write_listener: Callable[[str | None], None] | None = None
         self._conn = sqlite3.connect(
             str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0
         )
@@ -222,16 +151,11 @@ class Store(MarkerLog, TurnPages, QueueLog):
         with self._db_lock:
             try:
                 self._flush_locked()
-            except _WRITE_ERRORS:
+            except WRITE_ERRORS:
                 pass  # kept in write_error: the caller reports it (nothing to retry any more)
             finally:
                 self._live.clear()
                 self._conn.close()
-
-    def flush(self) -> None:
-        """Write the buffered events now."""
-        with self._db_lock:
-            self._flush_locked()
 
     # conversations
 
@@ -300,50 +224,10 @@ class Store(MarkerLog, TurnPages, QueueLog):
                     raise ValueError(f"stream id {stream_id!r} already has a turn") from exc
             assert cur.lastrowid is not None
             with self._buf_lock:
-                self._live[stream_id] = _Live(cur.lastrowid, conversation_id,
-                                              OutputCap(self.limits))
+                self._live[stream_id] = Live(cur.lastrowid, conversation_id,
+                                             OutputCap(self.limits))
         return Turn(cur.lastrowid, conversation_id, stream_id, agent, prompt, STATUS_RUNNING,
                     None, now, None, None, None, None, None, None)
-
-    def append_event(self, event: Event) -> None:
-        """Buffer ``event`` for its turn. Never raises: events of an unknown or finished stream
-        are ignored, and a failed write is logged and retried by the flusher. What is kept of a
-        turn's output is capped (tolaria/core/output_cap.py): the start, a notice, the tail."""
-        now = time.time()
-        with self._buf_lock:
-            live = self._live.get(event.stream_id)
-            if live is None or self._closed:
-                return
-            if isinstance(event, Done):
-                kept = [*live.cap.finish(event.stream_id), event]
-            else:
-                kept = live.cap.feed(event)
-            for item in kept:
-                self._buffer_locked(live, item, now)
-        if isinstance(event, _ROW_EVENTS):
-            with contextlib.suppress(*_WRITE_ERRORS):  # in write_error; the flusher retries
-                self.flush()
-
-    def _buffer_locked(self, live: _Live, event: Event, now: float) -> None:
-        if isinstance(event, _DELTA_TYPES):
-            pending = live.open
-            if (pending is not None and type(pending.event) is type(event)
-                    and pending.size < COALESCE_MAX_CHARS):
-                assert pending.parts is not None
-                pending.parts.append(event.text)
-                pending.size += len(event.text)
-                pending.created_at = now
-                return
-            pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now,
-                               [event.text], len(event.text))
-            live.open = pending
-        else:
-            pending = _Pending(live.turn_id, live.conversation_id, live.next_seq, event, now)
-            live.open = None
-            if isinstance(event, Done):
-                del self._live[event.stream_id]
-        live.next_seq += 1
-        self._buffer.append(pending)
 
     def turns(self, conversation_id: int) -> list[Turn]:
         """Oldest first."""
@@ -375,7 +259,7 @@ class Store(MarkerLog, TurnPages, QueueLog):
         write that fails is kept in ``write_error`` (the next open recovers the turn anyway)."""
         try:
             self._mark_interrupted(stream_id)
-        except _WRITE_ERRORS as exc:
+        except WRITE_ERRORS as exc:
             self._write_failed(exc)
 
     def _mark_interrupted(self, stream_id: str) -> None:
@@ -415,38 +299,12 @@ class Store(MarkerLog, TurnPages, QueueLog):
                     with contextlib.suppress(sqlite3.Error):
                         self._conn.execute("ROLLBACK")
                 raise
-        except _WRITE_ERRORS as exc:
+        except WRITE_ERRORS as exc:
             if not isinstance(exc, sqlite3.IntegrityError):
                 self._write_failed(exc)
             raise
         if not self._buffer:  # unlocked peek: a flush in progress reports for itself
             self._writes_work()
-
-    def _write_failed(self, exc: BaseException) -> None:
-        """Remember why a write failed, and log it once (not at every retry of the flusher)."""
-        full = (getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-                or getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in str(exc))
-        message = (f"disk full: could not save the turn to {self.path}" if full
-                   else f"could not save the turn to {self.path}: {exc}")
-        if message == self.write_error:
-            return
-        log.warning("%s", message)
-        self.write_error = message
-        self._tell_listener("disk full" if full else str(exc))
-
-    def _writes_work(self) -> None:
-        """Everything buffered is saved (the disk has room again)."""
-        if self.write_error is not None:
-            self.write_error = None
-            self._tell_listener(None)
-
-    def _tell_listener(self, reason: str | None) -> None:
-        listener = self.write_listener
-        if listener is not None:
-            try:
-                listener(reason)
-            except Exception:  # the store keeps saving whatever a listener does
-                log.exception("write listener failed")
 
     def _tick(self) -> float:
         """Wall-clock time, strictly increasing within this store (coarse clocks tie)."""
@@ -463,7 +321,7 @@ class Store(MarkerLog, TurnPages, QueueLog):
     def _query(self, sql: str, *args: object, flush: bool = False) -> list[Any]:
         with self._db_lock:
             if flush:  # read your own writes, buffered deltas included
-                with contextlib.suppress(*_WRITE_ERRORS):  # still show what is stored
+                with contextlib.suppress(*WRITE_ERRORS):  # still show what is stored
                     self._flush_locked()
             return self._conn.execute(sql, args).fetchall()
 
@@ -507,70 +365,3 @@ class Store(MarkerLog, TurnPages, QueueLog):
             f" WHERE status = 'running' AND {where}",
             (STATUS_INTERRUPTED, STATUS_INTERRUPTED, *args),
         )
-
-    def _flush_locked(self) -> None:
-        with self._buf_lock:
-            if not self._buffer:
-                return
-            batch, self._buffer = self._buffer, []
-            for live in self._live.values():
-                live.open = None  # those rows are leaving the buffer; no more merging into them
-        try:
-            self._write(batch)
-        except BaseException as exc:
-            with self._buf_lock:
-                self._buffer[:0] = batch  # keep the order; the flusher retries
-            if isinstance(exc, _WRITE_ERRORS):
-                self._write_failed(exc)
-            raise
-        with self._buf_lock:
-            saved = not self._buffer
-        if saved:
-            self._writes_work()
-
-    def _write(self, batch: list[_Pending]) -> None:
-        rows = [p.row() for p in batch]
-        with self._tx():
-            self._conn.executemany(
-                "INSERT INTO events (turn_id, seq, kind, payload, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
-            for p in batch:
-                if isinstance(p.event, _ROW_EVENTS):
-                    self._apply(p)
-
-    def _apply(self, p: _Pending) -> None:
-        event, execute = p.event, self._conn.execute
-        if isinstance(event, Init):
-            execute("UPDATE turns SET session_id = ? WHERE id = ?", (event.session_id, p.turn_id))
-            if event.session_id is not None:
-                execute("UPDATE conversations SET agent_session_id = ? WHERE id = ?",
-                        (event.session_id, p.conversation_id))
-        elif isinstance(event, Usage):
-            execute(
-                "UPDATE turns SET input_tokens = COALESCE(?, input_tokens),"
-                " output_tokens = COALESCE(?, output_tokens), cost_usd = COALESCE(?, cost_usd)"
-                " WHERE id = ?",
-                (event.input_tokens, event.output_tokens, event.cost_usd, p.turn_id),
-            )
-        elif isinstance(event, Done):
-            status = _STATUS_BY_STOP.get(event.stop_reason, STATUS_FAILED)
-            execute(
-                "UPDATE turns SET status = ?, stop_reason = ?, duration_ms = ?, finished_at = ?"
-                " WHERE id = ? AND status = 'running'",
-                (status, event.stop_reason, event.duration_ms, p.created_at, p.turn_id),
-            )
-            execute("UPDATE conversations SET updated_at = ? WHERE id = ?",
-                    (self._tick(), p.conversation_id))
-
-    def _run_flusher(self) -> None:
-        while not self._stop.wait(self._interval):
-            if not self._buffer:  # unlocked peek: a miss only delays the write by one interval
-                continue
-            try:
-                self.flush()
-            except _WRITE_ERRORS:
-                pass  # in write_error (logged once); retried at the next interval
-            except Exception:
-                log.exception("could not write buffered events to %s", self.path)
