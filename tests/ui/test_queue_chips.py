@@ -22,6 +22,7 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.store.db import MARKER_MESSAGES_DELIVERED
+from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.ui.queue_chips import DRAG_MIME, QueuedChip, QueuedChips
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,6 +157,8 @@ def test_send_now_stops_the_turn_and_sends_that_message_next(
     assert prompts(drv) == [("busy", "cancelled"), ("b", "completed"), ("a\n\nc", "completed")]
     delivered = drv.app.store.markers(drv.pane.conversation_id, MARKER_MESSAGES_DELIVERED)
     assert [m.data["messages"] for m in delivered] == [["b"], ["a", "c"]]
+    assert not drv.app.store.markers(drv.pane.conversation_id, MARKER_MESSAGE_STEERED), \
+        "the demo agent cannot be steered: Send now stopped it"
     drv.wait_finished()
 
 

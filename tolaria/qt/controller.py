@@ -54,6 +54,7 @@ from tolaria.core.store.db import (
     MARKER_STOP_REQUESTED,
     MARKER_TURN_RESTARTED,
     Conversation,
+    Marker,
     Store,
     Turn,
 )
@@ -369,13 +370,13 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         self._deliver(conversation_id)
 
     def _mark(self, conversation_id: int, kind: str, stream_id: str | None,
-              data: object = None) -> None:
+              data: object = None) -> Marker | None:
         turn_id = self._turn_ids.get(stream_id) if stream_id is not None else None
         if turn_id is None and stream_id is not None:
             turn = self.store.turn_by_stream(stream_id)
             turn_id = turn.id if turn is not None else None
-        self.store.add_marker(conversation_id, kind, turn_id=turn_id,
-                              data=data if data is not None else {"stream_id": stream_id})
+        return self.store.add_marker(conversation_id, kind, turn_id=turn_id,
+                                     data=data if data is not None else {"stream_id": stream_id})
 
     def answered_turns(self, conversation_id: int) -> list[Turn]:
         """The conversation's turns without the abandoned (restarted) attempts."""

@@ -22,6 +22,7 @@ from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
+from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.ui.cards.style import follow_palette, pane_button_css
 from tolaria.ui.composer import Composer
@@ -271,6 +272,9 @@ class ChatPane(QWidget):
         for marker in markers:
             if marker.kind == MARKER_TURN_RESTARTED and isinstance(marker.data, dict):
                 self.transcript.mark_restarted(str(marker.data.get("stream_id")))
+            elif marker.kind == MARKER_MESSAGE_STEERED and isinstance(marker.data, dict):
+                self.transcript.add_steered(str(marker.data.get("stream_id")), marker.id,
+                                            str(marker.data.get("text", "")))
 
     # -- find in the chat -----------------------------------------------------------------------
     def _on_search_bar_search_requested(self, text: str) -> None:

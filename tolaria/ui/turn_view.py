@@ -154,6 +154,8 @@ class TurnView(QWidget):
         layout.addWidget(self.footer)
         self.survivors_label: QLabel | None = None
         self._layout = layout
+        #: Messages sent into this turn while it ran, by marker id (``add_steered``).
+        self._steered: dict[int, Bubble] = {}
 
     def restyle(self) -> None:
         """Colours that are not in the transcript's style sheet follow the theme (code and diff
@@ -198,6 +200,20 @@ class TurnView(QWidget):
         self.needle = needle
         for chunk in self.findChildren(RichText):
             chunk.highlight(needle)
+
+    def add_steered(self, key: int, text: str) -> None:
+        """A message the user gave this turn while it ran (Send now on a steerable agent):
+        a small prompt bubble in the turn's body, once per ``key`` (the marker's id)."""
+        if key in self._steered:
+            return
+        bubble = Bubble(text, self.body)
+        bubble.setObjectName("steeredBubble")
+        bubble.setWordWrap(True)
+        bubble.setTextFormat(Qt.TextFormat.PlainText)
+        bubble.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bubble.setToolTip("Sent while running")
+        self._steered[key] = bubble
+        self._add_block(bubble)
 
     def attach_below(self, widget: QWidget) -> None:
         """Show ``widget`` under the turn (its changed files: tolaria/ui/turn_changes.py)."""

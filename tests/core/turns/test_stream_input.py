@@ -320,3 +320,47 @@ async def wait_until_text(collector: Collector, text: str, within: float = 10.0)
     while collector.text() != text:
         assert time.monotonic() < deadline, f"text so far: {collector.text()!r}"
         await asyncio.sleep(0.01)
+
+
+@async_test
+async def test_steer_takes_a_message_into_the_running_turn_without_stopping(tmp_path: Path) -> None:
+    run, agent, tool = await start_tool_turn(tmp_path, stream_manifest())
+    assert run.registry.steer(run.stream_id, HOSTILE)
+    done = await run.finish()
+    assert done.stop_reason == "end_turn"  # not cancelled: no stop happened
+    written = [json.loads(line) for line in stdin_lines(tmp_path)]
+    assert [w["type"] for w in written] == ["user", "user"]  # no interrupt
+    assert stdin_lines(tmp_path)[1] == user_message(HOSTILE).decode().rstrip("\n")
+    assert run.collector.text() == f"I'll run it.Steered: {HOSTILE}"
+    assert not run.registry.steer(run.stream_id, "too late")  # the turn is over
+    assert_run_gone(run.stream_id, [agent, tool])
+
+
+@async_test
+async def test_a_plain_cli_turn_cannot_be_steered(tmp_path: Path) -> None:
+    manifest = Manifest(id="sleepy", name="Sleepy", protocol="lines",
+                        command=(sys.executable, "-c", "import time; print('hi', flush=True);"
+                                 " time.sleep(300)"))
+    run = start_run(manifest, "x", cwd=tmp_path)
+    await run.wait_for_kind("text_delta")
+    assert not run.registry.steer(run.stream_id, "hello")
+    assert run.abort()
+    assert (await run.finish()).stop_reason == "cancelled"
+    assert_run_gone(run.stream_id)
+
+
+@async_test
+async def test_steer_from_another_thread_and_not_once_stopping(tmp_path: Path) -> None:
+    run, agent, tool = await start_tool_turn(tmp_path, stream_manifest(window_ms=2000))
+    assert await asyncio.to_thread(run.registry.steer, run.stream_id, "from a thread")
+    done = await run.finish()
+    assert done.stop_reason == "end_turn"
+    assert run.collector.text().endswith("Steered: from a thread")
+    assert_run_gone(run.stream_id, [agent, tool])
+    second = tmp_path / "second"
+    second.mkdir()
+    stopping, agent, tool = await start_tool_turn(second, stream_manifest(window_ms=2000))
+    assert stopping.abort()
+    assert not stopping.registry.steer(stopping.stream_id, "too late")  # a stop comes first
+    assert (await stopping.finish()).stop_reason == "cancelled"
+    assert_run_gone(stopping.stream_id, [agent, tool])

@@ -20,6 +20,9 @@ MARKER_MESSAGE_UNQUEUED = "message_unqueued"
 MARKER_MESSAGES_DELIVERED = "messages_delivered"
 MARKER_TURN_RESTARTED = "turn_restarted"
 MARKER_STOP_REQUESTED = "stop_requested"
+#: A queued message given to the running turn itself (Send now on an agent that takes a user
+#: message mid-turn, e.g. Claude's stream-json input); data: ``{"id", "text", "stream_id"}``.
+MARKER_MESSAGE_STEERED = "message_steered"
 #: A turn started as one member of a fan-out job (one prompt sent to several agents at once);
 #: data: ``{"job_id", "prompt", "agent", "stream_id"}``, on the member turn.
 MARKER_FANOUT_JOB = "fanout_job"

@@ -89,6 +89,8 @@ class TranscriptView(QScrollArea):
         self._to_build: deque[tuple[Turn, list[Event], str]] = deque()
         self._build_at_top = False
         self._restarted: set[str] = set()
+        #: Messages steered into a turn, by stream id: (marker id, text), shown when it is built.
+        self._steered: dict[str, list[tuple[int, str]]] = {}
         #: Text the chat's search is showing (highlighted in every held turn).
         self.needle = ""
         self._timer = QTimer(self)
@@ -168,6 +170,8 @@ class TranscriptView(QScrollArea):
         self._turns[stream_id] = turn
         if stream_id in self._restarted:
             turn.collapse_restarted()
+        for key, text in self._steered.get(stream_id, ()):
+            turn.add_steered(key, text)
         if self.needle:
             turn.set_needle(self.needle)
         return turn
@@ -279,6 +283,15 @@ class TranscriptView(QScrollArea):
         view = self._turns.get(stream_id)
         if view is not None:
             view.collapse_restarted()
+
+    def add_steered(self, stream_id: str, key: int, text: str) -> None:
+        """A message sent into ``stream_id``'s turn while it ran: shown now, or when built."""
+        held = self._steered.setdefault(stream_id, [])
+        if key not in {k for k, _ in held}:
+            held.append((key, text))
+        view = self._turns.get(stream_id)
+        if view is not None:
+            view.add_steered(key, text)
 
     def set_needle(self, needle: str) -> None:
         self.needle = needle
