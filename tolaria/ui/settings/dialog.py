@@ -8,6 +8,7 @@ file on disk is named (file, line, problem) and never saved over.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from tolaria.config.settings import Settings
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
+from tolaria.ui.cards.style import follow_palette
 from tolaria.ui.settings.agents_page import AgentsPage
 from tolaria.ui.settings.behaviour_page import BehaviourPage
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
@@ -94,6 +96,7 @@ class SettingsDialog(QDialog):
         self.save_button.setAutoDefault(False)
         self.save_button.setToolTip("Changes apply to the next run; running chats are unaffected")
         self.save_button.clicked.connect(self._on_save_button_clicked)
+        self.save_button.setProperty("primary", True)
         close = QPushButton("Close", self)
         close.setObjectName("settingsClose")
         close.setAutoDefault(False)
@@ -101,6 +104,8 @@ class SettingsDialog(QDialog):
         buttons.addWidget(self.save_button)
         buttons.addWidget(close)
         layout.addLayout(buttons)
+        self._restyle()
+        follow_palette(self, self._restyle)
         for page in (self.agents, self.shortcuts, self.behaviour):
             page.changed.connect(self._on_page_changed)
         self.agents.add_requested.connect(self._on_agents_add_requested)
@@ -154,6 +159,10 @@ class SettingsDialog(QDialog):
     def show_detection(self, agent_id: str, found: Detection) -> None:
         self.agents.show_detection(agent_id, found)
 
+    def _restyle(self) -> None:
+        """Flat, themed controls (no raised grey buttons or stock tabs): the chat's look."""
+        self.setStyleSheet(preferences_css())
+
     def show_test_result(self, agent_id: str, result: Any) -> None:
         if result is None:
             self.agents.show_test_result(agent_id, None, "")
@@ -163,7 +172,8 @@ class SettingsDialog(QDialog):
         message = str(getattr(result, "message", "") or "")
         detail = str(getattr(result, "detail", "") or "")
         if ok:
-            reply = " ".join(detail.split())
+            # One line of the agent's answer: markdown heading marks say nothing here.
+            reply = " ".join(re.sub(r"#{1,6}\s", " ", detail).split())
             reply = reply if len(reply) <= 160 else reply[:159] + "…"
             text = "✓ Works" + (f": {version}" if version else "") + (
                 f" — {message}" if message else "") + (
@@ -230,3 +240,34 @@ class SettingsDialog(QDialog):
         super().done(result)
         if was_visible:
             self.closed.emit()
+
+
+def preferences_css() -> str:
+    """The Preferences window's style sheet, from the current theme's colours."""
+    c = theme.css
+    border, accent, base, text = (c(theme.border()), c(theme.accent()), c(theme.base()),
+                                  c(theme.text()))
+    hover, muted, card = c(theme.hover_background()), c(theme.muted_text()), c(
+        theme.card_background())
+    return (
+        f"QTabWidget::pane {{ border: 1px solid {border}; border-radius: 8px; top: -1px; }}"
+        f" QTabBar::tab {{ background: transparent; border: none; padding: 6px 14px;"
+        f" color: {muted}; border-bottom: 2px solid transparent; }}"
+        f" QTabBar::tab:selected {{ color: {text}; border-bottom: 2px solid {accent};"
+        f" font-weight: 600; }}"
+        f" QTabBar::tab:hover {{ color: {text}; }}"
+        f" QListWidget, QTableWidget {{ background: {base}; border: 1px solid {border};"
+        f" border-radius: 6px; padding: 2px; }}"
+        f" QListWidget::item {{ padding: 4px 6px; border-radius: 4px; }}"
+        f" QListWidget::item:selected {{ background: {accent}; color: #ffffff; }}"
+        f" QListWidget::item:hover:!selected {{ background: {hover}; }}"
+        f" QPushButton {{ background: {base}; border: 1px solid {border}; color: {text};"
+        f" border-radius: 6px; padding: 4px 12px; }}"
+        f" QPushButton:hover {{ background: {hover}; }}"
+        f" QPushButton:disabled {{ color: {muted}; background: {card}; }}"
+        f" QPushButton[primary=\"true\"] {{ background: {accent}; border-color: {accent};"
+        f" color: #ffffff; font-weight: 600; }}"
+        f" QLineEdit, QComboBox {{ background: {base}; border: 1px solid {border};"
+        f" border-radius: 6px; padding: 3px 6px; }}"
+        f" QLineEdit:focus, QComboBox:focus {{ border-color: {accent}; }}"
+    )
