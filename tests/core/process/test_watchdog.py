@@ -233,3 +233,34 @@ def test_sigkill_of_the_app_kills_an_idle_kept_agent(tolaria_home: Path, tmp_pat
         if app.poll() is None:
             app.kill()
         app.wait(10)
+
+
+#: Run by a Tolaria whose own import path is not in the environment (an installed wheel, or an
+#: editable install without PYTHONPATH): the watchdog must still import Tolaria and stay up.
+_WATCHDOG_WITHOUT_PYTHONPATH = """
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+from tolaria.core.process import watchdog
+client = watchdog._Client()
+client.run_started("ai-agent-stream-" + "0" * 32)
+time.sleep(1.0)
+pid = client.pid()
+alive = pid is not None and os.waitpid(pid, os.WNOHANG) == (0, 0)
+client.run_ended("ai-agent-stream-" + "0" * 32)
+client.close()
+print("alive" if alive else "dead")
+"""
+
+
+def test_the_watchdog_starts_without_pythonpath_from_any_folder(tmp_path: Path) -> None:
+    """Before: the watchdog's import path pointed one folder too high; without PYTHONPATH (every
+    real install) it died at once with "No module named 'tolaria'" and a crashed app left its
+    agents running."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "TOLARIA_STREAM_ID", "TOLARIA_OWNER")}
+    done = subprocess.run([sys.executable, "-c", _WATCHDOG_WITHOUT_PYTHONPATH, str(ROOT)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "alive", done.stderr
+    assert "watchdog did not take" not in done.stderr

@@ -174,7 +174,7 @@ class _Client:
         env[ENV_OWNER] = procfs.owner_token()
         # Importable from wherever the app was started (a source checkout is not on sys.path
         # of a fresh interpreter by itself).
-        root = str(Path(__file__).resolve().parents[4])  # above the tolaria package
+        root = str(Path(__file__).resolve().parents[3])  # the folder that holds the tolaria package
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         try:
             # -S (no site-packages, on Linux where /proc does the job of psutil): the watchdog
