@@ -180,9 +180,11 @@ def test_deleting_the_chat_deletes_its_refs(start_app: StartApp, qtbot: QtBot, r
     drv = start_app(cwd=str(repo))
     edit_turn(drv, "change", {"a.txt": "changed\n"})
     drv.wait_finished()
-    qtbot.waitUntil(lambda: git(repo, "for-each-ref", "refs/tolaria").count("\n") == 2)
+    store = f"--git-dir={ck.store_of(repo)}"  # Tolaria's checkpoint store of the repository
+    qtbot.waitUntil(lambda: git(repo, store, "for-each-ref", "refs/tolaria").count("\n") == 2)
     drv.app.controller.delete(drv.pane.conversation_id)
-    qtbot.waitUntil(lambda: git(repo, "for-each-ref", "refs/tolaria") == "", timeout=10_000)
+    qtbot.waitUntil(lambda: git(repo, store, "for-each-ref", "refs/tolaria") == "",
+                    timeout=10_000)
     assert (repo / "a.txt").read_text() == "changed\n", "deleting a chat never touches files"
 
 
