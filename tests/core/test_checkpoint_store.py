@@ -93,7 +93,7 @@ def test_content_pruned_by_the_users_gc_is_a_clear_error_not_a_wrong_file(repo: 
     plain_git(repo, "gc", "-q", "--prune=now")
     assert not has_object(repo / ".git", staged)
     assert [c.path for c in ck.changes(before)] == ["a.txt"]
-    with pytest.raises(ck.CheckpointError, match="a.txt: its content at that checkpoint is gone"):
+    with pytest.raises(ck.CheckpointError, match=r"a\.txt: its content at that checkpoint is gone"):
         ck.revert_file(before, "a.txt")
     with pytest.raises(ck.CheckpointError, match="gone"):
         ck.file_diff(before, None, "a.txt")

@@ -121,13 +121,14 @@ def _rehash_converted(lay: Layout, git: Git, limits: Limits) -> tuple[str, ...]:
     converted = list(dict.fromkeys(converted))
     if not converted:
         return ()
-    rehash, left_out = [], []
-    for path in converted:
+    rehash: list[str] = []
+    left_out: list[str] = []
+    for name in converted:
         try:
-            size = os.lstat(lay.top / path).st_size
+            size = os.lstat(lay.top / name).st_size
         except OSError:
             continue  # deleted: it stays deleted
-        (left_out if size > limits.max_file_bytes else rehash).append(path)
+        (left_out if size > limits.max_file_bytes else rehash).append(name)
     git("update-index", "--force-remove", "-z", "--stdin", stdin=_nul(converted))
     if rehash:
         git("update-index", "--add", "-z", "--stdin", stdin=_nul(rehash))

@@ -152,7 +152,8 @@ def _user_core_settings(top: Path) -> dict[str, str]:
 
 def _remember_worktree(store: Path, lay: Layout) -> None:
     info = read_info(store)
-    tops = [str(t) for t in info.get("worktrees", []) if isinstance(t, str)]
+    listed = info.get("worktrees")
+    tops = [t for t in listed if isinstance(t, str)] if isinstance(listed, list) else []
     if str(lay.top) not in tops:
         info["worktrees"] = [*tops, str(lay.top)]
         info["common_dir"] = str(lay.common_dir)
