@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 from nonroot import as_other_user, other_user_python, python_env, world_reachable_folder

@@ -303,7 +303,7 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     printer = make_printer(args.json)
     output = _RunOutput(printer if saved is None else saved.record(printer), printer,
                         saved.conversation.title if saved and saved.conversation else None)
-    done = asyncio.run(_run_with_control(request, stream_id, output, grace))
+    done = asyncio.run(_run_with_control(request, stream_id, output, grace, saved))
     if printer.output.closed:  # the reader went away: the run was stopped for that
         return EXIT_BROKEN_PIPE
     if done.stop_reason == STOP_END_TURN:
@@ -327,7 +327,7 @@ class _RunOutput:
 
 
 async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOutput,
-                            grace: float) -> Done:
+                            grace: float, saved: SavedRun | None = None) -> Done:
     import asyncio
     import signal
 
@@ -352,6 +352,12 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     server = control.ControlServer(registry, details=lambda _stream_id: chat)
     try:
         await server.start()
+        if saved is not None:  # the checkpoint before the turn; a stop kills it at once (the
+            from tolaria.chats.checkpoints import until_stopped  # run then ends cancelled)
+
+            await until_stopped(asyncio.to_thread(saved.snapshot_before), run)
+            if run.stop_requested:
+                saved.stop_snapshot()
         printer.attach(loop)
         printer.output.watch(loop)
         return await stream_ai_agent(request, stream_id, output, registry=registry,
