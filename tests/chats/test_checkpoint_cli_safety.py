@@ -100,7 +100,7 @@ def test_abort_during_a_slow_before_snapshot_stops_at_once(
         deadline = time.monotonic() + 60
         while busy is None and run.poll() is None and time.monotonic() < deadline:
             busy = next((p for p in parent.children(recursive=True)
-                         if "update-index" in cmdline(p)), None)
+                         if "hash-object" in cmdline(p)), None)
             time.sleep(0.02)
         assert busy is not None, "the snapshot ended before it could be stopped"
         stopped = subprocess.run([sys.executable, "-m", "tolaria", "abort", STREAM], env=env,

@@ -154,9 +154,9 @@ def test_a_cancelled_snapshot_kills_git_at_once(repo: Path) -> None:
     worker.start()
     me = psutil.Process()
     busy = None
-    for _ in range(600):  # git's update-index of the big file, seen from outside
+    for _ in range(600):  # git hashing the big file, seen from outside
         busy = next((p for p in me.children(recursive=True)
-                     if "update-index" in cmdline(p)), None)
+                     if "hash-object" in cmdline(p)), None)
         if busy is not None or not worker.is_alive():
             break
         time.sleep(0.02)
@@ -167,3 +167,21 @@ def test_a_cancelled_snapshot_kills_git_at_once(repo: Path) -> None:
     assert len(outcome) == 1 and isinstance(outcome[0], ck.CheckpointCancelled)
     assert not busy.is_running() or busy.status() == psutil.STATUS_ZOMBIE
     assert plain_git(repo, "--git-dir", str(ck.store_of(repo)), "for-each-ref") == ""
+
+
+def test_the_untracked_stat_cache_never_keeps_old_content(repo: Path) -> None:
+    notes = repo / "notes.txt"
+    notes.write_text("version 1\n")
+    old = time.time_ns() - 60 * 1_000_000_000
+    os.utime(notes, ns=(old, old))
+    first = ck.snapshot(repo, ck.ref_name("7", "1", "before"))
+    time.sleep(2.1)  # the file's change time is no longer "racy": this snapshot caches it
+    second = ck.snapshot(repo, ck.ref_name("7", "2", "before"))
+    assert ck.changes(first, second) == []
+    notes.write_text("version 2\n")  # same size, and the modification time put back
+    os.utime(notes, ns=(old, old))
+    third = ck.snapshot(repo, ck.ref_name("7", "3", "before"))
+    assert [c.path for c in ck.changes(second, third)] == ["notes.txt"]
+    store = ck.store_of(repo)
+    assert plain_git(repo, "--git-dir", str(store), "show", f"{third.commit}:notes.txt") \
+        == "version 2\n"

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 def snapshot_git() -> psutil.Process | None:
     for child in psutil.Process().children(recursive=True):
         try:
-            if "update-index" in " ".join(child.cmdline()):
+            if "hash-object" in " ".join(child.cmdline()):
                 return child
         except psutil.Error:
             continue

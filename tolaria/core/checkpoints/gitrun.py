@@ -112,9 +112,22 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+_remembered: dict[tuple[str, str], tuple[float, list[str]]] = {}
+
+
 def user_global_values(key: str) -> list[str]:
     """The values of ``key`` in the user's own global config (read only: ``git config`` runs
-    nothing). [] when unset or unreadable."""
+    nothing). [] when unset or unreadable. Read again after 10 s."""
+    memo = (key, os.environ.get("HOME", ""))
+    known = _remembered.get(memo)
+    if known is not None and time.monotonic() - known[0] < 10:
+        return known[1]
+    values = _read_user_global(key)
+    _remembered[memo] = (time.monotonic(), values)
+    return values
+
+
+def _read_user_global(key: str) -> list[str]:
     try:
         program = git_program()
     except CheckpointError:

@@ -69,7 +69,7 @@ def find_repo(folder: Path) -> Path | None:
 
 
 def _layout(folder: Path, cancel: Cancel | None = None) -> Layout:
-    if find_repo(folder) is None:
+    if not folder.is_dir():
         raise CheckpointError(f"{folder} is not inside a git working tree")
     lay = layout(folder, cancel)
     ensure_store(lay)

@@ -12,14 +12,19 @@ What was left out comes back as ``Skipped`` and is written into the commit's mes
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import shutil
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
+from typing import Any
 
 from tolaria.core.checkpoints.gitrun import (
     Cancel,
@@ -45,6 +50,17 @@ Git = Callable[..., CompletedProcess[bytes]]
 def write_tree(lay: Layout, limits: Limits, cancel: Cancel | None = None
                ) -> tuple[str, Skipped]:
     """The tree of the work tree now (in Tolaria's store) and what it left out."""
+    try:
+        return _write_tree(lay, limits, cancel, use_cache=True)
+    except CheckpointCancelled:
+        raise
+    except CheckpointError:
+        drop_caches(lay.store)  # a cached blob may be gone (pruned): once more, from scratch
+        return _write_tree(lay, limits, cancel, use_cache=False)
+
+
+def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: bool
+                ) -> tuple[str, Skipped]:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tolaria-ckpt-") as tmp:
         index = Path(tmp) / "index"
@@ -52,15 +68,15 @@ def write_tree(lay: Layout, limits: Limits, cancel: Cancel | None = None
             index.write_bytes(lay.index.read_bytes())
         excludes = refresh_excludes(lay)
 
-        def git(*args: str, **kw: object) -> CompletedProcess[bytes]:
-            return store_git(lay, *args, index=index, excludes=excludes, cancel=cancel, **kw)  # type: ignore[arg-type]
+        def git(*args: str, **kw: Any) -> CompletedProcess[bytes]:
+            return store_git(lay, *args, index=index, excludes=excludes, cancel=cancel, **kw)
 
         unreadable: list[str] = []
         _tracked(lay, git, index, unreadable)
         filtered = _rehash_converted(lay, git, limits)
         files, skipped = _untracked(lay, git, limits, started, unreadable)
         if files:
-            _add(git, files, unreadable)
+            _add_untracked(lay, git, files, unreadable, use_cache)
         tree = git("write-tree").stdout.decode().strip()
     return tree, Skipped(skipped.large, skipped.heavy, tuple(dict.fromkeys(unreadable)),
                          skipped.over_budget, filtered, skipped.untracked_off,
@@ -153,8 +169,8 @@ def _attributes_convert(lay: Layout, git: Git) -> bool:
 
 
 def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable: list[str]
-               ) -> tuple[list[str], Skipped]:
-    """The untracked, not ignored files to add, and what is left out of them."""
+               ) -> tuple[list[tuple[str, os.stat_result | None]], Skipped]:
+    """The untracked, not ignored files to add (with their stat), and what is left out."""
     off = Skipped(untracked_off=True, max_file_bytes=limits.max_file_bytes)
 
     def left() -> float:
@@ -167,8 +183,9 @@ def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable
                   "--no-empty-directory", timeout=max(left(), 0.1))
         entries = _names(top.stdout)
         unreadable.extend(_error_paths(top.stderr))
+        heavy_names = set(limits.heavy_dirs)
         heavy = [e for e in entries if e.endswith("/") and
-                 Path(e.rstrip("/")).name in limits.heavy_dirs]
+                 e.rstrip("/").rsplit("/", 1)[-1] in heavy_names]
         folders = [e for e in entries if e.endswith("/") and e not in heavy]
         files = [(e, e) for e in entries if not e.endswith("/")]
         for chunk in range(0, len(folders), 500):
@@ -180,41 +197,128 @@ def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable
             files += [(_entry_of(p, tops), p) for p in _names(inside.stdout)]
     except GitTimeout:
         return [], off
-    except CheckpointCancelled:
-        raise
-    taken: list[str] = []
+    root = str(lay.top) + os.sep
+    taken: list[tuple[str, os.stat_result | None]] = []
     large: list[str] = []
-    over: list[str] = []
+    over: dict[str, None] = {}
     count = size = 0
     for n, (entry, path) in enumerate(sorted(files, key=lambda pair: pair[1])):
         if n % 512 == 0 and left() <= 0:
             return [], off
-        heavy_at = _heavy_prefix(path, limits.heavy_dirs)
-        if heavy_at is not None:
-            heavy.append(heavy_at)
+        if "/" in path:
+            heavy_at = _heavy_prefix(path, heavy_names)
+            if heavy_at is not None:
+                heavy.append(heavy_at)
+                continue
+        if over:  # past the budget: the rest is listed by its top entry, not even looked at
+            over[entry] = None
             continue
         if path.endswith("/"):  # a repository inside the tree: recorded as its commit
-            taken.append(path.rstrip("/"))
+            taken.append((path.rstrip("/"), None))
             continue
         try:
-            info = os.lstat(lay.top / path)
+            info = os.lstat(root + path)
         except OSError:
             continue  # gone meanwhile
         if stat.S_ISREG(info.st_mode):
             if info.st_size > limits.max_file_bytes:
                 large.append(path)
                 continue
-            if not os.access(lay.top / path, os.R_OK):
+            if not os.access(root + path, os.R_OK):
                 unreadable.append(path)
                 continue
-        if over or count + 1 > limits.max_files or size + info.st_size > limits.max_bytes:
-            over.append(entry)
+        if count + 1 > limits.max_files or size + info.st_size > limits.max_bytes:
+            over[entry] = None
             continue
         count += 1
         size += info.st_size
-        taken.append(path)
-    return taken, Skipped(tuple(large), tuple(dict.fromkeys(heavy)), (),
-                          tuple(dict.fromkeys(over)), max_file_bytes=limits.max_file_bytes)
+        taken.append((path, info))
+    return taken, Skipped(tuple(large), tuple(dict.fromkeys(heavy)), (), tuple(over),
+                          max_file_bytes=limits.max_file_bytes)
+
+
+def _add_untracked(lay: Layout, git: Git, taken: list[tuple[str, os.stat_result | None]],
+                   unreadable: list[str], use_cache: bool) -> None:
+    """Add the untracked files to the index copy. Regular files whose stat matches the last
+    snapshot's (Tolaria's own stat cache: git has none for untracked files) reuse their blob;
+    the others are hashed in one ``hash-object``; links and inner repositories are added by
+    ``update-index``."""
+    cache = _load_cache(lay) if use_cache else {}
+    known: list[tuple[str, str, str]] = []
+    to_hash: list[tuple[str, os.stat_result]] = []
+    special: list[str] = []
+    for path, info in taken:
+        if info is None or not stat.S_ISREG(info.st_mode) or "\n" in path:
+            special.append(path)
+            continue
+        seen = cache.get(path)
+        if seen is not None and seen[:5] == _stamp(info):
+            known.append((_mode(info), str(seen[5]), path))
+        else:
+            to_hash.append((path, info))
+    if to_hash:
+        done = git("hash-object", "-w", "--no-filters", "--stdin-paths", check=False,
+                   stdin="".join(p + "\n" for p, _ in to_hash).encode(errors="surrogateescape"))
+        shas = done.stdout.decode().split()
+        if done.returncode == 0 and len(shas) == len(to_hash):
+            known += [(_mode(info), sha, path) for (path, info), sha in zip(to_hash, shas,
+                                                                            strict=True)]
+        else:  # one became unreadable meanwhile: file by file, that one left out
+            special += [path for path, _ in to_hash]
+            to_hash = []
+    if known:
+        git("update-index", "-z", "--index-info", stdin=b"".join(
+            f"{mode} {sha}\t".encode() + path.encode(errors="surrogateescape") + b"\0"
+            for mode, sha, path in known))
+    if special:
+        _add(git, special, unreadable)
+    stats = dict(taken)
+    racy = time.time_ns() - 2_000_000_000  # changed in the last 2 s: hashed again next time
+    fresh: dict[str, list[object]] = {}
+    for _kind, sha, path in known:
+        info = stats.get(path)
+        if info is not None and max(info.st_mtime_ns, info.st_ctime_ns) < racy:
+            fresh[path] = [*_stamp(info), sha]
+    _save_cache(lay, fresh)
+
+
+def _stamp(info: os.stat_result) -> list[object]:
+    """What says a file is unchanged (as git's own stat cache: the change time too, which no
+    ``touch`` can set back)."""
+    return [info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_mode]
+
+
+def _mode(info: os.stat_result) -> str:
+    return "100755" if info.st_mode & 0o100 else "100644"
+
+
+def _cache_file(lay: Layout) -> Path:
+    digest = hashlib.sha256(str(lay.top).encode(errors="surrogateescape")).hexdigest()[:16]
+    return lay.store / "tolaria-untracked" / f"{digest}.json"
+
+
+def _load_cache(lay: Layout) -> dict[str, list[object]]:
+    try:
+        data = json.loads(_cache_file(lay).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_cache(lay: Layout, entries: dict[str, list[object]]) -> None:
+    target = _cache_file(lay)
+    try:
+        target.parent.mkdir(exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(entries))
+        os.replace(tmp, target)
+    except OSError:
+        pass  # only a cache
+
+
+def drop_caches(store: Path) -> None:
+    """Forget the stat caches (their blobs may be pruned)."""
+    shutil.rmtree(store / "tolaria-untracked", ignore_errors=True)
 
 
 def _names(out: bytes) -> list[str]:
@@ -230,7 +334,7 @@ def _entry_of(path: str, tops: set[str]) -> str:
     return path
 
 
-def _heavy_prefix(path: str, heavy: tuple[str, ...]) -> str | None:
+def _heavy_prefix(path: str, heavy: set[str]) -> str | None:
     parts = path.rstrip("/").split("/")
     for i, part in enumerate(parts[:-1]):
         if part in heavy:

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,9 +196,23 @@ def refresh_excludes(lay: Layout) -> str:
     return user_excludes_file(lay.top)
 
 
+_excludes: dict[tuple[str, str], tuple[float, str]] = {}
+
+
 def user_excludes_file(top: Path) -> str:
     """The user's ``core.excludesFile`` as their own git would read it (system config aside),
-    or git's default ``$XDG_CONFIG_HOME/git/ignore``; only read (``git config`` runs nothing)."""
+    or git's default ``$XDG_CONFIG_HOME/git/ignore``; only read (``git config`` runs nothing).
+    Read again after 10 s."""
+    memo = (str(top), os.environ.get("HOME", ""))
+    known = _excludes.get(memo)
+    if known is not None and time.monotonic() - known[0] < 10:
+        return known[1]
+    value = _read_excludes_file(top)
+    _excludes[memo] = (time.monotonic(), value)
+    return value
+
+
+def _read_excludes_file(top: Path) -> str:
     env = _base_env() | {"GIT_CONFIG_NOSYSTEM": "1"}
     try:
         done = subprocess.run([git_program(), "-C", str(top), "config", "--path", "--get",
