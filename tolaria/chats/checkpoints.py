@@ -254,6 +254,10 @@ class TurnCheckpoints:
         back); returns how many went. Best effort: a folder gone or no longer git is skipped."""
         return self._serial(conversation.id, self._delete_refs, conversation, repos)
 
+    def delete_chat_now(self, conversation: Conversation, repos: set[Path]) -> int:
+        """``delete_chat`` in the caller's thread (``tolaria chats --delete``)."""
+        return self._delete_refs(conversation, repos)
+
     def _delete_refs(self, conversation: Conversation, repos: set[Path]) -> int:
         prefix = ck.REF_PREFIX + chat_ref_part(conversation) + "/"
         deleted = 0

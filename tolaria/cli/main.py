@@ -83,6 +83,20 @@ def _parser() -> argparse.ArgumentParser:
     chats = sub.add_parser("chats", help="list the stored chats (the window's sidebar)",
                            description="List the stored chats, newest activity first.")
     chats.add_argument("--json", action="store_true", help="as JSON")
+    chats.add_argument("--delete", type=int, metavar="ID", dest="delete_chat",
+                       help="delete chat ID and its checkpoints (asks unless --yes)")
+    chats.add_argument("--yes", action="store_true", help="with --delete: do not ask")
+    ckpts = sub.add_parser("checkpoints", help="the disk space of the turns' checkpoints, and "
+                           "pruning them", description="List, per repository, what Tolaria's "
+                           "checkpoints take on disk; --prune removes those of deleted chats "
+                           "(and with --older-than those of older turns, which asks --yes).")
+    ckpts.add_argument("--json", action="store_true", help="as JSON")
+    ckpts.add_argument("--prune", action="store_true",
+                       help="remove the checkpoints of deleted chats")
+    ckpts.add_argument("--older-than", type=float, metavar="DAYS",
+                       help="with --prune: also those of turns older than DAYS days")
+    ckpts.add_argument("--yes", action="store_true",
+                       help="go ahead when turns still shown would lose Revert/Rewind")
     agents = sub.add_parser("agents", help="list the agents with their program and version",
                             description="List the adapters, where their program was found "
                                         "and its version.")
@@ -172,7 +186,15 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "run":
         return _cmd_run(args)
     if args.command == "chats":
+        if args.delete_chat is not None:
+            from tolaria.cli.checkpoints_cmd import cmd_delete_chat
+
+            return cmd_delete_chat(args.delete_chat, args.yes)
         return _cmd_chats(args.json)
+    if args.command == "checkpoints":
+        from tolaria.cli.checkpoints_cmd import cmd_checkpoints
+
+        return cmd_checkpoints(args.json, args.prune, args.older_than, args.yes)
     if args.command == "agents":
         import asyncio
 
