@@ -89,7 +89,7 @@ def test_abort_during_a_slow_before_snapshot_stops_at_once(
             out.write(chunk[::-1] if n % 2 else chunk)
     tolaria_home.mkdir(exist_ok=True)
     (tolaria_home / "settings.toml").write_text(
-        "[checkpoints]\nmax_file_mb = 2000.0\nmax_total_mb = 2000.0\n")
+        "[checkpoints]\nmax_file_mb = 2000.0\nmax_total_mb = 2000.0\ntime_budget_seconds = 600.0\n")
     env = editor_env(tolaria_home, {"a.txt": "the agent ran\n"})
     run = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--agent", "editor",
                             "--stream-id", STREAM, "--cwd", str(repo), "edit"], env=env,

@@ -95,7 +95,7 @@ def test_meter_delete_and_prune_of_tolaria_run_chats(tmp_path: Path, tolaria_hom
 
     # The last chat's turn is still shown: pruning it needs --yes and leaves a note.
     asked = tolaria(tolaria_home, "checkpoints", "--prune", "--older-than", "0")
-    assert asked.returncode == 1 and "lose Revert and Rewind" in asked.stderr
+    assert asked.returncode == 1 and "Revert and Rewind (a note under each says so)" in asked.stderr
     assert len(refs_in_store(repo)) == 2
     done = tolaria(tolaria_home, "checkpoints", "--prune", "--older-than", "0", "--yes")
     assert done.returncode == 0, done.stderr

@@ -146,7 +146,8 @@ def test_a_cancelled_snapshot_kills_git_at_once(repo: Path) -> None:
         try:
             outcome.append(ck.snapshot(repo, ck.ref_name("6", "1", "before"), cancel=cancel,
                                        limits=ck.Limits(max_file_bytes=1024 * ck.MB,
-                                                        max_bytes=1024 * ck.MB)))
+                                                        max_bytes=1024 * ck.MB,
+                                                        time_budget_s=600)))
         except ck.CheckpointError as exc:
             outcome.append(exc)
 

@@ -37,7 +37,7 @@ def test_stop_during_the_before_snapshot_stops_at_once(
         for n in range(160):
             out.write(chunk[::-1] if n % 2 else chunk)
     (home / "settings.toml").write_text(
-        "[checkpoints]\nmax_file_mb = 2000.0\nmax_total_mb = 2000.0\n")
+        "[checkpoints]\nmax_file_mb = 2000.0\nmax_total_mb = 2000.0\ntime_budget_seconds = 600.0\n")
     drv = start_app(cwd=str(repo))
     stream = edit_turn(drv, "change", {"a.txt": "the agent ran\n"})
     qtbot.waitUntil(lambda: snapshot_git() is not None, timeout=20_000)

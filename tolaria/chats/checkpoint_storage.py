@@ -47,6 +47,8 @@ def survey(store: Store, older_than_days: float | None = None) -> list[RepoCheck
     chats = {chat_ref_part(c): c for c in store.list_conversations()}
     cutoff = time.time() - older_than_days * DAY if older_than_days is not None else None
     started: dict[int, float] = {}
+    running: set[int] = set()
+    seen: set[int] = set()
     found = []
     for path in storage.every_store():
         usage = storage.usage(path)
@@ -58,9 +60,15 @@ def survey(store: Store, older_than_days: float | None = None) -> list[RepoCheck
                 continue
             if cutoff is None or ref.turn_id is None:
                 continue
-            if chat.id not in started:
-                started.update({t.id: t.started_at for t in store.turns(chat.id)})
+            if chat.id not in seen:
+                seen.add(chat.id)
+                for t in store.turns(chat.id):
+                    started[t.id] = t.started_at
+                    if t.status == "running":
+                        running.add(t.id)
             when = started.get(ref.turn_id)
+            if ref.turn_id in running:  # a turn running now needs its checkpoint
+                continue
             if when is None:  # the turn is gone from its chat: nothing shows it
                 orphaned.append(ref)
             elif when < cutoff:
@@ -68,6 +76,17 @@ def survey(store: Store, older_than_days: float | None = None) -> list[RepoCheck
                 turns.add((chat.id, ref.turn_id))
         found.append(RepoCheckpoints(usage, tuple(orphaned), tuple(old), frozenset(turns)))
     return found
+
+
+@dataclass(frozen=True)
+class StorageRow:
+    """One repository's line in Preferences → Checkpoints."""
+
+    repo: str
+    size: str
+    checkpoints: int
+    of_deleted_chats: int
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -110,15 +129,23 @@ def describe(repos: list[RepoCheckpoints], *, old_turns: bool) -> str:
     orphaned = sum(len(r.orphaned) for r in repos)
     old = sum(len(r.old) for r in repos)
     turns = sum(len(r.old_turns) for r in repos)
-    parts = [f"Removes {orphaned} checkpoint{'s' if orphaned != 1 else ''} of deleted chats"]
+    parts = []
+    if orphaned:
+        parts.append(f"{_n(orphaned, 'checkpoint')} of deleted chats")
     if old_turns and old:
-        parts.append(f" and {old} of {turns} older turn{'s' if turns != 1 else ''} that are "
-                     "still shown: those turns keep their file list but lose Revert and Rewind "
-                     "(a note under each says so)")
-    elif old:
-        parts.append(f". Kept: {old} checkpoint{'s' if old != 1 else ''} of {turns} older "
-                     f"turn{'s' if turns != 1 else ''} still shown in chats")
-    return "".join(parts) + "."
+        parts.append(f"{_n(old, 'checkpoint')} of {_n(turns, 'older turn')} still shown, which "
+                     f"keep{'s' if turns == 1 else ''} {'its' if turns == 1 else 'their'} file "
+                     "list but lose" + ("s" if turns == 1 else "") + " Revert and Rewind (a note "
+                     "under each says so)")
+    text = "Removes " + " and ".join(parts) + "." if parts else "Nothing to remove."
+    kept = sum(len(r.usage.refs) for r in repos) - orphaned - (old if old_turns else 0)
+    if kept:
+        text += f" Kept: {kept} of chats still shown."
+    return text
+
+
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
 
 
 def human_size(n: int) -> str:

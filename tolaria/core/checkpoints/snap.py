@@ -75,12 +75,14 @@ def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: b
         _tracked(lay, git, index, unreadable)
         filtered = _rehash_converted(lay, git, limits)
         files, skipped = _untracked(lay, git, limits, started, unreadable)
+        late: list[str] = []
         if files:
-            _add_untracked(lay, git, files, unreadable, use_cache)
+            late = _add_untracked(lay, git, files, unreadable, use_cache,
+                                  started + limits.time_budget_s)
         tree = git("write-tree").stdout.decode().strip()
+    over = tuple(dict.fromkeys((*skipped.over_budget, *late)))
     return tree, Skipped(skipped.large, skipped.heavy, tuple(dict.fromkeys(unreadable)),
-                         skipped.over_budget, filtered, skipped.untracked_off,
-                         limits.max_file_bytes)
+                         over, filtered, skipped.untracked_off, limits.max_file_bytes)
 
 
 def _tracked(lay: Layout, git: Git, index: Path, unreadable: list[str]) -> None:
@@ -169,8 +171,9 @@ def _attributes_convert(lay: Layout, git: Git) -> bool:
 
 
 def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable: list[str]
-               ) -> tuple[list[tuple[str, os.stat_result | None]], Skipped]:
-    """The untracked, not ignored files to add (with their stat), and what is left out."""
+               ) -> tuple[list[tuple[str, str, os.stat_result | None]], Skipped]:
+    """The untracked, not ignored files to add (their top entry, path, stat), and what is left
+    out."""
     off = Skipped(untracked_off=True, max_file_bytes=limits.max_file_bytes)
 
     def left() -> float:
@@ -198,7 +201,7 @@ def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable
     except GitTimeout:
         return [], off
     root = str(lay.top) + os.sep
-    taken: list[tuple[str, os.stat_result | None]] = []
+    taken: list[tuple[str, str, os.stat_result | None]] = []
     large: list[str] = []
     over: dict[str, None] = {}
     count = size = 0
@@ -214,7 +217,7 @@ def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable
             over[entry] = None
             continue
         if path.endswith("/"):  # a repository inside the tree: recorded as its commit
-            taken.append((path.rstrip("/"), None))
+            taken.append((entry, path.rstrip("/"), None))
             continue
         try:
             info = os.lstat(root + path)
@@ -232,22 +235,28 @@ def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable
             continue
         count += 1
         size += info.st_size
-        taken.append((path, info))
+        taken.append((entry, path, info))
     return taken, Skipped(tuple(large), tuple(dict.fromkeys(heavy)), (), tuple(over),
                           max_file_bytes=limits.max_file_bytes)
 
 
-def _add_untracked(lay: Layout, git: Git, taken: list[tuple[str, os.stat_result | None]],
-                   unreadable: list[str], use_cache: bool) -> None:
-    """Add the untracked files to the index copy. Regular files whose stat matches the last
-    snapshot's (Tolaria's own stat cache: git has none for untracked files) reuse their blob;
-    the others are hashed in one ``hash-object``; links and inner repositories are added by
-    ``update-index``."""
+_CHUNK = 256
+
+
+def _add_untracked(lay: Layout, git: Git, taken: list[tuple[str, str, os.stat_result | None]],
+                   unreadable: list[str], use_cache: bool, deadline: float) -> list[str]:
+    """Add the untracked files to the index copy; returns the top entries left out because the
+    time budget ran out while hashing.
+
+    Regular files whose stat matches an earlier snapshot's (Tolaria's own stat cache: git keeps
+    none for untracked files) reuse their blob; the others are hashed by ``hash-object`` in
+    chunks, each chunk remembered at once, so a big folder is taken over several turns rather
+    than never; links and inner repositories are added by ``update-index``."""
     cache = _load_cache(lay) if use_cache else {}
     known: list[tuple[str, str, str]] = []
-    to_hash: list[tuple[str, os.stat_result]] = []
+    to_hash: list[tuple[str, str, os.stat_result]] = []
     special: list[str] = []
-    for path, info in taken:
+    for entry, path, info in taken:
         if info is None or not stat.S_ISREG(info.st_mode) or "\n" in path:
             special.append(path)
             continue
@@ -255,31 +264,44 @@ def _add_untracked(lay: Layout, git: Git, taken: list[tuple[str, os.stat_result 
         if seen is not None and seen[:5] == _stamp(info):
             known.append((_mode(info), str(seen[5]), path))
         else:
-            to_hash.append((path, info))
-    if to_hash:
-        done = git("hash-object", "-w", "--no-filters", "--stdin-paths", check=False,
-                   stdin="".join(p + "\n" for p, _ in to_hash).encode(errors="surrogateescape"))
+            to_hash.append((entry, path, info))
+    late: dict[str, None] = {}
+    racy = time.time_ns() - 2_000_000_000  # changed in the last 2 s: hashed again next time
+    for at in range(0, len(to_hash), _CHUNK):
+        chunk = to_hash[at:at + _CHUNK]
+        left = deadline - time.monotonic()
+        if left <= 0:
+            late.update((entry, None) for entry, _p, _i in to_hash[at:])
+            break
+        try:
+            done = git("hash-object", "-w", "--no-filters", "--stdin-paths", check=False,
+                       timeout=max(left, 0.5),
+                       stdin="".join(p + "\n" for _e, p, _i in chunk).encode(
+                           errors="surrogateescape"))
+        except GitTimeout:
+            late.update((entry, None) for entry, _p, _i in to_hash[at:])
+            break
         shas = done.stdout.decode().split()
-        if done.returncode == 0 and len(shas) == len(to_hash):
-            known += [(_mode(info), sha, path) for (path, info), sha in zip(to_hash, shas,
-                                                                            strict=True)]
-        else:  # one became unreadable meanwhile: file by file, that one left out
-            special += [path for path, _ in to_hash]
-            to_hash = []
+        if done.returncode != 0 or len(shas) != len(chunk):
+            special += [path for _e, path, _i in chunk]  # one became unreadable: file by file
+            continue
+        for (_entry, path, info), sha in zip(chunk, shas, strict=True):
+            known.append((_mode(info), sha, path))
+            if max(info.st_mtime_ns, info.st_ctime_ns) < racy:
+                cache[path] = [*_stamp(info), sha]
+    if late:  # a top entry half hashed is left out whole: the same way in every snapshot
+        tops = set(late)
+        known = [k for k in known if _entry_of(k[2], tops) not in tops]
+        special = [p for p in special if _entry_of(p, tops) not in tops]
     if known:
         git("update-index", "-z", "--index-info", stdin=b"".join(
             f"{mode} {sha}\t".encode() + path.encode(errors="surrogateescape") + b"\0"
             for mode, sha, path in known))
     if special:
         _add(git, special, unreadable)
-    stats = dict(taken)
-    racy = time.time_ns() - 2_000_000_000  # changed in the last 2 s: hashed again next time
-    fresh: dict[str, list[object]] = {}
-    for _kind, sha, path in known:
-        info = stats.get(path)
-        if info is not None and max(info.st_mtime_ns, info.st_ctime_ns) < racy:
-            fresh[path] = [*_stamp(info), sha]
-    _save_cache(lay, fresh)
+    if use_cache:  # only the files this snapshot saw: the cache does not grow for ever
+        _save_cache(lay, {path: cache[path] for _e, path, _i in taken if path in cache})
+    return list(late)
 
 
 def _stamp(info: os.stat_result) -> list[object]:
