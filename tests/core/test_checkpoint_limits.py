@@ -73,22 +73,29 @@ def test_heavy_folders_that_are_not_ignored_are_left_out(repo: Path) -> None:
     assert ck.changes(cp) == [], "a change in a left-out folder is not the turn's"
 
 
-def test_untracked_files_beyond_the_budget_are_left_out_the_same_way_each_time(
+def test_the_budget_takes_whole_entries_smallest_first_the_same_way_each_time(
         repo: Path) -> None:
     (repo / "data").mkdir()
     for n in range(6):
         (repo / "data" / f"{n}.csv").write_text(f"{n}\n")
+    (repo / "small").mkdir()
+    (repo / "small" / "s.txt").write_text("s\n")
     (repo / "z.txt").write_text("z\n")
     limits = ck.Limits(max_files=3)
     before = ck.snapshot(repo, ck.ref_name("3", "1", "before"), limits=limits)
     assert before.skipped is not None
-    assert before.skipped.over_budget == ("data/", "z.txt")
-    assert len(tree_files(before) - {"a.txt"}) == 3
+    # The big folder is left out whole; the new file and the small folder are taken.
+    assert before.skipped.over_budget == ("data/",)
+    assert tree_files(before) == {"a.txt", "small/s.txt", "z.txt"}
+    assert before.skipped.summary() == "not tracked: 1 file beyond the per-turn budget"
     (repo / "data" / "00.csv").write_text("new, sorts first\n")
+    (repo / "new.txt").write_text("the agent's new file\n")
     after = ck.snapshot(repo, ck.ref_name("3", "1", "after"), limits=limits)
-    # The budget took other files this time: none of that is a change of the turn.
-    assert ck.changes(before, after) == []
-    assert ck.Limits(max_bytes=1).max_bytes == 1
+    # Nothing of the left-out folder is a change of the turn; the new file is.
+    assert [(c.path, c.status) for c in ck.changes(before, after)] == [("new.txt", "added")]
+    with pytest.raises(ck.CheckpointError, match="not captured before this turn"):
+        ck.revert_file(before, "data/0.csv")
+    assert (repo / "data" / "0.csv").read_text() == "0\n"
     tiny = ck.snapshot(repo, ck.ref_name("3", "2", "before"), limits=ck.Limits(max_bytes=1))
     assert tiny.skipped is not None and "beyond the per-turn budget" in tiny.skipped.summary()
 

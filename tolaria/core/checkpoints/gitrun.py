@@ -202,6 +202,60 @@ def run(argv: Sequence[str], *, env: Mapping[str, str], stdin: bytes | None = No
     return done
 
 
+def run_listing(argv: Sequence[str], *, env: Mapping[str, str], most: int,
+                cancel: Cancel | None = None, timeout: float = GIT_TIMEOUT,
+                ) -> tuple[list[bytes], bytes, bool]:
+    """``git ARGV`` whose output is NUL-separated names, read as it comes and cut (git killed)
+    after ``most`` names: (names, stderr, cut). A huge listing costs only what is read."""
+    import tempfile
+
+    if cancel is not None and cancel.is_set:
+        raise CheckpointCancelled("git was cancelled")
+    full = [git_program(), *(x for pair in SAFE_CONFIG for x in ("-c", pair)), *argv]
+    deadline = time.monotonic() + timeout
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=errors, env=dict(env))
+        assert proc.stdout is not None
+        names: list[bytes] = []
+        pending = b""
+        cut = False
+        try:
+            import selectors
+
+            with selectors.DefaultSelector() as watch:
+                watch.register(proc.stdout, selectors.EVENT_READ)
+                while True:
+                    if cancel is not None and cancel.is_set:
+                        raise CheckpointCancelled("git was cancelled")
+                    if time.monotonic() > deadline:
+                        raise GitTimeout(f"git listing took longer than {timeout:.0f} s")
+                    if not watch.select(_POLL_S):
+                        continue
+                    chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                    if not chunk:
+                        break
+                    parts = (pending + chunk).split(b"\0")
+                    pending = parts.pop()
+                    names += [p for p in parts if p]
+                    if len(names) > most:
+                        cut = True
+                        break
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.stdout.close()
+            proc.wait()
+        errors.seek(0)
+        said = errors.read()
+    if not cut and proc.returncode != 0:
+        why = said.decode(errors="replace").strip().splitlines()
+        raise CheckpointError(f"git ls-files failed: {why[-1] if why else proc.returncode}")
+    if pending and not cut:
+        names.append(pending)
+    return names[:most] if cut else names, said, cut
+
+
 def in_user_repo(repo: Path, *args: str, check: bool = True, neutral_filters: bool = False,
                  cancel: Cancel | None = None, stdin: bytes | None = None,
                  ) -> subprocess.CompletedProcess[bytes]:

@@ -36,7 +36,7 @@ from tolaria.core.checkpoints.gitrun import (
     user_global_values,
 )
 from tolaria.core.checkpoints.model import Limits, Skipped
-from tolaria.core.checkpoints.store import Layout, refresh_excludes, store_git
+from tolaria.core.checkpoints.store import Layout, refresh_excludes, store_git, store_listing
 
 _OPEN_ERROR = re.compile(r'open\("(.+)"\): ')
 _INDEX_ERROR = re.compile(r"unable to (?:index|process|stat) (?:file |path )?'?(.+?)'?$")
@@ -74,7 +74,12 @@ def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: b
         unreadable: list[str] = []
         _tracked(lay, git, index, unreadable)
         filtered = _rehash_converted(lay, git, limits)
-        files, skipped = _untracked(lay, git, limits, started, unreadable)
+        def listing(*args: str, most: int, timeout: float
+                    ) -> tuple[list[bytes], bytes, bool]:
+            return store_listing(lay, *args, index=index, excludes=excludes, most=most,
+                                 cancel=cancel, timeout=timeout)
+
+        files, skipped = _untracked(lay, git, limits, started, unreadable, listing)
         late: list[str] = []
         if files:
             late = _add_untracked(lay, git, files, unreadable, use_cache,
@@ -170,10 +175,15 @@ def _attributes_convert(lay: Layout, git: Git) -> bool:
     return False
 
 
-def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable: list[str]
+def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable: list[str],
+               listing: Callable[..., tuple[list[bytes], bytes, bool]],
                ) -> tuple[list[tuple[str, str, os.stat_result | None]], Skipped]:
     """The untracked, not ignored files to add (their top entry, path, stat), and what is left
-    out."""
+    out.
+
+    The budget goes by *top entries* (an untracked file, or an untracked folder as one entry),
+    smallest first, each taken whole or left out whole: a new file next to a huge new folder is
+    taken, the folder is listed ("assets/"). Folder listings are read only up to the budget."""
     off = Skipped(untracked_off=True, max_file_bytes=limits.max_file_bytes)
 
     def left() -> float:
@@ -181,61 +191,88 @@ def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable
 
     if left() <= 0:
         return [], off
+    heavy_names = set(limits.heavy_dirs)
     try:
         top = git("ls-files", "-z", "--others", "--exclude-standard", "--directory",
                   "--no-empty-directory", timeout=max(left(), 0.1))
         entries = _names(top.stdout)
         unreadable.extend(_error_paths(top.stderr))
-        heavy_names = set(limits.heavy_dirs)
         heavy = [e for e in entries if e.endswith("/") and
                  e.rstrip("/").rsplit("/", 1)[-1] in heavy_names]
         folders = [e for e in entries if e.endswith("/") and e not in heavy]
-        files = [(e, e) for e in entries if not e.endswith("/")]
-        for chunk in range(0, len(folders), 500):
-            some = folders[chunk:chunk + 500]
-            inside = git("ls-files", "-z", "--others", "--exclude-standard", "--", *some,
-                         timeout=max(left(), 0.1), extra_env={"GIT_LITERAL_PATHSPECS": "1"})
-            unreadable.extend(_error_paths(inside.stderr))
+        groups: dict[str, list[str]] = {e: [e] for e in entries if not e.endswith("/")}
+        over: dict[str, None] = {}
+        # Few untracked folders (the usual case): each listed alone, so one huge folder leaves
+        # the others alone; many: in batches.
+        step = 1 if len(folders) <= 8 else 500
+        for at in range(0, len(folders), step):
+            some = folders[at:at + step]
+            names, said, cut = listing("ls-files", "-z", "--others", "--exclude-standard", "--",
+                                       *some, most=limits.max_files + 1,
+                                       timeout=max(left(), 0.1))
+            unreadable.extend(_error_paths(said))
             tops = set(some)
-            files += [(_entry_of(p, tops), p) for p in _names(inside.stdout)]
+            found: dict[str, list[str]] = {e: [] for e in some}
+            for raw in names:
+                path = raw.decode(errors="surrogateescape")
+                found[_entry_of(path, tops)].append(path)
+            if cut:  # the folder the listing stopped in, and those after it: not looked at
+                last = _entry_of(names[-1].decode(errors="surrogateescape"), tops)
+                reached = False
+                for entry in some:
+                    reached = reached or entry == last
+                    if reached:
+                        over[entry] = None
+                        found.pop(entry, None)
+                groups.update(found)
+                if step > 1:
+                    over.update((e, None) for e in folders[at + step:])
+                    break
+                continue
+            groups.update(found)
     except GitTimeout:
         return [], off
     root = str(lay.top) + os.sep
     taken: list[tuple[str, str, os.stat_result | None]] = []
     large: list[str] = []
-    over: dict[str, None] = {}
     count = size = 0
-    for n, (entry, path) in enumerate(sorted(files, key=lambda pair: pair[1])):
-        if n % 512 == 0 and left() <= 0:
+    for n, entry in enumerate(sorted(groups, key=lambda e: (len(groups[e]), e))):
+        if n % 64 == 0 and left() <= 0:
             return [], off
-        if "/" in path:
-            heavy_at = _heavy_prefix(path, heavy_names)
-            if heavy_at is not None:
-                heavy.append(heavy_at)
-                continue
-        if over:  # past the budget: the rest is listed by its top entry, not even looked at
+        paths = groups[entry]
+        if count + len(paths) > limits.max_files:
             over[entry] = None
             continue
-        if path.endswith("/"):  # a repository inside the tree: recorded as its commit
-            taken.append((entry, path.rstrip("/"), None))
-            continue
-        try:
-            info = os.lstat(root + path)
-        except OSError:
-            continue  # gone meanwhile
-        if stat.S_ISREG(info.st_mode):
-            if info.st_size > limits.max_file_bytes:
-                large.append(path)
+        mine: list[tuple[str, str, os.stat_result | None]] = []
+        bytes_ = 0
+        for path in paths:
+            if "/" in path:
+                heavy_at = _heavy_prefix(path, heavy_names)
+                if heavy_at is not None:
+                    heavy.append(heavy_at)
+                    continue
+            if path.endswith("/"):  # a repository inside the tree: recorded as its commit
+                mine.append((entry, path.rstrip("/"), None))
                 continue
-            if not os.access(root + path, os.R_OK):
-                unreadable.append(path)
-                continue
-        if count + 1 > limits.max_files or size + info.st_size > limits.max_bytes:
+            try:
+                info = os.lstat(root + path)
+            except OSError:
+                continue  # gone meanwhile
+            if stat.S_ISREG(info.st_mode):
+                if info.st_size > limits.max_file_bytes:
+                    large.append(path)
+                    continue
+                if not os.access(root + path, os.R_OK):
+                    unreadable.append(path)
+                    continue
+            bytes_ += info.st_size
+            mine.append((entry, path, info))
+        if count + len(mine) > limits.max_files or size + bytes_ > limits.max_bytes:
             over[entry] = None
             continue
-        count += 1
-        size += info.st_size
-        taken.append((entry, path, info))
+        count += len(mine)
+        size += bytes_
+        taken += mine
     return taken, Skipped(tuple(large), tuple(dict.fromkeys(heavy)), (), tuple(over),
                           max_file_bytes=limits.max_file_bytes)
 

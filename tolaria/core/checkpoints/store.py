@@ -40,6 +40,7 @@ from tolaria.core.checkpoints.gitrun import (
     git_program,
     in_user_repo,
     run,
+    run_listing,
     safe_env,
 )
 from tolaria.support import paths
@@ -241,6 +242,15 @@ def store_git(lay: Layout, *args: str, index: Path | None = None, excludes: str 
     if timeout is None:
         return run(argv, env=safe_env(env), stdin=stdin, check=check, cancel=cancel)
     return run(argv, env=safe_env(env), stdin=stdin, check=check, cancel=cancel, timeout=timeout)
+
+
+def store_listing(lay: Layout, *args: str, index: Path, excludes: str, most: int,
+                  cancel: Cancel | None, timeout: float) -> tuple[list[bytes], bytes, bool]:
+    """A NUL-separated listing in Tolaria's store, cut after ``most`` names (run_listing)."""
+    argv = ["--git-dir", str(lay.store), "--work-tree", str(lay.top), "-C", str(lay.top),
+            "-c", f"core.excludesFile={excludes}", *args]
+    env = safe_env({"GIT_INDEX_FILE": str(index), "GIT_LITERAL_PATHSPECS": "1"})
+    return run_listing(argv, env=env, most=most, cancel=cancel, timeout=timeout)
 
 
 def legacy_refs(top: Path, prefix: str = REF_PREFIX) -> list[tuple[str, str]]:
