@@ -48,8 +48,11 @@ def git(repo: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
                GIT_COMMITTER_EMAIL="b@x")
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, check=True).stdout
+    # No auto-gc: a background `git gc` of the 100,000-file commit would write into the
+    # `.git` this bench moves aside for the baseline turns.
+    return subprocess.run(["git", "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-C",
+                           str(repo), *args], capture_output=True, text=True, env=env,
+                          check=True).stdout
 
 
 def du(path: Path) -> int:

@@ -10,6 +10,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import fake_manifest, git, git_repo
@@ -193,10 +194,10 @@ def test_a_stop_during_the_before_snapshot_never_starts_the_agent(
     real_snapshot = ck.snapshot
     started = threading.Event()
 
-    def slow_snapshot(folder: Path, ref: str) -> ck.Checkpoint:
+    def slow_snapshot(folder: Path, ref: str, **limits: Any) -> ck.Checkpoint:
         started.set()
         time.sleep(1.0)  # a big working tree: the agent must wait for it
-        return real_snapshot(folder, ref)
+        return real_snapshot(folder, ref, **limits)
 
     monkeypatch.setattr(ck, "snapshot", slow_snapshot)
     drv = start_app(cwd=str(repo))

@@ -72,14 +72,16 @@ def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: b
             return store_git(lay, *args, index=index, excludes=excludes, cancel=cancel, **kw)
 
         unreadable: list[str] = []
-        _tracked(lay, git, index, unreadable)
+        entries = _status(git, unreadable)
+        if entries is None:  # an index copy our git cannot read alone: the slow way
+            _tracked(lay, git, index, unreadable)
         filtered = _rehash_converted(lay, git, limits)
         def listing(*args: str, most: int, timeout: float
                     ) -> tuple[list[bytes], bytes, bool]:
             return store_listing(lay, *args, index=index, excludes=excludes, most=most,
                                  cancel=cancel, timeout=timeout)
 
-        files, skipped = _untracked(lay, git, limits, started, unreadable, listing)
+        files, skipped = _untracked(lay, git, limits, started, unreadable, listing, entries)
         late: list[str] = []
         if files:
             late = _add_untracked(lay, git, files, unreadable, use_cache,
@@ -88,6 +90,37 @@ def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: b
     over = tuple(dict.fromkeys((*skipped.over_budget, *late)))
     return tree, Skipped(skipped.large, skipped.heavy, tuple(dict.fromkeys(unreadable)),
                          over, filtered, skipped.untracked_off, limits.max_file_bytes)
+
+
+def _status(git: Git, unreadable: list[str]) -> list[str] | None:
+    """One walk of the work tree (``git status``): the tracked files changed since the index
+    copy are put into it (``update-index``, nothing else is re-read), and the untracked top
+    entries (files, and folders as one entry) are returned. None when git cannot read the
+    index copy alone."""
+    done = git("status", "--porcelain=v2", "-z", "--untracked-files=normal", "--no-renames",
+               "--ignore-submodules=none", check=False)
+    if done.returncode != 0:
+        return None
+    unreadable.extend(_error_paths(done.stderr))
+    changed: list[str] = []
+    untracked: list[str] = []
+    for record in done.stdout.split(b"\0"):
+        if not record:
+            continue
+        kind = record[:1]
+        if kind == b"?":
+            untracked.append(record[2:].decode(errors="surrogateescape"))
+        elif kind == b"1":  # "1 XY sub mH mI mW hH hI path": Y is the work tree vs the index
+            fields = record.split(b" ", 8)
+            if len(fields) == 9 and fields[1][1:2] != b".":
+                changed.append(fields[8].decode(errors="surrogateescape"))
+        elif kind == b"u":  # unmerged: the work tree's file becomes the one entry
+            fields = record.split(b" ", 10)
+            if len(fields) == 11:
+                changed.append(fields[10].decode(errors="surrogateescape"))
+    if changed:
+        _add(git, changed, unreadable, "--remove")
+    return untracked
 
 
 def _tracked(lay: Layout, git: Git, index: Path, unreadable: list[str]) -> None:
@@ -177,6 +210,7 @@ def _attributes_convert(lay: Layout, git: Git) -> bool:
 
 def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable: list[str],
                listing: Callable[..., tuple[list[bytes], bytes, bool]],
+               listed: list[str] | None = None,
                ) -> tuple[list[tuple[str, str, os.stat_result | None]], Skipped]:
     """The untracked, not ignored files to add (their top entry, path, stat), and what is left
     out.
@@ -193,10 +227,13 @@ def _untracked(lay: Layout, git: Git, limits: Limits, started: float, unreadable
         return [], off
     heavy_names = set(limits.heavy_dirs)
     try:
-        top = git("ls-files", "-z", "--others", "--exclude-standard", "--directory",
-                  "--no-empty-directory", timeout=max(left(), 0.1))
-        entries = _names(top.stdout)
-        unreadable.extend(_error_paths(top.stderr))
+        if listed is not None:
+            entries = listed
+        else:
+            top = git("ls-files", "-z", "--others", "--exclude-standard", "--directory",
+                      "--no-empty-directory", timeout=max(left(), 0.1))
+            entries = _names(top.stdout)
+            unreadable.extend(_error_paths(top.stderr))
         heavy = [e for e in entries if e.endswith("/") and
                  e.rstrip("/").rsplit("/", 1)[-1] in heavy_names]
         folders = [e for e in entries if e.endswith("/") and e not in heavy]
@@ -401,12 +438,13 @@ def _heavy_prefix(path: str, heavy: set[str]) -> str | None:
     return None
 
 
-def _add(git: Git, files: list[str], unreadable: list[str]) -> None:
+def _add(git: Git, files: list[str], unreadable: list[str], *flags: str) -> None:
     """``update-index --add`` the files (no directory walk); one that git cannot read is left
     out and listed, and the rest added again."""
     pending = list(files)
     for _attempt in range(50):
-        done = git("update-index", "--add", "-z", "--stdin", stdin=_nul(pending), check=False)
+        done = git("update-index", "--add", *flags, "-z", "--stdin", stdin=_nul(pending),
+                   check=False)
         if done.returncode == 0:
             return
         failed = set(_error_paths(done.stderr)) & set(pending)
