@@ -99,10 +99,10 @@ def window_probe(shot: str | None) -> dict[str, object]:
 
     async def go() -> dict[str, object]:
         await app.start()  # the control socket (not on Windows), the window shown
-        conversation = app.controller.new_conversation("demo", str(ROOT))
-        app.window.open_conversation(conversation.id)
-        pane = app.window.current_pane()
+        pane = app.window.current_pane()  # the chat start() opened
         assert pane is not None
+        conversation = app.store.get_conversation(pane.conversation_id)
+        assert conversation is not None
         pane.composer.setPlainText("list the files")
         stream_id = (app.controller.send(conversation.id, "list the files")
                      if sys.platform == "win32" else None)

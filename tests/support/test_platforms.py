@@ -141,12 +141,25 @@ def test_a_long_home_gets_a_short_hashed_folder_that_fits_macos(
     assert _socket_dir(monkeypatch, TOLARIA_HOME=str(home) + "x") != folder
 
 
-def test_the_length_is_counted_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # 40 characters, 120 bytes: fits by characters, not by bytes
-    home = tmp_path / ("ü" * 20) / ("€" * 20)
-    folder = _socket_dir(monkeypatch, TOLARIA_HOME=str(home))
-    assert len(os.fsencode(folder)) <= sockdir.MAX_SOCKET_DIR
-    assert not folder.startswith(str(home))
+def test_the_length_is_counted_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home whose ``run`` folder is 80 characters but 140 bytes (UTF-8 "ü"): counted in
+    characters it passed, and no socket could be bound in it."""
+    import shutil
+    import socket
+    import tempfile
+
+    base = tempfile.mkdtemp(dir="/tmp")  # short, whatever pytest's tmp_path is
+    try:
+        home = os.path.join(base, "ü" * (sockdir.MAX_SOCKET_DIR - len(base) - len("//run")))
+        natural = os.path.join(home, "run")
+        assert len(natural) <= sockdir.MAX_SOCKET_DIR < len(os.fsencode(natural))
+        os.makedirs(natural)
+        with socket.socket(socket.AF_UNIX) as sock, pytest.raises(OSError, match="too long"):
+            sock.bind(os.path.join(natural, f"{os.getpid()}.sock"))
+        folder = _socket_dir(monkeypatch, TOLARIA_HOME=home)
+        assert folder != natural and len(os.fsencode(folder)) <= sockdir.MAX_SOCKET_DIR
+    finally:
+        shutil.rmtree(base)
 
 
 def test_a_long_tmpdir_falls_back_to_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMenu, QMessageBox
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver
 
+from tolaria.chats.fanout import FanOutJob, JobMember
 from tolaria.config.settings import Settings
 from tolaria.ui import keymap
 from tolaria.ui.actions import fixed_shortcuts
@@ -113,3 +114,17 @@ def test_about_opens_a_non_modal_box_with_the_version(start_app: Start, qtbot: Q
     assert f"Tolaria {__version__}" in box.text()
     assert box.windowModality() != Qt.WindowModality.ApplicationModal  # open(), not exec()
     box.close()
+
+
+def test_a_job_named_about_or_settings_stays_in_the_jobs_menu(qtbot: QtBot) -> None:
+    """A fan-out job's menu entry is its prompt: "About…" must not become macOS's About."""
+    window = _window(qtbot, "darwin")
+    jobs = [(FanOutJob(f"job-{n}", prompt, (JobMember(n, "demo"),)), "done")
+            for n, prompt in enumerate(["About the tests: are they flaky?",
+                                        "Settings page: add a field", "Preferences…", "Quit"])]
+    window.set_jobs(jobs)
+    entries = [a for a in window.jobs_menu.actions() if not a.isSeparator()]
+    assert len(entries) == 4
+    assert [a.menuRole() for a in entries] == [Role.NoRole] * 4
+    window.set_jobs([])  # the "No jobs yet" placeholder too
+    assert [a.menuRole() for a in window.jobs_menu.actions()] == [Role.NoRole]
