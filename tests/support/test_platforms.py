@@ -3,7 +3,7 @@
 Each platform is faked in its own subprocess (tests/platform_probe.py): ``sys.platform`` is
 set to darwin or win32 after the standard library and third parties are loaded, then every
 Tolaria module is imported, Qt ones too (offscreen). Windows refuses to start runs with one
-line pointing at ADR 0012, from ``tolaria run`` (exit 2) and in the window (a notice, the
+line pointing at ADR 0014, from ``tolaria run`` (exit 2) and in the window (a notice, the
 prompt kept), rather than running with a weaker Stop.
 """
 
@@ -102,7 +102,7 @@ def test_the_window_on_windows_says_so_and_keeps_the_prompt(tmp_path: Path) -> N
     assert answer["problems"] == f"⚠ {line}"  # and from the start, in the window's notices
     assert answer["composer"] == "list the files"  # nothing lost
     assert answer["turns"] == 0 and answer["live_runs"] == 0
-    assert answer["control_started"] is False  # no AF_UNIX there (ADR 0012: named pipes)
+    assert answer["control_started"] is False  # no AF_UNIX there (ADR 0014: named pipes)
     assert answer["socket"] is False
 
 

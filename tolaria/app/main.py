@@ -213,7 +213,7 @@ async def main(agent: str | None = None, cwd: str | None = None) -> int:
     running = asyncio.get_running_loop()
     running.set_exception_handler(crash.asyncio_handler)
     # No add_signal_handler on Windows event loops (NotImplementedError): Ctrl+C in the
-    # terminal there is Python's KeyboardInterrupt, and a run never starts (ADR 0012).
+    # terminal there is Python's KeyboardInterrupt, and a run never starts (ADR 0014).
     signals = () if sys.platform == "win32" else (signal.SIGINT, signal.SIGTERM)
     for sig in signals:
         running.add_signal_handler(sig, app.window.force_close)

@@ -228,7 +228,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from tolaria.support.paths import access_problem
     from tolaria.support.platforms import run_refusal
 
-    refusal = run_refusal()  # Windows: no Stop as strong as elsewhere yet (ADR 0012)
+    refusal = run_refusal()  # Windows: no Stop as strong as elsewhere yet (ADR 0014)
     if refusal is not None:
         print(f"tolaria: {refusal}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -342,7 +342,7 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     from tolaria.support import crash
 
     if sys.platform == "win32":  # refused in _cmd_run already: no SIGHUP, no signal handlers
-        raise NotImplementedError("runs on Windows (docs/adr/0012-windows-job-objects.md)")
+        raise NotImplementedError("runs on Windows (docs/adr/0014-windows-job-objects.md)")
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(crash.asyncio_handler)
     registry = default_registry()

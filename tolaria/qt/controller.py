@@ -220,7 +220,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
     # -- runs -----------------------------------------------------------------------------------
     def send(self, conversation_id: int, prompt: str) -> str | None:
         """Start a turn; returns its stream id (None if the conversation is busy or gone, or
-        this platform cannot stop a run as promised: Windows, ADR 0012)."""
+        this platform cannot stop a run as promised: Windows, ADR 0014)."""
         if conversation_id in self._running or conversation_id in self._deleting:
             return None
         refusal = platforms.run_refusal()

@@ -2,11 +2,11 @@
 
 Tolaria's promise is that Stop ends a run and everything it started. On Linux and macOS that
 rests on sessions, process groups and signals (ADR 0002); on Windows it needs a kill-on-close
-Job Object per run, which is designed (ADR 0012) but not built or tested. Until it is, a run
+Job Object per run, which is designed (ADR 0014) but not built or tested. Until it is, a run
 there is refused with one line rather than started with a weaker Stop: ``run_refusal``.
 
 The control channel (``tolaria streams`` / ``tolaria abort``) is a Unix socket; CPython has no
-``AF_UNIX`` on Windows, and the named-pipe channel of ADR 0012 is not built either:
+``AF_UNIX`` on Windows, and the named-pipe channel of ADR 0014 is not built either:
 ``control_channel``.
 
 Checked at call time so a test can fake ``sys.platform`` in a subprocess, and so mypy's
@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 #: The design of Stop on Windows (Job Objects, CTRL_BREAK_EVENT, the control channel).
-WINDOWS_ADR = "docs/adr/0012-windows-job-objects.md"
+WINDOWS_ADR = "docs/adr/0014-windows-job-objects.md"
 
 RUNS_REFUSED_ON_WINDOWS = (
     "runs are not supported on Windows yet: Stop there needs a Job Object per run, designed "
@@ -36,7 +36,7 @@ def run_refusal() -> str | None:
 
 def control_channel() -> bool:
     """Whether this process can listen for, and talk to, other Tolaria processes (a Unix socket
-    in the socket folder). False on Windows (ADR 0012: named pipes, not built yet)."""
+    in the socket folder). False on Windows (ADR 0014: named pipes, not built yet)."""
     if sys.platform == "win32":
         return False
     import _socket

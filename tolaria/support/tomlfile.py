@@ -226,7 +226,7 @@ def folder_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     An advisory ``flock`` on the file's folder (no lock file to leave behind); editors do not
     take it, which is fine: a hand-edit made meanwhile is read again by the next save. Where
     ``fcntl`` does not exist (Windows: a folder cannot even be opened there) saves are not
-    serialised; ``msvcrt.locking`` on a lock file would do, untested so not written (ADR 0012).
+    serialised; ``msvcrt.locking`` on a lock file would do, untested so not written (ADR 0014).
     """
     if sys.platform == "win32":  # pragma: no cover
         yield

@@ -119,7 +119,7 @@ class ControlServer:
         return out
 
     async def start(self) -> None:
-        if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0012: named pipes)
+        if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0014: named pipes)
             raise OSError(errno.EAFNOSUPPORT, "no control channel on Windows yet")
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()

@@ -126,7 +126,7 @@ class _Exchange:
         self.answer: dict[str, Any] | None = None
         self.sock: _socket.socket
         if sys.platform == "win32":  # no AF_UNIX in CPython there; ask_all returns before
-            raise OSError("no control channel on Windows yet (docs/adr/0012-windows-job-objects.md)")
+            raise OSError("no control channel on Windows yet (docs/adr/0014-windows-job-objects.md)")
         self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self.sock.setblocking(False)
 
@@ -182,7 +182,7 @@ def ask_all(request: dict[str, str], timeout: float, folder: str | os.PathLike[s
     ``timeout`` seconds. A process that does not answer in time is left out.
 
     One ``poll`` loop (not selectors: see the imports) over non-blocking sockets. None on
-    Windows, where no Tolaria process listens (ADR 0012: named pipes, not built yet)."""
+    Windows, where no Tolaria process listens (ADR 0014: named pipes, not built yet)."""
     if sys.platform == "win32":
         return []
     payload = dumps_flat(request).encode() + b"\n"

@@ -75,7 +75,7 @@ async def probe_version(argv: list[str], timeout: float = PROBE_TIMEOUT_S,
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
-            if sys.platform == "win32":  # no process groups (and no runs: ADR 0012)
+            if sys.platform == "win32":  # no process groups (and no runs: ADR 0014)
                 proc.kill()
             else:
                 os.killpg(proc.pid, signal.SIGKILL)

@@ -141,7 +141,7 @@ class Keeper:
         was alive before the turn, and what the agent started in its own group (MCP servers,
         language servers: helpers it manages and expects to keep).
         """
-        if sys.platform == "win32":  # process groups: POSIX; Windows refuses runs (ADR 0012)
+        if sys.platform == "win32":  # process groups: POSIX; Windows refuses runs (ADR 0014)
             raise NotImplementedError(platforms.RUNS_REFUSED_ON_WINDOWS)
         killer = self.killer()
         killer.snapshot()
