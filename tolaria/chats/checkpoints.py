@@ -157,6 +157,7 @@ class TurnCheckpoints:
     def record_after(self, conversation: Conversation, turn_id: int) -> TurnChanges | None:
         """Snapshot after the turn ended (any end) and record its changed files; None when it
         had no checkpoint before (or the snapshot failed: a notice says why)."""
+        self._cancels.pop(turn_id, None)  # a Stop's cancel for a snapshot that never began
         before = self._before.pop(turn_id, None)
         if before is None:
             return None
