@@ -64,7 +64,7 @@ class SessionImport:
                 conversation = self.store.get_conversation(item.conversation_id)
                 if conversation is not None:
                     self.bridge.conversation_saved.emit(conversation)
-                if (self.reload is not None and item.turns_added
+                if (self.reload is not None and (item.turns_added or item.turns_updated)
                         and item.conversation_id in known):  # a chat that grew: maybe open
                     self.reload(item.conversation_id)
         self.bridge.sessions_imported.emit(report, error)
