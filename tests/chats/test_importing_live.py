@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import text_of
+from helpers import cli_env, text_of
 
 from tolaria.chats.importers import IMPORTERS
 from tolaria.chats.importing import IMPORT_MARKER, import_sessions
@@ -283,3 +283,20 @@ def test_imports_racing_a_writer_process_end_as_one_import_of_the_whole(
             writer.wait()
         store.close()
         reference.close()
+
+
+def test_tolaria_import_says_what_is_unfinished_and_what_it_continued(tmp_path: Path) -> None:
+    env = cli_env(tmp_path / "th")
+    home = tmp_path / "home"
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, "-m", "tolaria", "import", "--home", str(home),
+                               "--from", "codex"], env=env, capture_output=True, text=True,
+                              timeout=60, check=True)
+        return done.stdout
+
+    lay(home, "codex", "mid")
+    assert "(1 turn, 1 interrupted (no answer in the session yet))" in run()
+    lay(home, "codex", "final")
+    assert "(2 turns, 1 continued, 1 interrupted (no answer in the session yet))" in run()
+    assert "0 session(s) imported, 1 already here" in run()

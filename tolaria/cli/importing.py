@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         if item.turns_updated:
             counts += f", {item.turns_updated} continued"
         if item.turns_unfinished:
-            counts += f", {item.turns_unfinished} not answered yet (interrupted)"
+            counts += f", {item.turns_unfinished} interrupted (no answer in the session yet)"
         print(f"{verb} {label} session {item.session_id[:12]}: {item.title!r} "
               f"({counts}){where}")
     for path, why in report.skipped:
