@@ -300,3 +300,24 @@ def test_tolaria_import_says_what_is_unfinished_and_what_it_continued(tmp_path: 
     lay(home, "codex", "final")
     assert "(2 turns, 1 continued, 1 interrupted (no answer in the session yet))" in run()
     assert "0 session(s) imported, 1 already here" in run()
+
+
+def test_a_session_file_rewritten_shorter_changes_nothing_and_duplicates_nothing(
+        tmp_path: Path) -> None:
+    """The user edited the CLI's file (or the CLI rewrote it) with less in it: the store keeps
+    what it has, says "unchanged", and the full file again adds nothing twice."""
+    home = tmp_path / "home"
+    lay(home, "qwen", "final")
+    path = session_file(home, "qwen")
+    whole = path.read_text()
+    store = Store(tmp_path / "t.sqlite3")
+    try:
+        [item] = import_sessions(store, home, ["qwen"]).imported
+        before = summary(store, item.conversation_id)
+        path.write_text(whole.replace("Hello from the fake model!", "Hello"))
+        assert import_sessions(store, home, ["qwen"]).unchanged == 1
+        path.write_text(whole)
+        assert import_sessions(store, home, ["qwen"]).unchanged == 1
+        assert summary(store, item.conversation_id) == before
+    finally:
+        store.close()

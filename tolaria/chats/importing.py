@@ -171,7 +171,7 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
             continue  # the turn is gone (or running): nothing to complete
         _store_events(store, stream_id, _events(stream_id, turn.items, stored.get("items") or [],
                                                 turn.complete), turn.complete)
-        records[key] = _record(stream_id, turn)
+        records[key] = _record(stream_id, turn, stored.get("items") or [])
     for key, turn in added:
         stream_id = new_stream_id()
         store.start_turn(chat_id, stream_id, session.agent, turn.prompt)
@@ -204,9 +204,18 @@ def _store_events(store: Store, stream_id: str, events: Iterable[Event], complet
         store.mark_interrupted(stream_id)
 
 
-def _record(stream_id: str, turn: Turn) -> dict[str, Any]:
-    return {"stream_id": stream_id, "items": [_sketch(item) for item in turn.items],
-            "complete": turn.complete}
+def _record(stream_id: str, turn: Turn, before: list[Sketch] | None = None) -> dict[str, Any]:
+    """What is stored of ``turn`` now: its items' sketches, never less than ``before`` said."""
+    items = [_sketch(item) for item in turn.items]
+    for index, old in enumerate((before or [])[:len(items)]):
+        new = items[index]
+        if old and new and old[0] == new[0] and old[0] in ("t", "k"):
+            new[1] = max(int(old[1]), int(new[1]))
+        elif old and new and old[0] == new[0] == "u" and old[1] == new[1]:
+            new[2] = bool(old[2] or new[2])
+    if before and len(before) > len(items):
+        items += before[len(items):]
+    return {"stream_id": stream_id, "items": items, "complete": turn.complete}
 
 
 def _sketch(item: str | Tool | Thinking) -> Sketch:
@@ -219,11 +228,10 @@ def _sketch(item: str | Tool | Thinking) -> Sketch:
 
 def _grew(stored: dict[str, Any], turn: Turn) -> bool:
     """The file holds more of this turn than the store: new items, a longer text, a tool's
-    result, or the answer's end."""
+    result, or the answer's end (a file that holds less, rewritten, changes nothing)."""
     before = stored.get("items") or []
-    now = [_sketch(item) for item in turn.items]
-    return (now != before and len(now) >= len(before)) or (turn.complete
-                                                             and not stored.get("complete"))
+    return (turn.complete and not stored.get("complete")) or any(
+        True for _ in _events("", turn.items, before, turn.complete))
 
 
 def _events(stream_id: str, items: list[str | Tool | Thinking], before: list[Sketch],
