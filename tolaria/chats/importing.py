@@ -30,6 +30,7 @@ from tolaria.chats.importers.model import Session, SessionFormatError, Thinking,
 from tolaria.chats.titles import title_from_prompt
 from tolaria.core.events import Done, Event, Init, TextDelta, ThinkingDelta, ToolDone, ToolStart
 from tolaria.core.store.db import Store
+from tolaria.core.store.schema import STOP_NOT_ANSWERED
 from tolaria.core.store.schema import Turn as StoredTurn
 from tolaria.core.stream_id import new_stream_id
 
@@ -55,6 +56,8 @@ class Imported:
     turns_updated: int = 0
     #: Of the turns added or updated, those left ``interrupted`` (not answered in the file).
     turns_unfinished: int = 0
+    #: The stream ids of the updated turns (an open view shows them again).
+    continued: tuple[str, ...] = ()
 
 
 @dataclass
@@ -165,10 +168,12 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
     if chat_id is None:
         chat_id = store.create_conversation(title, session.agent, session.cwd).id
     records: dict[str, dict[str, Any]] = {}
+    continued: list[str] = []
     for key, turn, stored in updated:
         stream_id = str(stored["stream_id"])
         if not store.reopen_turn(stream_id):
             continue  # the turn is gone (or running): nothing to complete
+        continued.append(stream_id)
         _store_events(store, stream_id, _events(stream_id, turn.items, stored.get("items") or [],
                                                 turn.complete), turn.complete)
         records[key] = _record(stream_id, turn, stored.get("items") or [])
@@ -186,7 +191,7 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
     entry.records.update(records)
     entry.unrecorded = unrecorded
     report.imported.append(Imported(session.agent, session.session_id, chat_id, title,
-                                    len(added), len(updated), unfinished))
+                                    len(added), len(continued), unfinished, tuple(continued)))
 
 
 def _same_prompt(stored: str, written: str) -> bool:
@@ -201,7 +206,7 @@ def _store_events(store: Store, stream_id: str, events: Iterable[Event], complet
     if complete:
         store.append_event(Done(stream_id, stop_reason="end_turn"))
     else:
-        store.mark_interrupted(stream_id)
+        store.mark_interrupted(stream_id, STOP_NOT_ANSWERED)
 
 
 def _record(stream_id: str, turn: Turn, before: list[Sketch] | None = None) -> dict[str, Any]:
