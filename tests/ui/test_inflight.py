@@ -161,10 +161,13 @@ def test_watchdog_offers_restart_and_restart_reruns_a_hung_turn(
     old = drv.send("please do it")
     assert drv.button("restartButton").isVisible()
     qtbot.waitUntil(lambda: drv.pane.watchdog.isVisible(), timeout=5_000)
-    assert re.search(r"No output for 0\.\d s", drv.pane.watchdog.text())  # the real silence
+    silence = re.search(r"No output for (\d+\.\d) s", drv.pane.watchdog.text())
+    assert silence and float(silence[1]) >= 0.3  # the real silence, not a fixed text
     assert "Restart turn?" in drv.pane.watchdog.text()
-    # It only offers: the turn keeps running.
-    assert drv.pane.running_stream == old and processes_of(old)
+    # It only offers: the turn keeps running (on a loaded machine the agent may still be
+    # starting when 0.3 s of silence have passed: it comes up and hangs).
+    qtbot.waitUntil(lambda: bool(processes_of(old)), timeout=10_000)
+    assert drv.pane.running_stream == old
     old_view = drv.last_turn()
 
     QTest.keyClick(drv.pane.composer, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
