@@ -17,6 +17,7 @@ import errno
 import json
 import logging
 import os
+import select
 import socket
 import struct
 import time
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tolaria.core.process import control_client
+from tolaria.core.process import claim, control_client
 from tolaria.core.process.registry import ProcessRegistry, default_registry
 from tolaria.core.stream_id import InvalidStreamId, validate_stream_id
 from tolaria.support import paths
@@ -35,8 +36,15 @@ MAX_REQUEST = 4096
 REQUEST_TIMEOUT_S = 5.0
 #: A client that has not sent its request line after this long is dropped (ours send at once).
 IDLE_TIMEOUT_S = 2.0
-#: At most this many connections wait for their request; the oldest goes for a newcomer.
+#: At most this many accepted connections wait for their request; newcomers queue behind.
 MAX_CLIENTS = 32
+#: With ``MAX_CLIENTS`` waiting and others queued behind them, a client silent this long (not a
+#: byte unread) is dropped for them. Ours send their request with the connect.
+PRESSED_IDLE_S = 0.01
+#: An answer the client does not take within this long is given up.
+SEND_TIMEOUT_S = 5.0
+#: How long ``start`` waits for the requests queued on a claimed socket before it listened.
+SETTLE_S = 0.5
 
 
 def _default_max_clients() -> int:
@@ -73,14 +81,43 @@ def _peer_uid(sock: socket.socket | None) -> int | None:
     return int(uid)
 
 
+class _Client:
+    """One accepted connection: while it has not sent its whole request line, it *waits*."""
+
+    __slots__ = ("buf", "conn", "read", "since", "task")
+
+    def __init__(self, conn: socket.socket, read: asyncio.Future[None]) -> None:
+        self.conn = conn
+        self.since = time.monotonic()
+        self.buf = b""
+        self.task: asyncio.Task[None] | None = None
+        #: Done once the request line is in (or the client is gone): ``start`` waits for it.
+        self.read = read
+
+    def quiet(self) -> bool:
+        """Nothing unread from it right now (an EOF or an error counts: it is leaving)."""
+        try:
+            return not self.conn.recv(1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return True
+
+
 class ControlServer:
     """The control socket of this process.
 
-    Hostile clients cannot starve it: a client must send its request within ``idle_timeout``
-    seconds (a real one sends it at once), at most ``max_clients`` connections wait for their
-    request (the oldest is dropped for a newcomer; fewer when the fd limit is low), and when the process runs out of file
-    descriptors a reserved one is freed to accept and drop the pending connection, so the
-    accept loop never spins on EMFILE and the rest of the process (a Stop) keeps its fds.
+    Every client of a burst is answered: accepted connections read their request at once
+    (ours send it with the connect), and beyond ``max_clients`` still waiting for theirs the
+    newcomers queue in the socket's listen queue (``claim.BACKLOG``), not reset. Hostile
+    clients cannot starve it: a client that has not sent its request within ``idle_timeout``
+    seconds is dropped, and one silent for ``PRESSED_IDLE_S`` while others queue behind a full
+    ``max_clients`` is dropped for them (fewer than 32 when the fd limit is low); when the
+    process runs out of file descriptors a reserved one is freed to accept and drop the
+    pending connection, so the accept loop never spins on EMFILE and the rest of the process
+    (a Stop) keeps its fds. A ``tolaria run --stream-id`` claimed its socket before it had a
+    registry (tolaria/core/process/claim.py): ``start`` adopts it and takes the requests
+    already queued (an early abort) before it returns, i.e. before the agent is spawned.
     """
 
     def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None,
@@ -97,8 +134,13 @@ class ControlServer:
         self._sock: socket.socket | None = None
         self._reserve: int | None = None
         #: Connections still waiting for their request, oldest first (the eviction order).
-        self._waiting: dict[asyncio.StreamWriter, None] = {}
+        self._waiting: dict[_Client, None] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Not accepting: ``max_clients`` wait, none silent long enough to drop (see _accept).
+        self._paused = False
+        self._resume_at: asyncio.TimerHandle | None = None
+        #: Clients dropped for others queued behind them (and by the fd shed), for tests.
+        self.dropped = 0
 
     def _streams(self) -> list[dict[str, Any]]:
         now = time.time()
@@ -116,20 +158,36 @@ class ControlServer:
         return out
 
     async def start(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(str(self.path))
-            sock.listen(128)  # before anything else: a client seeing the file can connect
-            os.chmod(self.path, 0o600)  # (the folder is 0700, and peers' uids are checked)
+        claimed = claim.take(str(self.path))
+        if claimed is not None:  # listening since the process's first lines
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=claimed)
             sock.setblocking(False)
-        except BaseException:
-            sock.close()
-            raise
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.bind(str(self.path))
+                sock.listen(claim.BACKLOG)  # before anything else: a client seeing the file
+                os.chmod(self.path, 0o600)  # can connect (the folder is 0700, and peers' uids
+                sock.setblocking(False)  # are checked)
+            except BaseException:
+                sock.close()
+                raise
         self._sock = sock
         self._reserve = _open_reserve()
         asyncio.get_running_loop().add_reader(sock.fileno(), self._accept)
+        if claimed is not None:
+            await self._settle()
+
+    async def _settle(self) -> None:
+        """Take the requests queued before this process listened: an abort among them stops
+        the (reserved) run before its agent is spawned. Bounded: a client that connected
+        without sending anything is not waited for long."""
+        self._accept()
+        queued = [client.read for client in self._waiting]
+        if queued:
+            await asyncio.wait(queued, timeout=SETTLE_S)
 
     @property
     def clients(self) -> int:
@@ -141,11 +199,14 @@ class ControlServer:
             asyncio.get_running_loop().remove_reader(self._sock.fileno())
             self._sock.close()
             self._sock = None
+        if self._resume_at is not None:
+            self._resume_at.cancel()
+            self._resume_at = None
         if self._reserve is not None:
             os.close(self._reserve)
             self._reserve = None
-        for writer in list(self._waiting):  # silent clients go; answers in flight finish
-            writer.transport.abort()
+        for client in list(self._waiting):  # silent clients go; answers in flight finish
+            self._drop(client)
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=1.0)
         for task in list(self._tasks):
@@ -153,10 +214,29 @@ class ControlServer:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
-    def _accept(self) -> None:
-        """Accept what is pending (a bounded batch per loop turn, so others get to run)."""
+    # -- accepting: a queue, not resets -------------------------------------------------------
+    def _pending(self) -> bool:
+        """Whether a connection waits in the listen queue."""
         assert self._sock is not None
+        poller = select.poll()  # not select.select: it fails on fds past 1024
+        poller.register(self._sock, select.POLLIN)
+        return bool(poller.poll(0))
+
+    def _accept(self) -> None:
+        """Accept what is pending (a bounded batch per loop turn, so others get to run). With
+        ``max_clients`` waiting for their request, make room by dropping those silent for
+        ``PRESSED_IDLE_S`` (someone queues behind them), or else stop accepting: the listen
+        queue holds the newcomers until a client's request is in or one has been silent long
+        enough (``_pause``)."""
+        if self._sock is None:
+            return
         for _ in range(64):
+            if len(self._waiting) >= self.max_clients:
+                if not self._pending():
+                    return
+                if not self._make_room():
+                    self._pause()
+                    return
             try:
                 conn, _addr = self._sock.accept()
             except (BlockingIOError, InterruptedError):
@@ -165,15 +245,66 @@ class ControlServer:
                 if exc.errno in (errno.EMFILE, errno.ENFILE):
                     self._shed()
                 return
-            conn.setblocking(False)
-            task = asyncio.ensure_future(self._serve(conn))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._admit(conn)
+
+    def _admit(self, conn: socket.socket) -> None:
+        conn.setblocking(False)
+        client = _Client(conn, asyncio.get_running_loop().create_future())
+        self._waiting[client] = None
+        task = asyncio.ensure_future(self._serve(client))
+        client.task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        # Also when the task is cancelled before its first step (its finally never runs).
+        task.add_done_callback(lambda _task: conn.close())
+
+    def _make_room(self) -> bool:
+        """Drop the waiting clients silent for ``PRESSED_IDLE_S``; True if one can come in."""
+        cutoff = time.monotonic() - PRESSED_IDLE_S
+        for client in [c for c in self._waiting if c.since <= cutoff]:
+            if client.quiet():
+                self._drop(client)
+        return len(self._waiting) < self.max_clients
+
+    def _pause(self) -> None:
+        assert self._sock is not None
+        if not self._paused:
+            asyncio.get_running_loop().remove_reader(self._sock.fileno())
+            self._paused = True
+        if self._resume_at is None and self._waiting:
+            oldest = next(iter(self._waiting))
+            delay = max(0.001, oldest.since + PRESSED_IDLE_S - time.monotonic())
+            self._resume_at = asyncio.get_running_loop().call_later(delay, self._resume)
+
+    def _resume(self) -> None:
+        if self._resume_at is not None:
+            self._resume_at.cancel()
+            self._resume_at = None
+        if self._paused and self._sock is not None:
+            self._paused = False
+            asyncio.get_running_loop().add_reader(self._sock.fileno(), self._accept)
+
+    def _left(self, client: _Client) -> None:
+        """``client`` no longer waits for its request (it is in, or the client is gone)."""
+        if client in self._waiting:
+            del self._waiting[client]
+            if self._paused:
+                self._resume()
+        if not client.read.done():
+            client.read.set_result(None)
+
+    def _drop(self, client: _Client) -> None:
+        """End a client that is still waiting for its request (its task closes it)."""
+        self._left(client)
+        self.dropped += 1
+        if client.task is not None:
+            client.task.cancel()
 
     def _shed(self) -> None:
         """Out of fds: free the reserved one, accept the pending connection and drop it, take
         the reserve back; drop the oldest waiting client too, which frees one more."""
-        self._drop_oldest()
+        if self._waiting:
+            self._drop(next(iter(self._waiting)))
         if self._reserve is None or self._sock is None:
             return
         os.close(self._reserve)
@@ -181,48 +312,47 @@ class ControlServer:
         with contextlib.suppress(OSError):
             conn, _addr = self._sock.accept()
             conn.close()
+            self.dropped += 1
         self._reserve = _open_reserve()
 
-    def _drop_oldest(self) -> None:
-        """Drop the client that has been silent the longest (its task then ends at once)."""
-        if self._waiting:
-            oldest = next(iter(self._waiting))
-            del self._waiting[oldest]
-            oldest.transport.abort()
+    # -- serving ------------------------------------------------------------------------------
+    async def _read_request(self, client: _Client) -> bytes:
+        """The request line (up to its newline, or what came before EOF or MAX_REQUEST)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            chunk = await loop.sock_recv(client.conn, MAX_REQUEST + 1)
+            if not chunk:
+                return client.buf
+            client.buf += chunk
+            line, newline, _rest = client.buf.partition(b"\n")
+            if newline:
+                return line + newline
+            if len(client.buf) > MAX_REQUEST:
+                return client.buf
 
-    async def _serve(self, conn: socket.socket) -> None:
+    async def _serve(self, client: _Client) -> None:
+        conn = client.conn
         try:
-            reader, writer = await asyncio.open_unix_connection(sock=conn)
-        except OSError:
-            conn.close()
-            return
-        while len(self._waiting) >= self.max_clients:
-            self._drop_oldest()
-        self._waiting[writer] = None
-        try:
-            uid = _peer_uid(writer.get_extra_info("socket"))
             try:
                 # Read the request even when refusing, so the client gets the answer rather
                 # than a broken pipe.
-                line = await asyncio.wait_for(reader.readline(), self.idle_timeout)
-            except (TimeoutError, ValueError, ConnectionError):
+                line = await asyncio.wait_for(self._read_request(client), self.idle_timeout)
+            except (TimeoutError, ConnectionError, OSError):
                 line = b""
-            self._waiting.pop(writer, None)
-            if writer.is_closing():  # dropped for a newcomer
-                return
+            self._left(client)
+            uid = _peer_uid(conn)
             if uid is not None and uid != os.getuid():
                 reply: dict[str, Any] = {"ok": False, "error": "refused: another user"}
             else:
                 reply = await self._answer(line)
-            writer.write(json.dumps(reply).encode() + b"\n")
-            await writer.drain()
-        except (ConnectionError, OSError):
+            data = json.dumps(reply).encode() + b"\n"
+            await asyncio.wait_for(asyncio.get_running_loop().sock_sendall(conn, data),
+                                   SEND_TIMEOUT_S)
+        except (ConnectionError, OSError, TimeoutError):
             pass
         finally:
-            self._waiting.pop(writer, None)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            self._left(client)
+            conn.close()
 
     async def _answer(self, line: bytes) -> dict[str, Any]:
         if not line or len(line) > MAX_REQUEST:
