@@ -84,15 +84,25 @@ def _peer_uid(sock: socket.socket | None) -> int | None:
 class _Client:
     """One accepted connection: while it has not sent its whole request line, it *waits*."""
 
-    __slots__ = ("buf", "conn", "read", "since", "task")
+    __slots__ = ("buf", "conn", "dropped", "read", "reading", "since", "task")
 
     def __init__(self, conn: socket.socket, read: asyncio.Future[None]) -> None:
         self.conn = conn
         self.since = time.monotonic()
+        #: What it sent so far, read by the loop's reader callback the moment it comes (not by
+        #: a task that runs later): a client whose request is in is never taken for a silent
+        #: one, however busy the loop is.
         self.buf = b""
+        self.reading = False
+        self.dropped = False
         self.task: asyncio.Task[None] | None = None
-        #: Done once the request line is in (or the client is gone): ``start`` waits for it.
+        #: Done once the request line is in (or the client is gone or dropped).
         self.read = read
+
+    def line(self) -> bytes:
+        """The request line (up to its newline, or what came before EOF or MAX_REQUEST)."""
+        line, newline, _rest = self.buf.partition(b"\n")
+        return line + newline if newline else self.buf
 
     def quiet(self) -> bool:
         """Nothing unread from it right now (an EOF or an error counts: it is leaving)."""
@@ -249,14 +259,40 @@ class ControlServer:
 
     def _admit(self, conn: socket.socket) -> None:
         conn.setblocking(False)
-        client = _Client(conn, asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        client = _Client(conn, loop.create_future())
         self._waiting[client] = None
+        loop.add_reader(conn.fileno(), self._on_readable, client)
+        client.reading = True
+        self._on_readable(client)  # the request is usually there already
         task = asyncio.ensure_future(self._serve(client))
         client.task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         # Also when the task is cancelled before its first step (its finally never runs).
-        task.add_done_callback(lambda _task: conn.close())
+        task.add_done_callback(lambda _task: self._close(client))
+
+    def _on_readable(self, client: _Client) -> None:
+        try:
+            chunk = client.conn.recv(MAX_REQUEST + 1)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        client.buf += chunk
+        if not chunk or b"\n" in client.buf or len(client.buf) > MAX_REQUEST:
+            self._stop_reading(client)
+            self._left(client)
+
+    def _stop_reading(self, client: _Client) -> None:
+        if client.reading:
+            client.reading = False
+            asyncio.get_running_loop().remove_reader(client.conn.fileno())
+
+    def _close(self, client: _Client) -> None:
+        self._stop_reading(client)  # before the fd goes (its number is reused at once)
+        self._left(client)
+        client.conn.close()
 
     def _make_room(self) -> bool:
         """Drop the waiting clients silent for ``PRESSED_IDLE_S``; True if one can come in."""
@@ -295,6 +331,8 @@ class ControlServer:
 
     def _drop(self, client: _Client) -> None:
         """End a client that is still waiting for its request (its task closes it)."""
+        self._stop_reading(client)
+        client.dropped = True
         self._left(client)
         self.dropped += 1
         if client.task is not None:
@@ -316,30 +354,20 @@ class ControlServer:
         self._reserve = _open_reserve()
 
     # -- serving ------------------------------------------------------------------------------
-    async def _read_request(self, client: _Client) -> bytes:
-        """The request line (up to its newline, or what came before EOF or MAX_REQUEST)."""
-        loop = asyncio.get_running_loop()
-        while True:
-            chunk = await loop.sock_recv(client.conn, MAX_REQUEST + 1)
-            if not chunk:
-                return client.buf
-            client.buf += chunk
-            line, newline, _rest = client.buf.partition(b"\n")
-            if newline:
-                return line + newline
-            if len(client.buf) > MAX_REQUEST:
-                return client.buf
-
     async def _serve(self, client: _Client) -> None:
         conn = client.conn
         try:
+            # Read the request even when refusing, so the client gets the answer rather than a
+            # broken pipe.
             try:
-                # Read the request even when refusing, so the client gets the answer rather
-                # than a broken pipe.
-                line = await asyncio.wait_for(self._read_request(client), self.idle_timeout)
-            except (TimeoutError, ConnectionError, OSError):
+                await asyncio.wait_for(asyncio.shield(client.read), self.idle_timeout)
+                line = client.line()
+            except TimeoutError:  # silent, or half a line: dropped with a word
                 line = b""
+            self._stop_reading(client)
             self._left(client)
+            if client.dropped:  # for a newcomer, or at close: without a word
+                return
             uid = _peer_uid(conn)
             if uid is not None and uid != os.getuid():
                 reply: dict[str, Any] = {"ok": False, "error": "refused: another user"}
@@ -351,8 +379,7 @@ class ControlServer:
         except (ConnectionError, OSError, TimeoutError):
             pass
         finally:
-            self._left(client)
-            conn.close()
+            self._close(client)
 
     async def _answer(self, line: bytes) -> dict[str, Any]:
         if not line or len(line) > MAX_REQUEST:
