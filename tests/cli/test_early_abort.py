@@ -119,7 +119,7 @@ def test_an_abort_of_a_run_that_fails_before_listening_is_false(tolaria_home: Pa
         asker.join(60)
         assert runner.finish() == 2
         assert (result[0].returncode, result[0].stdout.strip()) == (1, "false")
-        assert control_client.sockets() == []  # its early socket went with it
+        assert list((tolaria_home / "run").iterdir()) == []  # its early socket went with it
     finally:
         gate.touch()
         runner.kill()
@@ -162,18 +162,27 @@ def test_an_abort_of_an_id_nobody_runs_is_false_while_other_runs_start(
         runner.kill()
 
 
+def _claimed(home: Path) -> list[Path]:
+    return sorted((home / "run").glob("*.claim")) if (home / "run").is_dir() else []
+
+
 def test_a_ctrl_c_while_the_run_starts_cancels_it(tolaria_home: Path, work: Path) -> None:
     """SIGINT once the run has claimed its socket but long before it has a registry (it is
     held in its store's lock): the signal is kept, the run ends cancelled without spawning,
-    no KeyboardInterrupt traceback."""
+    no KeyboardInterrupt traceback. Meanwhile ``tolaria streams`` and the store's look at the
+    live ids do not wait for the starting run (only an abort naming it does)."""
     stream_id = new_stream_id()
     (tolaria_home / "data").mkdir()
     db = sqlite3.connect(tolaria_home / "data" / "tolaria.sqlite3", isolation_level=None)
     db.execute("BEGIN EXCLUSIVE")  # the run waits for the store (busy timeout) while starting
     runner = _launch(tolaria_home, work, stream_id)
     try:
-        runner.wait_until(control_client.sockets, "the run's claimed socket")
-        time.sleep(0.3)
+        runner.wait_until(lambda: _claimed(tolaria_home), "the run's claimed socket")
+        assert control_client.sockets() == []  # only an abort naming the run goes there
+        started = time.monotonic()
+        assert control_client.live_stream_ids(timeout=3.0) == set()
+        assert control_client.list_streams(timeout=3.0) == []
+        assert time.monotonic() - started < 2.5, "waited for the starting run's answer"
         os.kill(runner.proc.pid, signal.SIGINT)
         time.sleep(0.3)
         db.execute("ROLLBACK")
@@ -181,6 +190,7 @@ def test_a_ctrl_c_while_the_run_starts_cancels_it(tolaria_home: Path, work: Path
         assert "Traceback" not in "".join(runner.stderr)
         assert [e["kind"] for e in runner.events()] == ["done"]
         assert marker_pids(stream_id) == []
+        assert _claimed(tolaria_home) == []
     finally:
         db.close()
         runner.kill()

@@ -4,11 +4,15 @@ Before this, ``tolaria run`` listened on its control socket only ~200 ms after i
 started (imports, settings, the store): an abort sent from another terminal in that window
 found nobody and the run went on for ever (issue 22.1). Two halves close the window:
 
-- The run binds and listens on its control socket (``<socket_dir>/<pid>.sock``) in the first
-  lines of ``tolaria.cli.main.main``, before any heavy import (``claim_run``). A client that
-  connects from then on waits in the socket's listen queue, its request in the socket's buffer,
-  until the run's ``ControlServer`` adopts the socket (``take``) right after the run is reserved
-  in the registry, and takes every request already queued before the agent is spawned.
+- The run binds and listens on its control socket in the first lines of
+  ``tolaria.cli.main.main``, before any heavy import (``claim_run``), under the name
+  ``<socket_dir>/<pid>.claim``. A client that connects from then on waits in the socket's
+  listen queue, its request in the socket's buffer, until the run's ``ControlServer`` adopts
+  the socket (``take``) right after the run is reserved in the registry, renames it to
+  ``<pid>.sock`` and takes every request already queued before the agent is spawned. Until
+  then only an abort that names the run goes there: ``tolaria streams`` and the store's
+  ``live_stream_ids`` ask ``*.sock`` only, so they never wait for a run that is starting (two
+  runs starting at once would otherwise wait for each other).
 - ``tolaria abort ID`` also finds a run whose process exists but has not claimed yet, by its
   command line (``find_runs``: ``/proc/*/cmdline`` on Linux, ``ps`` elsewhere), and then waits
   for that process's socket (tolaria/core/process/control_client.py).
@@ -116,8 +120,8 @@ def tolaria_args(argv: list[str]) -> list[str] | None:
 
 # -- the run's side ---------------------------------------------------------------------------
 def claim_run(args: list[str]) -> str | None:
-    """When ``args`` is a ``run --stream-id ID``: listen on this process's control socket now,
-    and return its path (None when not a run with an id, or when the folder is not ready: the
+    """When ``args`` is a ``run --stream-id ID``: listen on this process's control socket now
+    (at ``<pid>.claim``), and return its path (None when not a run with an id, or when the folder is not ready: the
     run's ControlServer then binds the socket later, as before, and reports any problem)."""
     global _claimed, _claimed_path
     if _claimed is not None or run_stream_id(args) is None:
@@ -132,7 +136,7 @@ def claim_run(args: list[str]) -> str | None:
         sockdir.check_own_folder(folder)
         if os.stat(folder).st_mode & 0o077:  # loose: paths.socket_dir() tightens it later
             return None
-        path = os.path.join(folder, f"{os.getpid()}.sock")
+        path = claim_path(os.path.join(folder, f"{os.getpid()}.sock"))
         try:  # noqa: SIM105 - as above
             os.unlink(path)  # a dead process with our pid left it
         except FileNotFoundError:
@@ -151,10 +155,16 @@ def claim_run(args: list[str]) -> str | None:
     return path
 
 
-def take(path: str) -> int | None:
-    """The listening socket claimed at ``path`` (its fd, now the caller's), else None."""
+def claim_path(socket_path: str) -> str:
+    """Where the socket of ``<pid>.sock`` listens while its run starts: ``<pid>.claim``."""
+    return socket_path.removesuffix(".sock") + ".claim"
+
+
+def take(socket_path: str) -> int | None:
+    """The listening socket claimed for ``socket_path`` (its fd, now the caller's, still at
+    ``claim_path(socket_path)``: the caller renames it), else None."""
     global _claimed, _claimed_path
-    if _claimed is None or _claimed_path != path:
+    if _claimed is None or _claimed_path != claim_path(socket_path):
         return None
     fd = _claimed.detach()
     _claimed = _claimed_path = None

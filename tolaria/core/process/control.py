@@ -169,10 +169,18 @@ class ControlServer:
 
     async def start(self) -> None:
         claimed = claim.take(str(self.path))
-        if claimed is not None:  # listening since the process's first lines
+        sock: socket.socket | None = None
+        if claimed is not None:  # listening since the process's first lines, as <pid>.claim
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=claimed)
-            sock.setblocking(False)
-        else:
+            try:  # the queued clients stay queued: they are connected to the socket, not a name
+                os.replace(claim.claim_path(str(self.path)), self.path)
+                sock.setblocking(False)
+            except OSError:
+                log.warning("control: could not rename the claimed socket", exc_info=True)
+                sock.close()
+                sock = None
+                claimed = None
+        if sock is None:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

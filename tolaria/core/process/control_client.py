@@ -98,6 +98,9 @@ def sockets(folder: str | os.PathLike[str] | None = None) -> list[str]:
         names = os.listdir(where)
     except OSError:
         return []
+    for name in names:  # a run SIGKILLed while it started (tolaria/core/process/claim.py)
+        if name.endswith(".claim"):
+            remove_if_stale(os.path.join(where, name))
     return sorted(os.path.join(where, n) for n in names if n.endswith(".sock"))
 
 
@@ -112,9 +115,10 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_if_stale(path: str) -> None:
-    """Delete ``<pid>.sock`` when process ``pid`` is gone (a Tolaria that was SIGKILLed)."""
+    """Delete ``<pid>.sock`` (or ``<pid>.claim``) when process ``pid`` is gone (a Tolaria
+    that was SIGKILLed)."""
     try:
-        pid = int(os.path.basename(path).removesuffix(".sock"))
+        pid = int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
     except ValueError:
         return
     if pid != os.getpid() and not _pid_alive(pid):
@@ -188,7 +192,7 @@ class _Exchange:
 
 def _socket_pid_alive(path: str) -> bool:
     try:
-        pid = int(os.path.basename(path).removesuffix(".sock"))
+        pid = int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
     except ValueError:
         return False
     return _pid_alive(pid)
@@ -326,26 +330,31 @@ def abort_remote(stream_id: str, folder: str | os.PathLike[str] | None = None,
     for pid in claim.find_runs(stream_id):
         if pid in answered:  # it listens, and said no: that run is over
             continue
-        path = os.path.join(where, f"{pid}.sock")
-        if not _wait_for_claim(pid, path, min(deadline, time.monotonic() + CLAIM_WAIT_S)):
-            continue
-        left = deadline - time.monotonic()
-        if left > 0 and any(bool(a.get("ok") and a.get("stopped"))
-                            for a in ask_all(request, left, only=[path])):
-            return True
+        served = os.path.join(where, f"{pid}.sock")
+        candidates = [served, claim.claim_path(served)]
+        until = min(deadline, time.monotonic() + CLAIM_WAIT_S)
+        while (path := _wait_for_claim(pid, candidates, until)) is not None:
+            left = deadline - time.monotonic()
+            answers = ask_all(request, left, only=[path]) if left > 0 else []
+            if any(bool(a.get("ok") and a.get("stopped")) for a in answers):
+                return True
+            if answers or os.path.exists(path):  # it answered no, or did not in time
+                break
+            # Renamed from .claim to .sock between the look and the connect: again.
     return False
 
 
-def _wait_for_claim(pid: int, path: str, until: float) -> bool:
-    """Whether process ``pid`` listens on ``path`` before ``until`` (False once it is gone)."""
+def _wait_for_claim(pid: int, paths: list[str], until: float) -> str | None:
+    """The first of ``paths`` process ``pid`` listens on, waiting for one to appear until
+    ``until``; None once the process is gone (it ended before it listened) or at ``until``."""
     from tolaria.core.process import claim
 
     ticks = claim.start_ticks(pid)
-    while not os.path.exists(path):
+    while True:
+        for path in paths:
+            if os.path.exists(path):
+                return path
         alive = claim.start_ticks(pid) == ticks if ticks is not None else _pid_alive(pid)
-        if not alive:  # it ended before it listened: nothing of it to stop
-            return False
-        if time.monotonic() >= until:
-            return False
+        if not alive or time.monotonic() >= until:
+            return None
         time.sleep(0.002)
-    return True
