@@ -197,3 +197,16 @@ def test_the_abort_client_does_not_retry_a_dead_owner(tmp_path: Path) -> None:
     assert control_client.abort_remote(new_stream_id(), tmp_path, 10.0) is False
     assert time.monotonic() - started < 1
     assert not stale.exists()
+
+
+def test_a_refused_socket_of_a_living_pid_costs_little(tmp_path: Path) -> None:
+    """A socket file whose pid is alive but where nobody listens (a dead Tolaria's pid reused
+    by another program): refused is tried again only briefly, not for the reset window."""
+    path = tmp_path / f"{os.getpid()}.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.close()
+    started = time.monotonic()
+    assert control_client.abort_remote(new_stream_id(), tmp_path, 10.0) is False
+    assert control_client.list_streams(tmp_path, 10.0) == []
+    assert time.monotonic() - started < 1

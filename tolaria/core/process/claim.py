@@ -149,8 +149,8 @@ def claim_run(args: list[str]) -> str | None:
         except BaseException:
             sock.close()
             raise
-    except (OSError, ImportError):  # ImportError: platformdirs missing; the run will say so
-        return None
+    except (OSError, ImportError, AttributeError):  # platformdirs missing, no AF_UNIX: the
+        return None  # run's ControlServer reports it
     _claimed, _claimed_path = sock, path
     return path
 

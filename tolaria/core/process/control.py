@@ -6,7 +6,9 @@ peer's uid. It speaks one JSON line in, one JSON line out, and knows two request
 ``{"op": "list"}`` (each live run: stream_id, agent, state, cwd, started_at, elapsed_s, and what
 the owner's ``details``, e.g. ``chat``) and ``{"op": "abort", "stream_id": ID}``. It
 accepts stream ids only, never pids; an abort is answered once the stop is complete (tree gone).
-The client side is tolaria/core/process/control_client.py (synchronous and light).
+A burst is queued, not reset (see ``ControlServer``). A ``tolaria run --stream-id`` listens
+from its first lines, as ``<pid>.claim`` (tolaria/core/process/claim.py); ``start`` adopts
+that socket. The client side is tolaria/core/process/control_client.py (synchronous, light).
 """
 
 from __future__ import annotations

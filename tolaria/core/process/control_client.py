@@ -41,6 +41,7 @@ RETRIES = 12
 RETRY_FIRST_S = 0.005
 RETRY_MAX_S = 0.2
 RETRY_WINDOW_S = 3.0
+REFUSED_RETRIES = 2
 #: How long ``abort`` waits for a ``tolaria run --stream-id ID`` found by its command line to
 #: listen (it claims its socket in its first lines; tolaria/core/process/claim.py).
 CLAIM_WAIT_S = 10.0
@@ -136,6 +137,7 @@ class _Exchange:
         self.payload = payload
         self.answer: dict[str, Any] | None = None
         self.tries = 0
+        self.refused = 0
         self.retry_at = 0.0
         self.connected_at = 0.0
         self._fresh()
@@ -159,7 +161,11 @@ class _Exchange:
             # The listen queue is full (a Unix socket does not finish such a connect later).
             return "retry"
         except ConnectionRefusedError:
-            if _socket_pid_alive(self.path):
+            # Nobody listens: gone, or a process between bind and listen (or closing), which
+            # takes microseconds, so only REFUSED_RETRIES tries: a dead Tolaria's pid reused
+            # by another program must not cost every client the whole retry window.
+            if self.refused < REFUSED_RETRIES and _socket_pid_alive(self.path):
+                self.refused += 1
                 return "retry"
             remove_if_stale(self.path)
             return "gone"
