@@ -186,11 +186,13 @@ def release() -> None:
 
 # -- the abort's side -------------------------------------------------------------------------
 def _read(path: str, limit: int = 1 << 20) -> bytes:
+    """The file's content (up to ``limit``): one read for what fits in a page, as almost every
+    ``cmdline`` does (a second read, to see the end, would cost every process of the scan)."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        data = os.read(fd, 131072)
-        while len(data) < limit:
-            more = os.read(fd, 131072)
+        data = os.read(fd, 4096)
+        while data and len(data) % 4096 == 0 and len(data) < limit:  # a page full: more
+            more = os.read(fd, 65536)
             if not more:
                 break
             data += more
@@ -233,12 +235,13 @@ def _same_home(pid: int) -> bool:
 def _cmdline_runs(stream_id: str) -> list[int]:
     needle = stream_id.encode()
     uid = os.getuid()
+    me = str(os.getpid())
     found = []
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
+        if not name.isdigit() or name == me:
             continue
         try:
-            data = _read(f"/proc/{name}/cmdline")
+            data = _read("/proc/" + name + "/cmdline")
         except OSError:
             continue
         if needle not in data:  # the cheap test first: almost every process fails it
