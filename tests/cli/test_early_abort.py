@@ -241,3 +241,33 @@ def test_the_early_claim_costs_the_abort_nothing(tolaria_home: Path, work: Path)
                 if line.startswith("import time:")}
     assert "tolaria.core.process.claim" in imported
     assert not {"asyncio", "psutil", "subprocess", "re"} & imported
+
+
+#: ``tolaria`` as its script runs it, with an audit hook that logs imports and socket binds.
+_AUDITED = """
+import sys
+def hook(event, args):
+    if event == "import":
+        print("import", args[0], file=sys.stderr)
+    elif event == "socket.bind":
+        print("bind", args[1], file=sys.stderr)
+sys.addaudithook(hook)
+from tolaria.cli.main import main
+sys.exit(main())
+"""
+
+
+def test_the_run_claims_its_id_before_any_heavy_import(tolaria_home: Path, work: Path) -> None:
+    """The order of events in a real ``tolaria run --stream-id``: the bind of ``<pid>.claim``
+    comes before argparse, asyncio, sqlite3, psutil or any adapter is imported."""
+    result = subprocess.run([sys.executable, "-c", _AUDITED, "run", "--stream-id",
+                             new_stream_id(), "--agent", "no-such-agent", "hi"],
+                            env=cli_env(tolaria_home), cwd=work, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert result.returncode == 2, result.stderr[-2000:]
+    events = [line for line in result.stderr.splitlines() if line.startswith(("import ", "bind "))]
+    (claimed,) = [i for i, e in enumerate(events) if e.startswith("bind ") and e.endswith(".claim")]
+    heavy = ("argparse", "asyncio", "sqlite3", "psutil", "tolaria.core.adapters", "tolaria.chats")
+    first_heavy = min(i for i, e in enumerate(events) if e.split()[1] in heavy)
+    assert claimed < first_heavy, events[:claimed + 1]
+    assert list((tolaria_home / "run").iterdir()) == []  # released when the run gave up
