@@ -127,8 +127,9 @@ def test_an_abort_of_a_run_that_fails_before_listening_is_false(tolaria_home: Pa
 
 def test_an_abort_waits_for_an_unclaimed_run_only_so_long(
         tolaria_home: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run held before it listens for longer than ``CLAIM_WAIT_S`` (stopped with SIGSTOP
-    here): the abort gives up, false, instead of hanging."""
+    """A run held before it listens for longer than ``CLAIM_WAIT_S`` (at the gate, before any
+    line of Tolaria): the abort gives up, false, instead of hanging; once the run goes on, an
+    abort stops it as usual."""
     gate = work.parent / "gate"
     stream_id = new_stream_id()
     runner = _launch(tolaria_home, work, stream_id, TOLARIA_TEST_GATE=str(gate),
