@@ -144,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         from tolaria.core.process import claim
 
         if claim.run_args(argv) is not None:
+            _catch_early_signals()  # first: once the claim is visible, a signal is kept
             claim.claim_run(argv)
-            _catch_early_signals()
     try:
         fast = _fast(argv)
         if fast is not None:
@@ -214,7 +214,8 @@ _early_signals: list[int] = []
 def _catch_early_signals() -> None:
     """Keep a stop signal that comes before the run is reserved instead of dying half-way
     (a KeyboardInterrupt traceback, a turn left "running" in the store). A second one acts as
-    if no handler were there, so a start-up that hangs can still be interrupted."""
+    if no handler were there, so a start-up that hangs can still be interrupted. Installed
+    before the claim: once another terminal can name the run, its signals are kept too."""
     import signal
 
     def early(signum: int, _frame: object) -> None:

@@ -211,16 +211,24 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+def _our(name: str) -> bytes | None:
+    value = os.environ.get(name)
+    return None if value is None else os.fsencode(value)
+
+
 def _same_home(pid: int) -> bool:
-    """Whether process ``pid`` uses our ``TOLARIA_HOME`` (so its socket is in our folder)."""
+    """Whether process ``pid`` uses our socket folder: the same ``TOLARIA_HOME``, or neither
+    has one and the variables the default folder comes from agree (sockdir.socket_dir)."""
     try:
         environ = _read(f"/proc/{pid}/environ").split(b"\0")
     except OSError:
         return True  # unreadable: judged by its socket alone
-    theirs = next((e[13:] for e in environ if e.startswith(b"TOLARIA_HOME=")), None)
+    env = dict(e.partition(b"=")[::2] for e in environ if b"=" in e)
+    theirs = env.get(b"TOLARIA_HOME")
     mine = sockdir.home()
-    if theirs is None or not theirs:
-        return mine is None
+    if not theirs:
+        return mine is None and all(env.get(name.encode()) == _our(name)
+                                    for name in ("XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP"))
     if mine is None:
         return False
     value = os.path.expanduser(os.fsdecode(theirs))
