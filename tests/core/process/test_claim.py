@@ -130,3 +130,25 @@ def test_the_claim_listens_at_once_and_is_released(tolaria_home: Path) -> None:
     finally:
         claim.release()
     assert not os.path.exists(path)
+
+
+def test_the_option_lists_match_the_real_parser() -> None:
+    """claim.py reads ``tolaria``'s arguments before argparse is imported, so it keeps its own
+    list of options: it must be argparse's (a new option with a value would shift the scan)."""
+    import argparse
+
+    from tolaria.cli.main import _parser
+
+    def options(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]:
+        valued, flags = set(), set()
+        for action in parser._actions:
+            names = {o for o in action.option_strings if o.startswith("--")}
+            if isinstance(action, argparse._SubParsersAction) or not names:
+                continue
+            (valued if action.nargs != 0 else flags).update(names)
+        return valued, flags
+
+    top = _parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    assert options(top) == (set(claim._TOP_VALUED), set(claim._TOP_FLAGS))
+    assert options(sub.choices["run"]) == (set(claim._RUN_VALUED), set(claim._RUN_FLAGS))
