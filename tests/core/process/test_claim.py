@@ -140,7 +140,8 @@ def test_the_option_lists_match_the_real_parser() -> None:
     from tolaria.cli.main import _parser
 
     def options(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]:
-        valued, flags = set(), set()
+        valued: set[str] = set()
+        flags: set[str] = set()
         for action in parser._actions:
             names = {o for o in action.option_strings if o.startswith("--")}
             if isinstance(action, argparse._SubParsersAction) or not names:
