@@ -124,6 +124,8 @@ def claim_run(args: list[str]) -> str | None:
     (at ``<pid>.claim``), and return its path (None when not a run with an id, or when the folder is not ready: the
     run's ControlServer then binds the socket later, as before, and reports any problem)."""
     global _claimed, _claimed_path
+    if sys.platform == "win32":  # no AF_UNIX there, and runs are refused (ADR 0014)
+        return None
     if _claimed is not None or run_stream_id(args) is None:
         return None
     try:
@@ -241,6 +243,8 @@ def _same_home(pid: int) -> bool:
 
 
 def _cmdline_runs(stream_id: str) -> list[int]:
+    if sys.platform == "win32":  # no /proc, no uids
+        return []
     needle = stream_id.encode()
     uid = os.getuid()
     me = str(os.getpid())
@@ -271,6 +275,8 @@ def _cmdline_runs(stream_id: str) -> list[int]:
 def _ps_runs(stream_id: str) -> list[int]:
     """The portable fallback: ``ps``'s command lines, split on blanks (a prompt with blanks
     may then hide a ``--stream-id`` after it; ``TOLARIA_HOME`` is not compared)."""
+    if sys.platform == "win32":  # no control channel there (ADR 0014): nothing to wait for
+        return []
     import subprocess  # only here: no /proc, and nobody answered the abort
 
     try:

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
 import socket
 import struct
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -91,6 +93,8 @@ class ControlServer(AcceptQueue):
         return out
 
     async def start(self) -> None:
+        if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0014: named pipes)
+            raise OSError(errno.EAFNOSUPPORT, "no control channel on Windows yet")
         claimed = claim.take(str(self.path))
         sock: socket.socket | None = None
         if claimed is not None:  # listening since the process's first lines, as <pid>.claim
@@ -135,6 +139,8 @@ class ControlServer(AcceptQueue):
 
     # -- serving ------------------------------------------------------------------------------
     async def _serve(self, client: Client) -> None:
+        if sys.platform == "win32":  # never started there (see start)
+            return
         conn = client.conn
         try:
             # Read the request even when refusing, so the client gets the answer rather than a

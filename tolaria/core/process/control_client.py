@@ -16,6 +16,7 @@ from __future__ import annotations
 import _socket
 import os
 import select
+import sys
 import time
 
 from tolaria.core.stream_id import validate_stream_id
@@ -145,6 +146,9 @@ class _Exchange:
     def _fresh(self) -> None:
         self.out = self.payload
         self.buf = b""
+        self.sock: _socket.socket
+        if sys.platform == "win32":  # no AF_UNIX in CPython there; ask_all returns before
+            raise OSError("no control channel on Windows yet (docs/adr/0014-windows-job-objects.md)")
         self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self.sock.setblocking(False)
 
@@ -204,7 +208,10 @@ def _socket_pid_alive(path: str) -> bool:
     return _pid_alive(pid)
 
 
-_READ_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR
+if sys.platform == "win32":  # no poll() there (and no channel: ask_all returns at once)
+    _READ_EVENTS = 0
+else:
+    _READ_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR
 
 
 def _backoff(tries: int) -> float:
@@ -221,7 +228,10 @@ def ask_all(request: dict[str, str], timeout: float, folder: str | os.PathLike[s
     backoff (``RETRY_WINDOW_S``): the server drops a client only before it read its request, so
     a retried request is never acted on twice.
 
-    One ``poll`` loop (not selectors: see the imports) over non-blocking sockets."""
+    One ``poll`` loop (not selectors: see the imports) over non-blocking sockets. None on
+    Windows, where no Tolaria process listens (ADR 0014: named pipes, not built yet)."""
+    if sys.platform == "win32":
+        return []
     payload = dumps_flat(request).encode() + b"\n"
     pending = [_Exchange(p, payload) for p in (sockets(folder) if only is None else only)]
     poller = select.poll()

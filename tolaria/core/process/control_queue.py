@@ -20,6 +20,7 @@ import errno
 import os
 import select
 import socket
+import sys
 import time
 
 MAX_REQUEST = 4096
@@ -35,6 +36,8 @@ PRESSED_IDLE_S = 0.01
 def _default_max_clients() -> int:
     """``MAX_CLIENTS``, or fewer when this process has few fds: waiting clients never hold
     more than 1/16 of them, so a flood cannot starve the runs (a spawn needs fds too)."""
+    if sys.platform == "win32":  # no rlimits
+        return MAX_CLIENTS
     try:
         import resource
 
@@ -139,6 +142,8 @@ class AcceptQueue:
     def _pending(self) -> bool:
         """Whether a connection waits in the listen queue."""
         assert self._sock is not None
+        if sys.platform == "win32":  # never listening there (ControlServer.start)
+            return False
         poller = select.poll()  # not select.select: it fails on fds past 1024
         poller.register(self._sock, select.POLLIN)
         return bool(poller.poll(0))
