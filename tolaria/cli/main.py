@@ -137,6 +137,15 @@ def _fast(argv: list[str]) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "run" in argv:
+        # First of all, before any heavy import: a ``run --stream-id ID`` listens on its
+        # control socket now, so an abort sent while it starts waits there and is not lost;
+        # a Ctrl+C or SIGTERM while it starts is kept too (_catch_early_signals).
+        from tolaria.core.process import claim
+
+        if claim.run_args(argv) is not None:
+            _catch_early_signals()  # first: once the claim is visible, a signal is kept
+            claim.claim_run(argv)
     try:
         fast = _fast(argv)
         if fast is not None:
@@ -150,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"tolaria: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        if "run" in argv:  # the run ended before it listened (bad input): nobody waits
+            from tolaria.core.process import claim
+
+            claim.release()
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -190,6 +204,30 @@ def _main(args: argparse.Namespace) -> int:
 
         return cmd_key(args.key_action, args.key_agent)
     return _open_window(args)
+
+
+#: SIGINT/SIGTERM/SIGHUP received while ``tolaria run`` started, before it had a run to stop:
+#: the run stops as soon as it is reserved (it ends cancelled, nothing spawned).
+_early_signals: list[int] = []
+
+
+def _catch_early_signals() -> None:
+    """Keep a stop signal that comes before the run is reserved instead of dying half-way
+    (a KeyboardInterrupt traceback, a turn left "running" in the store). A second one acts as
+    if no handler were there, so a start-up that hangs can still be interrupted. Installed
+    before the claim: once another terminal can name the run, its signals are kept too."""
+    if sys.platform == "win32":  # runs are refused there (ADR 0014), and it has no SIGHUP
+        return
+    import signal
+
+    def early(signum: int, _frame: object) -> None:
+        if _early_signals:
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+        _early_signals.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, early)
 
 
 def _install_crash_hook_lazily() -> None:
@@ -351,6 +389,8 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     run = registry.reserve(stream_id, request.manifest.id, request.cwd)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, registry.abort, stream_id)
+    if _early_signals:  # one came while the run started
+        registry.abort(stream_id)
     printer = output.printer
     printer.output.on_closed = lambda: registry.abort(stream_id)
     printer.stopping = lambda: any(r["stream_id"] == stream_id and r["state"] == STOPPING
