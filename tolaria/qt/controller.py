@@ -313,8 +313,9 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         stream_id = self._running.get(conversation_id)
         if stream_id is None:
             return False
-        self.bridge.mark_stopping(stream_id)
-        aborted = self.registry.abort(stream_id)
+        # The stop holds the run's content back only if it takes: a Stop in the moment the
+        # agent has already ended by itself keeps the tail still draining from its pipes.
+        aborted = self.bridge.stop(stream_id, lambda: self.registry.abort(stream_id))
         if aborted:
             self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
         return aborted
@@ -331,8 +332,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         if stream_id is None or launch is None or stream_id in self._restarting:
             return False
         self._restarting[stream_id] = launch
-        self.bridge.mark_stopping(stream_id)
-        self.registry.abort(stream_id)
+        self.bridge.stop(stream_id, lambda: self.registry.abort(stream_id))
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
                    {"stream_id": stream_id, "for": "restart"})
         return True
@@ -384,20 +384,31 @@ class ChatController(QueueControl, CheckpointControl, QObject):
 
     def stop_all(self) -> list[str]:
         running = list(self._running.items())
-        for _conversation_id, stream_id in running:
-            self.bridge.mark_stopping(stream_id)
+        held = [stream_id for _conversation_id, stream_id in running
+                if self.bridge.hold(stream_id)]
         aborted = self.registry.abort_all()
+        self._settle_holds(held, aborted)
         for conversation_id, stream_id in running:  # recorded after the stop went out
             if stream_id in aborted:
                 self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
         return aborted
 
+    def _settle_holds(self, held: list[str], aborted: list[str]) -> None:
+        """After ``hold`` + ``abort_all``: the stopped streams say so, the others (already
+        finishing by themselves) are forwarded again, their tails kept."""
+        for stream_id in held:
+            if stream_id in aborted:
+                self.bridge.run_stopping.emit(stream_id)
+            else:
+                self.bridge.release(stream_id)
+
     async def shutdown(self) -> None:
         """Stop every run and wait until their trees are gone; end the other tasks."""
         self._closing = True  # no restart or queued delivery starts a run now
         self.pause_queues_at_quit()  # shown again, paused, at the next start
-        for stream_id in list(self._running.values()):
-            self.bridge.mark_stopping(stream_id)
+        held = [stream_id for stream_id in list(self._running.values())
+                if self.bridge.hold(stream_id)]
+        self._settle_holds(held, self.registry.abort_all())  # a finishing run keeps its tail
         await self.registry.abort_all_and_wait()
         await self.keepers.close_all()  # the chats' kept agents, trees gone
         # The run tasks end right after their Done; detection and deletions are cancelled.
