@@ -36,7 +36,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer
 
@@ -217,8 +217,11 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         self.bridge.conversation_deleted.emit(conversation_id)
 
     # -- runs -----------------------------------------------------------------------------------
-    def send(self, conversation_id: int, prompt: str) -> str | None:
-        """Start a turn; returns its stream id (None if the conversation is busy or gone)."""
+    def send(self, conversation_id: int, prompt: str, *,
+             delivering: Sequence[int] = ()) -> str | None:
+        """Start a turn; returns its stream id (None if the conversation is busy or gone).
+        ``delivering``: the queued messages ``prompt`` is made of, delivered in the store
+        transaction that records the turn (``Store.start_turn``)."""
         if conversation_id in self._running or conversation_id in self._deleting:
             return None
         conversation = self.store.get_conversation(conversation_id)
@@ -231,17 +234,19 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         cwd = conversation.cwd if conversation.cwd else os.getcwd()
         try:
             return self._launch(Launch(conversation_id, prompt, turn.full_prompt,
-                                       turn.resume_id, conversation.agent, cwd))
+                                       turn.resume_id, conversation.agent, cwd),
+                                delivering=delivering)
         except (sqlite3.Error, OSError) as exc:  # the turn could not be stored: not started
             # The window's store notice says why (Store.write_listener); the prompt stays in
             # the composer, which empties only when a run starts.
             log.warning("could not start a turn of conversation %s: %s", conversation_id, exc)
             return None
 
-    def _launch(self, launch: Launch) -> str:
+    def _launch(self, launch: Launch, *, delivering: Sequence[int] = ()) -> str:
         conversation_id = launch.conversation_id
         stream_id = new_stream_id()
-        turn = self.store.start_turn(conversation_id, stream_id, launch.agent, launch.prompt)
+        turn = self.store.start_turn(conversation_id, stream_id, launch.agent, launch.prompt,
+                                     delivering=delivering)
         self._launches[stream_id] = launch
         self._turn_ids[stream_id] = turn.id
         manifest = self.adapters.manifests.get(launch.agent)
