@@ -109,7 +109,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         #: A changed file's diff, hunk by hunk, with Accept / Revert (tolaria/chats/review.py).
         self.review = TurnReview(self.checkpoints)
         #: Permission questions of running turns, answered in the chat.
-        self.permissions = PermissionBroker(bridge)
+        self.permissions = PermissionBroker(bridge, store)
         self._closing = False
         #: Each chat's kept agent process (docs/adr/0009): closed when the chat is deleted, when
         #: its agent or folder changes, after an idle timeout, and at shutdown.
