@@ -68,15 +68,7 @@ def search(drv: AppDriver, text: str) -> None:
 
 
 def open_card(drv: AppDriver, stream_id: str) -> PermissionCard:
-    """The open card of the running turn, once its view is built and has applied it."""
-    def shown() -> bool:
-        view = drv.pane.transcript.turn(stream_id)
-        return view is not None and any(c.pending for c in view.permission_cards())
-    drv.qtbot.waitUntil(shown, timeout=10_000)
-    view = drv.pane.transcript.turn(stream_id)
-    assert view is not None
-    [card] = view.permission_cards()  # once, though asked live and kept in the store
-    return card
+    return open_card_of(drv, drv.pane, stream_id)
 
 
 def jump_away(drv: AppDriver, stream_id: str) -> None:
@@ -218,3 +210,47 @@ def test_a_question_left_open_by_a_crash_reads_closed_after_the_restart(
     assert card.title == "rm -rf build" and card.outcome == "closed"
     assert not card.buttons["allowOnceButton"].isVisible()
     assert not pane.watchdog.isVisible()
+
+
+def test_a_chat_opened_while_its_turn_waits_shows_the_question(start_app: StartApp) -> None:
+    """A fan-out member asks; its chat, opened in the main window meanwhile, gets a new pane
+    built from the store: the question is there, open, answerable there, and the watchdog of
+    that pane waits for the answer. The fan-out pane's card then shows the same answer."""
+    from ui.test_fanout import add_agent, fan_out, wait_pane_done
+
+    drv = start_app()
+    manifest = asking_manifest()
+    add_agent(drv, manifest)
+    view = fan_out(drv, "clean up the build folder", [manifest.id])
+    [member] = view.panes()
+    stream_id = member.running_stream
+    assert stream_id is not None
+    drv.qtbot.waitUntil(lambda: bool(drv.app.controller.permissions.pending(stream_id)),
+                        timeout=10_000)
+    fan_card = member.turn_views()[-1]
+    drv.qtbot.waitUntil(lambda: bool(fan_card.permission_cards()), timeout=5_000)
+    drv.window.sidebar.open_requested.emit(member.conversation_id)  # a click in the sidebar
+    pane = drv.window.stack.pane(member.conversation_id)
+    assert pane is not None and pane is not member and pane.running_stream == stream_id
+    card = open_card_of(drv, pane, stream_id)
+    assert pane.watchdog.waiting
+    drv.qtbot.waitUntil(lambda: all(b.isVisible() for b in card.buttons.values()),
+                        timeout=5_000)
+    QTest.mouseClick(card.buttons["allowOnceButton"], Qt.MouseButton.LeftButton)
+    wait_pane_done(drv.qtbot, pane)
+    assert "permission: yes" in pane.turn_views()[-1].text()
+    [other] = member.turn_views()[-1].permission_cards()
+    drv.qtbot.waitUntil(lambda: other.outcome == "allow_once", timeout=5_000)
+    assert not pane.watchdog.waiting and processes_of(stream_id) == []
+
+
+def open_card_of(drv: AppDriver, pane: ChatPane, stream_id: str) -> PermissionCard:
+    """The open card of the running turn, once its view is built and has applied it."""
+    def shown() -> bool:
+        view = pane.transcript.turn(stream_id)
+        return view is not None and any(c.pending for c in view.permission_cards())
+    drv.qtbot.waitUntil(shown, timeout=10_000)
+    view = pane.transcript.turn(stream_id)
+    assert view is not None
+    [card] = view.permission_cards()  # once, though asked live and kept in the store
+    return card
