@@ -97,6 +97,9 @@ def test_a_search_jump_and_back_shows_the_open_question_again(
     [asked] = stored_questions(drv, stream_id)
     assert isinstance(asked, PermissionAsked) and asked.key == key
     assert asked.title == "rm -rf build" and asked.input == {"command": "rm -rf build"}
+    assert [(c["option_id"], c["kind"]) for c in asked.choices] == [
+        ("yes", "allow_once"), ("always", "allow_always"), ("no", "reject_once")]
+    assert asked.tool_kind == "execute"
 
     jump_away(drv, stream_id)
     watchdog = drv.pane.watchdog
@@ -254,3 +257,22 @@ def open_card_of(drv: AppDriver, pane: ChatPane, stream_id: str) -> PermissionCa
     assert view is not None
     [card] = view.permission_cards()  # once, though asked live and kept in the store
     return card
+
+
+def test_stop_while_asking_stores_the_cancel_and_silences_the_watchdog(
+        start_app: StartApp, home: Path, qtbot: QtBot) -> None:
+    (home / "settings.toml").write_text("[behaviour]\nwatchdog_seconds = 0.3\n")
+    drv = start_app()
+    drv.use_agent(asking_manifest())
+    stream_id = drv.send("clean up")
+    card = open_card(drv, stream_id)
+    qtbot.waitUntil(lambda: drv.pane.watchdog.waiting, timeout=5_000)
+    drv.button("stopButton").click()
+    turn = drv.wait_finished()
+    assert turn.status == "cancelled" and card.outcome == "cancelled"
+    qtbot.wait(500)  # past the watchdog's threshold: nothing counts a stopped turn's silence
+    assert not drv.pane.watchdog.isVisible() and not drv.pane.watchdog.waiting
+    outcomes = [e.outcome for e in stored_questions(drv, stream_id)
+                if isinstance(e, PermissionSettled)]
+    assert outcomes == ["cancelled"]
+    assert processes_of(stream_id) == []

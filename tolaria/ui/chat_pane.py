@@ -138,6 +138,8 @@ class ChatPane(QWidget):
         #: The running turn's open permission questions by key: the watchdog says "waiting for
         #: your answer" while there is one, whether or not the turn's view is built.
         self._asking: dict[str, PermissionRequest] = {}
+        #: The running turn is being stopped: its watchdog stays off.
+        self._stopping = False
         #: Open questions of running turns as a loaded page stored them (a chat opened while
         #: its turn waits): taken over when the pane follows that run (``adopt_run``).
         self._stored_open: dict[str, dict[str, PermissionRequest]] = {}
@@ -381,6 +383,7 @@ class ChatPane(QWidget):
         self.awaiting.hide()
         self._tracker = AwaitTracker()
         self._asking.clear()
+        self._stopping = False
         self.watchdog.arm()
 
     def adopt_run(self, stream_id: str) -> bool:
@@ -392,6 +395,7 @@ class ChatPane(QWidget):
         self._show_running(True)
         self.status_line.start(self._agent_name)
         self.awaiting.hide()
+        self._stopping = False
         self._asking = dict(self._stored_open.pop(stream_id, {}))
         for key, request in self._asking.items():
             self.transcript.hold_question(stream_id, key, request)
@@ -432,7 +436,7 @@ class ChatPane(QWidget):
             view.settle(key, outcome)
             self.transcript.schedule(view)
         if self._asking.pop(key, None) is not None and stream_id == self.running_stream \
-                and not self._asking:
+                and not self._asking and not self._stopping:
             self.watchdog.arm()
 
     def run_stopping(self, stream_id: str) -> None:
@@ -440,6 +444,7 @@ class ChatPane(QWidget):
         if view is not None:
             view.mark_stopping()
         if stream_id == self.running_stream:
+            self._stopping = True  # (a question the stop cancels re-arms nothing)
             self.status_line.stopping()
             self.watchdog.disarm()
 
