@@ -72,6 +72,7 @@ from tolaria.qt.checkpoint_control import CheckpointControl
 from tolaria.qt.permissions import PermissionBroker
 from tolaria.qt.queue_control import QueueControl
 from tolaria.qt.tasks import TaskSet
+from tolaria.support import platforms
 
 log = logging.getLogger(__name__)
 
@@ -219,10 +220,15 @@ class ChatController(QueueControl, CheckpointControl, QObject):
     # -- runs -----------------------------------------------------------------------------------
     def send(self, conversation_id: int, prompt: str, *,
              delivering: Sequence[int] = ()) -> str | None:
-        """Start a turn; returns its stream id (None if the conversation is busy or gone).
-        ``delivering``: the queued messages ``prompt`` is made of, delivered in the store
-        transaction that records the turn (``Store.start_turn``)."""
+        """Start a turn; returns its stream id (None if the conversation is busy or gone, or
+        this platform cannot stop a run as promised: Windows, ADR 0014). ``delivering``: the
+        queued messages ``prompt`` is made of, delivered in the store transaction that records
+        the turn (``Store.start_turn``)."""
         if conversation_id in self._running or conversation_id in self._deleting:
+            return None
+        refusal = platforms.run_refusal()
+        if refusal is not None:  # said in the window; the prompt stays in the composer
+            self.bridge.problem_reported.emit(refusal)
             return None
         conversation = self.store.get_conversation(conversation_id)
         if conversation is None:
