@@ -81,9 +81,6 @@ class Bridge(QObject):
     #: Queued messages went to the agent as the prompt of a new turn: conversation id,
     #: stream id of that turn, list of the delivered QueuedMessage ids.
     messages_delivered = Signal(int, str, object)
-    #: "Send now" gave a queued message to the running turn itself (no stop): conversation id,
-    #: the ``message_steered`` Marker (data: id, text, stream_id).
-    message_steered = Signal(int, object)
     #: What a chat's turns changed in its git folder, or a note why not (after a turn ends,
     #: an undo, or the chat was opened): conversation id, list[TurnChanges].
     turn_changes_changed = Signal(int, object)

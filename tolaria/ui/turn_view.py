@@ -202,7 +202,7 @@ class TurnView(QWidget):
             chunk.highlight(needle)
 
     def add_steered(self, key: int, text: str) -> None:
-        """A message the user gave this turn while it ran (Send now on a steerable agent):
+        """A message the user gave this turn while it ran (a stored ``message_steered`` marker):
         a small prompt bubble in the turn's body, once per ``key`` (the marker's id)."""
         if key in self._steered:
             return

@@ -265,15 +265,16 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                                       message=f"unreadable stored event #{seq}: {exc}"))
         return out
 
-    def mark_interrupted(self, stream_id: str) -> None:
+    def mark_interrupted(self, stream_id: str, reason: str = STATUS_INTERRUPTED) -> None:
         """Finish a running turn whose run vanished without a ``Done``; no-op otherwise. A
-        write that fails is kept in ``write_error`` (the next open recovers the turn anyway)."""
+        write that fails is kept in ``write_error`` (the next open recovers the turn anyway).
+        ``reason`` is the stop reason stored (e.g. ``STOP_NOT_ANSWERED`` for an import)."""
         try:
-            self._mark_interrupted(stream_id)
+            self._mark_interrupted(stream_id, reason)
         except WRITE_ERRORS as exc:
             self._write_failed(exc)
 
-    def _mark_interrupted(self, stream_id: str) -> None:
+    def _mark_interrupted(self, stream_id: str, reason: str) -> None:
         with self._db_lock:
             with self._buf_lock:
                 live = self._live.pop(stream_id, None)
@@ -288,7 +289,7 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                 ).fetchone()
                 if row is None:
                     return
-                self._interrupt("stream_id = ?", (stream_id,), time.time())
+                self._interrupt("stream_id = ?", (stream_id,), time.time(), reason)
                 self._touch(row[0], self._tick())
 
     # internals
@@ -362,7 +363,8 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
         with self._tx():
             self._interrupt(where, (STATUS_RUNNING, *live), time.time())
 
-    def _interrupt(self, where: str, args: tuple[Any, ...], now: float) -> None:
+    def _interrupt(self, where: str, args: tuple[Any, ...], now: float,
+                   reason: str = STATUS_INTERRUPTED) -> None:
         last_event = ("(SELECT created_at FROM events WHERE events.turn_id = turns.id"
                       " ORDER BY seq DESC LIMIT 1)")
         self._conn.execute(
@@ -374,5 +376,5 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
             "UPDATE turns SET status = ?, stop_reason = ?,"
             " duration_ms = CAST(ROUND(MAX(finished_at - started_at, 0) * 1000) AS INTEGER)"
             f" WHERE status = 'running' AND {where}",
-            (STATUS_INTERRUPTED, STATUS_INTERRUPTED, *args),
+            (STATUS_INTERRUPTED, reason, *args),
         )

@@ -20,8 +20,9 @@ MARKER_MESSAGE_UNQUEUED = "message_unqueued"
 MARKER_MESSAGES_DELIVERED = "messages_delivered"
 MARKER_TURN_RESTARTED = "turn_restarted"
 MARKER_STOP_REQUESTED = "stop_requested"
-#: A queued message given to the running turn itself (Send now on an agent that takes a user
-#: message mid-turn, e.g. Claude's stream-json input); data: ``{"id", "text", "stream_id"}``.
+#: A queued message given to the running turn itself; data: ``{"id", "text", "stream_id"}``.
+#: Written only by the builds whose Send now steered Claude (no longer: ADR 0007); still shown
+#: (a bubble inside that turn) so a chat stored then keeps what the user sent.
 MARKER_MESSAGE_STEERED = "message_steered"
 #: A turn started as one member of a fan-out job (one prompt sent to several agents at once);
 #: data: ``{"job_id", "prompt", "agent", "stream_id"}``, on the member turn.
