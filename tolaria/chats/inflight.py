@@ -110,11 +110,6 @@ class MessageQueues:
             return []
         return queued
 
-    def delivered(self, conversation_id: int, messages: Sequence[QueuedMessage]) -> None:
-        """These messages went to the agent without a turn of their own (steered)."""
-        self.taken(conversation_id, messages)
-        self.store.queue_remove(conversation_id, [m.id for m in messages])
-
     def taken(self, conversation_id: int, messages: Sequence[QueuedMessage]) -> None:
         """These messages left the store's queue (``Store.start_turn(delivering=...)`` removed
         them with the turn they started): a "Send now" pick among them is done."""
