@@ -98,7 +98,8 @@ class MessageQueues:
         return True
 
     def deliverable(self, conversation_id: int) -> list[QueuedMessage]:
-        """What goes to the agent when nothing runs; removed by the turn that takes them (``Store.start_turn(delivering=...)``)."""
+        """What goes to the agent when nothing runs; removed by the turn that takes them
+        (``Store.start_turn(delivering=...)``)."""
         queued = self.get(conversation_id)
         chosen = self._next.get(conversation_id)
         if chosen is not None:
