@@ -16,7 +16,7 @@ starts a second turn in the same process. Stopping is prompt on every agent.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from tolaria.chats.inflight import (
     EDIT,
@@ -32,7 +32,6 @@ from tolaria.chats.inflight import (
 from tolaria.core.store.db import (
     MARKER_MESSAGE_QUEUED,
     MARKER_MESSAGE_UNQUEUED,
-    MARKER_MESSAGES_DELIVERED,
     Store,
 )
 from tolaria.core.store.markers import Marker
@@ -49,7 +48,8 @@ class QueueControl:
     _running: dict[int, str]
     _deleting: set[int]
 
-    def send(self, conversation_id: int, prompt: str) -> str | None:
+    def send(self, conversation_id: int, prompt: str, *,
+             delivering: Sequence[int] = ()) -> str | None:
         raise NotImplementedError
 
     def stop(self, conversation_id: int) -> bool:
@@ -120,14 +120,15 @@ class QueueControl:
         messages = self.queues.deliverable(conversation_id)
         if not messages:
             return None
-        stream_id = self.send(conversation_id, join_messages(messages))
+        # The turn is recorded, the messages leave the queue and the messages_delivered marker
+        # is written in one store transaction (Store.start_turn): a crash in between cannot
+        # show a sent message again, nor lose it. (The send may end at once, e.g. an unknown
+        # agent: still delivered exactly once.)
+        stream_id = self.send(conversation_id, join_messages(messages),
+                              delivering=[m.id for m in messages])
         if stream_id is None:
             return None
-        # After the send (which may end at once, e.g. an unknown agent): delivered exactly once.
-        self.queues.delivered(conversation_id, messages)
-        data: dict[str, Any] = {"ids": [m.id for m in messages],
-                                "messages": [m.text for m in messages]}
-        self._mark(conversation_id, MARKER_MESSAGES_DELIVERED, stream_id, data)
+        self.queues.taken(conversation_id, messages)
         self._announce_queue(conversation_id)
         self.bridge.messages_delivered.emit(conversation_id, stream_id, [m.id for m in messages])
         return stream_id

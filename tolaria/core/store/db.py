@@ -18,7 +18,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -207,9 +207,15 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
 
     # turns
 
-    def start_turn(self, conversation_id: int, stream_id: str, agent: str, prompt: str) -> Turn:
+    def start_turn(self, conversation_id: int, stream_id: str, agent: str, prompt: str, *,
+                   delivering: Sequence[int] = ()) -> Turn:
         """Record a running turn; KeyError for an unknown conversation, ValueError for a reused
-        stream id."""
+        stream id.
+
+        ``delivering``: the ids of the queued messages this turn's prompt is made of. They leave
+        the queue and a ``messages_delivered`` marker records them in the same transaction as
+        the turn: whatever happens (a crash, a failed write), either the turn exists and its
+        messages are delivered, or there is no turn and they are still queued."""
         with self._db_lock:
             with self._tx():
                 now = self._tick()
@@ -222,7 +228,12 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                     )
                 except sqlite3.IntegrityError as exc:
                     raise ValueError(f"stream id {stream_id!r} already has a turn") from exc
-            assert cur.lastrowid is not None
+                assert cur.lastrowid is not None
+                if delivering:
+                    taken = self._take_queued(conversation_id, delivering)
+                    self._insert_marker(conversation_id, MARKER_MESSAGES_DELIVERED,
+                                        cur.lastrowid, {"ids": [m.id for m in taken],
+                                                        "messages": [m.text for m in taken]})
             with self._buf_lock:
                 self._live[stream_id] = Live(cur.lastrowid, conversation_id,
                                              OutputCap(self.limits))

@@ -50,13 +50,18 @@ class MarkerLog(StorePart):
         with self._db_lock:
             try:
                 with self._tx():
-                    now = self._tick()
-                    cur = self._conn.execute(
-                        "INSERT INTO markers (conversation_id, turn_id, kind, data, created_at)"
-                        " VALUES (?, ?, ?, ?, ?)",
-                        (conversation_id, turn_id, kind, json.dumps(data, default=str), now))
+                    return self._insert_marker(conversation_id, kind, turn_id, data)
             except sqlite3.IntegrityError:  # the conversation (or turn) was deleted
                 return None
+
+    def _insert_marker(self, conversation_id: int, kind: str, turn_id: int | None,
+                       data: Any) -> Marker:
+        """The marker's row, inside the caller's transaction."""
+        now = self._tick()
+        cur = self._conn.execute(
+            "INSERT INTO markers (conversation_id, turn_id, kind, data, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (conversation_id, turn_id, kind, json.dumps(data, default=str), now))
         assert cur.lastrowid is not None
         return Marker(cur.lastrowid, conversation_id, turn_id, kind, data, now)
 
