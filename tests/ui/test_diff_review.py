@@ -131,22 +131,37 @@ def test_a_hunk_changed_since_says_why_and_offers_revert_file(
         start_app: StartApp, qtbot: QtBot, repo: Path) -> None:
     drv = start_app(cwd=str(repo))
     stream = edit_turn(drv, {"main.py": text_of(edited(l3="agent 3", l30="agent 30"))})
-    _, diff = open_diff(drv, stream, "main.py")
-    (repo / "main.py").write_text(text_of(edited(l3="the user's 3", l30="agent 30")))
+    row, diff = open_diff(drv, stream, "main.py")
+    users = text_of(edited(l3="the user's 3", l30="agent 30"))
+    (repo / "main.py").write_text(users)
     hunk_button(diff, 0, "revertHunkButton").click()
     qtbot.waitUntil(lambda: diff.findChild(QLabel, "hunkError") is not None, timeout=10_000)
     error = diff.findChild(QLabel, "hunkError")
     assert error is not None
-    assert error.text() == "main.py has changed since this turn: that part no longer applies"
-    assert (repo / "main.py").read_text() == text_of(edited(l3="the user's 3", l30="agent 30"))
-    assert hunk_state(diff)[0] == ("", ["Accept", "Revert", "Revert file"])
+    assert error.text() == ("main.py has changed since this turn: that part no longer applies. "
+                            "\"Revert whole file…\" first shows what it would do to the later "
+                            "edits.")
+    assert (repo / "main.py").read_text() == users
+    assert hunk_state(diff)[0] == ("", ["Accept", "Revert", "Revert whole file…"])
 
     whole = diff.findChild(QPushButton, "revertWholeFileButton")
     assert whole is not None
-    whole.click()
+    whole.click()  # not destructive by itself: the row shows the plan and asks
+    qtbot.waitUntil(row.confirm.isVisible, timeout=10_000)
+    assert "main.py: changed since this turn; put back as it was, the later edits go too" in (
+        row.confirm_label.text())
+    assert (repo / "main.py").read_text() == users, "nothing written before the yes"
+    yes = row.confirm.findChild(QPushButton, "restoreConfirmButton")
+    assert yes is not None and yes.text() == "Revert anyway"
+    yes.click()
     qtbot.waitUntil(lambda: (repo / "main.py").read_text() == text_of(ORIGINAL))
     qtbot.waitUntil(lambda: [s for s, _ in hunk_state(diff)] == ["Reverted", "Reverted"])
     assert diff.status.text() == "The whole file was put back as it was before this turn."
+    qtbot.waitUntil(row.undo_button.isVisible)
+    assert row.undo_button.text() == "↶ Undo revert of main.py"
+    row.undo_button.click()  # the user's line comes back, byte for byte
+    qtbot.waitUntil(lambda: (repo / "main.py").read_text() == users)
+    qtbot.waitUntil(lambda: not row.undo_button.isVisible())
 
 
 def test_a_long_diff_scrolls_inside(start_app: StartApp, qtbot: QtBot, repo: Path) -> None:
