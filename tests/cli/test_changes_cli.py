@@ -97,7 +97,7 @@ def test_changes_revert_and_undo_from_the_command_line(tolaria_home: Path, repo:
         "revert", "1", "1", "nope.txt", env=env, cwd=repo).stderr
 
     asked = tolaria("rewind", "1", "1", env=env, cwd=repo)
-    assert asked.returncode == 1 and "Rewind to before this turn:" in asked.stderr
+    assert asked.returncode == 1 and "Rewind to before this turn?" in asked.stderr
     assert tolaria("rewind", "1", "1", "--yes", env=env, cwd=repo).returncode == 0
     assert not (repo / "new.py").exists()
 

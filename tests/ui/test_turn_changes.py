@@ -107,9 +107,9 @@ def test_changed_files_revert_and_rewind_in_a_git_folder(
 
     row.rewind_button.click()  # planned, then an inline confirm, no dialog
     qtbot.waitUntil(row.confirm.isVisible)
+    assert row.confirm_title.text() == "Rewind to before this turn?"
     text = row.confirm_label.text()
-    assert text.startswith("Rewind to before this turn:"), text
-    assert "  a.txt: put back as it was" in text and "  b.txt: deleted" in text
+    assert "• a.txt: put back as it was" in text and "• b.txt: deleted" in text, text
     assert (repo / "b.txt").exists(), "nothing written before the yes"
     confirm = row.confirm.findChild(QPushButton, "restoreConfirmButton")
     assert confirm is not None and confirm.text() == "Rewind"

@@ -92,26 +92,36 @@ class RestorePlan:
             return "Take out this turn's changes"
         return "Revert anyway" if (self.later or self.late or self.writers) else "Revert"
 
+    def title(self) -> str:
+        """The confirm's first line: the question (or that nothing can be done)."""
+        if self.blocked:
+            return "Nothing was changed: " + ("this cannot be undone" if self.kind == UNDO
+                                             else "these files cannot be restored") + ":"
+        if not self.files:
+            return "Nothing to do: the files are already as they were before."
+        if self.kind == REWIND:
+            return "Rewind to before this turn?"
+        if self.kind == UNDO:
+            return f"Undo {self.label}?"
+        names = self.paths or tuple(f.path for f in self.files)
+        return f"Revert {names[0]}?" if len(names) == 1 else f"Revert {len(names)} files?"
+
     def lines(self) -> list[str]:
         """The plan in words, most important first (the confirm's text, the CLI's output)."""
         out: list[str] = []
         if self.stale:
             out.append("Files changed after you were asked: check again.")
         if self.blocked:
-            out.append("Nothing was changed: " + ("this cannot be undone" if self.kind == UNDO
-                                                 else "these files cannot be restored") + ":")
-            out += [f"  {f.line()}" for f in self.blocked]
+            out.append(self.title())
+            out += [f"  • {f.line()}" for f in self.blocked]
             return out
         out += [f"Agent running in this repository: {w}" for w in self.writers]
         if self.late:
             out.append("This turn's changes were recorded after a restart: they may include "
                        "your own edits made while Tolaria was closed.")
-        head = {REWIND: "Rewind to before this turn:", UNDO: f"Undo {self.label}:"}.get(
-            self.kind, "Revert:")
-        out.append(head if self.files else "Nothing to do: the files are already as they "
-                   "were before.")
+        out.insert(0, self.title())
         later = [f for f in self.files if f.later]
-        out += [f"  {f.line()}" for f in later + [f for f in self.files if not f.later]]
+        out += [f"  • {f.line()}" for f in later + [f for f in self.files if not f.later]]
         if self.kept:
             out.append(f"Left as they are (changed since, not by this chat's turns): "
                        f"{_names(self.kept)}")

@@ -81,7 +81,10 @@ class TurnChangesRow(QFrame):
             f"QLabel#turnChangesNote, QLabel#turnChangesRewound {{ color: {muted}; }}"
             f"QLabel#turnChangesLate {{ color: {theme.css(theme.warning_color())}; }}"
             f"QWidget#restoreConfirm {{ border: 1px solid {theme.css(theme.warning_color())};"
-            f" border-radius: 6px; }}"
+            f" border-radius: 6px; background: {theme.css(theme.base())}; }}"
+            f"QWidget#restoreConfirm QLabel {{ border: none; background: transparent; }}"
+            f"QPushButton#restoreConfirmButton {{ color: {theme.css(theme.warning_color())};"
+            f" font-weight: bold; }}"
             f"QFrame#turnChanges QPushButton {{ padding: 0px 6px; }}"
             f"QPushButton#turnChangesToggle:checked {{ background: transparent; border: none; }}")
         layout = QVBoxLayout(self)
@@ -121,12 +124,23 @@ class TurnChangesRow(QFrame):
         self.confirm.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         row = QHBoxLayout(self.confirm)
         row.setContentsMargins(8, 4, 4, 4)
+        text = QVBoxLayout()
+        text.setSpacing(2)
+        self.confirm_title = QLabel(self.confirm)
+        self.confirm_title.setObjectName("restoreConfirmTitle")
+        self.confirm_title.setTextFormat(Qt.TextFormat.PlainText)
+        self.confirm_title.setWordWrap(True)
+        bold = self.confirm_title.font()
+        bold.setBold(True)
+        self.confirm_title.setFont(bold)
+        text.addWidget(self.confirm_title)
         self.confirm_label = QLabel(self.confirm)
         self.confirm_label.setObjectName("restoreConfirmText")
         self.confirm_label.setWordWrap(True)
         self.confirm_label.setTextFormat(Qt.TextFormat.PlainText)
         self.confirm_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        row.addWidget(self.confirm_label, 1)
+        text.addWidget(self.confirm_label)
+        row.addLayout(text, 1)
         self.confirm_yes = _flat(self.confirm, "restoreConfirmButton", "", "Go ahead as said")
         self.confirm_yes.clicked.connect(self._on_confirm_clicked)
         row.addWidget(self.confirm_yes, 0, Qt.AlignmentFlag.AlignTop)
@@ -197,7 +211,11 @@ class TurnChangesRow(QFrame):
         self._files.removeWidget(self.confirm)
         if plan is None:
             return
-        self.confirm_label.setText("\n".join(plan.lines()))
+        title, *body = plan.lines()
+        self.confirm_title.setText(title)
+        self.confirm_label.setText("\n".join(line.strip() if line.startswith("  •") else line
+                                             for line in body))
+        self.confirm_label.setVisible(bool(body))
         yes = plan.confirm_text()
         self.confirm_yes.setText(yes)
         self.confirm_yes.setVisible(bool(yes))
