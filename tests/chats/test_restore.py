@@ -15,6 +15,10 @@ from helpers import git, git_repo
 from tolaria.chats.checkpoints import TurnCheckpoints
 from tolaria.chats.restore import RestoreInputError, TurnRestore
 from tolaria.chats.restore_plan import DELETE, MERGE, RESTORE, REVERT, REWIND, YES
+from tolaria.chats.review import REVERT as REVIEW_REVERT
+from tolaria.chats.review import ReviewRequest, TurnReview, hunk_key
+from tolaria.core import restore as core_restore
+from tolaria.core.checkpoints import CheckpointError
 from tolaria.core.store.db import Conversation, Store
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -200,3 +204,54 @@ def test_a_submodule_bump_or_a_file_turned_folder_stops_the_rewind_before_anythi
     result = restore.run(chat.id, t2, REVERT, confirmed=YES)
     assert not result.done and "is a folder now" in result.plan.blocked[0].blocker
     assert (repo / "f.txt" / "inside").read_text() == "user data\n"
+
+
+def test_a_turn_recorded_after_a_restart_asks_before_a_hunk_goes(
+        store: Store, repo: Path) -> None:
+    """Item 6: the before-snapshot is stored at once; the process dies mid-turn; the next start
+    records the after-state (it may hold the user's edits): marked late, every revert asks."""
+    service = TurnCheckpoints(store)
+    chat = store.create_conversation("c", "demo", str(repo))
+    sid = "ai-agent-stream-late1"
+    turn_id = store.start_turn(chat.id, sid, "demo", "t").id
+    service.take_before(chat, turn_id, str(repo))
+    (repo / "a.txt").write_text(A.replace("two", "agent's two"))
+    store.mark_interrupted(sid)  # what opening the store after a crash does
+    restarted = TurnCheckpoints(store)  # a new process: nothing in memory
+    assert restarted.recover(chat, live={sid}) == [], "a stream still live elsewhere waits"
+    assert restarted.recover(chat) == [turn_id]
+    assert restarted.recover(chat) == [], "once"
+    (changes,) = restarted.changes(chat.id)
+    assert changes.late and [f.path for f in changes.files] == ["a.txt"]
+
+    review = TurnReview(restarted)
+    shown = review.handle_now(chat.id, ReviewRequest(turn_id, "a.txt"))
+    (hunk,) = shown.hunks
+    asked = review.handle_now(chat.id, ReviewRequest(turn_id, "a.txt", REVIEW_REVERT,
+                                                     hunk_key(hunk)))
+    assert asked.confirm_hunk == hunk_key(hunk) and "recorded after a restart" in asked.confirm
+    assert (repo / "a.txt").read_text() == A.replace("two", "agent's two")
+    done = review.handle_now(chat.id, ReviewRequest(turn_id, "a.txt", REVIEW_REVERT,
+                                                    hunk_key(hunk), confirmed=asked.confirm_key))
+    assert done.reverted == {hunk_key(hunk)} and (repo / "a.txt").read_text() == A
+    assert TurnRestore(restarted, writers=no_writers).undo(chat.id).done
+    assert (repo / "a.txt").read_text() == A.replace("two", "agent's two")
+    again = review.handle_now(chat.id, ReviewRequest(turn_id, "a.txt"))
+    assert again.reverted == frozenset(), "the undone revert no longer counts"
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_working_tree_hashes_match_git_in_either_object_format(
+        tmp_path: Path, object_format: str) -> None:
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", f"--object-format={object_format}")
+    (repo / "bin.dat").write_bytes(bytes(range(256)) * 3)
+    (repo / "link").symlink_to("bin.dat")
+    state = core_restore.state_now(repo, "bin.dat")
+    assert state.sha == git(repo, "hash-object", "--no-filters", "bin.dat").strip()
+    link = core_restore.state_now(repo, "link")
+    assert link.kind == core_restore.LINK and link.mode == "120000"
+    assert core_restore.state_now(repo, "bin.dat/under").kind == core_restore.UNDER_FILE
+    with pytest.raises(CheckpointError, match="outside the working tree"):
+        core_restore.state_now(repo, "../escape")

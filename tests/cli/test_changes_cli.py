@@ -18,13 +18,17 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import psutil
 import pytest
 from cli.test_cli import Background, tolaria
 from helpers import cli_env, git_repo, marker_pids
+from nonroot import other_uid_gid, tolaria_as_other_user, world_reachable_folder
 
+from tolaria.chats.checkpoints import TurnCheckpoints
+from tolaria.core.store.db import Store
 from tolaria.core.stream_id import new_stream_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,3 +193,33 @@ def test_rewind_refuses_while_another_tolaria_process_runs_an_agent_in_the_repo(
     assert tolaria("rewind", "1", "1", "--yes", env=env, cwd=repo).returncode == 0
     assert (repo / "a.txt").read_text() == A
     assert (repo / "b.txt").exists(), "the other chat's file is not this chat's to rewind"
+
+
+def test_a_folder_the_user_cannot_write_stops_the_rewind_before_anything(
+        tmp_path: Path) -> None:
+    """As a non-root user (root ignores modes): the turn created a file in a folder that is
+    not theirs; the rewind names it and changes nothing, a.txt included."""
+    with world_reachable_folder(owner_is_other_user=True) as top:
+        home, repo = top / "home", git_repo(top / "proj", {"a.txt": A})
+        (repo / "locked").mkdir()
+        with closing(Store(home / "data" / "tolaria.sqlite3")) as store:
+            service = TurnCheckpoints(store)
+            chat = store.create_conversation("c", "demo", str(repo))
+            turn_id = store.start_turn(chat.id, new_stream_id(), "demo", "edit").id
+            service.take_before(chat, turn_id, str(repo))
+            (repo / "a.txt").write_text("agent\n")
+            (repo / "locked" / "made.txt").write_text("made by the agent\n")
+            assert service.record_after(chat, turn_id) is not None
+        if os.getuid() == 0:  # everything theirs but the folder the agent wrote into as root
+            uid, gid = other_uid_gid()
+            for path in [top, *top.rglob("*")]:
+                if path != repo / "locked" and path.parent != repo / "locked":
+                    os.lchown(path, uid, gid)
+        else:
+            (repo / "locked").chmod(0o555)
+        refused = tolaria_as_other_user(home, "rewind", str(chat.id), "1", "--yes")
+        assert refused.returncode == 1, (refused.stdout, refused.stderr)
+        assert "locked/made.txt no permission to write in locked" in refused.stderr
+        assert "Nothing was changed" in refused.stderr
+        assert (repo / "a.txt").read_text() == "agent\n", "all or nothing"
+        assert (repo / "locked" / "made.txt").exists()

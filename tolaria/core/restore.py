@@ -165,8 +165,6 @@ def why_not(repo: Path, path: str, now: State, target: State) -> str:
     if now.kind in reasons:
         return reasons[now.kind]
     target_path = inside(repo, path)
-    if now.kind == FILE and not os.access(target_path, os.W_OK):
-        return "is read-only: not replaced"
     folder = target_path.parent
     while not folder.exists() and folder != repo:
         folder = folder.parent
@@ -175,6 +173,8 @@ def why_not(repo: Path, path: str, now: State, target: State) -> str:
     if not os.access(folder, os.W_OK | os.X_OK):
         where = "the top folder" if folder == repo else str(folder.relative_to(repo))
         return f"no permission to write in {where}"
+    if now.kind == FILE and target.exists and not os.access(target_path, os.W_OK):
+        return "is read-only: not replaced"
     return ""
 
 
