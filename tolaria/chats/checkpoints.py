@@ -3,8 +3,10 @@
 Before each turn whose folder is in a git work tree the folder is snapshotted into private refs
 (tolaria/core/checkpoints.py: ``refs/tolaria/<chat>/<turn>/before``), and again ``after`` the
 turn however it ended (completed, stopped, failed); the changed files are recorded on the turn as
-a store marker (``turn_changes``). A turn's files can then be reverted one by one, or the whole
-folder rewound to before the turn: the later turns are marked ``rewound``. Deleting the chat
+a store marker (``turn_changes``). The before-snapshot is stored at once (``turn_before``), so a
+turn whose process died mid-turn gets its after-state at the next start (``recover``, marked
+``late``). Reverting, rewinding and Undo are tolaria/chats/restore.py's (they never lose what
+the user wrote since); this module reads their markers into ``TurnChanges``. Deleting the chat
 deletes its refs.
 
 Git runs off the event loop (``asyncio.to_thread``), one operation at a time per chat, in the

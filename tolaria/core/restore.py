@@ -101,10 +101,25 @@ def state_now(repo: Path, path: str) -> State:
     if not stat.S_ISREG(info.st_mode):
         return State(SPECIAL)
     try:
-        data = target.read_bytes()
+        sha = _file_id(repo, target)
     except PermissionError:
         return State(UNREADABLE)
-    return State(FILE, "100755" if info.st_mode & stat.S_IXUSR else "100644", blob_id(repo, data))
+    return State(FILE, "100755" if info.st_mode & stat.S_IXUSR else "100644", sha)
+
+
+def _file_id(repo: Path, target: Path) -> str:
+    """``blob_id`` of a file's bytes, read in pieces (a 300 MB file is not held in memory)."""
+    digest = hashlib.sha256() if _object_format(repo) == "sha256" else hashlib.sha1()
+    with open(target, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        digest.update(b"blob %d\0" % size)
+        read = 0
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+            read += len(chunk)
+    if read != size:  # written while being read: hash what is there now, whole
+        return blob_id(repo, target.read_bytes())
+    return digest.hexdigest()
 
 
 def read_now(repo: Path, path: str) -> bytes:
