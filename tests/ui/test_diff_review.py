@@ -94,7 +94,7 @@ def test_accept_and_revert_hunks_of_a_turn(start_app: StartApp, qtbot: QtBot, re
     drv.window.resize(1000, 900)
     after = edited(l3="line 3 by the agent", l30="line 30 by the agent")
     stream = edit_turn(drv, {"main.py": text_of(after), "notes.md": "# Notes\nnew file\n"})
-    _, diff = open_diff(drv, stream, "main.py")
+    row, diff = open_diff(drv, stream, "main.py")
     assert hunk_state(diff) == [("", ["Accept", "Revert"]), ("", ["Accept", "Revert"])]
     lines = diff.hunk_blocks()[0].findChild(QPlainTextEdit, "hunkLines")
     assert lines is not None
@@ -108,6 +108,8 @@ def test_accept_and_revert_hunks_of_a_turn(start_app: StartApp, qtbot: QtBot, re
 
     hunk_button(diff, 1, "revertHunkButton").click()
     qtbot.waitUntil(lambda: hunk_state(diff)[1] == ("Reverted", []))
+    qtbot.waitUntil(row.undo_button.isVisible)
+    assert row.undo_button.text() == "↶ Undo revert of a change in main.py"
     assert (repo / "main.py").read_text() == text_of(edited(l3="line 3 by the agent")), (
         "only that hunk went back")
     _, notes = open_diff(drv, stream, "notes.md")
@@ -119,6 +121,11 @@ def test_accept_and_revert_hunks_of_a_turn(start_app: StartApp, qtbot: QtBot, re
     store, cid = drv.app.store, drv.pane.conversation_id
     assert len(store.markers(cid, MARKER_HUNK_ACCEPTED)) == 1
     assert len(store.markers(cid, MARKER_HUNK_REVERTED)) == 1
+    row.undo_button.click()  # the hunk comes back, and its Revert with it
+    qtbot.waitUntil(lambda: hunk_state(diff)[1] == ("", ["Accept", "Revert"]))
+    assert (repo / "main.py").read_text() == text_of(after)
+    hunk_button(diff, 1, "revertHunkButton").click()
+    qtbot.waitUntil(lambda: hunk_state(diff)[1] == ("Reverted", []))
     drv.close()
 
     again = start_app()  # what was accepted and reverted comes back from the store

@@ -25,7 +25,7 @@ from cli.test_cli import Background
 from helpers import cli_env, fake_manifest, git_repo
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QLabel, QPushButton
+from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
@@ -209,7 +209,7 @@ EDITING_GUI = textwrap.dedent("""\
 
 
 def test_a_sigkilled_window_mid_turn_still_shows_the_turns_files_after_a_restart(
-        start_app: StartApp, qtbot: QtBot, repo: Path, home: Path) -> None:
+        start_app: StartApp, qtbot: QtBot, repo: Path, home: Path, tmp_path: Path) -> None:
     (home / "adapters").mkdir(exist_ok=True)
     (home / "adapters" / "editor.toml").write_text(
         f'id = "editor"\nprotocol = "claude-stream-json"\n'
@@ -245,6 +245,26 @@ def test_a_sigkilled_window_mid_turn_still_shows_the_turns_files_after_a_restart
     assert row.toggle.text() == "▸ 1 file changed"
     qtbot.waitUntil(row.late_label.isVisible)
     row.toggle.click()
+    row.toggle_diff("a.txt")  # a hunk's Revert asks first too
+    diff = row.diff_view("a.txt")
+    assert diff is not None
+    qtbot.waitUntil(lambda: len(diff.hunk_blocks()) == 1, timeout=10_000)
+    hunk_revert = diff.findChild(QPushButton, "revertHunkButton")
+    assert hunk_revert is not None
+    hunk_revert.click()
+    qtbot.waitUntil(lambda: diff.findChild(QPushButton, "revertHunkConfirmButton") is not None,
+                    timeout=10_000)
+    asking = diff.findChild(QWidget, "hunkConfirm")
+    assert asking is not None
+    said = asking.findChild(QLabel, "hunkError")
+    assert said is not None and "recorded after a restart" in said.text()
+    assert (repo / "a.txt").read_text().endswith("the user's line, while closed\n")
+    shot(drv, tmp_path, "restore-late-light.png")
+    cancel = diff.findChild(QPushButton, "revertHunkCancelButton")
+    assert cancel is not None
+    cancel.click()
+    qtbot.waitUntil(lambda: diff.findChild(QWidget, "hunkConfirm") is None)
+    row.toggle_diff("a.txt")
     revert_button(row, "a.txt").click()
     qtbot.waitUntil(row.confirm.isVisible, timeout=10_000)
     assert "recorded after a restart" in row.confirm_label.text()

@@ -244,10 +244,16 @@ class TurnCheckpoints:
 
     def turn_record(self, conversation_id: int, turn_id: int) -> dict[str, Any]:
         """The turn's ``turn_changes`` marker data; CheckpointError when it has none."""
-        for marker in reversed(self.store.markers(conversation_id, MARKER_TURN_CHANGES)):
-            if marker.turn_id == turn_id and isinstance(marker.data, dict):
-                return dict(marker.data)
-        raise ck.CheckpointError("this turn has no checkpoint")
+        record = self.turn_records(conversation_id).get(turn_id)
+        if record is None:
+            raise ck.CheckpointError("this turn has no checkpoint")
+        return record
+
+    def turn_records(self, conversation_id: int) -> dict[int, dict[str, Any]]:
+        """Every turn's latest ``turn_changes`` marker data, by turn id."""
+        return {m.turn_id: dict(m.data)
+                for m in self.store.markers(conversation_id, MARKER_TURN_CHANGES)
+                if m.turn_id is not None and isinstance(m.data, dict)}
 
     def repos(self, conversation: Conversation) -> set[Path]:
         """The git folders that hold the chat's refs (ask before the chat is deleted)."""

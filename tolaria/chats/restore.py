@@ -175,16 +175,13 @@ class TurnRestore:
         first: dict[str, ck.Checkpoint] = {}
         last: dict[str, tuple[ck.Checkpoint, int]] = {}
         late = False
+        records = self.checkpoints.turn_records(conversation_id)
         for turn in turns:
-            if turn.id < turn_id:
+            data = records.get(turn.id)
+            if turn.id < turn_id or data is None or Path(str(data["repo"])) != repo:
                 continue
-            try:
-                data = self.checkpoints.turn_record(conversation_id, turn.id)
-            except ck.CheckpointError:
-                continue
-            if Path(str(data["repo"])) != repo:
-                continue
-            before, after = self.checkpoints.checkpoints_of(conversation_id, turn.id)
+            before = ck.Checkpoint(repo, str(data["before"]), ref="")
+            after = ck.Checkpoint(repo, str(data["after"]), ref="")
             late = late or bool(data.get("late"))
             for path, _status in data.get("files", ()):
                 first.setdefault(str(path), before)
@@ -239,14 +236,9 @@ class TurnRestore:
                      ) -> tuple[dict[int, int], list[tuple[int, set[str]]]]:
         turns = self.store.turns(conversation_id)
         numbers = {t.id: n for n, t in enumerate(turns, 1)}
-        later = []
-        for turn in turns:
-            if turn.id > turn_id:
-                try:
-                    data = self.checkpoints.turn_record(conversation_id, turn.id)
-                except ck.CheckpointError:
-                    continue
-                later.append((turn.id, {str(p) for p, _s in data.get("files", ())}))
+        records = self.checkpoints.turn_records(conversation_id)
+        later = [(t.id, {str(p) for p, _s in records[t.id].get("files", ())})
+                 for t in turns if t.id > turn_id and t.id in records]
         return numbers, later
 
     @staticmethod

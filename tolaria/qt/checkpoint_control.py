@@ -122,6 +122,8 @@ class CheckpointControl:
             review = FileReview(request.turn_id, request.path, error=str(exc))
         if self.store.get_conversation(conversation_id) is not None:
             self.bridge.file_review_loaded.emit(conversation_id, review)
+            if request.action == REVERT:  # a hunk revert is a restore point: Undo appears
+                self._announce_changes(conversation_id)
 
     async def _undo(self, conversation_id: int, request: UndoRequest,
                     work: Awaitable[RestoreResult]) -> None:

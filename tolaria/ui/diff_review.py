@@ -21,7 +21,7 @@ import dataclasses
 import re
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QTextCursor, QTextFormat
+from PySide6.QtGui import QResizeEvent, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -248,6 +249,8 @@ class FileDiffView(QFrame):
         head = QWidget(block)
         head.setObjectName("hunkHead")
         head.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        # Never taller than its line: spare height (a wrapped note measured late) goes below.
+        head.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         row = QHBoxLayout(head)
         row.setContentsMargins(10, 4, 6, 4)
         title, lines = numbered(hunk)
@@ -339,10 +342,20 @@ class FileDiffView(QFrame):
             for button in self.findChildren(QPushButton, name):
                 button.setEnabled(not self._busy)
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self._fit()
+
     def _fit(self) -> None:
         """As tall as the hunks, up to MAX_HEIGHT; past it the hunks scroll inside."""
         self._blocks.invalidate()
         want = self._blocks.totalSizeHint().height() + 4
+        width = self.scroller.viewport().width()
+        if width > 100 and self._blocks.hasHeightForWidth():
+            # A wrapped note (a failure, a question) is as tall as it is at this width, not
+            # at the label's guessed one.
+            want = self._blocks.totalHeightForWidth(width) + 4
         self.scroller.setFixedHeight(min(want, MAX_HEIGHT))
         self.scroller.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded
                                                if want > MAX_HEIGHT

@@ -196,7 +196,8 @@ class TurnChangesRow(QFrame):
                 self._files.addWidget(self._diffs[change.path])
         self._place_confirm(changes.confirm if isinstance(changes.confirm, RestorePlan) else None)
         stale = previous is not None and (previous.reverted != changes.reverted
-                                          or previous.rewound != changes.rewound)
+                                          or previous.rewound != changes.rewound
+                                          or previous.undo != changes.undo)
         for path in self._diffs if stale else ():
             self.review_requested.emit(ReviewRequest(changes.turn_id, path))
         self._apply_busy()
