@@ -255,3 +255,19 @@ def test_working_tree_hashes_match_git_in_either_object_format(
     assert core_restore.state_now(repo, "bin.dat/under").kind == core_restore.UNDER_FILE
     with pytest.raises(CheckpointError, match="outside the working tree"):
         core_restore.state_now(repo, "../escape")
+
+
+def test_a_folder_turned_symlink_out_of_the_repo_blocks_the_revert(
+        store: Store, repo: Path, tmp_path: Path) -> None:
+    service = TurnCheckpoints(store)
+    restore = TurnRestore(service, writers=no_writers)
+    chat = store.create_conversation("c", "demo", str(repo))
+    t1 = turn(service, chat, {"sub/x.txt": "agent\n"}, repo)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.rmtree(repo / "sub")
+    (repo / "sub").symlink_to(outside)
+    (outside / "x.txt").write_text("not the repository's\n")
+    result = restore.run(chat.id, t1, REVERT, confirmed=YES)
+    assert not result.done and "outside the working tree" in result.plan.blocked[0].blocker
+    assert (outside / "x.txt").read_text() == "not the repository's\n"

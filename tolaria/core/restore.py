@@ -180,6 +180,8 @@ def why_not(repo: Path, path: str, now: State, target: State) -> str:
     if now.kind in reasons:
         return reasons[now.kind]
     target_path = inside(repo, path)
+    if not _stays_inside(repo, target_path):
+        return "a folder on its path leads outside the working tree (a symlink): not replaced"
     folder = target_path.parent
     while not folder.exists() and folder != repo:
         folder = folder.parent
@@ -204,9 +206,19 @@ class Step:
     mode: str = "100644"
 
 
+def _stays_inside(repo: Path, target: Path) -> bool:
+    """Whether ``target``'s folder, symlinks followed, is inside ``repo``."""
+    try:
+        return target.parent.resolve().is_relative_to(repo.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
+
+
 def write_file(repo: Path, path: str, data: bytes, mode: str) -> None:
     """Replace ``path`` with ``data`` in one rename (readers see old or new, never neither)."""
     target = inside(repo, path)
+    if not _stays_inside(repo, target):
+        raise ck.CheckpointError(f"{path} is outside the working tree")
     tmp = target.with_name(f".{target.name}.tolaria-restore")
     tmp.unlink(missing_ok=True)
     tmp.write_bytes(data)
