@@ -87,6 +87,15 @@ def other_process_writers(repo: Path) -> list[str]:
     return describe_runs(rs.runs_in(repo, rs.other_processes_runs()))
 
 
+def _blocker(repo: Path, path: str, now: rs.State, want: rs.State,
+             source: ck.Checkpoint) -> str:
+    """Why ``path`` cannot go to ``want`` (from ``source``), or ""."""
+    why = rs.why_not(repo, path, now, want)
+    if not why and not want.exists and now.exists and rs.not_captured(source, path):
+        why = "was left out of the snapshot it would go back to (too big or skipped): not deleted"
+    return why
+
+
 class TurnRestore:
     """Plans and carries out restores of one store's chats (see the module's docstring)."""
 
@@ -149,7 +158,7 @@ class TurnRestore:
                 by = [str(numbers[t]) for t, fs in later_files if path in fs]
                 later = "changed since this turn" + (f" (also by turn {', '.join(by)})"
                                                      if by else "")
-            blocker = rs.why_not(repo, path, now, want)
+            blocker = _blocker(repo, path, now, want, before)
             step = rs.Step(path, source=before)
             action = RESTORE if want.exists else DELETE
             if later and not blocker and rs.FILE == now.kind == want.kind == base.kind:
@@ -200,7 +209,7 @@ class TurnRestore:
                 continue
             later = "" if now == refs[path] else f"changed since turn {last[path][1]}"
             files.append(FilePlan(path, RESTORE if want.exists else DELETE, later,
-                                  rs.why_not(repo, path, now, want)))
+                                  _blocker(repo, path, now, want, first[path])))
             steps.append(rs.Step(path, source=first[path]))
             expected[path] = now
         start = self.checkpoints.checkpoints_of(conversation_id, turn_id)[0]
@@ -374,7 +383,7 @@ class TurnRestore:
                 continue
             later = "" if now == was else f"changed since the {label.split(' ')[0]}"
             files.append(FilePlan(path, RESTORE if want.exists else DELETE, later,
-                                  rs.why_not(repo, path, now, want)))
+                                  _blocker(repo, path, now, want, safety)))
             steps.append(rs.Step(path, source=safety))
             expected[path] = now
         plan = self._signed(RestorePlan(UNDO, point.turn_id or 0, tuple(files),

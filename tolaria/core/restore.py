@@ -17,14 +17,17 @@ that module's business. Hashes of the working tree are computed here, from the b
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import stat
+import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from tolaria.core import checkpoints as ck
 
@@ -62,6 +65,35 @@ ABSENT = State(MISSING)
 
 class Changed(ck.CheckpointError):
     """A path changed between being looked at and being copied (``take_safety``)."""
+
+
+def checkpoint_git(repo: Path, *args: str, check: bool = True
+                   ) -> subprocess.CompletedProcess[bytes]:
+    """git that can read checkpoint objects for the work tree ``repo``. Where checkpoints are
+    stored is tolaria.core.checkpoints' business: in a store of Tolaria's own (issue 21.3:
+    ``tolaria.core.checkpoints.store``, which borrows the repository's objects) when that
+    package has one, else in the repository itself (``ck.git``)."""
+    try:
+        store: Any = importlib.import_module("tolaria.core.checkpoints.store")
+    except ImportError:
+        return ck.git(repo, *args, check=check)
+    done: subprocess.CompletedProcess[bytes] = store.store_git(store.layout(repo), *args,
+                                                               check=check)
+    if check and done.returncode != 0:  # store_git's own check raises; this keeps the type
+        raise ck.CheckpointError(f"git {args[0]} failed")
+    return done
+
+
+def not_captured(checkpoint: ck.Checkpoint, path: str) -> bool:
+    """Whether the snapshot left ``path`` out (too big, unreadable, a heavy folder: issue
+    21.4), so its absence there says nothing about the file."""
+    skipped_of = getattr(ck, "skipped_of", None)
+    if skipped_of is None:
+        return False
+    try:
+        return bool(skipped_of(checkpoint).covers(path))
+    except (ck.CheckpointError, OSError, AttributeError):
+        return False
 
 
 @lru_cache(maxsize=64)
@@ -132,8 +164,9 @@ def states_at(checkpoint: ck.Checkpoint, paths: Iterable[str]) -> dict[str, Stat
     found: dict[str, State] = dict.fromkeys(wanted, ABSENT)
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start:start + _CHUNK]
-        out = ck.git(checkpoint.repo, "ls-tree", "-r", "-z", "--full-tree", checkpoint.commit,
-                     "--", *chunk).stdout.decode(errors="surrogateescape")
+        out = checkpoint_git(checkpoint.repo, "ls-tree", "-r", "-z", "--full-tree",
+                             checkpoint.commit, "--", *chunk).stdout.decode(
+                                 errors="surrogateescape")
         for entry in filter(None, out.split("\0")):
             meta, _, name = entry.partition("\t")
             mode, kind, sha = meta.split()
@@ -149,7 +182,7 @@ def states_at(checkpoint: ck.Checkpoint, paths: Iterable[str]) -> dict[str, Stat
 
 def blob(repo: Path, state: State) -> bytes:
     """The bytes of a file state of a checkpoint."""
-    return ck.git(repo, "cat-file", "blob", state.sha).stdout
+    return checkpoint_git(repo, "cat-file", "blob", state.sha).stdout
 
 
 def merge_out(repo: Path, base: bytes, ours: bytes, theirs: bytes) -> bytes | None:
@@ -256,8 +289,13 @@ def take_safety(folder: Path, ref: str, expected: dict[str, State]) -> ck.Checkp
         have = kept.get(path, ABSENT)
         if (have.kind, have.sha) != (want.kind, want.sha) and want.kind in (FILE, LINK, MISSING):
             drop(safety)
-            raise Changed(f"{path} changed while its copy was being kept, or could "
-                                     "not be copied: nothing was changed")
+            if state_now(safety.repo, path) != want:
+                raise Changed(f"{path} changed while its copy was being kept: nothing was "
+                              "changed")
+            raise ck.CheckpointError(
+                f"{path} could not be kept in the safety copy (too big, unreadable, or a "
+                "filtered file whose snapshot is not its bytes), so it could not be given back "
+                "by Undo: nothing was changed")
     return safety
 
 
