@@ -196,11 +196,12 @@ def test_rewind_refuses_while_another_tolaria_process_runs_an_agent_in_the_repo(
 
 
 def test_a_folder_the_user_cannot_write_stops_the_rewind_before_anything(
-        tmp_path: Path) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """As a non-root user (root ignores modes): the turn created a file in a folder that is
     not theirs; the rewind names it and changes nothing, a.txt included."""
     with world_reachable_folder(owner_is_other_user=True) as top:
         home, repo = top / "home", git_repo(top / "proj", {"a.txt": A})
+        monkeypatch.setenv("TOLARIA_HOME", str(home))  # checkpoints may live in its data
         (repo / "locked").mkdir()
         with closing(Store(home / "data" / "tolaria.sqlite3")) as store:
             service = TurnCheckpoints(store)
