@@ -88,6 +88,13 @@ def test_changes_revert_and_undo_from_the_command_line(tolaria_home: Path, repo:
     assert "--yes" in refused.stderr
     assert (repo / "a.txt").read_text() == users_a and (repo / "new.py").exists()
 
+    as_json = tolaria("revert", "1", "1", "--json", env=env, cwd=repo)
+    assert as_json.returncode == 1
+    outcome = json.loads(as_json.stdout)
+    assert outcome["done"] is False and outcome["needs_yes"] is True
+    assert [(f["path"], f["action"], f["changed_since"]) for f in outcome["plan"]] == [
+        ("a.txt", "merge", "changed since this turn"),
+        ("new.py", "delete", "changed since this turn")]
     merged = tolaria("revert", "1", "1", "a.txt", "--yes", env=env, cwd=repo)
     assert merged.returncode == 0, merged.stderr
     assert (repo / "a.txt").read_text() == A + "seven by the user\n", "the user's line stays"

@@ -56,6 +56,7 @@ def add_parsers(sub: Any) -> None:
     revert.add_argument("turn", type=int, metavar="TURN", help="the turn's number in the chat")
     revert.add_argument("files", nargs="*", metavar="FILE", help="paths as 'changes' lists them")
     revert.add_argument("--yes", action="store_true", help="go ahead with what the plan says")
+    revert.add_argument("--json", action="store_true", help="the outcome and the plan as JSON")
     rewind = sub.add_parser(
         "rewind", help="put the chat's folder back as it was before a turn",
         description="Undo what that turn and every later one changed in the chat's folder. "
@@ -64,12 +65,14 @@ def add_parsers(sub: Any) -> None:
     rewind.add_argument("chat", type=int, metavar="CHAT", help="chat id (see 'tolaria chats')")
     rewind.add_argument("turn", type=int, metavar="TURN", help="the turn's number in the chat")
     rewind.add_argument("--yes", action="store_true", help="go ahead with what the plan says")
+    rewind.add_argument("--json", action="store_true", help="the outcome and the plan as JSON")
     undo = sub.add_parser(
         "undo", help="take back the chat's last revert or rewind",
         description="Give back the exact files the chat's last revert or rewind replaced. A "
                     "file changed since that revert needs --yes.", epilog=_CODES)
     undo.add_argument("chat", type=int, metavar="CHAT", help="chat id (see 'tolaria chats')")
     undo.add_argument("--yes", action="store_true", help="go ahead with what the plan says")
+    undo.add_argument("--json", action="store_true", help="the outcome and the plan as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,12 +114,30 @@ def _run(store: Store, args: argparse.Namespace) -> int:
     restore = TurnRestore(service)
     yes = YES if args.yes else ""
     if args.command == "undo":
-        return _said(restore.undo(chat.id, confirmed=yes), chat, "undo")
-    assert turn_id is not None
-    if args.command == "rewind":
-        return _said(restore.run(chat.id, turn_id, REWIND, confirmed=yes), chat, "rewind")
-    return _said(restore.run(chat.id, turn_id, REVERT, list(args.files), confirmed=yes), chat,
-                 "revert")
+        result = restore.undo(chat.id, confirmed=yes)
+    elif args.command == "rewind":
+        assert turn_id is not None
+        result = restore.run(chat.id, turn_id, REWIND, confirmed=yes)
+    else:
+        assert turn_id is not None
+        result = restore.run(chat.id, turn_id, REVERT, list(args.files), confirmed=yes)
+    if args.json:
+        print(json.dumps(_outcome(result, {t.id: n for n, t in enumerate(turns, 1)}), indent=2,
+                         ensure_ascii=False))
+        return EXIT_OK if result.done else EXIT_REFUSED
+    return _said(result, chat, args.command)
+
+
+def _outcome(result: RestoreResult, numbers: dict[int, int]) -> dict[str, Any]:
+    plan = result.plan
+    return {"done": result.done, "files": list(result.files), "kind": plan.kind,
+            "turn": numbers.get(plan.turn_id), "blocked": bool(plan.blocked),
+            "needs_yes": plan.needs_confirm and not result.done,
+            "plan": [{"path": f.path, "action": f.action, "changed_since": f.later or None,
+                      "blocked": f.blocker or None} for f in plan.files],
+            "left_alone": list(plan.kept), "outside_folder": list(plan.outside),
+            "agents_writing": list(plan.writers), "recorded_after_restart": plan.late,
+            "message": plan.lines()}
 
 
 def _said(result: RestoreResult, chat: Conversation, command: str) -> int:
