@@ -14,7 +14,7 @@ back as it was before the first of those turns that changed it. Files those turn
 
 Every restore first takes a safety snapshot of the current state (tolaria/core/restore.py
 ``take_safety``: it must hold the exact bytes of each path about to change) and records a
-``restore_point`` marker with it, so Undo (this module's ``undo``; kept across restarts) gives
+``restore_point`` marker with it, so Undo (tolaria/chats/restore_undo.py; kept across restarts) gives
 back the exact bytes - after checking that nothing changed since the restore, or with a yes.
 
 Agents writing in the same repository (another chat of this process, another Tolaria process:
@@ -25,7 +25,6 @@ Agents writing in the same repository (another chat of this process, another Tol
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,32 +43,28 @@ from tolaria.chats.checkpoints import (
 )
 from tolaria.chats.restore_plan import (
     DELETE,
-    HUNK,
     MERGE,
     RESTORE,
     REVERT,
     REWIND,
-    UNDO,
     YES,
     FilePlan,
     RestorePlan,
     RestoreResult,
 )
+from tolaria.chats.restore_undo import (
+    MARKER_HUNK_REVERTED,
+    RestoreInputError,
+    SafetyChanged,
+    UndoAndHunks,
+    blocker,
+    signed,
+)
 from tolaria.core import checkpoints as ck
 from tolaria.core import restore as rs
 
-#: On a turn: ``{"path", "hunk", "point"}``, one hunk of a file undone in the working tree.
-MARKER_HUNK_REVERTED = "hunk_reverted"
-
-
-class RestoreInputError(ck.CheckpointError):
-    """The request names nothing that can be restored (no such file in the turn, nothing to
-    undo): bad input, not a safety refusal."""
-
-
-class _Changed(Exception):
-    """A file changed between the plan and the safety snapshot."""
-
+__all__ = ["MARKER_HUNK_REVERTED", "RestoreInputError", "TurnRestore", "describe_runs",
+           "other_process_writers"]
 
 def describe_runs(runs: Sequence[dict[str, Any]]) -> list[str]:
     """Runs as the plan says them: agent, chat, stream id and owner."""
@@ -87,16 +82,7 @@ def other_process_writers(repo: Path) -> list[str]:
     return describe_runs(rs.runs_in(repo, rs.other_processes_runs()))
 
 
-def _blocker(repo: Path, path: str, now: rs.State, want: rs.State,
-             source: ck.Checkpoint) -> str:
-    """Why ``path`` cannot go to ``want`` (from ``source``), or ""."""
-    why = rs.why_not(repo, path, now, want)
-    if not why and not want.exists and now.exists and rs.not_captured(source, path):
-        why = "was left out of the snapshot it would go back to (too big or skipped): not deleted"
-    return why
-
-
-class TurnRestore:
+class TurnRestore(UndoAndHunks):
     """Plans and carries out restores of one store's chats (see the module's docstring)."""
 
     def __init__(self, checkpoints: TurnCheckpoints,
@@ -158,22 +144,22 @@ class TurnRestore:
                 by = [str(numbers[t]) for t, fs in later_files if path in fs]
                 later = "changed since this turn" + (f" (also by turn {', '.join(by)})"
                                                      if by else "")
-            blocker = _blocker(repo, path, now, want, before)
+            why = blocker(repo, path, now, want, before)
             step = rs.Step(path, source=before)
             action = RESTORE if want.exists else DELETE
-            if later and not blocker and rs.FILE == now.kind == want.kind == base.kind:
+            if later and not why and rs.FILE == now.kind == want.kind == base.kind:
                 merged = rs.merge_out(repo, rs.blob(repo, base), rs.read_now(repo, path),
                                       rs.blob(repo, want))
                 if merged is not None:
                     action, step = MERGE, rs.Step(path, data=merged, mode=now.mode)
-            files.append(FilePlan(path, action, later, blocker))
+            files.append(FilePlan(path, action, later, why))
             steps.append(step)
             expected[path] = now
         label = f"revert of {paths[0]}" if len(paths) == 1 else f"revert of {len(paths)} files"
         plan = RestorePlan(REVERT, turn_id, tuple(files), paths=tuple(paths),
                            writers=tuple(self.writers(repo)),
                            late=bool(record.get("late")), label=label)
-        return self._signed(plan, expected), steps, expected, repo
+        return signed(plan, expected), steps, expected, repo
 
     def _plan_rewind(self, conversation_id: int, turn_id: int, _paths: list[str]
                      ) -> tuple[RestorePlan, list[rs.Step], dict[str, rs.State], Path]:
@@ -209,7 +195,7 @@ class TurnRestore:
                 continue
             later = "" if now == refs[path] else f"changed since turn {last[path][1]}"
             files.append(FilePlan(path, RESTORE if want.exists else DELETE, later,
-                                  _blocker(repo, path, now, want, first[path])))
+                                  blocker(repo, path, now, want, first[path])))
             steps.append(rs.Step(path, source=first[path]))
             expected[path] = now
         start = self.checkpoints.checkpoints_of(conversation_id, turn_id)[0]
@@ -218,7 +204,7 @@ class TurnRestore:
         plan = RestorePlan(REWIND, turn_id, tuple(files), kept=kept, outside=outside,
                            writers=tuple(self.writers(repo)), late=late,
                            label=f"rewind ({len(files)} file{'s' if len(files) != 1 else ''})")
-        return self._signed(plan, expected), steps, expected, repo
+        return signed(plan, expected), steps, expected, repo
 
     def _states(self, sources: dict[str, ck.Checkpoint], paths: list[str]
                 ) -> dict[str, rs.State]:
@@ -250,13 +236,6 @@ class TurnRestore:
                  for t in turns if t.id > turn_id and t.id in records]
         return numbers, later
 
-    @staticmethod
-    def _signed(plan: RestorePlan, expected: dict[str, rs.State]) -> RestorePlan:
-        said = repr((plan.kind, plan.turn_id, plan.files, plan.writers, plan.late,
-                     sorted((p, s.as_json()) for p, s in expected.items())))
-        return dataclasses.replace(plan, fingerprint=hashlib.sha256(said.encode(
-            errors="surrogateescape")).hexdigest()[:20])
-
     # -- carrying out ---------------------------------------------------------------------------
     def _go(self, conversation_id: int, plan: RestorePlan, steps: list[rs.Step],
             expected: dict[str, rs.State], repo: Path, confirmed: str,
@@ -272,7 +251,7 @@ class TurnRestore:
             return RestoreResult(True, plan)
         try:
             safety = self._safety(conversation_id, plan.turn_id, repo, expected)
-        except _Changed:
+        except SafetyChanged:
             return RestoreResult(False, dataclasses.replace(plan, stale=True))
         try:
             written = rs.apply(repo, steps, safety)
@@ -306,11 +285,11 @@ class TurnRestore:
             raise RestoreInputError(f"no chat {conversation_id}")
         ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), f"undo-{time.time_ns()}")
         if any(rs.state_now(repo, p) != s for p, s in expected.items()):
-            raise _Changed
+            raise SafetyChanged
         try:
             return rs.take_safety(repo, ref, expected)
         except rs.Changed as exc:
-            raise _Changed from exc
+            raise SafetyChanged from exc
 
     def _point(self, conversation_id: int, plan: RestorePlan, repo: Path,
                safety: ck.Checkpoint, written: dict[str, list[str]]) -> int | None:
@@ -320,74 +299,3 @@ class TurnRestore:
                                            "ref": safety.ref, "kind": plan.kind,
                                            "label": plan.label, "written": written})
         return marker.id if marker is not None else None
-
-    # -- a hunk -----------------------------------------------------------------------------------
-    def revert_hunk(self, conversation_id: int, turn_id: int, path: str, hunk: ck.Hunk,
-                    key: str, confirmed: str = "") -> RestoreResult:
-        """Undo one hunk of the turn's change to ``path`` (git apply, so the file's other lines
-        stay), after a safety snapshot. A turn recorded after a restart needs a yes. Raises
-        CheckpointError when the hunk no longer applies (nothing changed)."""
-        record = self.checkpoints.turn_record(conversation_id, turn_id)
-        before = self.checkpoints.checkpoints_of(conversation_id, turn_id)[0]
-        repo = before.repo
-        now = rs.state_now(repo, path)
-        plan = self._signed(RestorePlan(HUNK, turn_id, (FilePlan(path, MERGE),), paths=(path,),
-                                        late=bool(record.get("late")),
-                                        label=f"revert of a change in {path}"), {path: now})
-        if plan.blocked or (plan.late and confirmed not in (plan.fingerprint, YES)):
-            return RestoreResult(False, plan)
-        try:
-            safety = self._safety(conversation_id, turn_id, repo, {path: now})
-        except _Changed:
-            return RestoreResult(False, dataclasses.replace(plan, stale=True))
-        try:
-            ck.revert_hunk(before, path, hunk)
-        except ck.CheckpointError:
-            rs.drop(safety)
-            raise
-        point = self._point(conversation_id, plan, repo, safety,
-                            {path: rs.state_now(repo, path).as_json()})
-        self.store.add_marker(conversation_id, MARKER_HUNK_REVERTED, turn_id=turn_id,
-                              data={"path": path, "hunk": key, "point": point})
-        return RestoreResult(True, plan, (path,))
-
-    # -- undo -------------------------------------------------------------------------------------
-    def last_point(self, conversation_id: int, turn_id: int | None = None) -> Any:
-        """The chat's (or the turn's) last restore not undone yet (a Marker), or None."""
-        undone = self.checkpoints.undone_points(conversation_id)
-        points = [m for m in self.store.markers(conversation_id, MARKER_RESTORE_POINT)
-                  if m.id not in undone and isinstance(m.data, dict)
-                  and (turn_id is None or m.turn_id == turn_id)]
-        return points[-1] if points else None
-
-    def undo(self, conversation_id: int, turn_id: int | None = None,
-             confirmed: str = "") -> RestoreResult:
-        """Put back the exact bytes the last restore of the chat (or of ``turn_id``) replaced.
-        A file changed since that restore is said and needs a yes."""
-        point = self.last_point(conversation_id, turn_id)
-        if point is None:
-            raise RestoreInputError("nothing to undo: no revert or rewind of this chat is left "
-                                    "to take back")
-        data = point.data
-        repo = Path(str(data["repo"]))
-        safety = ck.Checkpoint(repo, str(data["safety"]), ref=str(data.get("ref") or ""))
-        written = {str(p): rs.State.from_json(s) for p, s in dict(data["written"]).items()}
-        targets = rs.states_at(safety, written)
-        files: list[FilePlan] = []
-        steps: list[rs.Step] = []
-        expected: dict[str, rs.State] = {}
-        label = str(data.get("label") or "restore")
-        for path, was in sorted(written.items()):
-            now, want = rs.state_now(repo, path), targets[path]
-            if now == want:
-                continue
-            later = "" if now == was else f"changed since the {label.split(' ')[0]}"
-            files.append(FilePlan(path, RESTORE if want.exists else DELETE, later,
-                                  _blocker(repo, path, now, want, safety)))
-            steps.append(rs.Step(path, source=safety))
-            expected[path] = now
-        plan = self._signed(RestorePlan(UNDO, point.turn_id or 0, tuple(files),
-                                        writers=tuple(self.writers(repo)), label=label),
-                            expected)
-        return self._go(conversation_id, plan, steps, expected, repo, confirmed,
-                        undoes=point.id)
