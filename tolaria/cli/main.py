@@ -6,6 +6,8 @@ be saved: disk full), 2 bad input, 141 its stdout was closed (the run is stopped
 tolaria/chats/saved_runs.py. ``tolaria chats`` lists the stored chats.
 ``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
 ``tolaria models`` and ``tolaria key``: 0 done, 1 endpoint or keyring failure, 2 bad input.
+``tolaria changes/revert/rewind/undo`` (tolaria/cli/changes.py): 0 done, 1 refused for safety,
+2 bad input.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ examples:
   tolaria run --json --agent claude "..."    one JSON event per line
   tolaria streams                            live runs of every Tolaria process
   tolaria abort ai-agent-stream-...          stop one of them (its whole process tree)
+  tolaria changes 3 --diff                   what chat 3's turns changed in its git folder
+  tolaria revert 3 2 a.txt                   put a.txt back as before turn 2 (asks: --yes)
+  tolaria undo 3                             take the last revert or rewind back
 
 exit codes of run: 0 done, 1 agent error, 2 bad input, 130 cancelled, 141 output closed
 """
@@ -104,8 +109,10 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--json", action="store_true", help="as JSON")
     models.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds to wait for the endpoint (default 10)")
+    from tolaria.cli import changes as cli_changes
     from tolaria.cli import importing as cli_import
 
+    cli_changes.add_parsers(sub)
     cli_import.add_parser(sub)
     key = sub.add_parser("key", help="store or delete a model endpoint's API key",
                          description="Store or delete a model endpoint's API key in the system "
@@ -195,6 +202,10 @@ def _main(args: argparse.Namespace) -> int:
         from tolaria.cli.models import cmd_models
 
         return cmd_models(args.models_agent, args.json, args.timeout)
+    if args.command in ("changes", "revert", "rewind", "undo"):
+        from tolaria.cli import changes as cli_changes
+
+        return cli_changes.run(args)
     if args.command == "import":
         from tolaria.cli import importing as cli_import
 

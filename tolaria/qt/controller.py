@@ -149,7 +149,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
             conversation_id, limit=FIRST_PAGE_TURNS))
         self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
         self._announce_queue(conversation_id)
-        self._announce_changes(conversation_id)
+        self._open_changes(conversation_id)
 
     def rename(self, conversation_id: int, title: str) -> None:
         title = " ".join(title.split())

@@ -343,6 +343,7 @@ class ChatPane(QWidget):
                 row.revert_file_requested.connect(self._on_changes_revert_file_requested)
                 row.rewind_requested.connect(self._on_changes_rewind_requested)
                 row.review_requested.connect(self._on_changes_review_requested)
+                row.restore_requested.connect(self._on_changes_review_requested)
                 view.attach_below(row)
                 self._change_rows[change.stream_id] = row
             row.set_changes(change)
