@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -88,10 +87,10 @@ class Chain:
 
 
 @pytest.fixture
-def chain_dir(tmp_path: Path) -> Iterator[Path]:
+def chain_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "chain"
     folder.mkdir()
-    yield folder
+    return folder
 
 
 def _assert_ended(chain: Chain, aborted_at: float, answered_at: float, alive: list[int]) -> None:

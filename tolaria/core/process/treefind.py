@@ -171,6 +171,15 @@ class TreeFinder:
         self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
         return self.alive()
 
+    def look_again(self) -> list[psutil.Process]:
+        """Add what the known tree holds now (no pass over all of /proc); return the new ones.
+        Cheap enough to repeat while the run lives (tracking.py)."""
+        return self._add(self._scan_known())
+
+    def born_ticks(self) -> int:
+        """Start time (clock ticks after boot) before which no process can be the run's."""
+        return self._born_ticks()
+
     @with_spare_fd  # psutil reads /proc/stat for a create time
     def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
         """Remember ``pids`` (with their groups and sessions); return the ones new to us."""
