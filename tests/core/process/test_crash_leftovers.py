@@ -205,3 +205,33 @@ def test_a_daemon_without_environment_dies_with_its_killed_run_as_non_root(hidde
                 assert os.stat(f"/proc/{daemon}/environ").st_uid == 0
             gone = _assert_gone_after_sigkill(app, daemon, start)  # setpriv exec()s: app's pid
     print(f"as uid {uid}: daemon gone {gone * 1000:.0f} ms after the SIGKILL of tolaria run")
+
+
+#: The window's process minus the clicking (as in test_watchdog.py): the app's composition root
+#: sends one turn to the daemon-starting agent, prints the stream id, waits to be killed.
+GUI_SCRIPT = """\
+import asyncio, sys
+from tolaria.app.main import Tolaria, make_qapplication
+from tolaria.qt import loop
+
+async def main() -> None:
+    app = Tolaria(agent="env-daemon", cwd=sys.argv[1])
+    await app.start()
+    conversation = app.controller.conversations()[0]
+    print(app.controller.send(conversation.id, "start a daemon"), flush=True)
+    await asyncio.sleep(3600)
+
+make_qapplication()
+loop.run(main())
+"""
+
+
+def test_a_daemon_without_environment_dies_with_the_killed_window_process(
+        tolaria_home: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "daemon.pid"
+    _add_agent(tolaria_home)
+    env = cli_env(tolaria_home, FAKE_PIDFILE=str(pidfile), QT_QPA_PLATFORM="offscreen")
+    argv = [sys.executable, "-c", GUI_SCRIPT, str(tmp_path)]
+    with _killed_run(argv, env, tmp_path, pidfile) as (daemon, start, app):
+        gone = _assert_gone_after_sigkill(app, daemon, start)
+    print(f"daemon gone {gone * 1000:.0f} ms after the SIGKILL of the window's process")
