@@ -98,7 +98,8 @@ class TreeKiller(TreeFinder):
             if self._escaped(proc):
                 escaped = True
                 continue
-            sig = signal.SIGKILL if self._hopeless(proc) else signal.SIGTERM
+            ignores = procfs.HAS_PROC and procfs.ignores_sigterm(proc.pid)
+            sig = signal.SIGKILL if ignores else signal.SIGTERM
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
         if self._stop_ticks is None:
@@ -106,16 +107,12 @@ class TreeKiller(TreeFinder):
         if escaped:
             self._freeze_escapees()
 
-    def _hopeless(self, proc: psutil.Process) -> bool:
-        """Whether SIGTERM cannot end ``proc``, or it is running from the stop."""
-        return procfs.HAS_PROC and (procfs.ignores_sigterm(proc.pid) or self._escaped(proc))
-
     def _escaped(self, proc: psutil.Process) -> bool:
         """Whether ``proc`` is running from the stop (a pid hopper's next generation)."""
-        if not procfs.HAS_PROC:
+        if not procfs.HAS_PROC or self._stop_ticks is None:
             return False
         st = procfs.stat(proc.pid)
-        if self._stop_ticks is None or st is None or st.start < self._stop_ticks:
+        if st is None or st.start < self._stop_ticks:
             return False
         live = {p.pid for p in self.alive()}
         # Born during the stop and already orphaned, or in a session of its own: it forked
