@@ -137,17 +137,28 @@ def recorded_pids(runs: Mapping[bytes, RunRecord], rows: Mapping[int, _Row]) -> 
 
 
 def end_runs(runs: Mapping[bytes, RunRecord],
-             find_marked: Callable[[], Iterable[int]] | None = None) -> freeze.Outcome:
+             find_marked: Callable[[], Iterable[int]] | None = None, *,
+             quiet_sweeps: int = freeze.QUIET_SWEEPS) -> freeze.Outcome:
     """Freeze and kill every process of ``runs`` (see the module docstring).
 
     ``find_marked``: the pids carrying one of the runs' markers now (the watchdog's
-    environment scan), asked at every sweep.
+    environment scan). The first sweep reads all of /proc; later ones only follow the
+    children of what is frozen (a frozen process forks nothing, so nothing new can appear
+    elsewhere but in flight). The watchdog runs it first with ``quiet_sweeps=0`` (one sweep,
+    the kill at once), then again in full, which catches what was in flight.
     """
     me = os.getpid()
+    passes = 0
 
     def candidates(frozen: Mapping[int, int]) -> set[int]:
+        nonlocal passes
+        passes += 1
+        if passes > 1:
+            found = freeze.descendants(frozen)
+            found.discard(me)
+            return found
         rows = _rows()
-        seeds = recorded_pids(runs, rows) | set(frozen)
+        seeds = recorded_pids(runs, rows)
         if find_marked is not None:
             seeds |= set(find_marked())
         children: dict[int, list[int]] = {}
@@ -158,4 +169,4 @@ def end_runs(runs: Mapping[bytes, RunRecord],
         return found
 
     return freeze.freeze_and_kill(candidates, freeze.look_proc, freeze.send_exact,
-                                  budget_s=BUDGET_S)
+                                  budget_s=BUDGET_S, quiet_sweeps=quiet_sweeps)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
 from tolaria.core.process import procfs, watchdog
 from tolaria.core.process.treefind import TreeFinder
@@ -32,7 +33,8 @@ class RunTracker:
 
     def __init__(self, finder: TreeFinder) -> None:
         self.finder = finder
-        self._procs: set[tuple[int, int]] = set()
+        self._procs: set[tuple[int, int]] = set()  # sent
+        self._live: set[tuple[int, int]] = set()  # alive at the last look: the next one's seeds
         self._sessions: set[int] = set()
         self._groups: set[int] = set()
         self._born_sent = False
@@ -40,13 +42,28 @@ class RunTracker:
     def look(self) -> int:
         """Look at the run's known tree once; send what is new; return how many processes."""
         finder = self.finder
-        finder.look_again()
-        procs = set()
-        for proc in finder.alive():
-            st = procfs.stat(proc.pid)
-            if st is not None and not st.zombie and (proc.pid, st.start) not in self._procs:
-                procs.add((proc.pid, st.start))
-        sessions, groups = finder.sessions - self._sessions, finder.groups - self._groups
+        seeds = [pid for pid, start in self._live if _same(pid, start)]
+        if finder.root is not None and finder.root.is_running():  # (pid reuse: checked)
+            seeds.append(finder.root.pid)
+        own = {os.getsid(0), os.getpgid(0), 0, 1}
+        procs: set[tuple[int, int]] = set()
+        sessions: set[int] = set()
+        groups: set[int] = set()
+        live: set[tuple[int, int]] = set()
+        for pid in finder.look_again(seeds):
+            st = procfs.stat(pid)
+            if st is None or st.zombie:
+                continue
+            live.add((pid, st.start))
+            if (pid, st.start) not in self._procs:
+                procs.add((pid, st.start))
+            if st.sid not in own and st.sid not in self._sessions:
+                sessions.add(st.sid)
+            if st.pgid not in own and st.pgid not in self._groups:
+                groups.add(st.pgid)
+        self._live = live
+        if procs:
+            finder.remember(pid for pid, _start in procs)
         if procs or sessions or groups or not self._born_sent:
             watchdog.run_known(finder.stream_id, finder.born_ticks(), sorted(procs),
                                sorted(sessions), sorted(groups))
@@ -64,6 +81,11 @@ class RunTracker:
             except Exception:  # never let tracking break a run
                 log.exception("tracking %s for the watchdog failed", self.finder.stream_id)
             await asyncio.sleep(interval)
+
+
+def _same(pid: int, start: int) -> bool:
+    st = procfs.stat(pid)
+    return st is not None and st.start == start and not st.zombie
 
 
 def start(finder: TreeFinder) -> asyncio.Task[None] | None:

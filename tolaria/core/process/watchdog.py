@@ -135,7 +135,7 @@ def main() -> int:
     # only EOF (or SIGKILL) ends the watchdog.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    from tolaria.core.process import aftercrash
+    from tolaria.core.process import aftercrash  # now, not after EOF, when every ms counts
 
     runs = aftercrash.follow(sys.stdin.buffer)
     owner_env = os.environ.get(ENV_OWNER)
@@ -144,7 +144,9 @@ def main() -> int:
         return 0
     if os.path.isdir("/proc"):
         wanted = set(runs)
-        aftercrash.end_runs(runs, lambda: [pid for pid, _sid in _marked(wanted, owner)])
+        marked = lambda: [pid for pid, _sid in _marked(wanted, owner)]  # noqa: E731
+        aftercrash.end_runs(runs, marked, quiet_sweeps=0)  # kill what is there at once
+        aftercrash.end_runs(runs, marked)  # then freeze what was in flight, until at rest
     kill_marked(runs, owner=owner)  # no /proc: the marker is all there is (and a last round)
     return 0
 
