@@ -207,7 +207,10 @@ class DemoAgent:
         if self.tool is None:
             return False
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.tool.pid, signal.SIGTERM)
+            if sys.platform == "win32":  # no process groups: the shell only
+                self.tool.terminate()
+            else:
+                os.killpg(self.tool.pid, signal.SIGTERM)
         self.tool.wait()
         if self.tool.stdout is not None:
             self.tool.stdout.close()

@@ -35,7 +35,7 @@ from tolaria.qt.session_import import SessionImport
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
 from tolaria.qt.worktree_control import WorktreeControl
-from tolaria.support import crash
+from tolaria.support import crash, platforms
 from tolaria.ui import theme
 from tolaria.ui.main_window import MainWindow
 
@@ -54,6 +54,9 @@ class Tolaria:
         self.adapters = load_adapters()
         problems += [f"broken adapter manifest: {e}" for e in self.adapters.errors]
         problems += crash.unseen_notice("gui")  # a crash report left by the last run
+        refusal = platforms.run_refusal()
+        if refusal is not None:  # Windows: said from the start, and again at each Send
+            problems.append(refusal)
         self.preselect = agent is not None or cwd is not None
         self.default_agent = DEFAULT_AGENT
         if agent is not None:
@@ -155,8 +158,9 @@ class Tolaria:
     async def start(self) -> None:
         """Listen for ``tolaria streams``/``abort``, show the window, open a conversation."""
         try:
-            await self.control.start()
-            self._control_started = True
+            if platforms.control_channel():  # not on Windows yet: runs are refused there too
+                await self.control.start()
+                self._control_started = True
         except OSError as exc:
             self.bridge.problem_reported.emit(f"control socket unavailable: {exc}")
         conversations = self.controller.load()
@@ -208,13 +212,16 @@ async def main(agent: str | None = None, cwd: str | None = None) -> int:
     app = Tolaria(agent=agent, cwd=cwd)
     running = asyncio.get_running_loop()
     running.set_exception_handler(crash.asyncio_handler)
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # No add_signal_handler on Windows event loops (NotImplementedError): Ctrl+C in the
+    # terminal there is Python's KeyboardInterrupt, and a run never starts (ADR 0014).
+    signals = () if sys.platform == "win32" else (signal.SIGINT, signal.SIGTERM)
+    for sig in signals:
         running.add_signal_handler(sig, app.window.force_close)
     try:
         await app.start()
         await app.wait_closed()
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in signals:
             running.remove_signal_handler(sig)
         await app.shutdown()
     return 0

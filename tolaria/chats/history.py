@@ -13,6 +13,7 @@ An abandoned (restarted) attempt is no part of the history: its re-run took its 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -55,6 +56,8 @@ def utf8_len(text: str) -> int:
 
 
 def _arg_max() -> int:
+    if sys.platform == "win32":  # no sysconf (a command line holds 32 767 characters there)
+        return MAX_ARG_STRLEN
     try:
         value = os.sysconf("SC_ARG_MAX")
     except (ValueError, OSError, AttributeError):  # not POSIX (Windows: 32 767 characters)

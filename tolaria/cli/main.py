@@ -226,7 +226,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from tolaria.chats.saved_runs import ChatError, SavedRun
     from tolaria.core.adapters.manifest import load_adapters
     from tolaria.support.paths import access_problem
+    from tolaria.support.platforms import run_refusal
 
+    refusal = run_refusal()  # Windows: no Stop as strong as elsewhere yet (ADR 0014)
+    if refusal is not None:
+        print(f"tolaria: {refusal}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if not args.prompt.strip():
         print("tolaria: the prompt is empty; say what the agent should do, e.g. "
               "tolaria run --agent demo \"list the files\"", file=sys.stderr)
@@ -336,6 +341,8 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     from tolaria.core.turns.runner import stream_ai_agent
     from tolaria.support import crash
 
+    if sys.platform == "win32":  # refused in _cmd_run already: no SIGHUP, no signal handlers
+        raise NotImplementedError("runs on Windows (docs/adr/0014-windows-job-objects.md)")
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(crash.asyncio_handler)
     registry = default_registry()

@@ -84,6 +84,8 @@ class Output:
             return
         if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
             return
+        if sys.platform == "win32":  # no poll(); a closed pipe is still seen at the next write
+            return
         poller = select.poll()
         poller.register(fd, 0)  # no events asked: POLLERR and POLLHUP are always reported
 

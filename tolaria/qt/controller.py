@@ -72,6 +72,7 @@ from tolaria.qt.checkpoint_control import CheckpointControl
 from tolaria.qt.permissions import PermissionBroker
 from tolaria.qt.queue_control import QueueControl
 from tolaria.qt.tasks import TaskSet
+from tolaria.support import platforms
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +219,13 @@ class ChatController(QueueControl, CheckpointControl, QObject):
 
     # -- runs -----------------------------------------------------------------------------------
     def send(self, conversation_id: int, prompt: str) -> str | None:
-        """Start a turn; returns its stream id (None if the conversation is busy or gone)."""
+        """Start a turn; returns its stream id (None if the conversation is busy or gone, or
+        this platform cannot stop a run as promised: Windows, ADR 0014)."""
         if conversation_id in self._running or conversation_id in self._deleting:
+            return None
+        refusal = platforms.run_refusal()
+        if refusal is not None:  # said in the window; the prompt stays in the composer
+            self.bridge.problem_reported.emit(refusal)
             return None
         conversation = self.store.get_conversation(conversation_id)
         if conversation is None:

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
 from tolaria.support import sockdir
@@ -87,12 +88,18 @@ def private_data_dir() -> Path:
 def private_file(path: Path) -> None:
     """``path`` created empty if missing, mode 0600 (SQLite gives its -wal/-shm the same mode)."""
     with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                         0o600))
     tighten(path, 0o600)
 
 
 def tighten(path: Path, mode: int) -> None:
-    """chmod ``path`` to ``mode`` when it is ours and looser; never through a symlink."""
+    """chmod ``path`` to ``mode`` when it is ours and looser; never through a symlink.
+
+    Not on Windows: there chmod only sets the read-only flag, and the user's profile (where
+    platformdirs puts everything) is private by its ACL."""
+    if sys.platform == "win32":
+        return
     try:
         st = os.lstat(path)
     except OSError:
@@ -128,6 +135,8 @@ def _own_private_folder(path: Path) -> None:
     with contextlib.suppress(FileExistsError):
         path.mkdir(mode=0o700)
     check_own_folder(path)
+    if sys.platform == "win32":  # no uids, no fchmod: the profile's ACL keeps it private
+        return
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)

@@ -13,8 +13,13 @@ import stat
 import sys
 
 APP = "tolaria"
-#: AF_UNIX paths are limited to 108 bytes on Linux (104 on macOS); keep a margin.
+#: ``sun_path`` holds 108 bytes on Linux, 104 on macOS and the BSDs, NUL included. A socket is
+#: ``<folder>/<pid>.sock`` and a pid has at most 10 digits: a folder of at most 80 bytes (its
+#: file-system encoding, not its characters) leaves every socket path a margin on all of them.
 MAX_SOCKET_DIR = 80
+#: Where the short fallback folder goes when the temp dir is itself too long (a deep
+#: ``$TMPDIR``): /tmp exists on Linux and macOS, and the folder is checked to be ours.
+SHORT_TMP = "/tmp"
 
 
 class UnsafeFolder(PermissionError):
@@ -38,20 +43,46 @@ def socket_dir() -> str:
     if h:
         natural = os.path.join(h, "run")
     elif os.environ.get("XDG_RUNTIME_DIR") or sys.platform != "linux":
+        # macOS: ~/Library/Caches/TemporaryItems/tolaria; Windows: under %LOCALAPPDATA%.
         import platformdirs
 
         natural = os.path.normpath(platformdirs.user_runtime_dir(APP))
     else:
         import tempfile
 
-        natural = os.path.join(tempfile.gettempdir(), f"tolaria-{os.getuid()}")
-    if len(natural) <= MAX_SOCKET_DIR:
+        natural = os.path.join(tempfile.gettempdir(), f"tolaria-{user_tag()}")
+    return short_enough(natural)
+
+
+def fits(folder: str) -> bool:
+    """Whether sockets in ``folder`` fit ``sun_path`` (measured in bytes, as the kernel does)."""
+    return len(os.fsencode(folder)) <= MAX_SOCKET_DIR
+
+
+def short_enough(natural: str) -> str:
+    """``natural``, or when it is too long for a socket path a short folder named after it
+    (``tolaria-<uid>-<hash>``) in the temp dir, or in /tmp when the temp dir is long too (on
+    macOS ``$TMPDIR`` is a per-user folder under /var/folders, which an admin can make deep).
+    Derived from ``natural`` only, so every process of the same ``TOLARIA_HOME`` agrees."""
+    if fits(natural):
         return natural
     import hashlib
     import tempfile
 
-    digest = hashlib.sha256(natural.encode()).hexdigest()[:16]
-    return os.path.join(tempfile.gettempdir(), f"tolaria-{os.getuid()}-{digest}")
+    digest = hashlib.sha256(os.fsencode(natural)).hexdigest()[:16]
+    name = f"tolaria-{user_tag()}-{digest}"
+    short = os.path.join(tempfile.gettempdir(), name)
+    return short if fits(short) else os.path.join(SHORT_TMP, name)
+
+
+def user_tag() -> str:
+    """This user in a folder name: the uid; on Windows (no uids) a hash of the user name."""
+    if sys.platform == "win32":
+        import getpass
+        import hashlib
+
+        return hashlib.sha256(getpass.getuser().encode()).hexdigest()[:8]
+    return str(os.getuid())
 
 
 def check_own_folder(path: str | os.PathLike[str]) -> None:
@@ -61,6 +92,7 @@ def check_own_folder(path: str | os.PathLike[str]) -> None:
         raise UnsafeFolder(f"{os.fspath(path)} is a symlink; refusing to use it for sockets")
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafeFolder(f"{os.fspath(path)} is not a folder; refusing to use it for sockets")
-    if info.st_uid != os.getuid():
+    # Windows has no uids (st_uid is 0): there the folder is in the user's own profile.
+    if sys.platform != "win32" and info.st_uid != os.getuid():
         raise UnsafeFolder(f"{os.fspath(path)} belongs to another user; refusing to use it for "
                            "sockets")

@@ -13,6 +13,7 @@ import copy
 import os
 import re
 import stat
+import sys
 import tempfile
 import time
 import tomllib
@@ -78,7 +79,7 @@ def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
     every read is capped anyway).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -224,13 +225,14 @@ def folder_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
 
     An advisory ``flock`` on the file's folder (no lock file to leave behind); editors do not
     take it, which is fine: a hand-edit made meanwhile is read again by the next save. Where
-    ``fcntl`` does not exist (Windows) saves are not serialised.
+    ``fcntl`` does not exist (Windows: a folder cannot even be opened there) saves are not
+    serialised; ``msvcrt.locking`` on a lock file would do, untested so not written (ADR 0014).
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
+    if sys.platform == "win32":  # pragma: no cover
         yield
         return
+    import fcntl
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path.parent, os.O_RDONLY)
     try:

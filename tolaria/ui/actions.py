@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.config.settings import DEFAULT_PREFERENCES, DEFAULT_RESTART
+from tolaria.ui import keymap
 from tolaria.ui.permission_card import ANSWER_SHORTCUT
 
 PALETTE_SHORTCUT = "Ctrl+K"
@@ -31,10 +32,12 @@ PALETTE_SHORTCUT = "Ctrl+K"
 PALETTE_SHORTCUT_2 = "Ctrl+Shift+P"
 SEARCH_SHORTCUT = "Ctrl+Shift+F"
 FAN_OUT_SHORTCUT = "Ctrl+Shift+N"
+#: Next / previous chat and Delete chat differ on macOS: tolaria/ui/keymap.py.
 NEXT_CHAT_SHORTCUT = "Ctrl+Tab"
 PREVIOUS_CHAT_SHORTCUT = "Ctrl+Shift+Tab"
 RENAME_SHORTCUT = "F2"
 DELETE_SHORTCUT = "Del"
+#: The fan-out window's Close: QKeySequence.StandardKey.Close (Ctrl+W, ⌘W) where it has one.
 CLOSE_WINDOW_SHORTCUT = "Ctrl+W"
 
 
@@ -46,24 +49,31 @@ class FixedShortcut:
     keys: str
 
 
-#: The shortcuts that are not in settings.toml, in the order the Shortcuts page lists them.
-FIXED_SHORTCUTS = (
-    FixedShortcut("Command palette", f"{PALETTE_SHORTCUT} / {PALETTE_SHORTCUT_2}"),
-    FixedShortcut("Search chats", SEARCH_SHORTCUT),
-    FixedShortcut("Next chat", NEXT_CHAT_SHORTCUT),
-    FixedShortcut("Previous chat", PREVIOUS_CHAT_SHORTCUT),
-    FixedShortcut("Go to chat 1 … 9", "Ctrl+1 … Ctrl+9"),
-    FixedShortcut("Rename chat", RENAME_SHORTCUT),
-    FixedShortcut("Delete chat (when no text field has the focus)", DELETE_SHORTCUT),
-    FixedShortcut("Find in this chat", "Ctrl+F"),
-    FixedShortcut("Restart turn", DEFAULT_RESTART),
-    FixedShortcut("Move a queued message up / down", "Alt+Up / Alt+Down"),
-    FixedShortcut("Go to the open permission question", ANSWER_SHORTCUT),
-    FixedShortcut("Ask several agents", FAN_OUT_SHORTCUT),
-    FixedShortcut("Close the fan-out window", CLOSE_WINDOW_SHORTCUT),
-    FixedShortcut("Preferences", DEFAULT_PREFERENCES),
-    FixedShortcut("Quit", "Ctrl+Q"),
-)
+def fixed_shortcuts(keys: keymap.Keymap) -> tuple[FixedShortcut, ...]:
+    """The shortcuts that are not in settings.toml, in the order the Shortcuts page lists
+    them (in Qt's portable text: the page shows them as the platform writes them)."""
+    return (
+        FixedShortcut("Command palette", f"{PALETTE_SHORTCUT} / {PALETTE_SHORTCUT_2}"),
+        FixedShortcut("Search chats", SEARCH_SHORTCUT),
+        FixedShortcut("Next chat", " / ".join(keys.next_chat)),
+        FixedShortcut("Previous chat", " / ".join(keys.previous_chat)),
+        FixedShortcut("Go to chat 1 … 9", "Ctrl+1 … Ctrl+9"),
+        FixedShortcut("Rename chat", RENAME_SHORTCUT),
+        FixedShortcut("Delete chat (when no text field has the focus)",
+                      " / ".join(keys.delete_chat)),
+        FixedShortcut("Find in this chat", "Ctrl+F"),
+        FixedShortcut("Restart turn", DEFAULT_RESTART),
+        FixedShortcut("Move a queued message up / down", "Alt+Up / Alt+Down"),
+        FixedShortcut("Go to the open permission question", ANSWER_SHORTCUT),
+        FixedShortcut("Ask several agents", FAN_OUT_SHORTCUT),
+        FixedShortcut("Close the fan-out window", CLOSE_WINDOW_SHORTCUT),
+        FixedShortcut("Preferences", DEFAULT_PREFERENCES),
+        FixedShortcut("Quit", "Ctrl+Q"),
+    )
+
+
+#: This platform's list (tolaria/ui/keymap.py).
+FIXED_SHORTCUTS = fixed_shortcuts(keymap.current())
 
 
 def plain_text(action: QAction) -> str:
@@ -102,6 +112,10 @@ class ActionRegistry:
     def add(self, text: str, key: QKeySequence | str | None, slot: Callable[[], object], *,
             name: str = "", in_palette: bool = True) -> QAction:
         action = QAction(text, self._window)
+        # Only Preferences, Quit and About go to macOS's application menu (set where they are
+        # made): Qt's default text heuristic would also move any action whose text starts with
+        # "About", "Settings", "Options"...
+        action.setMenuRole(QAction.MenuRole.NoRole)
         if name:
             action.setObjectName(name)
         if key is not None:

@@ -95,7 +95,9 @@ class FanOutView(PaneRouting, QWidget):
         self._equalized = False
         close = QAction("Close", self)
         close.setObjectName("closeFanOutAction")
-        close.setShortcut(QKeySequence(CLOSE_WINDOW_SHORTCUT))
+        # ⌘W on macOS, Ctrl+W (and Ctrl+F4 on Windows) elsewhere.
+        close.setShortcuts(QKeySequence.keyBindings(QKeySequence.StandardKey.Close)
+                           or [QKeySequence(CLOSE_WINDOW_SHORTCUT)])
         close.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         close.triggered.connect(self.close)
         self.addAction(close)

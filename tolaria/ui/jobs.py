@@ -146,6 +146,8 @@ class JobWindows(QObject):
         newest = list(reversed(self._jobs))[:MENU_JOBS]
         for job, status in newest:
             action = QAction(job_label(job, status), self.menu)
+            # A prompt ("About this repo…") must not move to macOS's application menu.
+            action.setMenuRole(QAction.MenuRole.NoRole)
             action.setToolTip(plain_tooltip(job.prompt[:500]))  # prompt text, never markup
             action.setData(job.job_id)
             action.triggered.connect(lambda _c=False, j=job.job_id: self.open_job(j))
@@ -153,6 +155,7 @@ class JobWindows(QObject):
         if not newest:
             empty = self.menu.addAction("No jobs yet (Ask several agents…)")
             empty.setEnabled(False)
+            empty.setMenuRole(QAction.MenuRole.NoRole)
 
     def jobs(self) -> list[tuple[FanOutJob, str]]:
         return list(self._jobs)

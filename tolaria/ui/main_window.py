@@ -35,7 +35,7 @@ from tolaria.core.events import Done, Event
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
-from tolaria.ui import theme
+from tolaria.ui import keymap, theme
 from tolaria.ui.cards.style import flat_button_css, follow_palette
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
@@ -109,8 +109,9 @@ class MainWindow(WindowKeys):
 
     def __init__(self, settings: Settings, problems: Sequence[str] = (), *,
                  default_agent: str = "demo", default_cwd: str | None = None,
-                 parent: QWidget | None = None) -> None:
+                 keys: keymap.Keymap | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.keys = keys or keymap.current()
         self.setObjectName("mainWindow")
         self.setWindowTitle("Tolaria")
         self.setWindowIcon(theme.app_icon())
@@ -180,6 +181,7 @@ class MainWindow(WindowKeys):
         self.addAction(self.view_menu.find_action)  # Ctrl+F wherever the focus is
         self.registry.adopt(self.view_menu.find_action)  # and in the command palette
         self.view_menu.set_current(settings.theme)
+        self.pin_menu_roles()
 
         self.show_problems(problems)
         self.stack.set_send_key(settings.send_shortcut)

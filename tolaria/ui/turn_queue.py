@@ -41,6 +41,11 @@ class TurnQueue:
     def __len__(self) -> int:
         return len(self._queue)
 
+    @property
+    def pending_chars(self) -> int:
+        """Characters of text and thinking queued and not shown yet."""
+        return sum(item.size for item in self._queue if isinstance(item, QueuedText))
+
     def first(self) -> Item:
         return self._queue[0]
 

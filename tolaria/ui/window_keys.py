@@ -10,17 +10,17 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMainWindow
+from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox
 
+from tolaria import __version__
 from tolaria.config.settings import DEFAULT_RESTART
+from tolaria.ui import keymap
 from tolaria.ui.actions import (
     FAN_OUT_SHORTCUT,
-    NEXT_CHAT_SHORTCUT,
     PALETTE_SHORTCUT,
     PALETTE_SHORTCUT_2,
-    PREVIOUS_CHAT_SHORTCUT,
     SEARCH_SHORTCUT,
     ActionRegistry,
     keyboard_is_free,
@@ -52,6 +52,8 @@ class WindowKeys(QMainWindow):
     sidebar: Sidebar
     stack: ChatStack
     quit_prompt: QuitPrompt
+    #: The platform's fixed keys (macOS: ⌃Tab for the next chat, ⌘⌫ to delete one).
+    keys: keymap.Keymap
 
     # -- provided by the main window ------------------------------------------------------------
     def current_conversation_id(self) -> int | None:
@@ -89,10 +91,12 @@ class WindowKeys(QMainWindow):
                                  name="searchChatsAction")
         self.registry.adopt(self.sidebar.rename_action)
         self.registry.adopt(self.sidebar.delete_action)
-        self.next_chat_action = add("Next chat", NEXT_CHAT_SHORTCUT,
-                                    lambda: self._on_cycle_chat(1))
-        self.previous_chat_action = add("Previous chat", PREVIOUS_CHAT_SHORTCUT,
-                                        lambda: self._on_cycle_chat(-1))
+        keys = self.keys
+        self.sidebar.delete_action.setShortcuts(keys.sequences(keys.delete_chat))
+        self.next_chat_action = add("Next chat", None, lambda: self._on_cycle_chat(1))
+        self.next_chat_action.setShortcuts(keys.sequences(keys.next_chat))
+        self.previous_chat_action = add("Previous chat", None, lambda: self._on_cycle_chat(-1))
+        self.previous_chat_action.setShortcuts(keys.sequences(keys.previous_chat))
         self.stop_action = add("&Stop", stop_key, self._on_stop_action_triggered)
         self.stop_all_action = add("Stop &all runs", stop_all_key,
                                    self._on_stop_all_action_triggered)
@@ -104,8 +108,15 @@ class WindowKeys(QMainWindow):
                                  self._on_import_action_triggered, name="importSessionsAction")
         self.preferences_action = add("&Preferences…", QKeySequence("Ctrl+,"),
                                       self.preferences_requested.emit)
+        # On macOS Qt moves these three into the application menu (Tolaria → Settings…,
+        # About Tolaria, Quit Tolaria); elsewhere they stay where they are added.
         self.preferences_action.setMenuRole(QAction.MenuRole.PreferencesRole)
-        self.quit_action = add("&Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
+        self.quit_action = add("&Quit", None, self.close, name="quitAction")
+        self.quit_action.setShortcuts(keymap.quit_keys())
+        self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
+        self.about_action = add("&About Tolaria", None, self._on_about_action_triggered,
+                                name="aboutAction")
+        self.about_action.setMenuRole(QAction.MenuRole.AboutRole)
         self.palette_action = add("Command palette…", PALETTE_SHORTCUT,
                                   self._on_palette_action_triggered, in_palette=False)
         self.palette_action.setObjectName("paletteAction")
@@ -136,6 +147,34 @@ class WindowKeys(QMainWindow):
         self.go_menu.addAction(self.palette_action)
         self.go_menu.addAction(self.next_chat_action)
         self.go_menu.addAction(self.previous_chat_action)
+        self.help_menu = self.menuBar().addMenu("&Help")
+        self.help_menu.addAction(self.about_action)
+
+    def pin_menu_roles(self) -> None:
+        """Every action in the menus but Preferences, About and Quit stays in its menu on
+        macOS (``NoRole``): Qt's default role guesses from the text and would move "Settings",
+        "Options", "About…" items into the application menu. Called once the menus are built
+        (the Jobs menu, rebuilt later, sets its own)."""
+        keep = {self.preferences_action, self.about_action, self.quit_action}
+        menus = [m for a in self.menuBar().actions() if isinstance(m := a.menu(), QMenu)]
+        while menus:
+            for action in menus.pop().actions():
+                if isinstance(sub := action.menu(), QMenu):
+                    menus.append(sub)
+                elif action not in keep:
+                    action.setMenuRole(QAction.MenuRole.NoRole)
+
+    def _on_about_action_triggered(self) -> None:
+        """A small non-modal box (open(), not exec(): no nested loop under qasync)."""
+        box = QMessageBox(QMessageBox.Icon.NoIcon, "About Tolaria",
+                          f"Tolaria {__version__}\n\nA desktop chat app for AI coding-agent "
+                          "CLIs where Stop really stops.", QMessageBox.StandardButton.Close,
+                          self)
+        box.setObjectName("aboutBox")
+        box.setIconPixmap(self.windowIcon().pixmap(64, 64))
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.about_box = box
+        box.open()
 
     def _keyboard_is_free(self) -> bool:
         return keyboard_is_free()

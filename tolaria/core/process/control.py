@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import struct
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,8 @@ MAX_CLIENTS = 32
 def _default_max_clients() -> int:
     """``MAX_CLIENTS``, or fewer when this process has few fds: waiting clients never hold
     more than 1/16 of them, so a flood cannot starve the runs (a spawn needs fds too)."""
+    if sys.platform == "win32":  # no rlimits
+        return MAX_CLIENTS
     try:
         import resource
 
@@ -116,6 +119,8 @@ class ControlServer:
         return out
 
     async def start(self) -> None:
+        if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0014: named pipes)
+            raise OSError(errno.EAFNOSUPPORT, "no control channel on Windows yet")
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -191,6 +196,8 @@ class ControlServer:
             oldest.transport.abort()
 
     async def _serve(self, conn: socket.socket) -> None:
+        if sys.platform == "win32":  # never started there (see start)
+            return
         try:
             reader, writer = await asyncio.open_unix_connection(sock=conn)
         except OSError:

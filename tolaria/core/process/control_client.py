@@ -16,6 +16,7 @@ from __future__ import annotations
 import _socket
 import os
 import select
+import sys
 import time
 
 from tolaria.core.stream_id import validate_stream_id
@@ -123,6 +124,9 @@ class _Exchange:
         self.out = payload
         self.buf = b""
         self.answer: dict[str, Any] | None = None
+        self.sock: _socket.socket
+        if sys.platform == "win32":  # no AF_UNIX in CPython there; ask_all returns before
+            raise OSError("no control channel on Windows yet (docs/adr/0014-windows-job-objects.md)")
         self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self.sock.setblocking(False)
 
@@ -166,7 +170,10 @@ class _Exchange:
         return True
 
 
-_READ_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR
+if sys.platform == "win32":  # no poll() there (and no channel: ask_all returns at once)
+    _READ_EVENTS = 0
+else:
+    _READ_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR
 
 
 def ask_all(request: dict[str, str], timeout: float, folder: str | os.PathLike[str] | None = None,
@@ -174,7 +181,10 @@ def ask_all(request: dict[str, str], timeout: float, folder: str | os.PathLike[s
     """Send ``request`` to every Tolaria process at once; their answers (dicts) within
     ``timeout`` seconds. A process that does not answer in time is left out.
 
-    One ``poll`` loop (not selectors: see the imports) over non-blocking sockets."""
+    One ``poll`` loop (not selectors: see the imports) over non-blocking sockets. None on
+    Windows, where no Tolaria process listens (ADR 0014: named pipes, not built yet)."""
+    if sys.platform == "win32":
+        return []
     payload = dumps_flat(request).encode() + b"\n"
     pending = [ex for ex in (_Exchange(p, payload) for p in sockets(folder)) if ex.connect()]
     poller = select.poll()

@@ -13,6 +13,7 @@ import errno
 import os
 import re
 import signal
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -74,7 +75,10 @@ async def probe_version(argv: list[str], timeout: float = PROBE_TIMEOUT_S,
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+            if sys.platform == "win32":  # no process groups (and no runs: ADR 0014)
+                proc.kill()
+            else:
+                os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
         return None, (f"`{label}` timed out after {timeout:g} s (it may be waiting for input or "
                       "a first-run setup: try it in a terminal)")

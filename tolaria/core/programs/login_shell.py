@@ -156,7 +156,10 @@ async def _kill(proc: asyncio.subprocess.Process) -> None:
     except psutil.Error:
         tree = []
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        if sys.platform == "win32":  # no process groups there: the shell, then its tree
+            proc.kill()
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
     for child in tree:
         with contextlib.suppress(psutil.Error):
             child.kill()

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -32,6 +33,7 @@ from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
 from tolaria.core.process import proctree, watchdog
 from tolaria.core.turns.request import DEFAULT_GRACE_S
 from tolaria.core.turns.spawn import ExitProtocol
+from tolaria.support import platforms
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +141,8 @@ class Keeper:
         was alive before the turn, and what the agent started in its own group (MCP servers,
         language servers: helpers it manages and expects to keep).
         """
+        if sys.platform == "win32":  # process groups: POSIX; Windows refuses runs (ADR 0014)
+            raise NotImplementedError(platforms.RUNS_REFUSED_ON_WINDOWS)
         killer = self.killer()
         killer.snapshot()
         own_group = self.root.pid if self.root is not None else None

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.config.settings import Settings, shortcut_conflicts
-from tolaria.ui import theme
+from tolaria.ui import keymap, theme
 from tolaria.ui.actions import FIXED_SHORTCUTS
 from tolaria.ui.settings.fields import ErrorLabel
 
@@ -103,7 +103,7 @@ class ShortcutsPage(QWidget):
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         for line, fixed in enumerate(FIXED_SHORTCUTS):
             self.fixed.setItem(line, 0, QTableWidgetItem(fixed.label))
-            self.fixed.setItem(line, 1, QTableWidgetItem(fixed.keys))
+            self.fixed.setItem(line, 1, QTableWidgetItem(keymap.native(fixed.keys)))
         layout.addWidget(self.fixed, 1)
 
     def set_settings(self, settings: Settings) -> None:
