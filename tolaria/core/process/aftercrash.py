@@ -113,7 +113,7 @@ def _rows() -> dict[int, _Row]:
 def recorded_pids(runs: Mapping[bytes, RunRecord], rows: Mapping[int, _Row]) -> set[int]:
     """The live processes the records name: by pid and start time, by session, by group."""
     me = os.getpid()
-    own = {os.getsid(0), os.getpgid(0), 0, 1}
+    own = freeze.own_ids()
     found: set[int] = set()
     for record in runs.values():
         procs = dict(record.procs)

@@ -32,11 +32,16 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+if sys.platform == "win32":  # neither signal exists there; nothing here runs without /proc
+    SIGSTOP = SIGKILL = 0
+else:
+    SIGSTOP, SIGKILL = signal.SIGSTOP, signal.SIGKILL
 #: Sweeps in a row that must find nothing new (with every frozen process stopped) to be done.
 QUIET_SWEEPS = 3
 #: How long one ``freeze_and_kill`` may sweep before it gives up (the caller scans again later).
@@ -86,7 +91,7 @@ def freeze_and_kill(candidates: Candidates, look: Look, send: Send, *,
         out.sweeps = 1
         _sweep(candidates, look, send, out.frozen)
         for pid, start in out.frozen.items():
-            send(pid, start, signal.SIGKILL)
+            send(pid, start, SIGKILL)
         return out
     quiet = 0
     deadline = time.monotonic() + budget_s
@@ -105,7 +110,7 @@ def freeze_and_kill(candidates: Candidates, look: Look, send: Send, *,
         if not new and not resting:
             time.sleep(0.0002)  # let the stops land
     for pid, start in out.frozen.items():
-        send(pid, start, signal.SIGKILL)
+        send(pid, start, SIGKILL)
     return out
 
 
@@ -117,9 +122,9 @@ def _sweep(candidates: Candidates, look: Look, send: Send, frozen: dict[int, int
             continue
         if frozen.get(pid) == seen.start:
             if not seen.stopped:  # someone sent SIGCONT (another process of the run?)
-                send(pid, seen.start, signal.SIGSTOP)
+                send(pid, seen.start, SIGSTOP)
             continue
-        if send(pid, seen.start, signal.SIGSTOP):
+        if send(pid, seen.start, SIGSTOP):
             frozen[pid] = seen.start
             new = True
     return new
@@ -172,7 +177,7 @@ class HopTraces:
 def look_proc(pid: int) -> Seen | None:
     """``/proc/PID/stat``'s start time and state, or None if gone."""
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:
@@ -208,7 +213,7 @@ def send_exact(pid: int, start: int, sig: int, look: Look = look_proc) -> bool:
         seen = look(pid)
         if seen is None or seen.start != start:
             return False
-        if fd is not None:
+        if fd is not None and sys.platform == "linux":
             signal.pidfd_send_signal(fd, sig)
         else:
             os.kill(pid, sig)
@@ -219,6 +224,13 @@ def send_exact(pid: int, start: int, sig: int, look: Look = look_proc) -> bool:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def own_ids() -> set[int]:
+    """Our own session and process group (never a run's), with 0 and 1."""
+    if sys.platform == "win32":
+        return {0, 1}
+    return {os.getsid(0), os.getpgid(0), 0, 1}
 
 
 def children_proc(pid: int) -> list[int]:

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 
-from tolaria.core.process import procfs, watchdog
+from tolaria.core.process import freeze, procfs, watchdog
 from tolaria.core.process.treefind import TreeFinder
 
 log = logging.getLogger(__name__)
@@ -45,7 +44,7 @@ class RunTracker:
         seeds = [pid for pid, start in self._live if _same(pid, start)]
         if finder.root is not None and finder.root.is_running():  # (pid reuse: checked)
             seeds.append(finder.root.pid)
-        own = {os.getsid(0), os.getpgid(0), 0, 1}
+        own = freeze.own_ids()
         procs: set[tuple[int, int]] = set()
         sessions: set[int] = set()
         groups: set[int] = set()
