@@ -17,7 +17,7 @@ process too. Freezing first means no kill is ever aimed at a pid that moved on.
 The cgroup freezer would do the same in one write, but only for a run that has a cgroup of its
 own: Tolaria's runs do not (the app's processes and its runs share one cgroup, on this machine
 ``/`` of the v1 freezer hierarchy; a non-root user has no delegated cgroup to create one in),
-and freezing the shared one would freeze Tolaria itself. ADR 0011 has the measurements.
+and freezing the shared one would freeze Tolaria itself. ADR 0016 has the measurements.
 
 Written against three primitives, so it serves a stop in the app (proctree.py, from what its
 tree finder sees) and the watchdog after a crash (watchdog.py, from a bare ``/proc`` scan):
