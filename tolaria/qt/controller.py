@@ -397,7 +397,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         running = list(self._running.items())
         held = [stream_id for _conversation_id, stream_id in running
                 if self.bridge.hold(stream_id)]
-        aborted = self.registry.abort_all()
+        aborted: list[str] = self.registry.abort_all()
         self._settle_holds(held, aborted)
         for conversation_id, stream_id in running:  # recorded after the stop went out
             if stream_id in aborted:
