@@ -93,7 +93,8 @@ class _Announcing:
         return await self._registry.abort_and_wait(stream_id)
 
 
-def startup_times(runs: int, home: Path) -> dict[str, tuple[list[float], list[float]]]:
+def startup_times(runs: int, home: Path, base: Path | None = None,
+                  ) -> dict[str, tuple[list[float], list[float]]]:
     """Per command, ms from process start to exit and ms of CPU (user + system) of ``tolaria
     abort UNKNOWN-ID`` and ``tolaria streams`` with nothing running, next to ``python -c pass``
     (the interpreter's own start-up). The CPU time hardly moves with the machine's load; the
@@ -103,15 +104,20 @@ def startup_times(runs: int, home: Path) -> dict[str, tuple[list[float], list[fl
                 "tolaria abort (no such run)": [*TOLARIA, "abort", new_stream_id()],
                 "tolaria streams": [*TOLARIA, "streams"],
                 "python -m tolaria abort": ["-m", "tolaria", "abort", new_stream_id()]}
+    envs = {name: env for name in commands}
+    if base is not None:
+        name = f"tolaria abort, base {base.name}"
+        commands[name] = [str(base / "scripts" / "tolaria"), "abort", new_stream_id()]
+        envs[name] = {**env, "PYTHONPATH": str(base)}
     times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in commands}
-    for args in commands.values():  # unmeasured: writes the .pyc files
-        subprocess.run([sys.executable, *args], env=env, stdin=subprocess.DEVNULL,
+    for name, args in commands.items():  # unmeasured: writes the .pyc files
+        subprocess.run([sys.executable, *args], env=envs[name], stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     for _ in range(runs):
         for name, args in commands.items():  # interleaved: a load spike hits all of them
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.monotonic()
-            subprocess.run([sys.executable, *args], env=env, stdin=subprocess.DEVNULL,
+            subprocess.run([sys.executable, *args], env=envs[name], stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
             wall = (time.monotonic() - t0) * 1000
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -126,7 +132,103 @@ def print_startup(times: dict[str, tuple[list[float], list[float]]]) -> None:
     print("Start-up, process start to exit (nothing running), target: tolaria commands <= 40 ms")
     for name, (wall, cpu) in times.items():
         med = statistics.median(wall)
-        verdict = "" if name.startswith("python") else ("  PASS" if med <= 40 else "  FAIL")
+        verdict = "" if name.startswith("python") or "base" in name else (
+            "  PASS" if med <= 40 else "  FAIL")
         print(f"  {name:28} wall median {med:6.1f} ms (min {min(wall):5.1f}, max "
               f"{max(wall):6.1f}); CPU median {statistics.median(cpu):5.1f} ms  "
               f"({len(wall)} runs){verdict}")
+
+
+def _marked(stream_id: str) -> list[int]:
+    """Live pids whose environment carries ``TOLARIA_STREAM_ID=stream_id``."""
+    needle = f"TOLARIA_STREAM_ID={stream_id}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def early_abort_times(runs: int, home: Path, delays_ms: list[int],
+                      ) -> dict[int, list[tuple[float, float, bool]]]:
+    """Per delay: ``runs`` times, ``tolaria run --stream-id ID`` (the demo agent, a tool that
+    would sleep a minute, not saved) launched, then ``tolaria abort ID`` that many ms later.
+    Each entry: ms from the abort's spawn to its exit, ms from the run's launch to its exit,
+    and whether all went as it must (abort ``true``, run exit 130, no marked process left)."""
+    env = {**cli_env(home), "TOLARIA_DEMO_TOOL_SECONDS": "60", "TOLARIA_DEMO_DELAY": "0"}
+    out: dict[int, list[tuple[float, float, bool]]] = {d: [] for d in delays_ms}
+    for _ in range(runs):
+        for delay in delays_ms:  # interleaved: a load spike hits all of them
+            sid = new_stream_id()
+            launched = time.monotonic()
+            run = subprocess.Popen([sys.executable, *TOLARIA, "run", "--no-save", "--json",
+                                    "--grace", "0.5", "--stream-id", sid, "--agent", "demo",
+                                    "hello"], env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(delay / 1000)
+                t0 = time.monotonic()
+                abort = subprocess.run([sys.executable, *TOLARIA, "abort", sid], env=env,
+                                       capture_output=True, text=True, timeout=60, check=False)
+                abort_ms = (time.monotonic() - t0) * 1000
+                code = run.wait(30)
+                run_ms = (time.monotonic() - launched) * 1000
+                ok = abort.stdout.strip() == "true" and code == 130 and not _marked(sid)
+                out[delay].append((abort_ms, run_ms, ok))
+            finally:
+                if run.poll() is None:
+                    run.kill()
+                    run.wait()
+                for pid in _marked(sid):
+                    os.kill(pid, 9)
+    return out
+
+
+def print_early(times: dict[int, list[tuple[float, float, bool]]]) -> None:
+    print()
+    print("Early abort: `tolaria abort ID` D ms after `tolaria run --stream-id ID` was launched")
+    for delay, rows in times.items():
+        abort = [r[0] for r in rows]
+        run = [r[1] for r in rows]
+        ok = sum(r[2] for r in rows)
+        print(f"  D = {delay:3d} ms: abort start to exit median {statistics.median(abort):6.1f} "
+              f"ms (max {max(abort):6.1f}); run launch to exit median "
+              f"{statistics.median(run):6.1f} ms; stopped as it must {ok}/{len(rows)}")
+
+
+def main() -> int:
+    """``python bench/cli_abort.py [--startup-runs 31] [--early-runs 0]``: the start-up lines
+    of bench/stop_latency.py alone, and the early-abort series (issue 22.1)."""
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--startup-runs", type=int, default=31, metavar="N")
+    ap.add_argument("--early-runs", type=int, default=0, metavar="N",
+                    help="runs per delay of the early-abort series (0: none)")
+    ap.add_argument("--delays", default="0,20,100,200", help="ms, comma-separated")
+    ap.add_argument("--base", type=Path, metavar="DIR",
+                    help="another checkout whose tolaria abort is timed alongside")
+    args = ap.parse_args()
+    load = os.getloadavg()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load at start "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    with tempfile.TemporaryDirectory(prefix="tolaria-bench-home-") as home:
+        if args.startup_runs:
+            print_startup(startup_times(args.startup_runs, Path(home), args.base))
+        if args.early_runs:
+            delays = [int(d) for d in args.delays.split(",")]
+            print_early(early_abort_times(args.early_runs, Path(home), delays))
+    load = os.getloadavg()
+    print(f"load at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

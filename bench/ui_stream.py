@@ -8,11 +8,12 @@ fake agent's ``flood`` mode (``FAKE_FLOOD_LINES`` lines of ~1 KB, each a separat
 the run has finished and the transcript has applied everything; lateness = gap - 5 ms. Reported:
 worst and p99 lateness, and an idle baseline measured the same way before the flood.
 
-*Cold start*: ``python -m tolaria`` is started ``--starts`` times (fresh TOLARIA_HOME each time,
-so the first chat is created) through a small wrapper that reports the first paint of the main
-window on stdout and then closes the window (the normal shutdown path). Measured in this
-process, from just before the spawn to reading that line: interpreter start, imports, store,
-window, first paint.
+*Cold start*: a small wrapper (``python -c _FIRST_PAINT``, not ``python -m tolaria``) is started
+``--starts`` times (fresh TOLARIA_HOME each time, so the first chat is created): it installs an
+event filter that reports the first paint of the main window on stdout and closes the window (the
+normal shutdown path), then runs ``tolaria.cli.main.main([])``, what the installed ``tolaria``
+command runs with no arguments. Measured in this process, from just before the spawn to reading
+that line: interpreter start, imports, store, window, first paint.
 """
 
 from __future__ import annotations

@@ -312,6 +312,7 @@ def git_repo(root: Path, files: dict[str, str]) -> Path:
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     git(root, "add", "-A")
     git(root, "commit", "-qm", "first")

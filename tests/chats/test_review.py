@@ -80,7 +80,9 @@ async def test_accept_and_revert_one_hunk_of_a_turn(store: Store, repo: Path) ->
     (repo / "f.txt").write_text(changed(l2="the user's two"))
     refused = await review.handle(chat.id, ReviewRequest(turn, "f.txt", REVERT, first))
     assert refused.failed == first
-    assert refused.error == "f.txt has changed since this turn: that part no longer applies"
+    assert refused.error == ("f.txt has changed since this turn: that part no longer applies. "
+                             "\"Revert whole file…\" first shows what it would do to the later "
+                             "edits.")
     assert (repo / "f.txt").read_text() == changed(l2="the user's two"), "nothing written"
 
     # The turn deleted gone.txt: reverting its one hunk brings it back.

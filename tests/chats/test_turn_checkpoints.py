@@ -21,6 +21,8 @@ from tolaria.chats.checkpoints import (
     TurnChanges,
     TurnCheckpoints,
 )
+from tolaria.chats.restore import TurnRestore
+from tolaria.chats.restore_plan import REVERT, REWIND, YES
 from tolaria.core.checkpoints import CheckpointError, FileChange, store_of
 from tolaria.core.store.db import Conversation, Store
 
@@ -66,9 +68,11 @@ async def test_each_turn_lists_only_its_own_changes_in_order(store: Store, repo:
     assert second_changes.files == (FileChange("two.txt", "added"),)
     assert [c.turn_id for c in service.changes(chat.id)] == [first, second]
 
+    restore = TurnRestore(service, writers=lambda _repo: [])
     with pytest.raises(CheckpointError, match="not a file this turn changed"):
-        await service.revert_file(chat.id, second, "a.txt")
-    assert await service.rewind(chat.id, first) == ["a.txt", "one.txt", "two.txt"]
+        await service.in_order(chat.id, restore.run, chat.id, second, REVERT, ["a.txt"])
+    done = await service.in_order(chat.id, restore.run, chat.id, first, REWIND, (), YES)
+    assert done.done and done.files == ("a.txt", "one.txt", "two.txt")
     assert (repo / "a.txt").read_text() == "a\n"
     assert not (repo / "one.txt").exists() and not (repo / "two.txt").exists()
     assert [c.rewound for c in service.changes(chat.id)] == [True, True]

@@ -30,7 +30,8 @@ HEAVY = ("asyncio", "sqlite3", "psutil", "PySide6", "argparse", "typing", "concu
 ALLOWED = frozenset({
     "__future__", "_json", "_socket", "select", "tolaria", "tolaria.cli", "tolaria.cli.main",
     "tolaria.cli.streams", "tolaria.core", "tolaria.core.process",
-    "tolaria.core.process.control_client", "tolaria.core.stream_id", "tolaria.support",
+    "tolaria.core.process.claim", "tolaria.core.process.control_client",
+    "tolaria.core.stream_id", "tolaria.support",
     "tolaria.support.sockdir"})
 #: What the ``tolaria`` console script runs, without its ``import re`` (pip's wrapper has it,
 #: uv's has not) and without ``-m`` (runpy imports contextlib, importlib.util...).

@@ -8,6 +8,11 @@ by ``/home/user`` (HOME) and ``/home/user/work`` (the working folder) so fixture
 
     PYTHONPATH=. python tests/e2e/capture_sessions.py tests/fixtures/sessions [AGENT ...]
 
+With ``--live`` (into ``tests/fixtures/sessions_live``): a session caught while the CLI writes it.
+Three turns: a tool that ends by itself (``sleep 8``), a tool stopped by Tolaria's Stop
+(``sleep 300``), a text turn; the files are copied into ``OUT/<agent>/mid`` the moment the first
+tool's ``sleep`` runs (its turn not answered yet) and into ``OUT/<agent>/final`` at the end.
+
 Needs the e2e tier's CLIs installed (run the e2e tests once, or they are installed here).
 """
 
@@ -19,13 +24,15 @@ import sqlite3
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent)]
 
+import psutil  # noqa: E402
 from e2e.clis import CLIS, install, run_env  # noqa: E402
 from e2e.fake_model import FakeModelServer  # noqa: E402
-from helpers import Collector  # noqa: E402
+from helpers import Collector, marker_pids  # noqa: E402
 
 from tolaria.core.adapters.manifest import load_adapters  # noqa: E402
 from tolaria.core.events import Init  # noqa: E402
@@ -43,9 +50,12 @@ SESSION_DIRS = {
     "opencode": [".local/share/opencode"],
 }
 PROMPTS = ["E2E-TEXT: say hello", "E2E-ECHO: run echo hi"]
+#: ``--live``: (prompt, what to do once the tool's ``sleep`` runs: "snapshot" or "stop").
+LIVE = [("E2E-WAIT: run the waiting command", "snapshot"),
+        ("E2E-SLEEP: run the slow command", "stop"), ("E2E-TEXT: say hello", None)]
 
 
-async def capture(agent: str, server: FakeModelServer, out: Path) -> None:
+async def capture(agent: str, server: FakeModelServer, out: Path, live: bool = False) -> None:
     install(CLIS[agent])
     manifest = load_adapters().get(agent)
     with tempfile.TemporaryDirectory(prefix="tolaria-capture-") as tmp:
@@ -55,39 +65,68 @@ async def capture(agent: str, server: FakeModelServer, out: Path) -> None:
         env = run_env(CLIS[agent], home, server.url)
         env["PWD"] = str(work)  # opencode takes its folder from PWD, not from its cwd
         session: str | None = None
-        for prompt in PROMPTS:
+        script = LIVE if live else [(prompt, None) for prompt in PROMPTS]
+        for prompt, action in script:
             events = Collector()
+            registry = ProcessRegistry()
+            stream_id = new_stream_id()
             request = RunRequest(manifest, prompt, str(work), env, session_id=session,
                                  permission_mode="full")
-            done = await asyncio.wait_for(
-                stream_ai_agent(request, new_stream_id(), events, registry=ProcessRegistry()),
-                120)
+            task = asyncio.ensure_future(
+                stream_ai_agent(request, stream_id, events, registry=registry))
+            if action is not None:
+                await _until_sleeping(stream_id, task)
+                if action == "snapshot":
+                    _snapshot(agent, home, work, tmp, out / agent / "mid")
+                else:
+                    registry.abort(stream_id)
+            done = await asyncio.wait_for(task, 120)
             inits = [e.session_id for e in events.events if isinstance(e, Init) and e.session_id]
             session = session or (inits[0] if inits else None)
             print(f"{agent}: {prompt!r} -> {done.stop_reason} (session {session})")
-        target = out / agent
-        shutil.rmtree(target, ignore_errors=True)
-        for rel in SESSION_DIRS[agent]:
-            src = home / rel
-            if not src.exists():
-                continue
-            if agent == "opencode":
-                _copy_database(src / "opencode.db", target / rel / "opencode.db",
-                               {str(work): "/home/user/work", str(home): "/home/user"})
-                continue
-            for path in sorted(p for p in src.rglob("*") if p.is_file()):
-                rel_name = str(path.relative_to(home)).replace(
-                    str(work).replace("/", "-"), "-home-user-work")
-                dest = target / rel_name
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    text = path.read_text()
-                except UnicodeDecodeError:
-                    shutil.copyfile(path, dest)
-                    continue
-                dest.write_text(text.replace(str(work), "/home/user/work")
-                                .replace(str(home), "/home/user").replace(tmp, "/tmp/capture"))
+        target = out / agent / "final" if live else out / agent
+        _snapshot(agent, home, work, tmp, target)
         print(f"{agent}: {sum(1 for p in target.rglob('*') if p.is_file())} files in {target}")
+
+
+async def _until_sleeping(stream_id: str, task: asyncio.Future[Any]) -> None:
+    """Until the run's tool runs its ``sleep`` (found by the run's environment marker)."""
+    for _ in range(1200):
+        if task.done():
+            raise RuntimeError("the turn ended before its tool ran")
+        for pid in marker_pids(stream_id):
+            try:
+                if psutil.Process(pid).cmdline()[:1] == ["sleep"]:
+                    return
+            except psutil.Error:
+                continue
+        await asyncio.sleep(0.05)
+    raise RuntimeError("the tool's sleep never ran")
+
+
+def _snapshot(agent: str, home: Path, work: Path, tmp: str, target: Path) -> None:
+    """Copy the CLI's session store under ``home`` into ``target``, throwaway paths replaced."""
+    shutil.rmtree(target, ignore_errors=True)
+    for rel in SESSION_DIRS[agent]:
+        src = home / rel
+        if not src.exists():
+            continue
+        if agent == "opencode":
+            _copy_database(src / "opencode.db", target / rel / "opencode.db",
+                           {str(work): "/home/user/work", str(home): "/home/user"})
+            continue
+        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+            rel_name = str(path.relative_to(home)).replace(
+                str(work).replace("/", "-"), "-home-user-work")
+            dest = target / rel_name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                text = path.read_text()
+            except UnicodeDecodeError:
+                shutil.copyfile(path, dest)
+                continue
+            dest.write_text(text.replace(str(work), "/home/user/work")
+                            .replace(str(home), "/home/user").replace(tmp, "/tmp/capture"))
 
 
 def _copy_database(src: Path, dest: Path, paths: dict[str, str]) -> None:
@@ -112,14 +151,15 @@ def _copy_database(src: Path, dest: Path, paths: dict[str, str]) -> None:
         copy.close()
 
 
-async def main(out: Path, agents: list[str]) -> None:
+async def main(out: Path, agents: list[str], live: bool) -> None:
     server = FakeModelServer().start()
     try:
         for agent in agents:
-            await capture(agent, server, out)
+            await capture(agent, server, out, live)
     finally:
         server.stop()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1]), sys.argv[2:] or AGENTS))
+    args = [a for a in sys.argv[1:] if a != "--live"]
+    asyncio.run(main(Path(args[0]), args[1:] or AGENTS, "--live" in sys.argv))

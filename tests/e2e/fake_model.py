@@ -9,7 +9,8 @@ One server speaks the four wire APIs the CLIs use, each streamed as server-sent 
 
 The script is chosen by a keyword in the latest user text, so a test picks the behaviour with its
 prompt: ``E2E-ECHO`` asks for one shell call ``echo hi``; ``E2E-SLEEP`` asks for one shell call
-``echo started; sleep 300; echo finished`` (to be stopped); anything else gets a plain text answer.
+``echo started; sleep 300; echo finished`` (to be stopped); ``E2E-WAIT`` one that ends by itself
+after 8 s (``sleep 8``: something can be sent while it runs); anything else gets a plain text answer.
 Once a tool result comes back the model answers with text quoting it. A request without the good
 key (``GOOD_KEY``) gets the API's own 401 error. The shell tool is found in the tools the CLI
 offered (its name and argument schema differ per CLI), so the server follows the real CLI rather
@@ -30,6 +31,8 @@ GOOD_KEY = "tolaria-e2e-good-key"
 TEXT_REPLY = "Hello from the fake model!"
 ECHO_COMMAND = "echo hi"
 SLEEP_COMMAND = "echo started; sleep 300; echo finished"
+#: A tool that ends by itself after a while (a message can be sent while it runs).
+WAIT_COMMAND = "echo started; sleep 8; echo finished"
 #: Shell tools of the CLIs we know, most specific first.
 SHELL_TOOLS = ("Bash", "run_shell_command", "exec_command", "shell_command", "shell", "bash")
 
@@ -79,11 +82,13 @@ def plan(user_text: str, tool_result: str | None, tools: dict[str, dict[str, Any
     if tool_result is not None:
         return Plan(text=f"The command printed: {tool_result.strip()[:200]}")
     wanted = None
-    last = max((user_text.rfind(k), k) for k in ("E2E-ECHO", "E2E-SLEEP", "E2E-TEXT"))
+    last = max((user_text.rfind(k), k) for k in ("E2E-ECHO", "E2E-SLEEP", "E2E-WAIT", "E2E-TEXT"))
     if last[0] >= 0 and last[1] == "E2E-ECHO":
         wanted = ECHO_COMMAND
     elif last[0] >= 0 and last[1] == "E2E-SLEEP":
         wanted = SLEEP_COMMAND
+    elif last[0] >= 0 and last[1] == "E2E-WAIT":
+        wanted = WAIT_COMMAND
     if wanted is None:
         return Plan(text=TEXT_REPLY)
     for name in SHELL_TOOLS:

@@ -11,15 +11,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import psutil
 import pytest
 from e2e.clis import run_env
 from e2e.e2ehelpers import TURN_S, installed_cli, manifest
 from e2e.fake_model import TEXT_REPLY, FakeModelServer
-from helpers import Collector, async_test, marker_pids
+from helpers import Collector, async_test, marker_pids, wait_until
 
 from tolaria.chats.importing import import_sessions
 from tolaria.chats.service import ChatService
-from tolaria.core.events import Init
+from tolaria.core.events import Init, TextDelta, ToolDone, ToolStart
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.store.db import Store
 from tolaria.core.stream_id import new_stream_id
@@ -75,3 +76,55 @@ async def test_an_imported_claude_session_resumes_in_the_real_cli(
         assert not marker_pids(stream_id)
     finally:
         store.close()
+
+
+@async_test
+async def test_a_session_imported_while_the_real_claude_runs_a_tool_is_completed_later(
+        model_server: FakeModelServer, tmp_path: Path) -> None:
+    """Issue 22 item 6 with the live CLI: imported while Claude's tool (``sleep 8``) runs, the
+    turn is ``interrupted`` with its tool open; imported again once Claude is done, the same
+    stored turn is ``completed`` with the tool's output and the answer, nothing twice."""
+    cli = installed_cli("claude")
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = run_env(cli, home, model_server.url)
+    store = Store(tmp_path / "store.sqlite3")
+    stream_id = new_stream_id()
+    try:
+        request = RunRequest(manifest("claude"), "E2E-WAIT: run the waiting command", str(work),
+                             env, permission_mode="full")
+        task = asyncio.ensure_future(stream_ai_agent(request, stream_id, Collector(),
+                                                     registry=ProcessRegistry()))
+
+        def sleeping() -> bool:
+            for pid in marker_pids(stream_id):
+                try:
+                    if psutil.Process(pid).cmdline()[:2] == ["sleep", "8"]:
+                        return True
+                except psutil.Error:
+                    continue
+            return False
+
+        await wait_until(lambda: sleeping() or task.done(), TURN_S, "the tool's sleep")
+        assert not task.done()
+        [first] = import_sessions(store, home, ["claude"]).imported
+        [turn] = store.turns(first.conversation_id)
+        assert turn.status == "interrupted" and first.turns_unfinished == 1
+        assert any(isinstance(e, ToolStart) for e in store.events(turn.id))
+        assert not any(isinstance(e, ToolDone) for e in store.events(turn.id))
+
+        done = await asyncio.wait_for(task, TURN_S)
+        assert done.stop_reason == "end_turn"
+        [second] = import_sessions(store, home, ["claude"]).imported
+        assert (second.turns_added, second.turns_updated) == (0, 1)
+        [again] = store.turns(first.conversation_id)
+        assert again.id == turn.id and again.status == "completed"
+        events = store.events(turn.id)
+        [result] = [e for e in events if isinstance(e, ToolDone)]
+        assert "started" in result.output and "finished" in result.output
+        text = "".join(e.text for e in events if isinstance(e, TextDelta))
+        assert text.count("I'll run it.") == 1 and "The command printed" in text
+        assert import_sessions(store, home, ["claude"]).unchanged == 1
+    finally:
+        store.close()
+    assert not marker_pids(stream_id)

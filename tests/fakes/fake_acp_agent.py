@@ -8,7 +8,8 @@ SDK, so the client is tested against the wire format. Modes:
   agents' shell tools), reports the tool call in progress and waits: ``session/cancel`` kills
   the sleep, fails the tool call and answers ``stopReason: cancelled``.
 - ``ignore_cancel``: like ``SLEEP`` but never answers ``session/cancel``.
-- ``ask_permission``: sends ``session/request_permission`` and says what it was told.
+- ``ask_permission``: sends ``session/request_permission`` and says what it was told (with
+  ``FAKE_ASK_WHEN`` set, only once that file exists: the tool call is reported first).
 - ``chatty_stderr``: writes 300 KB to stderr before answering ``initialize``; then ``normal``.
 - ``crash``: exits (code 3) in the middle of the turn.
 - ``hang_init``: says so on stderr and never answers ``initialize``.
@@ -108,6 +109,9 @@ def prompt(rid: int, params: dict[str, Any]) -> None:
         tool = {"toolCallId": "t-rm", "title": "rm -rf build", "kind": "execute",
                 "status": "pending", "rawInput": {"command": "rm -rf build"}}
         update(session, {"sessionUpdate": "tool_call", **tool})
+        gate = os.environ.get("FAKE_ASK_WHEN")
+        while gate and not os.path.exists(gate):  # the test says when the question comes
+            time.sleep(0.01)
         answer = ask("session/request_permission", {"sessionId": session, "toolCall": tool,
                      "options": [
                          {"optionId": "yes", "name": "Allow", "kind": "allow_once"},

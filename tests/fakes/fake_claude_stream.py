@@ -11,8 +11,6 @@ real capture tests/fixtures/claude/claude_streamin.jsonl (only the model text an
 - a ``control_request`` interrupt while the tool runs: the tool is killed, then
   ``control_response`` (same request id), the captured tool_result / "[Request interrupted...]"
   lines and the ``result`` error_during_execution / aborted_tools. The process stays alive.
-- a ``user`` message while the tool runs (steering): the tool ends, ``Steered: <text>`` and one
-  ``result`` success close the running turn.
 - SIGINT (as real Claude): the tool is killed, the aborted ``result`` printed, exit 0.
 - end of stdin: exit 0 (with ``--linger``: never exits by itself).
 - several turns on one process (as real Claude): ``total_cost_usd`` is cumulative (each result
@@ -129,16 +127,6 @@ def start_background(own_session: bool) -> None:
 
 def on_user(message: dict[str, Any], session: str, crash: bool) -> None:
     content = message["message"]["content"]
-    if tool is not None:
-        # Steered: a user message while the tool runs is taken into the running turn (as real
-        # Claude does after the tool call): the tool ends, the answer echoes it, one result.
-        kill_tool()
-        emit(with_session(TOOL_RESULT, session))
-        reply = with_session(REPLY, session)
-        reply["message"]["content"] = [{"type": "text", "text": f"Steered: {content}"}]
-        emit(reply)
-        emit(with_session(SUCCESS, session))
-        return
     emit(with_session(INIT, session))
     if crash:
         sys.exit(3)

@@ -94,7 +94,7 @@ def test_accept_and_revert_hunks_of_a_turn(start_app: StartApp, qtbot: QtBot, re
     drv.window.resize(1000, 900)
     after = edited(l3="line 3 by the agent", l30="line 30 by the agent")
     stream = edit_turn(drv, {"main.py": text_of(after), "notes.md": "# Notes\nnew file\n"})
-    _, diff = open_diff(drv, stream, "main.py")
+    row, diff = open_diff(drv, stream, "main.py")
     assert hunk_state(diff) == [("", ["Accept", "Revert"]), ("", ["Accept", "Revert"])]
     lines = diff.hunk_blocks()[0].findChild(QPlainTextEdit, "hunkLines")
     assert lines is not None
@@ -108,6 +108,8 @@ def test_accept_and_revert_hunks_of_a_turn(start_app: StartApp, qtbot: QtBot, re
 
     hunk_button(diff, 1, "revertHunkButton").click()
     qtbot.waitUntil(lambda: hunk_state(diff)[1] == ("Reverted", []))
+    qtbot.waitUntil(row.undo_button.isVisible)
+    assert row.undo_button.text() == "↶ Undo revert of a change in main.py"
     assert (repo / "main.py").read_text() == text_of(edited(l3="line 3 by the agent")), (
         "only that hunk went back")
     _, notes = open_diff(drv, stream, "notes.md")
@@ -119,6 +121,11 @@ def test_accept_and_revert_hunks_of_a_turn(start_app: StartApp, qtbot: QtBot, re
     store, cid = drv.app.store, drv.pane.conversation_id
     assert len(store.markers(cid, MARKER_HUNK_ACCEPTED)) == 1
     assert len(store.markers(cid, MARKER_HUNK_REVERTED)) == 1
+    row.undo_button.click()  # the hunk comes back, and its Revert with it
+    qtbot.waitUntil(lambda: hunk_state(diff)[1] == ("", ["Accept", "Revert"]))
+    assert (repo / "main.py").read_text() == text_of(after)
+    hunk_button(diff, 1, "revertHunkButton").click()
+    qtbot.waitUntil(lambda: hunk_state(diff)[1] == ("Reverted", []))
     drv.close()
 
     again = start_app()  # what was accepted and reverted comes back from the store
@@ -131,22 +138,37 @@ def test_a_hunk_changed_since_says_why_and_offers_revert_file(
         start_app: StartApp, qtbot: QtBot, repo: Path) -> None:
     drv = start_app(cwd=str(repo))
     stream = edit_turn(drv, {"main.py": text_of(edited(l3="agent 3", l30="agent 30"))})
-    _, diff = open_diff(drv, stream, "main.py")
-    (repo / "main.py").write_text(text_of(edited(l3="the user's 3", l30="agent 30")))
+    row, diff = open_diff(drv, stream, "main.py")
+    users = text_of(edited(l3="the user's 3", l30="agent 30"))
+    (repo / "main.py").write_text(users)
     hunk_button(diff, 0, "revertHunkButton").click()
     qtbot.waitUntil(lambda: diff.findChild(QLabel, "hunkError") is not None, timeout=10_000)
     error = diff.findChild(QLabel, "hunkError")
     assert error is not None
-    assert error.text() == "main.py has changed since this turn: that part no longer applies"
-    assert (repo / "main.py").read_text() == text_of(edited(l3="the user's 3", l30="agent 30"))
-    assert hunk_state(diff)[0] == ("", ["Accept", "Revert", "Revert file"])
+    assert error.text() == ("main.py has changed since this turn: that part no longer applies. "
+                            "\"Revert whole file…\" first shows what it would do to the later "
+                            "edits.")
+    assert (repo / "main.py").read_text() == users
+    assert hunk_state(diff)[0] == ("", ["Accept", "Revert", "Revert whole file…"])
 
     whole = diff.findChild(QPushButton, "revertWholeFileButton")
     assert whole is not None
-    whole.click()
+    whole.click()  # not destructive by itself: the row shows the plan and asks
+    qtbot.waitUntil(row.confirm.isVisible, timeout=10_000)
+    assert "main.py: changed since this turn; put back as it was, the later edits go too" in (
+        row.confirm_label.text())
+    assert (repo / "main.py").read_text() == users, "nothing written before the yes"
+    yes = row.confirm.findChild(QPushButton, "restoreConfirmButton")
+    assert yes is not None and yes.text() == "Revert anyway"
+    yes.click()
     qtbot.waitUntil(lambda: (repo / "main.py").read_text() == text_of(ORIGINAL))
     qtbot.waitUntil(lambda: [s for s, _ in hunk_state(diff)] == ["Reverted", "Reverted"])
     assert diff.status.text() == "The whole file was put back as it was before this turn."
+    qtbot.waitUntil(row.undo_button.isVisible)
+    assert row.undo_button.text() == "↶ Undo revert of main.py"
+    row.undo_button.click()  # the user's line comes back, byte for byte
+    qtbot.waitUntil(lambda: (repo / "main.py").read_text() == users)
+    qtbot.waitUntil(lambda: not row.undo_button.isVisible())
 
 
 def test_a_long_diff_scrolls_inside(start_app: StartApp, qtbot: QtBot, repo: Path) -> None:

@@ -158,7 +158,7 @@ def test_send_now_stops_the_turn_and_sends_that_message_next(
     delivered = drv.app.store.markers(drv.pane.conversation_id, MARKER_MESSAGES_DELIVERED)
     assert [m.data["messages"] for m in delivered] == [["b"], ["a", "c"]]
     assert not drv.app.store.markers(drv.pane.conversation_id, MARKER_MESSAGE_STEERED), \
-        "the demo agent cannot be steered: Send now stopped it"
+        "Send now never steers: it stopped the turn"
     drv.wait_finished()
 
 

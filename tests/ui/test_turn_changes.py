@@ -106,10 +106,14 @@ def test_changed_files_revert_and_rewind_in_a_git_folder(
     later = row_of(drv, second)
     qtbot.waitUntil(lambda: later.toggle.text() == "▸ 2 files changed")
 
-    row.rewind_button.click()  # an inline confirm, no dialog
-    assert row.confirm.isVisible() and row.confirm_label.text().startswith("Put the folder back")
-    confirm = row.confirm.findChild(QPushButton, "rewindConfirmButton")
-    assert confirm is not None
+    row.rewind_button.click()  # planned, then an inline confirm, no dialog
+    qtbot.waitUntil(row.confirm.isVisible)
+    assert row.confirm_title.text() == "Rewind to before this turn?"
+    text = row.confirm_label.text()
+    assert "• a.txt: put back as it was" in text and "• b.txt: deleted" in text, text
+    assert (repo / "b.txt").exists(), "nothing written before the yes"
+    confirm = row.confirm.findChild(QPushButton, "restoreConfirmButton")
+    assert confirm is not None and confirm.text() == "Rewind"
     confirm.click()
     qtbot.waitUntil(lambda: row.rewound_label.isVisible() and later.rewound_label.isVisible())
     assert (repo / "a.txt").read_text() == "original a\n"

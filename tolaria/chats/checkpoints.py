@@ -3,8 +3,10 @@
 Before each turn whose folder is in a git work tree the folder is snapshotted into private refs
 (tolaria/core/checkpoints.py: ``refs/tolaria/<chat>/<turn>/before``), and again ``after`` the
 turn however it ended (completed, stopped, failed); the changed files are recorded on the turn as
-a store marker (``turn_changes``). A turn's files can then be reverted one by one, or the whole
-folder rewound to before the turn: the later turns are marked ``rewound``. Deleting the chat
+a store marker (``turn_changes``). The before-snapshot is stored at once (``turn_before``), so a
+turn whose process died mid-turn gets its after-state at the next start (``recover``, marked
+``late``). Reverting, rewinding and Undo are tolaria/chats/restore.py's (they never lose what
+the user wrote since); this module reads their markers into ``TurnChanges``. Deleting the chat
 deletes its refs.
 
 Git runs off the event loop (``asyncio.to_thread``), one operation at a time per chat, in the
@@ -44,12 +46,23 @@ MARKER_FILE_REVERTED = "file_reverted"
 #: On the turn rewound to: ``{"turn_ids": [...], "files": [...]}``, the turns whose changes
 #: were undone (that turn and every later one) and the files restored.
 MARKER_TURNS_REWOUND = "turns_rewound"
+#: On a turn, the moment its ``before`` snapshot exists: ``{"repo", "before"}`` (a crash or quit
+#: mid-turn then still finds it: ``recover`` records the after-state at the next start, ``late``).
+MARKER_TURN_BEFORE = "turn_before"
+#: On a turn: ``{"repo", "folder", "safety", "kind", "label", "written": {path: state}}``, a
+#: revert / rewind / hunk revert with the safety snapshot taken just before it (Undo's source)
+#: and each path's state right after it (Undo checks nothing changed since). The action's own
+#: markers name it as ``"point"``; tolaria/chats/restore.py writes both.
+MARKER_RESTORE_POINT = "restore_point"
+#: On a turn: ``{"point": id}``, that restore point undone (its action markers no longer count).
+MARKER_RESTORE_UNDONE = "restore_undone"
 
 NOT_GIT = "Not a git folder: changes are not tracked"
 TOO_WIDE = ("The home folder or / is too wide to track: changes are not tracked (open the chat "
             "on a project folder)")
 _FAILURES = (ck.CheckpointError, OSError, ValueError)
-_TURN_MARKERS = (MARKER_TURN_CHANGES, MARKER_FILE_REVERTED, MARKER_CHECKPOINT_NOTICE)
+_TURN_MARKERS = (MARKER_TURN_CHANGES, MARKER_FILE_REVERTED, MARKER_CHECKPOINT_NOTICE,
+                 MARKER_RESTORE_POINT)
 
 
 @dataclass(frozen=True)
@@ -64,14 +77,28 @@ class TurnChanges:
     rewound: bool = False
     #: A muted note instead of (or besides) the files.
     notice: str | None = None
+    #: Its after-state was recorded at a later start: it may hold the user's own edits.
+    late: bool = False
+    #: A revert / rewind waiting for the user's go-ahead, or refused (a RestorePlan).
+    confirm: Any = None
+    #: The last revert / rewind / hunk revert on this turn that Undo can take back ("" none).
+    undo: str = ""
+
+
+#: UndoRequest kinds besides revert (``path`` given) and rewind (None).
+UNDO_LAST, CANCEL = "undo", "cancel"
 
 
 @dataclass(frozen=True)
 class UndoRequest:
-    """Put one file of a turn back (``path``), or rewind the folder to before it (None)."""
+    """Put files of a turn back (``path``; ``paths`` for several), rewind the folder to before
+    it (None), undo the turn's last restore (``kind`` UNDO_LAST), or drop a shown confirm
+    (CANCEL). ``confirmed``: the fingerprint of the plan the user said yes to."""
 
     turn_id: int
     path: str | None = None
+    kind: str = ""
+    confirmed: str = ""
 
 
 def chat_ref_part(conversation: Conversation) -> str:
@@ -122,6 +149,8 @@ class TurnCheckpoints:
         self._before: dict[int, ck.Checkpoint] = {}
         #: turn id -> the cancel of its ``before`` snapshot while it is taken (a Stop kills it).
         self._cancels: dict[int, ck.Cancel] = {}
+        #: (chat, turn) -> the RestorePlan shown as a confirm under that turn (the window's).
+        self.pending: dict[tuple[int, int], Any] = {}
 
     # -- around a turn (blocking: ``tolaria run`` calls these directly) -------------------------
     def take_before(self, conversation: Conversation, turn_id: int, cwd: str) -> None:
@@ -142,6 +171,7 @@ class TurnCheckpoints:
             ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), "before")
             self._before[turn_id] = ck.snapshot(Path(cwd), ref, limits=current_limits(),
                                                 cancel=cancel)
+            self._store_before(conversation.id, turn_id, self._before[turn_id])
         except ck.CheckpointCancelled:
             return  # stopped before the agent started: nothing to track
         except _FAILURES as exc:
@@ -187,40 +217,56 @@ class TurnCheckpoints:
         matters: the next turn's ``before`` waits for it)."""
         return self._serial(conversation.id, self.record_after, conversation, turn_id)
 
-    # -- undo ------------------------------------------------------------------------------------
-    def revert_file(self, conversation_id: int, turn_id: int, path: str) -> Awaitable[None]:
-        """Put ``path`` back as it was before the turn. Raises CheckpointError (a clear reason)."""
-        return self._serial(conversation_id, self._revert_file, conversation_id, turn_id, path)
+    def _store_before(self, conversation_id: int, turn_id: int, before: ck.Checkpoint) -> None:
+        self.store.add_marker(conversation_id, MARKER_TURN_BEFORE, turn_id=turn_id,
+                              data={"repo": str(before.repo), "before": before.commit})
 
-    def rewind(self, conversation_id: int, turn_id: int) -> Awaitable[list[str]]:
-        """Make the folder match before the turn; that turn and the later ones become rewound.
-        Returns the restored files; raises CheckpointError (a clear reason)."""
-        return self._serial(conversation_id, self._rewind, conversation_id, turn_id)
-
-    def _revert_file(self, conversation_id: int, turn_id: int, path: str) -> None:
-        before = self._checkpoint(conversation_id, turn_id)
-        if path not in self._recorded_paths(conversation_id, turn_id):
-            raise ck.CheckpointError(f"{path} is not a file this turn changed")
-        ck.revert_file(before, path)
-        self.store.add_marker(conversation_id, MARKER_FILE_REVERTED, turn_id=turn_id,
-                              data={"path": path})
-
-    def _rewind(self, conversation_id: int, turn_id: int) -> list[str]:
-        before = self._checkpoint(conversation_id, turn_id)
-        restored = ck.rewind(before)
-        later = [t.id for t in self.store.turns(conversation_id) if t.id >= turn_id]
-        self.store.add_marker(conversation_id, MARKER_TURNS_REWOUND, turn_id=turn_id,
-                              data={"turn_ids": later, "files": restored})
-        return restored
+    def recover(self, conversation: Conversation, live: set[str] | None = None) -> list[int]:
+        """Record the after-state of the chat's turns whose before-snapshot was stored but
+        whose process ended (crash, quit) before the after one: taken now, marked ``late``
+        (the user may have edited files since). ``live``: stream ids other processes still
+        run (left alone). Returns the turns recorded; a failure becomes a notice."""
+        recorded = {m.turn_id for m in self.store.markers(conversation.id, MARKER_TURN_CHANGES)}
+        turns = {t.id: t for t in self.store.turns(conversation.id)}
+        done = []
+        for marker in self.store.markers(conversation.id, MARKER_TURN_BEFORE):
+            turn = turns.get(marker.turn_id or -1)
+            if (turn is None or turn.id in recorded or turn.id in self._before
+                    or turn.status == "running" or turn.stream_id in (live or set())
+                    or not isinstance(marker.data, dict)):
+                continue
+            before = ck.Checkpoint(Path(str(marker.data["repo"])), str(marker.data["before"]),
+                                   ref="")
+            try:
+                after = ck.snapshot(before.repo, ck.ref_name(chat_ref_part(conversation),
+                                                             str(turn.id), "after"))
+                files = ck.changes(before, after)
+            except _FAILURES as exc:
+                self.note(conversation.id, turn.id, f"Could not record what this turn changed: "
+                          f"{exc}")
+                recorded.add(turn.id)
+                continue
+            self.store.add_marker(conversation.id, MARKER_TURN_CHANGES, turn_id=turn.id, data={
+                "repo": str(before.repo), "before": before.commit, "after": after.commit,
+                "files": [[f.path, f.status] for f in files], "late": True})
+            recorded.add(turn.id)
+            done.append(turn.id)
+        return done
 
     # -- a chat ------------------------------------------------------------------------------------
     def changes(self, conversation_id: int) -> list[TurnChanges]:
-        """Every turn of the chat with recorded changes, a notice or a rewind, oldest first."""
+        """Every turn of the chat with recorded changes, a notice or a rewind, oldest first,
+        with the confirm waiting on it (``pending``) and the restore Undo can take back."""
         streams = {t.id: t.stream_id for t in self.store.turns(conversation_id)}
+        markers = self.store.markers(conversation_id)
+        undone = self.undone_points(conversation_id, markers)
         found: dict[int, TurnChanges] = {}
         rewound: set[int] = set()
-        for marker in self.store.markers(conversation_id):
+        for marker in markers:
             data = marker.data if isinstance(marker.data, dict) else {}
+            if data.get("point") in undone or (marker.kind == MARKER_RESTORE_POINT
+                                               and marker.id in undone):
+                continue
             if marker.kind == MARKER_TURNS_REWOUND:
                 rewound.update(i for i in data.get("turn_ids", ()) if isinstance(i, int))
                 continue
@@ -230,17 +276,43 @@ class TurnCheckpoints:
             current = found.get(turn_id) or TurnChanges(turn_id, streams[turn_id])
             if marker.kind == MARKER_TURN_CHANGES:
                 files = tuple(ck.FileChange(str(p), str(s)) for p, s in data.get("files", ()))
-                current = dataclasses.replace(current, files=files)
+                current = dataclasses.replace(current, files=files,
+                                              late=bool(data.get("late")))
             elif marker.kind == MARKER_FILE_REVERTED:
                 current = dataclasses.replace(
                     current, reverted=current.reverted | {str(data.get("path"))})
+            elif marker.kind == MARKER_RESTORE_POINT:
+                current = dataclasses.replace(current, undo=str(data.get("label") or "restore"))
             else:
                 current = dataclasses.replace(current, notice=str(data.get("text")))
             found[turn_id] = current
         for turn_id in rewound & streams.keys():
             current = found.get(turn_id) or TurnChanges(turn_id, streams[turn_id])
             found[turn_id] = dataclasses.replace(current, rewound=True)
+        for (chat, turn_id), plan in self.pending.items():
+            if chat == conversation_id and turn_id in streams:
+                current = found.get(turn_id) or TurnChanges(turn_id, streams[turn_id])
+                found[turn_id] = dataclasses.replace(current, confirm=plan)
         return [found[k] for k in sorted(found)]
+
+    def undone_points(self, conversation_id: int, markers: list[Any] | None = None) -> set[int]:
+        """The ids of the chat's restore points that were undone."""
+        return {int(m.data["point"]) for m in (markers or self.store.markers(conversation_id))
+                if m.kind == MARKER_RESTORE_UNDONE and isinstance(m.data, dict)
+                and isinstance(m.data.get("point"), int)}
+
+    def turn_record(self, conversation_id: int, turn_id: int) -> dict[str, Any]:
+        """The turn's ``turn_changes`` marker data; CheckpointError when it has none."""
+        record = self.turn_records(conversation_id).get(turn_id)
+        if record is None:
+            raise ck.CheckpointError("this turn has no checkpoint")
+        return record
+
+    def turn_records(self, conversation_id: int) -> dict[int, dict[str, Any]]:
+        """Every turn's latest ``turn_changes`` marker data, by turn id."""
+        return {m.turn_id: dict(m.data)
+                for m in self.store.markers(conversation_id, MARKER_TURN_CHANGES)
+                if m.turn_id is not None and isinstance(m.data, dict)}
 
     def repos(self, conversation: Conversation) -> set[Path]:
         """The git folders that hold the chat's refs (ask before the chat is deleted)."""
@@ -291,18 +363,13 @@ class TurnCheckpoints:
         review, tolaria/chats/review.py, queues behind the snapshots this way)."""
         return self._serial(conversation_id, work, *args)
 
-    def _checkpoint(self, conversation_id: int, turn_id: int) -> ck.Checkpoint:
-        return self.checkpoints_of(conversation_id, turn_id)[0]
-
     def checkpoints_of(self, conversation_id: int, turn_id: int
                        ) -> tuple[ck.Checkpoint, ck.Checkpoint]:
         """The turn's ``before`` and ``after`` checkpoints; CheckpointError when it has none."""
-        for marker in reversed(self.store.markers(conversation_id, MARKER_TURN_CHANGES)):
-            if marker.turn_id == turn_id and isinstance(marker.data, dict):
-                repo = Path(str(marker.data["repo"]))
-                return (ck.Checkpoint(repo, str(marker.data["before"]), ref=""),
-                        ck.Checkpoint(repo, str(marker.data["after"]), ref=""))
-        raise ck.CheckpointError("this turn has no checkpoint")
+        data = self.turn_record(conversation_id, turn_id)
+        repo = Path(str(data["repo"]))
+        return (ck.Checkpoint(repo, str(data["before"]), ref=""),
+                ck.Checkpoint(repo, str(data["after"]), ref=""))
 
     def recorded_paths(self, conversation_id: int, turn_id: int) -> set[str]:
         """The files the turn changed, as recorded after it."""

@@ -98,7 +98,8 @@ class MessageQueues:
         return True
 
     def deliverable(self, conversation_id: int) -> list[QueuedMessage]:
-        """What goes to the agent when nothing runs; not removed until ``delivered``."""
+        """What goes to the agent when nothing runs; removed by the turn that takes them
+        (``Store.start_turn(delivering=...)``)."""
         queued = self.get(conversation_id)
         chosen = self._next.get(conversation_id)
         if chosen is not None:
@@ -110,10 +111,11 @@ class MessageQueues:
             return []
         return queued
 
-    def delivered(self, conversation_id: int, messages: Sequence[QueuedMessage]) -> None:
+    def taken(self, conversation_id: int, messages: Sequence[QueuedMessage]) -> None:
+        """These messages left the store's queue (``Store.start_turn(delivering=...)`` removed
+        them with the turn they started): a "Send now" pick among them is done."""
         if self._next.get(conversation_id) in {m.id for m in messages}:
             del self._next[conversation_id]
-        self.store.queue_remove(conversation_id, [m.id for m in messages])
 
     def forget(self, conversation_id: int) -> None:
         """The chat is gone (its rows went with it)."""

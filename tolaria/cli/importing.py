@@ -49,8 +49,13 @@ def run(args: argparse.Namespace) -> int:
     for item in report.imported:
         label = IMPORTERS[item.agent].label
         where = "" if args.dry_run else f" -> chat {item.conversation_id}"
+        counts = f"{item.turns_added} turn{'s' if item.turns_added != 1 else ''}"
+        if item.turns_updated:
+            counts += f", {item.turns_updated} continued"
+        if item.turns_unfinished:
+            counts += f", {item.turns_unfinished} interrupted (no answer in the session yet)"
         print(f"{verb} {label} session {item.session_id[:12]}: {item.title!r} "
-              f"({item.turns_added} turn{'s' if item.turns_added != 1 else ''}){where}")
+              f"({counts}){where}")
     for path, why in report.skipped:
         print(f"skipped {path}: {why}")
     summary = f"{len(report.imported)} session(s) {verb}, {report.unchanged} already here"

@@ -6,6 +6,8 @@ be saved: disk full), 2 bad input, 141 its stdout was closed (the run is stopped
 tolaria/chats/saved_runs.py. ``tolaria chats`` lists the stored chats.
 ``tolaria abort``: 0 stopped, 1 nothing running under that id, 2 invalid id.
 ``tolaria models`` and ``tolaria key``: 0 done, 1 endpoint or keyring failure, 2 bad input.
+``tolaria changes/revert/rewind/undo`` (tolaria/cli/changes.py): 0 done, 1 refused for safety,
+2 bad input.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ examples:
   tolaria run --json --agent claude "..."    one JSON event per line
   tolaria streams                            live runs of every Tolaria process
   tolaria abort ai-agent-stream-...          stop one of them (its whole process tree)
+  tolaria changes 3 --diff                   what chat 3's turns changed in its git folder
+  tolaria revert 3 2 a.txt                   put a.txt back as before turn 2 (asks: --yes)
+  tolaria undo 3                             take the last revert or rewind back
 
 exit codes of run: 0 done, 1 agent error, 2 bad input, 130 cancelled, 141 output closed
 """
@@ -118,8 +123,10 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--json", action="store_true", help="as JSON")
     models.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds to wait for the endpoint (default 10)")
+    from tolaria.cli import changes as cli_changes
     from tolaria.cli import importing as cli_import
 
+    cli_changes.add_parsers(sub)
     cli_import.add_parser(sub)
     key = sub.add_parser("key", help="store or delete a model endpoint's API key",
                          description="Store or delete a model endpoint's API key in the system "
@@ -151,6 +158,15 @@ def _fast(argv: list[str]) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "run" in argv:
+        # First of all, before any heavy import: a ``run --stream-id ID`` listens on its
+        # control socket now, so an abort sent while it starts waits there and is not lost;
+        # a Ctrl+C or SIGTERM while it starts is kept too (_catch_early_signals).
+        from tolaria.core.process import claim
+
+        if claim.run_args(argv) is not None:
+            _catch_early_signals()  # first: once the claim is visible, a signal is kept
+            claim.claim_run(argv)
     try:
         fast = _fast(argv)
         if fast is not None:
@@ -164,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"tolaria: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        if "run" in argv:  # the run ended before it listened (bad input): nobody waits
+            from tolaria.core.process import claim
+
+            claim.release()
 
 
 def _main(args: argparse.Namespace) -> int:
@@ -203,6 +224,10 @@ def _main(args: argparse.Namespace) -> int:
         from tolaria.cli.models import cmd_models
 
         return cmd_models(args.models_agent, args.json, args.timeout)
+    if args.command in ("changes", "revert", "rewind", "undo"):
+        from tolaria.cli import changes as cli_changes
+
+        return cli_changes.run(args)
     if args.command == "import":
         from tolaria.cli import importing as cli_import
 
@@ -212,6 +237,30 @@ def _main(args: argparse.Namespace) -> int:
 
         return cmd_key(args.key_action, args.key_agent)
     return _open_window(args)
+
+
+#: SIGINT/SIGTERM/SIGHUP received while ``tolaria run`` started, before it had a run to stop:
+#: the run stops as soon as it is reserved (it ends cancelled, nothing spawned).
+_early_signals: list[int] = []
+
+
+def _catch_early_signals() -> None:
+    """Keep a stop signal that comes before the run is reserved instead of dying half-way
+    (a KeyboardInterrupt traceback, a turn left "running" in the store). A second one acts as
+    if no handler were there, so a start-up that hangs can still be interrupted. Installed
+    before the claim: once another terminal can name the run, its signals are kept too."""
+    if sys.platform == "win32":  # runs are refused there (ADR 0014), and it has no SIGHUP
+        return
+    import signal
+
+    def early(signum: int, _frame: object) -> None:
+        if _early_signals:
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+        _early_signals.append(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, early)
 
 
 def _install_crash_hook_lazily() -> None:
@@ -373,6 +422,8 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     run = registry.reserve(stream_id, request.manifest.id, request.cwd)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, registry.abort, stream_id)
+    if _early_signals:  # one came while the run started
+        registry.abort(stream_id)
     printer = output.printer
     printer.output.on_closed = lambda: registry.abort(stream_id)
     printer.stopping = lambda: any(r["stream_id"] == stream_id and r["state"] == STOPPING

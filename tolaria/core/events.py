@@ -132,6 +132,32 @@ class Done(Event):
     survivors: tuple[Survivor, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class PermissionAsked(Event):
+    """A question the user must answer before a tool runs (tolaria/core/permissions.py), kept
+    with its turn while it is open so that every view built later shows it again. ``key``
+    names the question within its stream; ``choices`` are ``{"option_id", "name", "kind"}``;
+    ``tool_kind`` is the tool's kind (ACP ``execute``, ``edit``...), "" when not said."""
+
+    kind: ClassVar[str] = "permission_asked"
+    key: str = ""
+    tool_id: str = ""
+    title: str = ""
+    input: Any = None
+    choices: tuple[dict[str, str], ...] = ()
+    tool_kind: str = ""
+
+
+@dataclass(frozen=True)
+class PermissionSettled(Event):
+    """How a ``PermissionAsked`` question ended: ``outcome`` is allow_once, allow_always,
+    reject, remembered or cancelled (tolaria/qt/permissions.py)."""
+
+    kind: ClassVar[str] = "permission_settled"
+    key: str = ""
+    outcome: str = ""
+
+
 STOP_END_TURN = "end_turn"
 STOP_CANCELLED = "cancelled"
 STOP_ERROR = "error"
@@ -142,7 +168,7 @@ EventCallback = Callable[[Event], None]
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done,
-                ToolUpdate)
+                ToolUpdate, PermissionAsked, PermissionSettled)
 }
 
 
@@ -179,6 +205,9 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         raise ValueError(f"unknown event kind {kind!r}")
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs = {k: v for k, v in data.items() if k in names}
+    if cls is PermissionAsked:
+        kwargs["choices"] = tuple(
+            {k: str(v) for k, v in dict(c).items()} for c in kwargs.get("choices", ()))
     if cls is Done:
         kwargs["survivors"] = tuple(
             Survivor(pid=int(s["pid"]), name=str(s["name"])) for s in kwargs.get("survivors", ())

@@ -1,9 +1,11 @@
 """A permission question an agent asks before running a tool, and the callback that answers it.
 
-A leaf of the core (it imports nothing of Tolaria): the ACP turn asks it for the agent's
+Near the bottom of the core (it imports only the events): the ACP turn asks it for the agent's
 ``session/request_permission``, a model chat in safe mode asks it before each command
 (tolaria/core/modelchat/command_approval.py), and the window answers both with the same card
 (tolaria/qt/permissions.py, tolaria/ui/permission_card.py) through ``RunRequest.on_permission``.
+A question is kept with its turn as a ``PermissionAsked`` event while it is open (and its end as
+``PermissionSettled``): ``asked_event`` and ``request_of`` convert.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+
+from tolaria.core.events import PermissionAsked
 
 
 @dataclass(frozen=True)
@@ -47,3 +51,20 @@ class PermissionRequest:
 
 #: Answers a PermissionRequest with the chosen ``option_id``, or None to cancel it.
 PermissionCallback = Callable[[PermissionRequest], Awaitable[str | None]]
+
+
+def asked_event(key: str, request: PermissionRequest) -> PermissionAsked:
+    """The question as its turn keeps it (the store, a rebuilt view)."""
+    return PermissionAsked(request.stream_id, key=key, tool_id=request.tool_id,
+                           title=request.title, input=request.input,
+                           choices=tuple({"option_id": c.option_id, "name": c.name,
+                                          "kind": c.kind} for c in request.choices),
+                           tool_kind=request.kind)
+
+
+def request_of(event: PermissionAsked) -> PermissionRequest:
+    """The question of a kept ``PermissionAsked`` (inverse of ``asked_event``)."""
+    choices = tuple(PermissionChoice(c.get("option_id", ""), c.get("name", ""),
+                                     c.get("kind", "")) for c in event.choices)
+    return PermissionRequest(event.stream_id, event.tool_id, event.title, event.input, choices,
+                             event.tool_kind)

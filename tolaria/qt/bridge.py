@@ -81,9 +81,6 @@ class Bridge(QObject):
     #: Queued messages went to the agent as the prompt of a new turn: conversation id,
     #: stream id of that turn, list of the delivered QueuedMessage ids.
     messages_delivered = Signal(int, str, object)
-    #: "Send now" gave a queued message to the running turn itself (no stop): conversation id,
-    #: the ``message_steered`` Marker (data: id, text, stream_id).
-    message_steered = Signal(int, object)
     #: What a chat's turns changed in its git folder, or a note why not (after a turn ends,
     #: an undo, or the chat was opened): conversation id, list[TurnChanges].
     turn_changes_changed = Signal(int, object)
@@ -131,12 +128,43 @@ class Bridge(QObject):
 
     def mark_stopping(self, stream_id: str) -> bool:
         """Stop forwarding content of ``stream_id``; False if the stream is not live."""
+        if not self.hold(stream_id):
+            return False
+        self.run_stopping.emit(stream_id)
+        return True
+
+    def stop(self, stream_id: str, abort: Callable[[], bool]) -> bool:
+        """Run ``abort`` (the registry's) with ``stream_id``'s content held back, and keep it
+        held (``run_stopping``) only if the abort took effect.
+
+        An abort that comes too late (the agent already exited by itself: the run is finishing
+        and only its pipes are draining) returns False; the stream is then open again, so the
+        tail of the answer still reaches the views and the store, and nobody is told "stopping".
+        Held during the call, so nothing the run says after the stop is shown either way."""
+        held = self.hold(stream_id)
+        took = False
+        try:
+            took = abort()
+        finally:
+            if held and not took:
+                self.release(stream_id)
+        if held and took and self._streams.get(stream_id) == _STOPPING:
+            self.run_stopping.emit(stream_id)
+        return took
+
+    def hold(self, stream_id: str) -> bool:
+        """Stop forwarding content of ``stream_id`` without telling anyone yet (``stop``,
+        ``mark_stopping``); False if the stream is not open."""
         if self._streams.get(stream_id) != _OPEN:
             return False
         self._flush_stream(stream_id)  # what arrived before the stop is still shown
         self._streams[stream_id] = _STOPPING
-        self.run_stopping.emit(stream_id)
         return True
+
+    def release(self, stream_id: str) -> None:
+        """Forward ``stream_id``'s content again after ``hold``: its stop did not take."""
+        if self._streams.get(stream_id) == _STOPPING:
+            self._streams[stream_id] = _OPEN
 
     def show_permission(self, stream_id: str, key: str, request: object) -> bool:
         """Emit ``permission_requested`` after what the run said before it (its tool card);

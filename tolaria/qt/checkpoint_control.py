@@ -4,21 +4,36 @@ each turn, and the user's "Revert file" / "Rewind to before this turn" (tolaria/
 The ``before`` snapshot is awaited by the run's task before the agent starts (a Stop meanwhile
 ends the turn without starting it: see ``ChatController._run``); the ``after`` one is asked for
 the moment the run ends, whatever the end. Each change of what a chat's turns changed is
-announced with ``turn_changes_changed`` (conversation id, list[TurnChanges]). Undo is refused
-while the chat runs a turn: the agent could be writing those files. A file's diff and its hunks'
+announced with ``turn_changes_changed`` (conversation id, list[TurnChanges]). Revert / Rewind /
+Undo (tolaria/chats/restore.py) are refused while the chat runs a turn (the agent could be
+writing those files); one that needs a yes (later edits, another agent writing in the
+repository, a turn recorded after a restart) or is blocked is kept as the turn's ``confirm``
+(TurnCheckpoints.pending) until the user answers: a yes comes back with the plan's fingerprint. A file's diff and its hunks'
 Accept / Revert (ReviewRequest, tolaria/chats/review.py) go the same way and answer with
 ``file_review_loaded``; a hunk's Revert is refused while a turn runs, Accept is not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
-from tolaria.chats.checkpoints import TurnCheckpoints, UndoRequest
+from tolaria.chats.checkpoints import (
+    CANCEL,
+    MARKER_TURN_BEFORE,
+    UNDO_LAST,
+    TurnCheckpoints,
+    UndoRequest,
+)
 from tolaria.chats.inflight import Launch
+from tolaria.chats.restore import TurnRestore, describe_runs, other_process_writers
+from tolaria.chats.restore_plan import RestoreResult
 from tolaria.chats.review import REVERT, FileReview, ReviewRequest, TurnReview
 from tolaria.core.checkpoints import CheckpointError
-from tolaria.core.store.db import Store
+from tolaria.core.process.control_client import live_stream_ids
+from tolaria.core.restore import runs_in
+from tolaria.core.store.db import Conversation, Store
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.tasks import TaskSet
 
@@ -31,7 +46,9 @@ class CheckpointControl:
     tasks: TaskSet
     checkpoints: TurnCheckpoints
     review: TurnReview
+    registry: Any
     _running: dict[int, str]
+    _conversation_of: dict[str, int]
 
     def _snapshot_before(self, launch: Launch, turn_id: int) -> Awaitable[None] | None:
         conversation = self.store.get_conversation(launch.conversation_id)
@@ -56,20 +73,40 @@ class CheckpointControl:
         self._announce_changes(conversation_id)
 
     def undo(self, conversation_id: int, request: object) -> bool:
-        """Revert a file of a turn or rewind to before it, or show, accept or revert one of a
-        file's hunks (a ReviewRequest); False when refused (a turn runs and it would write)."""
+        """Revert a file of a turn, rewind to before it, undo its last restore, drop a shown
+        confirm (an UndoRequest), or show, accept or revert one of a file's hunks (a
+        ReviewRequest); False when refused (the chat runs a turn: the agent may be writing)."""
         if isinstance(request, ReviewRequest):
             return self._review(conversation_id, request)
-        if not isinstance(request, UndoRequest) or conversation_id in self._running:
+        if not isinstance(request, UndoRequest):
             return False
-        work: Awaitable[object]
-        if request.path is None:
-            work = self.checkpoints.rewind(conversation_id, request.turn_id)
-        else:
-            work = self.checkpoints.revert_file(conversation_id, request.turn_id, request.path)
+        if request.kind == CANCEL:
+            self.checkpoints.pending.pop((conversation_id, request.turn_id), None)
+            self._announce_changes(conversation_id)
+            return True
+        if conversation_id in self._running:
+            return False
+        restore = TurnRestore(self.checkpoints, writers=self._writers_now(conversation_id))
+        work = self.checkpoints.in_order(conversation_id, restore.handle, conversation_id,
+                                         request)
         self.tasks.spawn(self._undo(conversation_id, request, work),
                          name=f"undo-{conversation_id}-{request.turn_id}")
         return True
+
+    def _writers_now(self, conversation_id: int) -> Callable[[Path], list[str]]:
+        """Who writes where, as of now: this process's runs (read here, on the loop) and, when
+        asked (in the worker thread), every other Tolaria process's."""
+        titles = {c.id: c.title for c in self.store.list_conversations()}
+        local = []
+        for run in self.registry.live():
+            chat = self._conversation_of.get(str(run["stream_id"]))
+            if chat != conversation_id:
+                local.append({**run, "chat": titles.get(chat, "") if chat else ""})
+
+        def writers(repo: Path) -> list[str]:
+            return describe_runs(runs_in(repo, local)) + other_process_writers(repo)
+
+        return writers
 
     def _review(self, conversation_id: int, request: ReviewRequest) -> bool:
         if request.action == REVERT and conversation_id in self._running:
@@ -85,15 +122,38 @@ class CheckpointControl:
             review = FileReview(request.turn_id, request.path, error=str(exc))
         if self.store.get_conversation(conversation_id) is not None:
             self.bridge.file_review_loaded.emit(conversation_id, review)
+            if request.action == REVERT:  # a hunk revert is a restore point: Undo appears
+                self._announce_changes(conversation_id)
 
     async def _undo(self, conversation_id: int, request: UndoRequest,
-                    work: Awaitable[object]) -> None:
+                    work: Awaitable[RestoreResult]) -> None:
+        key = (conversation_id, request.turn_id)
         try:
-            await work
+            result = await work
         except (CheckpointError, OSError) as exc:
-            what = "Rewind" if request.path is None else f"Revert of {request.path}"
+            self.checkpoints.pending.pop(key, None)
+            what = {UNDO_LAST: "Undo"}.get(request.kind) or (
+                "Rewind" if request.path is None else f"Revert of {request.path}")
             self.checkpoints.note(conversation_id, request.turn_id, f"{what} failed: {exc}")
+        else:
+            if result.done:
+                self.checkpoints.pending.pop(key, None)
+            else:
+                self.checkpoints.pending[key] = result.plan
         self._announce_changes(conversation_id)
+
+    def _open_changes(self, conversation_id: int) -> None:
+        """A chat opened: show its turns' changes; a turn whose process ended mid-turn (a
+        crash, a quit) gets its after-state recorded now (``late``), then shown too."""
+        self._announce_changes(conversation_id)
+        conversation = self.store.get_conversation(conversation_id)
+        if conversation is not None and self.store.markers(conversation_id, MARKER_TURN_BEFORE):
+            pending = self.checkpoints.in_order(conversation_id, self._recover, conversation)
+            self.tasks.spawn(self._announce_after(conversation_id, pending),
+                             name=f"checkpoint-recover-{conversation_id}")
+
+    def _recover(self, conversation: Conversation) -> list[int]:
+        return self.checkpoints.recover(conversation, live_stream_ids())
 
     def _announce_changes(self, conversation_id: int) -> None:
         if self.store.get_conversation(conversation_id) is not None:

@@ -36,7 +36,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer
 
@@ -110,7 +110,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         #: A changed file's diff, hunk by hunk, with Accept / Revert (tolaria/chats/review.py).
         self.review = TurnReview(self.checkpoints)
         #: Permission questions of running turns, answered in the chat.
-        self.permissions = PermissionBroker(bridge)
+        self.permissions = PermissionBroker(bridge, store)
         self._closing = False
         #: Each chat's kept agent process (docs/adr/0009): closed when the chat is deleted, when
         #: its agent or folder changes, after an idle timeout, and at shutdown.
@@ -149,7 +149,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
             conversation_id, limit=FIRST_PAGE_TURNS))
         self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
         self._announce_queue(conversation_id)
-        self._announce_changes(conversation_id)
+        self._open_changes(conversation_id)
 
     def rename(self, conversation_id: int, title: str) -> None:
         title = " ".join(title.split())
@@ -218,9 +218,12 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         self.bridge.conversation_deleted.emit(conversation_id)
 
     # -- runs -----------------------------------------------------------------------------------
-    def send(self, conversation_id: int, prompt: str) -> str | None:
+    def send(self, conversation_id: int, prompt: str, *,
+             delivering: Sequence[int] = ()) -> str | None:
         """Start a turn; returns its stream id (None if the conversation is busy or gone, or
-        this platform cannot stop a run as promised: Windows, ADR 0014)."""
+        this platform cannot stop a run as promised: Windows, ADR 0014). ``delivering``: the
+        queued messages ``prompt`` is made of, delivered in the store transaction that records
+        the turn (``Store.start_turn``)."""
         if conversation_id in self._running or conversation_id in self._deleting:
             return None
         refusal = platforms.run_refusal()
@@ -237,17 +240,19 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         cwd = conversation.cwd if conversation.cwd else os.getcwd()
         try:
             return self._launch(Launch(conversation_id, prompt, turn.full_prompt,
-                                       turn.resume_id, conversation.agent, cwd))
+                                       turn.resume_id, conversation.agent, cwd),
+                                delivering=delivering)
         except (sqlite3.Error, OSError) as exc:  # the turn could not be stored: not started
             # The window's store notice says why (Store.write_listener); the prompt stays in
             # the composer, which empties only when a run starts.
             log.warning("could not start a turn of conversation %s: %s", conversation_id, exc)
             return None
 
-    def _launch(self, launch: Launch) -> str:
+    def _launch(self, launch: Launch, *, delivering: Sequence[int] = ()) -> str:
         conversation_id = launch.conversation_id
         stream_id = new_stream_id()
-        turn = self.store.start_turn(conversation_id, stream_id, launch.agent, launch.prompt)
+        turn = self.store.start_turn(conversation_id, stream_id, launch.agent, launch.prompt,
+                                     delivering=delivering)
         self._launches[stream_id] = launch
         self._turn_ids[stream_id] = turn.id
         manifest = self.adapters.manifests.get(launch.agent)
@@ -323,8 +328,9 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         stream_id = self._running.get(conversation_id)
         if stream_id is None:
             return False
-        self.bridge.mark_stopping(stream_id)
-        aborted = self.registry.abort(stream_id)
+        # The stop holds the run's content back only if it takes: a Stop in the moment the
+        # agent has already ended by itself keeps the tail still draining from its pipes.
+        aborted = self.bridge.stop(stream_id, lambda: self.registry.abort(stream_id))
         if aborted:
             self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)  # after: stop first
         return aborted
@@ -341,8 +347,7 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         if stream_id is None or launch is None or stream_id in self._restarting:
             return False
         self._restarting[stream_id] = launch
-        self.bridge.mark_stopping(stream_id)
-        self.registry.abort(stream_id)
+        self.bridge.stop(stream_id, lambda: self.registry.abort(stream_id))
         self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
                    {"stream_id": stream_id, "for": "restart"})
         return True
@@ -394,20 +399,31 @@ class ChatController(QueueControl, CheckpointControl, QObject):
 
     def stop_all(self) -> list[str]:
         running = list(self._running.items())
-        for _conversation_id, stream_id in running:
-            self.bridge.mark_stopping(stream_id)
-        aborted = self.registry.abort_all()
+        held = [stream_id for _conversation_id, stream_id in running
+                if self.bridge.hold(stream_id)]
+        aborted: list[str] = self.registry.abort_all()
+        self._settle_holds(held, aborted)
         for conversation_id, stream_id in running:  # recorded after the stop went out
             if stream_id in aborted:
                 self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
         return aborted
 
+    def _settle_holds(self, held: list[str], aborted: list[str]) -> None:
+        """After ``hold`` + ``abort_all``: the stopped streams say so, the others (already
+        finishing by themselves) are forwarded again, their tails kept."""
+        for stream_id in held:
+            if stream_id in aborted:
+                self.bridge.run_stopping.emit(stream_id)
+            else:
+                self.bridge.release(stream_id)
+
     async def shutdown(self) -> None:
         """Stop every run and wait until their trees are gone; end the other tasks."""
         self._closing = True  # no restart or queued delivery starts a run now
         self.pause_queues_at_quit()  # shown again, paused, at the next start
-        for stream_id in list(self._running.values()):
-            self.bridge.mark_stopping(stream_id)
+        held = [stream_id for stream_id in list(self._running.values())
+                if self.bridge.hold(stream_id)]
+        self._settle_holds(held, self.registry.abort_all())  # a finishing run keeps its tail
         await self.registry.abort_all_and_wait()
         await self.keepers.close_all()  # the chats' kept agents, trees gone
         # The run tasks end right after their Done; detection and deletions are cancelled.

@@ -7,6 +7,11 @@ intent, and the controller hands it to ``answer``, which resolves the core's fut
 loop. Stop cancels the waiting question (the core cancels the callback): the card then shows
 "cancelled". Every end of a question is a ``permission_settled`` fact.
 
+Questions are state, not only signals (issue 22 item 4): each is kept with its turn in the store
+(``PermissionAsked``, then ``PermissionSettled``), so a view rebuilt while it is open (a search
+jump and back, the chat opened in another pane) shows it again and can answer it. It is answered
+once: a second answer (another card of the same question, a late click) is ignored, no error.
+
 "Allow always" is remembered per conversation, in memory only (never stored: a restart of
 Tolaria asks again): the next question of the same tool kind in that conversation is answered
 at once with the agent's allow-always choice (or allow once), and shown as answered.
@@ -15,10 +20,14 @@ at once with the agent's allow-always choice (or allow once), and shown as answe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from dataclasses import dataclass
 
-from tolaria.core.permissions import PermissionCallback, PermissionRequest
+from tolaria.core.events import PermissionSettled
+from tolaria.core.permissions import PermissionCallback, PermissionRequest, asked_event
+from tolaria.core.store.db import Store
+from tolaria.core.store.write_errors import WRITE_ERRORS
 from tolaria.qt.bridge import Bridge
 
 OUTCOME_ALLOW_ONCE = "allow_once"
@@ -44,11 +53,35 @@ class _Question:
 
 
 class PermissionBroker:
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: Bridge, store: Store | None = None) -> None:
         self.bridge = bridge
+        self.store = store
         self._open: dict[str, _Question] = {}
         self._always: dict[int, set[str]] = {}
         self._keys = itertools.count(1)
+        if store is not None:
+            # Connected before any view (the controller is made before the window): a page
+            # read in reaction to the question already finds it in the store.
+            bridge.permission_requested.connect(self._on_bridge_permission_requested)
+            bridge.permission_settled.connect(self._on_bridge_permission_settled)
+
+    def _on_bridge_permission_requested(self, _stream_id: str, key: str, request: object) -> None:
+        """Keep the question with its turn, committed at once: every view built later (a search
+        jump, a reopened chat, the next start) shows it again, open or as it ended."""
+        if self.store is not None and isinstance(request, PermissionRequest):
+            self.store.append_event(asked_event(key, request))
+            with contextlib.suppress(*WRITE_ERRORS):  # in write_error; the flusher retries
+                self.store.flush()
+
+    def _on_bridge_permission_settled(self, stream_id: str, key: str, outcome: str) -> None:
+        if self.store is not None:
+            self.store.append_event(PermissionSettled(stream_id, key=key, outcome=outcome))
+            with contextlib.suppress(*WRITE_ERRORS):
+                self.store.flush()
+
+    def is_open(self, stream_id: str, key: str) -> bool:
+        question = self._open.get(key)
+        return question is not None and question.request.stream_id == stream_id
 
     def hook(self, conversation_id: int) -> PermissionCallback:
         """The ``on_permission`` callback for a turn of this conversation."""

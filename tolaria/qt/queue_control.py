@@ -8,14 +8,15 @@ next; a paused queue is not delivered. Each action is a store marker (``message_
 ``message_unqueued``, ``messages_delivered``) and every change is announced with
 ``queue_changed`` carrying the conversation's ``QueueState``.
 
-Steering: when the running turn can take another user message without stopping (the registry's
-``steer``: Claude's stream-json input, ADR 0007), "Send now" gives the message to that turn
-instead, records ``message_steered`` and announces ``message_steered``; otherwise it stops.
+"Send now" never steers (writes the message into the running turn), not even on Claude's
+stream-json input, which could take it: measured with the real Claude (ADR 0007), such a message
+waits until the running tool ends (never, for a hung one) and, landing after the last tool call,
+starts a second turn in the same process. Stopping is prompt on every agent.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from tolaria.chats.inflight import (
     EDIT,
@@ -28,14 +29,12 @@ from tolaria.chats.inflight import (
     QueuedMessage,
     join_messages,
 )
-from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.store.db import (
     MARKER_MESSAGE_QUEUED,
     MARKER_MESSAGE_UNQUEUED,
-    MARKER_MESSAGES_DELIVERED,
     Store,
 )
-from tolaria.core.store.markers import MARKER_MESSAGE_STEERED, Marker
+from tolaria.core.store.markers import Marker
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_AT_QUIT
 from tolaria.qt.bridge import Bridge
 
@@ -45,12 +44,12 @@ class QueueControl:
 
     bridge: Bridge
     store: Store
-    registry: ProcessRegistry
     queues: MessageQueues
     _running: dict[int, str]
     _deleting: set[int]
 
-    def send(self, conversation_id: int, prompt: str) -> str | None:
+    def send(self, conversation_id: int, prompt: str, *,
+             delivering: Sequence[int] = ()) -> str | None:
         raise NotImplementedError
 
     def stop(self, conversation_id: int) -> bool:
@@ -96,8 +95,6 @@ class QueueControl:
         elif change.action in (PAUSE, RESUME):
             self.queues.set_paused(conversation_id, change.action == PAUSE)
             done = True
-        elif change.action == SEND_NOW and self._steer(conversation_id, change.message_id):
-            return True
         elif change.action == SEND_NOW:
             done = self.queues.send_next(conversation_id, change.message_id)
         if done:
@@ -116,22 +113,6 @@ class QueueControl:
     def pause_queues_at_quit(self) -> None:
         self.queues.pause_leftovers(PAUSED_AT_QUIT)
 
-    def _steer(self, conversation_id: int, message_id: int) -> bool:
-        """Give a queued message to the running turn itself, if its agent takes one mid-turn
-        natively; False (nothing changed) when no turn runs or it cannot be steered."""
-        stream_id = self._running.get(conversation_id)
-        message = next((m for m in self.queues.get(conversation_id) if m.id == message_id), None)
-        if stream_id is None or message is None or not self.registry.steer(stream_id,
-                                                                           message.text):
-            return False
-        self.queues.delivered(conversation_id, [message])
-        marker = self._mark(conversation_id, MARKER_MESSAGE_STEERED, stream_id,
-                            {"id": message.id, "text": message.text, "stream_id": stream_id})
-        self._announce_queue(conversation_id)
-        if marker is not None:
-            self.bridge.message_steered.emit(conversation_id, marker)
-        return True
-
     def _announce_queue(self, conversation_id: int) -> None:
         self.bridge.queue_changed.emit(conversation_id, self.queues.state(conversation_id))
 
@@ -139,14 +120,15 @@ class QueueControl:
         messages = self.queues.deliverable(conversation_id)
         if not messages:
             return None
-        stream_id = self.send(conversation_id, join_messages(messages))
+        # The turn is recorded, the messages leave the queue and the messages_delivered marker
+        # is written in one store transaction (Store.start_turn): a crash in between cannot
+        # show a sent message again, nor lose it. (The send may end at once, e.g. an unknown
+        # agent: still delivered exactly once.)
+        stream_id = self.send(conversation_id, join_messages(messages),
+                              delivering=[m.id for m in messages])
         if stream_id is None:
             return None
-        # After the send (which may end at once, e.g. an unknown agent): delivered exactly once.
-        self.queues.delivered(conversation_id, messages)
-        data: dict[str, Any] = {"ids": [m.id for m in messages],
-                                "messages": [m.text for m in messages]}
-        self._mark(conversation_id, MARKER_MESSAGES_DELIVERED, stream_id, data)
+        self.queues.taken(conversation_id, messages)
         self._announce_queue(conversation_id)
         self.bridge.messages_delivered.emit(conversation_id, stream_id, [m.id for m in messages])
         return stream_id

@@ -7,7 +7,9 @@ the user asks (``~`` of this process), so a test points ``HOME`` at a copy of re
 Only one import runs at a time: asking again meanwhile is ignored (the first one's report comes).
 A session that grew since the last import adds its new turns to a chat the window may have open:
 those chats are reloaded (``reload``, the controller's ``open_conversation``), which appends the
-new turns to an open view and is ignored by a chat that is not open.
+new turns to an open view and is ignored by a chat that is not open. A session whose unfinished
+turn the CLI went on with (tolaria/chats/importing.py reopened it) rebuilds an open view around
+that turn, so it shows its new end.
 """
 
 from __future__ import annotations
@@ -64,10 +66,23 @@ class SessionImport:
                 conversation = self.store.get_conversation(item.conversation_id)
                 if conversation is not None:
                     self.bridge.conversation_saved.emit(conversation)
-                if (self.reload is not None and item.turns_added
-                        and item.conversation_id in known):  # a chat that grew: maybe open
+                if item.conversation_id not in known:
+                    continue
+                if item.continued:
+                    self._show_again(item.conversation_id, item.continued[0])
+                elif self.reload is not None and item.turns_added:  # grew: maybe open
                     self.reload(item.conversation_id)
         self.bridge.sessions_imported.emit(report, error)
+
+    def _show_again(self, conversation_id: int, stream_id: str) -> None:
+        """A turn an open view already shows was continued: the view is rebuilt around it (a
+        page around a turn replaces the view's turns, as a search jump does; a chat that is not
+        open ignores it)."""
+        turn = self.store.turn_by_stream(stream_id)
+        if turn is not None:
+            self.bridge.history_loaded.emit(conversation_id,
+                                            self.store.turns_around(conversation_id, turn.id))
+            self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
 
     def _import(self, home: Path) -> tuple[set[int], ImportReport]:
         """The chats there were before, and the import's report (on a worker thread)."""

@@ -15,7 +15,7 @@ from tolaria.chats.checkpoints import TurnChanges
 from tolaria.chats.inflight import QueueState
 from tolaria.chats.review import FileReview
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
-from tolaria.core.store.db import Conversation, Marker, Turn
+from tolaria.core.store.db import Conversation, Turn
 from tolaria.core.store.pages import TurnPage
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.stream_routing import PaneRouting
@@ -173,11 +173,6 @@ class ChatStack(PaneRouting, QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.show_file_review(review)
-
-    def on_message_steered(self, conversation_id: int, marker: Marker) -> None:
-        pane = self._panes.get(conversation_id)
-        if pane is not None:
-            pane.load_markers([marker])
 
     def on_turn_restarted(self, conversation_id: int, old_stream: str, _new_stream: str) -> None:
         pane = self._panes.get(conversation_id)

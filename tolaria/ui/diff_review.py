@@ -8,16 +8,20 @@ the file past ``MAX_HEIGHT``, so a long diff never grows the transcript; past ``
 hunk is cut with a count, and only ``MAX_HUNKS`` hunks are built at a time ("Show more"), so
 opening a file with thousands of changes never freezes the window.
 
-Accept marks a hunk reviewed; Revert undoes it in the working tree. When that fails because
-the file changed since, the core's message shows under the hunk with "Revert file".
+Accept marks a hunk reviewed; Revert undoes it in the working tree (after a safety copy: Undo
+under the turn gives it back). When that fails because the file changed since, the reason shows
+under the hunk with "Revert whole file…", which writes nothing by itself: the turn's row first
+shows what a whole-file revert would do to the later edits and asks. A turn recorded after a
+restart asks under the hunk before it is reverted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QTextCursor, QTextFormat
+from PySide6.QtGui import QResizeEvent, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -25,6 +29,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -137,8 +142,11 @@ class FileDiffView(QFrame):
     accept_requested = Signal(str, str)
     #: Undo a hunk in the working tree: path, hunk key.
     revert_hunk_requested = Signal(str, str)
-    #: Put the whole file back (offered when a hunk no longer applies): path.
+    #: Plan putting the whole file back (offered when a hunk no longer applies; the turn's row
+    #: shows the plan and asks): path.
     revert_file_requested = Signal(str)
+    #: A yes to a hunk's Revert that asked first: path, hunk key, the plan's fingerprint.
+    revert_hunk_confirmed = Signal(str, str, str)
 
     def __init__(self, path: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -241,6 +249,8 @@ class FileDiffView(QFrame):
         head = QWidget(block)
         head.setObjectName("hunkHead")
         head.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        # Never taller than its line: spare height (a wrapped note measured late) goes below.
+        head.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         row = QHBoxLayout(head)
         row.setContentsMargins(10, 4, 6, 4)
         title, lines = numbered(hunk)
@@ -276,6 +286,8 @@ class FileDiffView(QFrame):
         column.addWidget(head)
         if review.failed == key and review.error:
             column.addWidget(self._failure(block, review.error))
+        elif review.confirm_hunk == key and review.confirm:
+            column.addWidget(self._asking(block, review, key))
         column.addWidget(HunkLines(lines, block))
         return block
 
@@ -289,10 +301,32 @@ class FileDiffView(QFrame):
         text.setWordWrap(True)
         text.setTextFormat(Qt.TextFormat.PlainText)
         line.addWidget(text, 1)
-        whole = _button(box, "revertWholeFileButton", "Revert file",
-                        f"Put {self.path} back as it was before this turn")
+        whole = _button(box, "revertWholeFileButton", "Revert whole file…",
+                        f"Show what putting {self.path} back as it was before this turn would "
+                        "do to the later edits, then ask")
         whole.clicked.connect(lambda: self.revert_file_requested.emit(self.path))
         line.addWidget(whole)
+        return box
+
+    def _asking(self, parent: QWidget, review: FileReview, key: str) -> QWidget:
+        box = QWidget(parent)
+        box.setObjectName("hunkConfirm")
+        line = QHBoxLayout(box)
+        line.setContentsMargins(10, 4, 6, 4)
+        text = QLabel(review.confirm, box)
+        text.setObjectName("hunkError")
+        text.setWordWrap(True)
+        text.setTextFormat(Qt.TextFormat.PlainText)
+        line.addWidget(text, 1)
+        yes = _button(box, "revertHunkConfirmButton", "Revert anyway",
+                      "Undo this change in the working tree (Undo under the turn gives it back)")
+        yes.clicked.connect(
+            lambda: self.revert_hunk_confirmed.emit(self.path, key, review.confirm_key))
+        line.addWidget(yes)
+        no = _button(box, "revertHunkCancelButton", "Cancel", "Keep the file as it is")
+        no.clicked.connect(lambda: self.set_review(dataclasses.replace(
+            review, confirm_hunk="", confirm="", confirm_key="")))
+        line.addWidget(no)
         return box
 
     def hunk_blocks(self) -> list[QFrame]:
@@ -304,14 +338,24 @@ class FileDiffView(QFrame):
         self._apply_busy()
 
     def _apply_busy(self) -> None:
-        for name in ("revertHunkButton", "revertWholeFileButton"):
+        for name in ("revertHunkButton", "revertWholeFileButton", "revertHunkConfirmButton"):
             for button in self.findChildren(QPushButton, name):
                 button.setEnabled(not self._busy)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self._fit()
 
     def _fit(self) -> None:
         """As tall as the hunks, up to MAX_HEIGHT; past it the hunks scroll inside."""
         self._blocks.invalidate()
         want = self._blocks.totalSizeHint().height() + 4
+        width = self.scroller.viewport().width()
+        if width > 100 and self._blocks.hasHeightForWidth():
+            # A wrapped note (a failure, a question) is as tall as it is at this width, not
+            # at the label's guessed one.
+            want = self._blocks.totalHeightForWidth(width) + 4
         self.scroller.setFixedHeight(min(want, MAX_HEIGHT))
         self.scroller.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded
                                                if want > MAX_HEIGHT

@@ -35,6 +35,12 @@ def describe(report: ImportReport, home: Path | None = None) -> tuple[str, list[
     else:
         head = "Nothing new to import"
     extras = []
+    continued = sum(item.turns_updated for item in report.imported)
+    if continued:
+        extras.append(f"{_plural(continued, 'turn')} continued")
+    unfinished = sum(item.turns_unfinished for item in report.imported)
+    if unfinished:
+        extras.append(f"{_plural(unfinished, 'turn')} not answered yet (interrupted)")
     if report.unchanged:
         extras.append(f"{_plural(report.unchanged, 'session')} already here")
     if report.skipped:

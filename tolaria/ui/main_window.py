@@ -230,7 +230,6 @@ class MainWindow(WindowKeys):
         bridge.problem_reported.connect(self._on_bridge_problem_reported)
         bridge.markers_loaded.connect(self.stack.on_markers_loaded)
         bridge.queue_changed.connect(self.stack.on_queue_changed)
-        bridge.message_steered.connect(self.stack.on_message_steered)
         bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
         bridge.file_review_loaded.connect(self.stack.on_file_review_loaded)
         bridge.sessions_imported.connect(self._on_bridge_sessions_imported)

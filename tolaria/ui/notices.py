@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
-from tolaria.core.events import Event, TextDelta, ToolStart
+from tolaria.core.events import Event, PermissionAsked, PermissionSettled, TextDelta, ToolStart
+from tolaria.core.permissions import PermissionRequest, request_of
 from tolaria.ui import theme
 
 STATUS_COMPLETED = "completed"
@@ -46,6 +47,17 @@ class AwaitTracker:
         return self.tools == 0 or self.tail.rstrip().endswith("?")
 
 
+def open_questions(events: Iterable[Event]) -> dict[str, PermissionRequest]:
+    """The permission questions a turn's stored events leave open (asked, not settled)."""
+    found: dict[str, PermissionRequest] = {}
+    for event in events:
+        if isinstance(event, PermissionAsked):
+            found[event.key] = request_of(event)
+        elif isinstance(event, PermissionSettled):
+            found.pop(event.key, None)
+    return found
+
+
 class AwaitingNotice(QLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("The agent is waiting for your reply.", parent)
@@ -64,14 +76,22 @@ def silence_text(seconds: float) -> str:
     return f"{minutes} min {rest} s" if rest else f"{minutes} min"
 
 
+#: What the watchdog notice says while the running turn waits for the user's answer.
+WAITING_TEXT = "Waiting for your answer: the agent asks before it runs a tool"
+
+
 class WatchdogNotice(QLabel):
     """"No output for N s — Restart turn?" after ``seconds`` of silence from the running turn.
 
     Once shown it counts on, once a second, from the last output: it always says the real
-    silence, never the threshold that made it appear."""
+    silence, never the threshold that made it appear. While a permission question of the turn
+    is open the silence is the user's, not the agent's: the notice then says "Waiting for your
+    answer" with a link to the question (``waiting``), and counts nothing."""
 
     #: The user clicked "Restart turn?" in the notice.
     restart_requested = Signal()
+    #: The user clicked "Show the question" (the turn waits for an answer).
+    question_requested = Signal()
 
     def __init__(self, seconds: float, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -87,6 +107,7 @@ class WatchdogNotice(QLabel):
         self._tick.setInterval(1000)
         self._tick.timeout.connect(self._show_silence)
         self._silent_since = time.monotonic()
+        self._waiting = False
         self.hide()
 
     @property
@@ -98,14 +119,30 @@ class WatchdogNotice(QLabel):
         self.seconds = seconds
         self._timer.setInterval(max(1, round(seconds * 1000)))
 
+    @property
+    def waiting(self) -> bool:
+        """The turn waits for the user's answer (``wait_for_answer``)."""
+        return self._waiting
+
+    def wait_for_answer(self) -> None:
+        """A question is open: no silence is counted; the notice says so, with a link to it."""
+        self._timer.stop()
+        self._tick.stop()
+        self._waiting = True
+        self.setText(f'{WAITING_TEXT} — <a href="question">Show the question</a>')
+        self.setAccessibleName(f"{WAITING_TEXT}. Show the question")
+        self.show()
+
     def arm(self) -> None:
         """(Re)start counting silence from now; hides the notice (output arrived)."""
+        self._waiting = False
         self.hide()
         self._tick.stop()
         self._silent_since = time.monotonic()
         self._timer.start()
 
     def disarm(self) -> None:
+        self._waiting = False
         self._timer.stop()
         self._tick.stop()
         self.hide()
@@ -124,5 +161,8 @@ class WatchdogNotice(QLabel):
         self.setText(f'No output for {shown} — <a href="restart">Restart turn?</a>')
         self.setAccessibleName(f"No output for {shown}. Restart turn?")
 
-    def _on_link_activated(self, _link: str) -> None:
-        self.restart_requested.emit()
+    def _on_link_activated(self, link: str) -> None:
+        if link == "question":
+            self.question_requested.emit()
+        else:
+            self.restart_requested.emit()

@@ -14,6 +14,7 @@ from tolaria.core.events import (
     ToolUpdate,
 )
 from tolaria.core.permissions import PermissionRequest
+from tolaria.core.store.schema import STOP_NOT_ANSWERED
 from tolaria.ui.blocks import CHUNK_CHARS, MAX_CHUNKS
 
 #: ``Diagnostic.source`` of a note for the user (tolaria.core.modelchat.client.NOTICE), shown in the
@@ -120,7 +121,10 @@ def ending_line(ending: Ending) -> tuple[str, str]:
     words = STATUS_WORDS.get(ending.status, ending.status.capitalize())
     duration = format_duration(ending.duration_ms)
     limit = ending.stop_reason == STOP_MAX_ITERATIONS
-    if ending.status == STATUS_INTERRUPTED:
+    if ending.status == STATUS_INTERRUPTED and ending.stop_reason == STOP_NOT_ANSWERED:
+        # Imported: stopped in the CLI, or still being written (a later import completes it).
+        line = "Interrupted: no answer in the CLI's session yet"
+    elif ending.status == STATUS_INTERRUPTED:
         line = "Interrupted: Tolaria closed while this turn was running"
     elif limit:  # not a failure: the model goes on when asked (the notice above says so)
         line = "Stopped at the tool-round limit (max_iterations)"

@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from collections import deque
 
-from tolaria.core.events import Event, TextDelta, ThinkingDelta, ToolUpdate, Usage
+from tolaria.core.events import (
+    Event,
+    PermissionAsked,
+    PermissionSettled,
+    TextDelta,
+    ThinkingDelta,
+    ToolUpdate,
+    Usage,
+)
 from tolaria.core.output_cap import OutputCap, OutputLimits
-from tolaria.core.permissions import PermissionRequest
+from tolaria.core.permissions import PermissionRequest, request_of
 from tolaria.ui.turn_model import MAX_PENDING_TEXT, Ending, Question, QueuedText, merge_updates
 
 Item = QueuedText | Event | Ending | Question
@@ -78,6 +86,12 @@ class TurnQueue:
                 self._pending_text += len(event.text)
                 if self._pending_text > MAX_PENDING_TEXT:
                     self._drop_oldest_text()
+            return
+        if isinstance(event, PermissionAsked):  # kept with the turn: a rebuilt view asks again
+            self._queue.append(Question(event.key, request=request_of(event)))
+            return
+        if isinstance(event, PermissionSettled):
+            self._queue.append(Question(event.key, outcome=event.outcome))
             return
         if isinstance(event, Usage):
             self.usage = event

@@ -202,7 +202,7 @@ class TurnView(QWidget):
             chunk.highlight(needle)
 
     def add_steered(self, key: int, text: str) -> None:
-        """A message the user gave this turn while it ran (Send now on a steerable agent):
+        """A message the user gave this turn while it ran (a stored ``message_steered`` marker):
         a small prompt bubble in the turn's body, once per ``key`` (the marker's id)."""
         if key in self._steered:
             return
@@ -394,6 +394,8 @@ class TurnView(QWidget):
                 error.set_stderr(list(self._stderr))
 
     def _apply_question(self, item: Question) -> None:
+        if item.request is not None and item.key in self._questions:
+            return  # one card per question: asked live and kept in the store, shown once
         if item.request is not None:
             card = PermissionCard(item.key, item.request, self)
             card.answer_requested.connect(self._on_permission_card_answer_requested)

@@ -4,7 +4,13 @@ One JSON object a line. ``user`` lines carry a prompt (a string, or text parts) 
 (``tool_result`` parts, matched to ``tool_use`` by id); ``assistant`` lines carry one content
 block each (``text``, ``thinking``, ``tool_use``). Everything else (attachments, queue
 operations, API request shapes, cost state) is bookkeeping. Sidechain (sub-agent) and meta lines
-are not the conversation.
+are not the conversation, nor are Claude's own interruption notes (a user record
+``[Request interrupted by user]`` / ``... for tool use]`` after a stop, and the ``<synthetic>``
+assistant reply "No response requested." that follows it).
+
+A turn is complete when its last record is an assistant block whose ``stop_reason`` ends the
+answer (``end_turn``, ``stop_sequence``, ``max_tokens``): not while a tool runs or its result
+waits for the model, and not when the turn was interrupted. The prompt's ``uuid`` names the turn.
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ from tolaria.chats.importers.model import (
 AGENT = "claude"
 #: Text that Claude Code itself puts in the user's turn (slash commands, reminders).
 _NOT_TYPED = ("<command-", "<local-command", "<system-reminder>", "Caveat: The messages below")
+#: The user record Claude Code writes when a turn is stopped (not something the user typed).
+_INTERRUPTED = "[Request interrupted by user"
+#: An assistant ``stop_reason`` that ends the answer (``tool_use`` means a tool call follows).
+_ANSWER_ENDS = ("end_turn", "stop_sequence", "max_tokens", "refusal")
 
 
 def find(home: Path) -> Iterator[Path]:
@@ -34,8 +44,8 @@ def find(home: Path) -> Iterator[Path]:
 
 
 def parse(path: Path) -> Session:
-    records, bad = read_jsonl(path)
-    session = Session(AGENT, path.stem, path, bad_lines=bad)
+    records, bad, cut = read_jsonl(path)
+    session = Session(AGENT, path.stem, path, bad_lines=bad, cut=cut)
     tools: dict[str, Tool] = {}
     turn: Turn | None = None
     for record in records:
@@ -53,16 +63,24 @@ def parse(path: Path) -> Session:
         content = message.get("content") if isinstance(message, dict) else None
         if kind == "user":
             prompt = _prompt(content)
-            if prompt is not None:
-                turn = Turn(prompt, started_at=timestamp(record.get("timestamp")))
+            if prompt is not None and prompt.lstrip().startswith(_INTERRUPTED):
+                if turn is not None:
+                    turn.complete = False  # cut off: its answer never came
+            elif prompt is not None:
+                uuid = record.get("uuid")
+                turn = Turn(prompt, started_at=timestamp(record.get("timestamp")),
+                            record_id=uuid if isinstance(uuid, str) else None)
                 session.turns.append(turn)
-            else:
-                _results(content, tools)
-        elif turn is not None and isinstance(content, list):
+            elif _results(content, tools) and turn is not None:
+                turn.complete = False  # the model has not answered the results yet
+        elif (turn is not None and isinstance(content, list) and isinstance(message, dict)
+              and message.get("model") != "<synthetic>"):
             for block in content:
                 _assistant_block(block, turn, tools)
+            turn.complete = message.get("stop_reason") in _ANSWER_ENDS
     if not session.turns:
         raise SessionFormatError("no user prompt in the session")
+    session.last_open()
     return session
 
 
@@ -83,15 +101,19 @@ def _prompt(content: Any) -> str | None:
     return text
 
 
-def _results(content: Any, tools: dict[str, Tool]) -> None:
+def _results(content: Any, tools: dict[str, Tool]) -> bool:
+    """Give the tool calls their results; True if ``content`` held any."""
+    found = False
     if not isinstance(content, list):
-        return
+        return found
     for part in content:
         if isinstance(part, dict) and part.get("type") == "tool_result":
+            found = True
             tool = tools.get(str(part.get("tool_use_id")))
             if tool is not None:
                 tool.output = output_text(part.get("content"))
                 tool.is_error = bool(part.get("is_error"))
+    return found
 
 
 def _assistant_block(block: Any, turn: Turn, tools: dict[str, Tool]) -> None:

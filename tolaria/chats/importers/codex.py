@@ -3,7 +3,9 @@
 ``session_meta`` names the session and folder; ``response_item`` lines are the conversation as
 the model saw it: ``message`` (user / assistant; developer and context messages are Codex's
 own), ``function_call`` / ``custom_tool_call`` and their ``*_output`` by ``call_id``, and
-``reasoning`` summaries. ``event_msg`` lines repeat the same for the UI and are not read.
+``reasoning`` summaries. ``event_msg`` lines repeat the same for the UI and are not read, but for
+``task_complete``: a turn is complete when Codex wrote it for the prompt's turn id (a
+``turn_aborted`` one was stopped). The prompt message's ``id`` names the turn.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from tolaria.chats.importers.model import (
     Thinking,
     Tool,
     Turn,
+    answered,
     output_text,
     read_jsonl,
     text_of,
@@ -39,11 +42,16 @@ def find(home: Path) -> Iterator[Path]:
 
 
 def parse(path: Path) -> Session:
-    records, bad = read_jsonl(path)
+    records, bad, cut = read_jsonl(path)
     match = _ID.search(path.name)
-    session = Session(AGENT, match.group(1) if match else path.stem, path, bad_lines=bad)
+    session = Session(AGENT, match.group(1) if match else path.stem, path, bad_lines=bad,
+                      cut=cut)
     tools: dict[str, Tool] = {}
     turn: Turn | None = None
+    completed = {str(r["payload"].get("turn_id")) for r in records
+                 if r.get("type") == "event_msg" and isinstance(r.get("payload"), dict)
+                 and r["payload"].get("type") == "task_complete"}
+    turn_ids: dict[int, str] = {}
     for record in records:
         payload = record.get("payload")
         if not isinstance(payload, dict):
@@ -60,7 +68,12 @@ def parse(path: Path) -> Session:
         if kind == "message" and payload.get("role") == "user":
             text = text_of(payload.get("content"))
             if text.strip() and not text.lstrip().startswith(_CONTEXT):
-                turn = Turn(text, started_at=timestamp(record.get("timestamp")))
+                record_id = payload.get("id")
+                turn = Turn(text, started_at=timestamp(record.get("timestamp")),
+                            record_id=record_id if isinstance(record_id, str) else None)
+                meta = payload.get("internal_chat_message_metadata_passthrough")
+                if isinstance(meta, dict) and meta.get("turn_id"):
+                    turn_ids[len(session.turns)] = str(meta["turn_id"])
                 session.turns.append(turn)
         elif turn is None:
             continue
@@ -80,6 +93,11 @@ def parse(path: Path) -> Session:
                 turn.items.append(Thinking(summary))
     if not session.turns:
         raise SessionFormatError("no user prompt in the session")
+    for index, each in enumerate(session.turns):
+        # An older Codex without turn ids in its messages: judged by what the turn holds.
+        each.complete = (turn_ids[index] in completed if index in turn_ids
+                         else answered(each))
+    session.last_open()
     return session
 
 

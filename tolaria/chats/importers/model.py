@@ -41,6 +41,13 @@ class Turn:
     prompt: str
     items: list[str | Tool | Thinking] = field(default_factory=list)
     started_at: float | None = None
+    #: The CLI's own id of the record that holds the prompt (Claude's and Qwen's ``uuid``,
+    #: Codex's, Gemini's and opencode's message id): what a later import knows the turn by.
+    record_id: str | None = None
+    #: The turn's last record is a completed answer. False while the CLI is still writing it
+    #: (a tool running, the model not answered yet) and for a turn that was cut off (stopped,
+    #: crashed): imported as ``interrupted``, and completed by a later import if the CLI goes on.
+    complete: bool = False
 
     def text(self, text: str) -> None:
         if text:
@@ -67,19 +74,40 @@ class Session:
     turns: list[Turn] = field(default_factory=list)
     #: Lines that did not parse (a session written while the CLI crashed, say): skipped.
     bad_lines: int = 0
+    #: The file ends in a record the CLI has not finished writing (a last line with no newline
+    #: that does not parse): not a bad line, but the last turn is not complete yet.
+    cut: bool = False
+
+    def last_open(self) -> None:
+        """A cut file: whatever its last turn looks like, the CLI is still writing it."""
+        if self.cut and self.turns:
+            self.turns[-1].complete = False
 
 
-def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The JSON objects of a JSONL file and how many lines were not JSON objects."""
+def answered(turn: Turn) -> bool:
+    """The heuristic for CLIs that mark no turn end: the last item is text and every tool call
+    has its result (a tool still running, or a result the model has not answered, is not)."""
+    return (bool(turn.items) and isinstance(turn.items[-1], str)
+            and all(i.output is not None for i in turn.items if isinstance(i, Tool)))
+
+
+def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int, bool]:
+    """The JSON objects of a JSONL file, how many lines were not JSON objects, and whether the
+    file ends in a record still being written (a last line without its newline that does not
+    parse yet: not counted as bad)."""
     records: list[dict[str, Any]] = []
     bad = 0
+    cut = False
     for line in _lines(path):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except ValueError:
-            bad += 1
+            if line.endswith("\n"):
+                bad += 1
+            else:
+                cut = True  # only the last line of a file can lack its newline
             continue
         if isinstance(value, dict):
             records.append(value)
@@ -87,7 +115,7 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
             bad += 1
     if not records:
         raise SessionFormatError("no JSON records in the file")
-    return records, bad
+    return records, bad, cut
 
 
 def _lines(path: Path) -> Iterator[str]:

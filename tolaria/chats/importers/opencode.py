@@ -4,7 +4,9 @@ Tables ``session`` (id, directory, title; a ``parent_id`` marks a sub-agent's se
 ``message`` (JSON ``data`` with ``role``) and ``part`` (JSON ``data``: ``text``, ``reasoning``,
 ``tool`` with ``state.input/output/status``, step markers). The database is copied (with its WAL)
 to a temporary folder and read there: opening it in place could write its ``-shm`` file, and an
-import never writes to a CLI's files.
+import never writes to a CLI's files. The user message's id names the turn; a turn is complete
+when its last assistant message finished (``time.completed``) with a ``finish`` that ends the
+answer (not ``tool-calls``) and no error (a stopped one carries ``MessageAbortedError``).
 """
 
 from __future__ import annotations
@@ -87,11 +89,14 @@ def _turns(conn: sqlite3.Connection, session: Session) -> None:
             text = "".join(p.get("text", "") for p in mine
                            if p.get("type") == "text" and not p.get("synthetic"))
             if text.strip():
-                turn = Turn(text, started_at=timestamp(created))
+                turn = Turn(text, started_at=timestamp(created), record_id=str(message_id))
                 session.turns.append(turn)
         elif info.get("role") == "assistant" and turn is not None:
             for part in mine:
                 _part(part, turn)
+            finished = isinstance(info.get("time"), dict) and bool(info["time"].get("completed"))
+            turn.complete = (finished and not info.get("error")
+                             and info.get("finish") not in (None, "tool-calls", "unknown"))
 
 
 def _part(part: dict[str, Any], turn: Turn) -> None:

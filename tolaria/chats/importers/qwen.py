@@ -3,7 +3,10 @@
 
 One record a line, Gemini-style parts: ``user`` (typed prompts), ``assistant`` (``text``,
 ``thought`` parts, ``functionCall``), ``tool_result`` (``functionResponse`` by call id) and
-``system`` records (telemetry, snapshots), which are not the conversation.
+``system`` records (telemetry, snapshots), which are not the conversation. The prompt's ``uuid``
+names the turn. Qwen marks no turn end: a turn is complete when its last record is the model's
+text with every tool call answered (not while a tool runs, nor after a result it has not
+answered, e.g. a stopped tool's "[Operation Cancelled]").
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from tolaria.chats.importers.model import (
     Thinking,
     Tool,
     Turn,
+    answered,
     output_text,
     read_jsonl,
     timestamp,
@@ -32,8 +36,8 @@ def find(home: Path) -> Iterator[Path]:
 
 
 def parse(path: Path) -> Session:
-    records, bad = read_jsonl(path)
-    session = Session(AGENT, path.stem, path, bad_lines=bad)
+    records, bad, cut = read_jsonl(path)
+    session = Session(AGENT, path.stem, path, bad_lines=bad, cut=cut)
     tools: dict[str, Tool] = {}
     turn: Turn | None = None
     for record in records:
@@ -50,16 +54,22 @@ def parse(path: Path) -> Session:
         if kind == "user":
             text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str))
             if text.strip():
-                turn = Turn(text, started_at=timestamp(record.get("timestamp")))
+                uuid = record.get("uuid")
+                turn = Turn(text, started_at=timestamp(record.get("timestamp")),
+                            record_id=uuid if isinstance(uuid, str) else None)
                 session.turns.append(turn)
         elif kind == "assistant" and turn is not None:
             for part in parts:
                 _assistant_part(part, turn, tools)
+            turn.complete = answered(turn)
         elif kind == "tool_result":
             for part in parts:
                 _result(part, tools)
+            if turn is not None:
+                turn.complete = False
     if not session.turns:
         raise SessionFormatError("no user prompt in the session")
+    session.last_open()
     return session
 
 

@@ -6,7 +6,9 @@ peer's uid. It speaks one JSON line in, one JSON line out, and knows two request
 ``{"op": "list"}`` (each live run: stream_id, agent, state, cwd, started_at, elapsed_s, and what
 the owner's ``details``, e.g. ``chat``) and ``{"op": "abort", "stream_id": ID}``. It
 accepts stream ids only, never pids; an abort is answered once the stop is complete (tree gone).
-The client side is tolaria/core/process/control_client.py (synchronous and light).
+A burst is queued, not reset (see ``ControlServer``). A ``tolaria run --stream-id`` listens
+from its first lines, as ``<pid>.claim`` (tolaria/core/process/claim.py); ``start`` adopts
+that socket. The client side is tolaria/core/process/control_client.py (synchronous, light).
 """
 
 from __future__ import annotations
@@ -25,44 +27,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tolaria.core.process import control_client
+from tolaria.core.process import claim, control_client
+from tolaria.core.process.control_queue import IDLE_TIMEOUT_S, MAX_REQUEST, AcceptQueue, Client
 from tolaria.core.process.registry import ProcessRegistry, default_registry
 from tolaria.core.stream_id import InvalidStreamId, validate_stream_id
 from tolaria.support import paths
 
 log = logging.getLogger(__name__)
 
-MAX_REQUEST = 4096
 REQUEST_TIMEOUT_S = 5.0
-#: A client that has not sent its request line after this long is dropped (ours send at once).
-IDLE_TIMEOUT_S = 2.0
-#: At most this many connections wait for their request; the oldest goes for a newcomer.
-MAX_CLIENTS = 32
-
-
-def _default_max_clients() -> int:
-    """``MAX_CLIENTS``, or fewer when this process has few fds: waiting clients never hold
-    more than 1/16 of them, so a flood cannot starve the runs (a spawn needs fds too)."""
-    if sys.platform == "win32":  # no rlimits
-        return MAX_CLIENTS
-    try:
-        import resource
-
-        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    except (ImportError, OSError, ValueError):  # pragma: no cover - Windows
-        return MAX_CLIENTS
-    if soft == resource.RLIM_INFINITY:
-        return MAX_CLIENTS
-    return max(2, min(MAX_CLIENTS, soft // 16))
+#: An answer the client does not take within this long is given up.
+SEND_TIMEOUT_S = 5.0
+#: How long ``start`` waits for the requests queued on a claimed socket before it listened.
+SETTLE_S = 0.5
 ABORT_TIMEOUT_S = 60.0
-
-
-def _open_reserve() -> int | None:
-    """One fd kept aside for ``ControlServer._shed`` (None if even that fails)."""
-    try:
-        return os.open(os.devnull, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
 
 
 def _peer_uid(sock: socket.socket | None) -> int | None:
@@ -76,14 +54,16 @@ def _peer_uid(sock: socket.socket | None) -> int | None:
     return int(uid)
 
 
-class ControlServer:
+class ControlServer(AcceptQueue):
     """The control socket of this process.
 
-    Hostile clients cannot starve it: a client must send its request within ``idle_timeout``
-    seconds (a real one sends it at once), at most ``max_clients`` connections wait for their
-    request (the oldest is dropped for a newcomer; fewer when the fd limit is low), and when the process runs out of file
-    descriptors a reserved one is freed to accept and drop the pending connection, so the
-    accept loop never spins on EMFILE and the rest of the process (a Stop) keeps its fds.
+    Every client of a burst is answered, and hostile clients cannot starve it
+    (tolaria/core/process/control_queue.py: newcomers beyond ``max_clients`` waiting for their
+    request queue in the listen queue, ``claim.BACKLOG``; a client that sent nothing is dropped
+    after ``idle_timeout``, or sooner while others queue behind it; EMFILE is shed with a
+    reserved fd). A ``tolaria run --stream-id`` claimed its socket before it had a
+    registry (tolaria/core/process/claim.py): ``start`` adopts it and takes the requests
+    already queued (an early abort) before it returns, i.e. before the agent is spawned.
     """
 
     def __init__(self, registry: ProcessRegistry | None = None, folder: Path | None = None,
@@ -95,13 +75,7 @@ class ControlServer:
         #: Extra fields (JSON values) of a live stream's ``list`` entry, e.g. ``chat``: its
         #: chat's title. The owner knows them; the registry does not.
         self.details = details
-        self.max_clients = max_clients if max_clients is not None else _default_max_clients()
-        self.idle_timeout = idle_timeout
-        self._sock: socket.socket | None = None
-        self._reserve: int | None = None
-        #: Connections still waiting for their request, oldest first (the eviction order).
-        self._waiting: dict[asyncio.StreamWriter, None] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        super().__init__(max_clients, idle_timeout)
 
     def _streams(self) -> list[dict[str, Any]]:
         now = time.time()
@@ -121,115 +95,77 @@ class ControlServer:
     async def start(self) -> None:
         if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0014: named pipes)
             raise OSError(errno.EAFNOSUPPORT, "no control channel on Windows yet")
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.bind(str(self.path))
-            sock.listen(128)  # before anything else: a client seeing the file can connect
-            os.chmod(self.path, 0o600)  # (the folder is 0700, and peers' uids are checked)
-            sock.setblocking(False)
-        except BaseException:
-            sock.close()
-            raise
-        self._sock = sock
-        self._reserve = _open_reserve()
-        asyncio.get_running_loop().add_reader(sock.fileno(), self._accept)
+        claimed = claim.take(str(self.path))
+        sock: socket.socket | None = None
+        if claimed is not None:  # listening since the process's first lines, as <pid>.claim
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=claimed)
+            try:  # the queued clients stay queued: they are connected to the socket, not a name
+                os.replace(claim.claim_path(str(self.path)), self.path)
+                sock.setblocking(False)
+            except OSError:
+                log.warning("control: could not rename the claimed socket", exc_info=True)
+                sock.close()
+                sock = None
+                claimed = None
+        if sock is None:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.bind(str(self.path))
+                sock.listen(claim.BACKLOG)  # before anything else: a client seeing the file
+                os.chmod(self.path, 0o600)  # can connect (the folder is 0700, and peers' uids
+                sock.setblocking(False)  # are checked)
+            except BaseException:
+                sock.close()
+                raise
+        self._listen_on(sock)
+        if claimed is not None:
+            await self._settle()
 
-    @property
-    def clients(self) -> int:
-        """Connections being served right now (waiting for a request or being answered)."""
-        return len(self._tasks)
+    async def _settle(self) -> None:
+        """Take the requests queued before this process listened: an abort among them stops
+        the (reserved) run before its agent is spawned. Bounded: a client that connected
+        without sending anything is not waited for long."""
+        self._accept()
+        queued = [client.read for client in self._waiting]
+        if queued:
+            await asyncio.wait(queued, timeout=SETTLE_S)
 
     async def close(self) -> None:
-        if self._sock is not None:
-            asyncio.get_running_loop().remove_reader(self._sock.fileno())
-            self._sock.close()
-            self._sock = None
-        if self._reserve is not None:
-            os.close(self._reserve)
-            self._reserve = None
-        for writer in list(self._waiting):  # silent clients go; answers in flight finish
-            writer.transport.abort()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=1.0)
-        for task in list(self._tasks):
-            task.cancel()
+        await self._stop_listening()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
-    def _accept(self) -> None:
-        """Accept what is pending (a bounded batch per loop turn, so others get to run)."""
-        assert self._sock is not None
-        for _ in range(64):
-            try:
-                conn, _addr = self._sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE):
-                    self._shed()
-                return
-            conn.setblocking(False)
-            task = asyncio.ensure_future(self._serve(conn))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    def _shed(self) -> None:
-        """Out of fds: free the reserved one, accept the pending connection and drop it, take
-        the reserve back; drop the oldest waiting client too, which frees one more."""
-        self._drop_oldest()
-        if self._reserve is None or self._sock is None:
-            return
-        os.close(self._reserve)
-        self._reserve = None
-        with contextlib.suppress(OSError):
-            conn, _addr = self._sock.accept()
-            conn.close()
-        self._reserve = _open_reserve()
-
-    def _drop_oldest(self) -> None:
-        """Drop the client that has been silent the longest (its task then ends at once)."""
-        if self._waiting:
-            oldest = next(iter(self._waiting))
-            del self._waiting[oldest]
-            oldest.transport.abort()
-
-    async def _serve(self, conn: socket.socket) -> None:
+    # -- serving ------------------------------------------------------------------------------
+    async def _serve(self, client: Client) -> None:
         if sys.platform == "win32":  # never started there (see start)
             return
+        conn = client.conn
         try:
-            reader, writer = await asyncio.open_unix_connection(sock=conn)
-        except OSError:
-            conn.close()
-            return
-        while len(self._waiting) >= self.max_clients:
-            self._drop_oldest()
-        self._waiting[writer] = None
-        try:
-            uid = _peer_uid(writer.get_extra_info("socket"))
+            # Read the request even when refusing, so the client gets the answer rather than a
+            # broken pipe.
             try:
-                # Read the request even when refusing, so the client gets the answer rather
-                # than a broken pipe.
-                line = await asyncio.wait_for(reader.readline(), self.idle_timeout)
-            except (TimeoutError, ValueError, ConnectionError):
+                await asyncio.wait_for(asyncio.shield(client.read), self.idle_timeout)
+                line = client.line()
+            except TimeoutError:  # silent, or half a line: dropped with a word
                 line = b""
-            self._waiting.pop(writer, None)
-            if writer.is_closing():  # dropped for a newcomer
+            self._stop_reading(client)
+            self._left(client)
+            if client.dropped:  # for a newcomer, or at close: without a word
                 return
+            uid = _peer_uid(conn)
             if uid is not None and uid != os.getuid():
                 reply: dict[str, Any] = {"ok": False, "error": "refused: another user"}
             else:
                 reply = await self._answer(line)
-            writer.write(json.dumps(reply).encode() + b"\n")
-            await writer.drain()
-        except (ConnectionError, OSError):
+            data = json.dumps(reply).encode() + b"\n"
+            await asyncio.wait_for(asyncio.get_running_loop().sock_sendall(conn, data),
+                                   SEND_TIMEOUT_S)
+        except (ConnectionError, OSError, TimeoutError):
             pass
         finally:
-            self._waiting.pop(writer, None)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            self._close(client)
 
     async def _answer(self, line: bytes) -> dict[str, Any]:
         if not line or len(line) > MAX_REQUEST:

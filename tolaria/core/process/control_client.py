@@ -36,6 +36,16 @@ ABORT_TIMEOUT_S = 60.0
 CONNECT_TIMEOUT_S = 2.0
 #: An answer longer than this is not a Tolaria answer (a listing of hundreds of runs fits).
 MAX_ANSWER = 4 * 1024 * 1024
+#: A reset or refused connection is tried again at most this many times, 5, 10, 20 ... ms
+#: apart (at most RETRY_MAX_S), within RETRY_WINDOW_S of the first try.
+RETRIES = 12
+RETRY_FIRST_S = 0.005
+RETRY_MAX_S = 0.2
+RETRY_WINDOW_S = 3.0
+REFUSED_RETRIES = 2
+#: How long ``abort`` waits for a ``tolaria run --stream-id ID`` found by its command line to
+#: listen (it claims its socket in its first lines; tolaria/core/process/claim.py).
+CLAIM_WAIT_S = 10.0
 
 
 class _DecodeContext:
@@ -90,6 +100,9 @@ def sockets(folder: str | os.PathLike[str] | None = None) -> list[str]:
         names = os.listdir(where)
     except OSError:
         return []
+    for name in names:  # a run SIGKILLed while it started (tolaria/core/process/claim.py)
+        if name.endswith(".claim"):
+            remove_if_stale(os.path.join(where, name))
     return sorted(os.path.join(where, n) for n in names if n.endswith(".sock"))
 
 
@@ -104,9 +117,10 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_if_stale(path: str) -> None:
-    """Delete ``<pid>.sock`` when process ``pid`` is gone (a Tolaria that was SIGKILLed)."""
+    """Delete ``<pid>.sock`` (or ``<pid>.claim``) when process ``pid`` is gone (a Tolaria
+    that was SIGKILLed)."""
     try:
-        pid = int(os.path.basename(path).removesuffix(".sock"))
+        pid = int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
     except ValueError:
         return
     if pid != os.getpid() and not _pid_alive(pid):
@@ -117,38 +131,52 @@ def remove_if_stale(path: str) -> None:
 
 
 class _Exchange:
-    """One request to one socket: connect, send, read one line."""
+    """One request to one socket: connect, send, read one line; again after a reset."""
 
     def __init__(self, path: str, payload: bytes) -> None:
         self.path = path
-        self.out = payload
-        self.buf = b""
+        self.payload = payload
         self.answer: dict[str, Any] | None = None
+        self.tries = 0
+        self.refused = 0
+        self.retry_at = 0.0
+        self.connected_at = 0.0
+        self._fresh()
+
+    def _fresh(self) -> None:
+        self.out = self.payload
+        self.buf = b""
         self.sock: _socket.socket
         if sys.platform == "win32":  # no AF_UNIX in CPython there; ask_all returns before
             raise OSError("no control channel on Windows yet (docs/adr/0014-windows-job-objects.md)")
         self.sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self.sock.setblocking(False)
 
-    def connect(self) -> bool:
-        """Start connecting; False when nobody listens there (a stale socket is removed)."""
+    def connect(self) -> str:
+        """Start the exchange: ``"ok"`` (connected), ``"retry"`` (the listen queue is full, or
+        refused while its process lives: it is about to listen or closing) or ``"gone"``
+        (nobody listens there; a stale socket is removed)."""
+        if self.tries:
+            self.sock.close()
+            self._fresh()
         try:
             self.sock.connect(self.path)
         except (BlockingIOError, InterruptedError):
-            # The listener's backlog is full (a Unix socket does not finish such a connect in
-            # the background): wait for it a little, blocking.
-            try:
-                self.sock.settimeout(CONNECT_TIMEOUT_S / 4)
-                self.sock.connect(self.path)
-                self.sock.setblocking(False)
-            except OSError:
-                self.sock.close()
-                return False
-        except OSError:
-            self.sock.close()
+            # The listen queue is full (a Unix socket does not finish such a connect later).
+            return "retry"
+        except ConnectionRefusedError:
+            # Nobody listens: gone, or a process between bind and listen (or closing), which
+            # takes microseconds, so only REFUSED_RETRIES tries: a dead Tolaria's pid reused
+            # by another program must not cost every client the whole retry window.
+            if self.refused < REFUSED_RETRIES and _socket_pid_alive(self.path):
+                self.refused += 1
+                return "retry"
             remove_if_stale(self.path)
-            return False
-        return True
+            return "gone"
+        except OSError:
+            remove_if_stale(self.path)
+            return "gone"
+        return "ok"
 
     def on_writable(self) -> None:
         sent = self.sock.send(self.out)
@@ -158,6 +186,8 @@ class _Exchange:
         """Read what is there; True once the exchange is over (answer or end)."""
         chunk = self.sock.recv(65536)
         if not chunk:
+            if not self.buf:  # closed without a word: dropped before its request was read
+                raise ConnectionResetError("closed without an answer")
             return True
         self.buf += chunk
         if b"\n" not in self.buf and len(self.buf) <= MAX_ANSWER:
@@ -170,28 +200,64 @@ class _Exchange:
         return True
 
 
+def _socket_pid_alive(path: str) -> bool:
+    try:
+        pid = int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
+    except ValueError:
+        return False
+    return _pid_alive(pid)
+
+
 if sys.platform == "win32":  # no poll() there (and no channel: ask_all returns at once)
     _READ_EVENTS = 0
 else:
     _READ_EVENTS = select.POLLIN | select.POLLHUP | select.POLLERR
 
 
+def _backoff(tries: int) -> float:
+    """Seconds before try ``tries + 1``: 5, 10, 20 ... ms, at most ``RETRY_MAX_S``."""
+    return min(RETRY_MAX_S, RETRY_FIRST_S * (1 << min(tries, 16)))
+
+
 def ask_all(request: dict[str, str], timeout: float, folder: str | os.PathLike[str] | None = None,
-            ) -> list[dict[str, Any]]:
-    """Send ``request`` to every Tolaria process at once; their answers (dicts) within
-    ``timeout`` seconds. A process that does not answer in time is left out.
+            *, only: list[str] | None = None) -> list[dict[str, Any]]:
+    """Send ``request`` to every Tolaria process at once (or to the sockets ``only``); their
+    answers (dicts) within ``timeout`` seconds. A process that does not answer in time is left
+    out. A connection refused by a living process, reset or closed before the answer (a server
+    shedding clients under a flood), or a full listen queue is tried again with a bounded
+    backoff (``RETRY_WINDOW_S``): the server drops a client only before it read its request, so
+    a retried request is never acted on twice.
 
     One ``poll`` loop (not selectors: see the imports) over non-blocking sockets. None on
     Windows, where no Tolaria process listens (ADR 0014: named pipes, not built yet)."""
     if sys.platform == "win32":
         return []
     payload = dumps_flat(request).encode() + b"\n"
-    pending = [ex for ex in (_Exchange(p, payload) for p in sockets(folder)) if ex.connect()]
+    pending = [_Exchange(p, payload) for p in (sockets(folder) if only is None else only)]
     poller = select.poll()
     now = time.monotonic()
     deadline = now + timeout
     connect_deadline = now + min(timeout, CONNECT_TIMEOUT_S)
+    retry_until = now + min(timeout, RETRY_WINDOW_S)
     live: dict[int, _Exchange] = {}
+    later: list[_Exchange] = []
+
+    def retry(ex: _Exchange) -> None:
+        ex.sock.close()
+        at = time.monotonic() + _backoff(ex.tries)
+        if ex.tries < RETRIES and at < retry_until and _socket_pid_alive(ex.path):
+            ex.tries += 1
+            ex.retry_at = at
+            later.append(ex)
+
+    def begin(ex: _Exchange) -> None:
+        outcome = ex.connect()
+        if outcome == "ok":
+            poller.register(ex.sock, select.POLLOUT)
+            live[ex.sock.fileno()] = ex
+            ex.connected_at = time.monotonic()
+        elif outcome == "retry":
+            retry(ex)
 
     def drop(ex: _Exchange) -> None:
         del live[ex.sock.fileno()]
@@ -199,28 +265,38 @@ def ask_all(request: dict[str, str], timeout: float, folder: str | os.PathLike[s
 
     try:
         for ex in pending:
-            poller.register(ex.sock, select.POLLOUT)
-            live[ex.sock.fileno()] = ex
-        while live:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            begin(ex)
+        while live or later:
+            now = time.monotonic()
+            if now >= deadline:
                 break
-            for fd, mask in poller.poll(max(1, int(left * 1000 + 0.999))):
+            for ex in [e for e in later if e.retry_at <= now]:
+                later.remove(ex)
+                begin(ex)
+            wake = min([deadline, *(e.retry_at for e in later)])
+            left = wake - time.monotonic()
+            for fd, mask in poller.poll(max(0, int(left * 1000 + 0.999))) if live else ():
                 ex = live[fd]
                 try:
                     if ex.out:
                         if mask & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
-                            raise ConnectionError("the socket closed before the request went")
+                            raise ConnectionResetError("the socket closed before the request")
                         ex.on_writable()
                         if not ex.out:
                             poller.modify(ex.sock, _READ_EVENTS)
                     elif ex.on_readable():
                         drop(ex)
-                except OSError:  # refused, reset, gone: no answer from that one
+                except (ConnectionResetError, BrokenPipeError):  # dropped unread: again
+                    drop(ex)
+                    retry(ex)
+                except OSError:  # refused, gone: no answer from that one
                     drop(ex)
                     remove_if_stale(ex.path)
-            if time.monotonic() > connect_deadline:  # still not connected: give up on those
-                for ex in [e for e in live.values() if e.out]:
+            if not live and later:
+                time.sleep(max(0.0, min(e.retry_at for e in later) - time.monotonic()))
+            if time.monotonic() > connect_deadline:  # connected long ago, request not sent
+                for ex in [e for e in live.values()
+                           if e.out and time.monotonic() - e.connected_at > CONNECT_TIMEOUT_S]:
                     drop(ex)
     finally:
         for ex in pending:
@@ -254,7 +330,47 @@ def live_stream_ids(folder: str | os.PathLike[str] | None = None, timeout: float
 def abort_remote(stream_id: str, folder: str | os.PathLike[str] | None = None,
                  timeout: float = ABORT_TIMEOUT_S) -> bool:
     """Ask every Tolaria process to stop ``stream_id``; True once the owner has stopped it (its
-    answer comes when the tree is gone)."""
+    answer comes when the tree is gone). A ``tolaria run --stream-id STREAM_ID`` that has been
+    launched but does not listen yet (found by its command line) is waited for, then asked:
+    False only when no process runs, or is about to run, that id."""
     validate_stream_id(stream_id)
-    answers = ask_all({"op": "abort", "stream_id": stream_id}, timeout, folder)
-    return any(bool(a.get("ok") and a.get("stopped")) for a in answers)
+    deadline = time.monotonic() + timeout
+    request = {"op": "abort", "stream_id": stream_id}
+    answers = ask_all(request, timeout, folder)
+    if any(bool(a.get("ok") and a.get("stopped")) for a in answers):
+        return True
+    from tolaria.core.process import claim  # only here: ``tolaria streams`` needs none of it
+
+    answered = {a.get("pid") for a in answers}
+    where = os.fspath(folder) if folder else sockdir.socket_dir()
+    for pid in claim.find_runs(stream_id):
+        if pid in answered:  # it listens, and said no: that run is over
+            continue
+        served = os.path.join(where, f"{pid}.sock")
+        candidates = [served, claim.claim_path(served)]
+        until = min(deadline, time.monotonic() + CLAIM_WAIT_S)
+        while (path := _wait_for_claim(pid, candidates, until)) is not None:
+            left = deadline - time.monotonic()
+            answers = ask_all(request, left, only=[path]) if left > 0 else []
+            if any(bool(a.get("ok") and a.get("stopped")) for a in answers):
+                return True
+            if answers or os.path.exists(path):  # it answered no, or did not in time
+                break
+            # Renamed from .claim to .sock between the look and the connect: again.
+    return False
+
+
+def _wait_for_claim(pid: int, paths: list[str], until: float) -> str | None:
+    """The first of ``paths`` process ``pid`` listens on, waiting for one to appear until
+    ``until``; None once the process is gone (it ended before it listened) or at ``until``."""
+    from tolaria.core.process import claim
+
+    ticks = claim.start_ticks(pid)
+    while True:
+        for path in paths:
+            if os.path.exists(path):
+                return path
+        alive = claim.start_ticks(pid) == ticks if ticks is not None else _pid_alive(pid)
+        if not alive or time.monotonic() >= until:
+            return None
+        time.sleep(0.002)

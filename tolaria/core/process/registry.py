@@ -18,7 +18,6 @@ import asyncio
 import concurrent.futures
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,9 +47,6 @@ class Run:
     state: str = PENDING
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     finished: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
-    #: Set by a turn that takes another user message into its running turn (Claude's stream-json
-    #: input, ADR 0007), None for every other: called on ``loop``, True if the message was sent.
-    steerer: Callable[[str], bool] | None = None
 
     @property
     def stop_requested(self) -> bool:
@@ -133,29 +129,6 @@ class ProcessRegistry:
             run.loop.call_soon_threadsafe(run.stop_event.set)
         except RuntimeError:
             # The run's loop is closed: the run cannot be alive any more.
-            return False
-        return True
-
-    def steer(self, stream_id: str, text: str) -> bool:
-        """Give ``text`` to ``stream_id``'s running turn as another user message, without
-        stopping it; False when the run cannot take one (not running, or its agent has no
-        native way: the caller then stops the turn and sends instead). Called on the run's own
-        loop, the answer is the write's; from another thread, True means it was scheduled."""
-        validate_stream_id(stream_id)
-        with self._lock:
-            run = self._runs.get(stream_id)
-            steerer = run.steerer if run is not None and run.state == RUNNING else None
-        if run is None or steerer is None:
-            return False
-        try:
-            on_loop = asyncio.get_running_loop() is run.loop
-        except RuntimeError:
-            on_loop = False
-        if on_loop:
-            return steerer(text)
-        try:
-            run.loop.call_soon_threadsafe(steerer, text)
-        except RuntimeError:
             return False
         return True
 

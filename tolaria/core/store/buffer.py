@@ -29,9 +29,14 @@ from tolaria.core.events import (
     Usage,
     to_dict,
 )
-from tolaria.core.output_cap import OutputCap
+from tolaria.core.output_cap import OutputCap, OutputLimits
 from tolaria.core.store.parts import StorePart
-from tolaria.core.store.schema import STATUS_CANCELLED, STATUS_COMPLETED, STATUS_FAILED
+from tolaria.core.store.schema import (
+    STATUS_CANCELLED,
+    STATUS_COMPLETED,
+    STATUS_FAILED,
+    STATUS_RUNNING,
+)
 from tolaria.core.store.schema import encode as _encode
 from tolaria.core.store.write_errors import WRITE_ERRORS, WriteErrors
 
@@ -95,6 +100,7 @@ class EventBuffer(WriteErrors, StorePart):
     _closed: bool
     _interval: float
     _stop: threading.Event
+    limits: OutputLimits
 
     def flush(self) -> None:
         """Write the buffered events now."""
@@ -119,6 +125,37 @@ class EventBuffer(WriteErrors, StorePart):
         if isinstance(event, ROW_EVENTS):
             with contextlib.suppress(*WRITE_ERRORS):  # in write_error; the flusher retries
                 self.flush()
+
+    def reopen_turn(self, stream_id: str) -> bool:
+        """Let a finished turn take more events, after those it has: it is ``running`` again
+        until its next ``Done`` (or ``mark_interrupted``; a crash in between leaves it
+        ``interrupted`` at the next open). For an imported turn the CLI went on writing
+        (tolaria/chats/importing.py); False when there is no such turn or it is running. What is
+        added is capped afresh (tolaria/core/output_cap.py)."""
+        with self._db_lock:
+            with self._buf_lock:
+                if stream_id in self._live:
+                    return False
+            self._flush_locked()
+            with self._tx():
+                row = self._conn.execute(
+                    "SELECT id, conversation_id FROM turns WHERE stream_id = ? AND status != ?",
+                    (stream_id, STATUS_RUNNING)).fetchone()
+                if row is None:
+                    return False
+                turn_id, conversation_id = row
+                (next_seq,) = self._conn.execute(
+                    "SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE turn_id = ?",
+                    (turn_id,)).fetchone()
+                self._conn.execute(
+                    "UPDATE turns SET status = ?, stop_reason = NULL, finished_at = NULL,"
+                    " duration_ms = NULL WHERE id = ?", (STATUS_RUNNING, turn_id))
+                self._conn.execute("UPDATE conversations SET updated_at = ? WHERE id = ?",
+                                   (self._tick(), conversation_id))
+            with self._buf_lock:
+                self._live[stream_id] = Live(turn_id, conversation_id, OutputCap(self.limits),
+                                             next_seq=next_seq)
+        return True
 
     def _buffer_locked(self, live: Live, event: Event, now: float) -> None:
         if isinstance(event, _DELTA_TYPES):

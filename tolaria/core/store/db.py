@@ -18,7 +18,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -207,9 +207,15 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
 
     # turns
 
-    def start_turn(self, conversation_id: int, stream_id: str, agent: str, prompt: str) -> Turn:
+    def start_turn(self, conversation_id: int, stream_id: str, agent: str, prompt: str, *,
+                   delivering: Sequence[int] = ()) -> Turn:
         """Record a running turn; KeyError for an unknown conversation, ValueError for a reused
-        stream id."""
+        stream id.
+
+        ``delivering``: the ids of the queued messages this turn's prompt is made of. They leave
+        the queue and a ``messages_delivered`` marker records them in the same transaction as
+        the turn: whatever happens (a crash, a failed write), either the turn exists and its
+        messages are delivered, or there is no turn and they are still queued."""
         with self._db_lock:
             with self._tx():
                 now = self._tick()
@@ -222,7 +228,12 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                     )
                 except sqlite3.IntegrityError as exc:
                     raise ValueError(f"stream id {stream_id!r} already has a turn") from exc
-            assert cur.lastrowid is not None
+                assert cur.lastrowid is not None
+                if delivering:
+                    taken = self._take_queued(conversation_id, delivering)
+                    self._insert_marker(conversation_id, MARKER_MESSAGES_DELIVERED,
+                                        cur.lastrowid, {"ids": [m.id for m in taken],
+                                                        "messages": [m.text for m in taken]})
             with self._buf_lock:
                 self._live[stream_id] = Live(cur.lastrowid, conversation_id,
                                              OutputCap(self.limits))
@@ -254,15 +265,16 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                                       message=f"unreadable stored event #{seq}: {exc}"))
         return out
 
-    def mark_interrupted(self, stream_id: str) -> None:
+    def mark_interrupted(self, stream_id: str, reason: str = STATUS_INTERRUPTED) -> None:
         """Finish a running turn whose run vanished without a ``Done``; no-op otherwise. A
-        write that fails is kept in ``write_error`` (the next open recovers the turn anyway)."""
+        write that fails is kept in ``write_error`` (the next open recovers the turn anyway).
+        ``reason`` is the stop reason stored (e.g. ``STOP_NOT_ANSWERED`` for an import)."""
         try:
-            self._mark_interrupted(stream_id)
+            self._mark_interrupted(stream_id, reason)
         except WRITE_ERRORS as exc:
             self._write_failed(exc)
 
-    def _mark_interrupted(self, stream_id: str) -> None:
+    def _mark_interrupted(self, stream_id: str, reason: str) -> None:
         with self._db_lock:
             with self._buf_lock:
                 live = self._live.pop(stream_id, None)
@@ -277,7 +289,7 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                 ).fetchone()
                 if row is None:
                     return
-                self._interrupt("stream_id = ?", (stream_id,), time.time())
+                self._interrupt("stream_id = ?", (stream_id,), time.time(), reason)
                 self._touch(row[0], self._tick())
 
     # internals
@@ -351,7 +363,8 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
         with self._tx():
             self._interrupt(where, (STATUS_RUNNING, *live), time.time())
 
-    def _interrupt(self, where: str, args: tuple[Any, ...], now: float) -> None:
+    def _interrupt(self, where: str, args: tuple[Any, ...], now: float,
+                   reason: str = STATUS_INTERRUPTED) -> None:
         last_event = ("(SELECT created_at FROM events WHERE events.turn_id = turns.id"
                       " ORDER BY seq DESC LIMIT 1)")
         self._conn.execute(
@@ -363,5 +376,5 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
             "UPDATE turns SET status = ?, stop_reason = ?,"
             " duration_ms = CAST(ROUND(MAX(finished_at - started_at, 0) * 1000) AS INTEGER)"
             f" WHERE status = 'running' AND {where}",
-            (STATUS_INTERRUPTED, STATUS_INTERRUPTED, *args),
+            (STATUS_INTERRUPTED, reason, *args),
         )

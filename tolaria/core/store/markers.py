@@ -20,8 +20,9 @@ MARKER_MESSAGE_UNQUEUED = "message_unqueued"
 MARKER_MESSAGES_DELIVERED = "messages_delivered"
 MARKER_TURN_RESTARTED = "turn_restarted"
 MARKER_STOP_REQUESTED = "stop_requested"
-#: A queued message given to the running turn itself (Send now on an agent that takes a user
-#: message mid-turn, e.g. Claude's stream-json input); data: ``{"id", "text", "stream_id"}``.
+#: A queued message given to the running turn itself; data: ``{"id", "text", "stream_id"}``.
+#: Written only by the builds whose Send now steered Claude (no longer: ADR 0007); still shown
+#: (a bubble inside that turn) so a chat stored then keeps what the user sent.
 MARKER_MESSAGE_STEERED = "message_steered"
 #: A turn started as one member of a fan-out job (one prompt sent to several agents at once);
 #: data: ``{"job_id", "prompt", "agent", "stream_id"}``, on the member turn.
@@ -49,13 +50,18 @@ class MarkerLog(StorePart):
         with self._db_lock:
             try:
                 with self._tx():
-                    now = self._tick()
-                    cur = self._conn.execute(
-                        "INSERT INTO markers (conversation_id, turn_id, kind, data, created_at)"
-                        " VALUES (?, ?, ?, ?, ?)",
-                        (conversation_id, turn_id, kind, json.dumps(data, default=str), now))
+                    return self._insert_marker(conversation_id, kind, turn_id, data)
             except sqlite3.IntegrityError:  # the conversation (or turn) was deleted
                 return None
+
+    def _insert_marker(self, conversation_id: int, kind: str, turn_id: int | None,
+                       data: Any) -> Marker:
+        """The marker's row, inside the caller's transaction."""
+        now = self._tick()
+        cur = self._conn.execute(
+            "INSERT INTO markers (conversation_id, turn_id, kind, data, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (conversation_id, turn_id, kind, json.dumps(data, default=str), now))
         assert cur.lastrowid is not None
         return Marker(cur.lastrowid, conversation_id, turn_id, kind, data, now)
 

@@ -3,8 +3,9 @@
 A chat can hold thousands of turns; a view must never read the whole event log to show the
 newest one. ``TurnPages`` (mixed into ``Store``) reads a bounded run of turns plus the events of
 those turns only, in two indexed queries (``turns_by_conversation``, the events primary key).
-Search runs in SQLite over what is stored (``instr`` on the prompt and on text/tool payloads), so
-finding a match never needs a widget per turn; text that the store cut into several rows is
+Search runs in SQLite over what is stored (``instr`` on the prompt and on the values a
+text/tool/error row shows, never its JSON keys or ids), so finding a match never needs a widget
+per turn; text that the store cut into several rows is
 searched across the cuts with a bounded overlap (``_across_rows``).
 """
 
@@ -30,6 +31,34 @@ SEARCH_LIMIT = 1000
 #: Rows that are not shown in the text (between two text rows, the text runs on).
 _NOT_IN_TEXT = ("init", "usage")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+_P = "CAST(e.payload AS TEXT)"
+
+
+def _has(path: str) -> str:
+    """SQL: the payload's JSON value at ``path`` holds the needle (parameter ``?2``, lowered)."""
+    return f"instr(lower(json_extract({_P}, '{path}')), ?2) > 0"
+
+
+#: SQL: a tool's input shows the needle in one of its values (its command, its file...).
+_INPUT_VALUES = (f"EXISTS (SELECT 1 FROM json_tree({_P}, '$.input') WHERE type IN"
+                 " ('text', 'integer', 'real') AND instr(lower(CAST(value AS TEXT)), ?2) > 0)")
+#: SQL: the text of a ``text_delta`` row as its payload spells it: the payload's last value
+#: (``{"stream_id": …, "kind": "text_delta", "text": "…"}``), without its closing ``"}``. JSON
+#: escapes each character on its own, so the spelled needle (``?3``) is in the spelled text
+#: exactly when the needle is in the text: no parsing, for the rows that are most of a chat.
+_SPELLED_TEXT = (f"substr({_P}, instr({_P}, '\"text\": \"') + 9,"
+                 f" length({_P}) - instr({_P}, '\"text\": \"') - 10)")
+#: SQL: event row ``e`` shows the needle (``?2``), by what its kind shows. Other rows are first
+#: tested the cheap way, the spelled needle anywhere in the raw payload (which a value holding
+#: the needle always passes); only the rows that pass are parsed. An unreadable row never
+#: matches (and never fails the search).
+_SHOWN = (f"CASE WHEN e.kind = 'text_delta' THEN instr(lower({_SPELLED_TEXT}), ?3) > 0"
+          f" WHEN instr(lower({_P}), ?3) = 0 THEN 0 WHEN NOT json_valid({_P}) THEN 0"
+          f" WHEN e.kind = 'tool_done' THEN {_has('$.output')}"
+          f" WHEN e.kind = 'error' THEN {_has('$.message')} OR {_has('$.hint')}"
+          f" ELSE {_has('$.name')} OR {_has('$.output')} OR {_INPUT_VALUES} END")
 
 
 def ascii_lower(text: str) -> str:
@@ -121,20 +150,26 @@ class TurnPages:
 
     def search_turns(self, conversation_id: int, needle: str,
                      limit: int = SEARCH_LIMIT) -> list[int]:
-        """Ids of the turns whose prompt or stored text contains ``needle`` (ASCII letters
-        case-insensitively), oldest first; also text the store cut into several rows."""
+        """Ids of the turns whose prompt or shown text contains ``needle`` (ASCII letters
+        case-insensitively), oldest first; also text the store cut into several rows.
+
+        Only what the transcript shows is searched: the answer text, a tool's name, the values
+        of its input (its command, the file it edits), its output, an error's message and hint;
+        never the payload's JSON keys, kinds or ids (``_SHOWN``). Each row is first tested the
+        cheap way, the needle as JSON spells it anywhere in the raw payload (a value that holds
+        the needle always passes); only the rows that pass are parsed."""
         if not needle.strip():
             return []
         lowered = ascii_lower(needle)
         # Payloads are JSON: look for the needle as JSON spells it (quotes, newlines escaped).
         spelled = json.dumps(lowered, ensure_ascii=False)[1:-1]
-        marks = ", ".join("?" for _ in SEARCHABLE_KINDS)
+        kinds = ", ".join(f"?{5 + i}" for i in range(len(SEARCHABLE_KINDS)))
         rows = self._query(
-            "SELECT id FROM turns WHERE conversation_id = ? AND (instr(lower(prompt), ?) > 0"
+            "SELECT id FROM turns WHERE conversation_id = ?1 AND (instr(lower(prompt), ?2) > 0"
             " OR EXISTS (SELECT 1 FROM events e WHERE e.turn_id = turns.id"
-            f" AND e.kind IN ({marks}) AND instr(lower(CAST(e.payload AS TEXT)), ?) > 0))"
-            " ORDER BY id DESC LIMIT ?",
-            conversation_id, lowered, *SEARCHABLE_KINDS, spelled, limit, flush=True)
+            f" AND e.kind IN ({kinds}) AND ({_SHOWN})))"
+            " ORDER BY id DESC LIMIT ?4",
+            conversation_id, lowered, spelled, limit, *SEARCHABLE_KINDS, flush=True)
         found = {row[0] for row in rows} | self._across_rows(conversation_id, spelled)
         return sorted(found)[-limit:]
 
@@ -152,7 +187,9 @@ class TurnPages:
             return set()
         p = "CAST(e.payload AS TEXT)"
         at = f"instr({p}, '\"text\": \"') + 9"  # where the spelled text starts
-        text_only = "CASE WHEN e.kind = 'text_delta' THEN {} END"
+        # As bytes: a row holding half a UTF-16 pair (stored surrogatepass) must not stop the
+        # search (SQLite hands such text over as is; Python's text decoding refuses it).
+        text_only = "CASE WHEN e.kind = 'text_delta' THEN CAST({} AS BLOB) END"
         rows = self._query(
             "SELECT e.turn_id, e.kind,"
             f" {text_only.format(f'substr({p}, {at}, ? + 2)')},"  # a short text ends in '"}'
@@ -166,6 +203,8 @@ class TurnPages:
             if kind != "text_delta" or head is None:  # a tool card...: the text run ends
                 turn, before = None, ""
                 continue
+            head = bytes(head).decode("utf-8", "surrogatepass")
+            tail = bytes(tail).decode("utf-8", "surrogatepass")
             if turn_id != turn:
                 turn, before = turn_id, ""
             kept = min(reach, _spelled_length(head))  # a row shorter than ``reach``: all of it

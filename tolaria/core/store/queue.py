@@ -11,6 +11,7 @@ deltas): a message typed a moment before a crash is still there at the next star
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tolaria.core.store.parts import StorePart
@@ -81,10 +82,16 @@ class QueueLog(StorePart):
     def queue_remove(self, conversation_id: int, message_ids: list[int]) -> list[QueuedMessage]:
         """Delete these messages (delivered or taken back); returns those that were queued."""
         with self._db_lock, self._tx():
-            found = [m for m in self.queued(conversation_id) if m.id in set(message_ids)]
-            self._conn.executemany(
-                "DELETE FROM queued_messages WHERE conversation_id = ? AND id = ?",
-                [(conversation_id, m.id) for m in found])
+            return self._take_queued(conversation_id, message_ids)
+
+    def _take_queued(self, conversation_id: int, message_ids: Sequence[int]
+                     ) -> list[QueuedMessage]:
+        """Delete these queued messages inside the caller's transaction; returns those found."""
+        wanted = set(message_ids)
+        found = [m for m in self.queued(conversation_id) if m.id in wanted]
+        self._conn.executemany(
+            "DELETE FROM queued_messages WHERE conversation_id = ? AND id = ?",
+            [(conversation_id, m.id) for m in found])
         return found
 
     def queue_edit(self, conversation_id: int, message_id: int, text: str) -> QueuedMessage | None:

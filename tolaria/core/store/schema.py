@@ -21,6 +21,9 @@ STATUS_COMPLETED = "completed"
 STATUS_CANCELLED = "cancelled"
 STATUS_FAILED = "failed"
 STATUS_INTERRUPTED = "interrupted"
+#: The stop reason of an ``interrupted`` turn imported from a CLI's session with no answer in it
+#: (stopped there, or still being written): tolaria/chats/importing.py.
+STOP_NOT_ANSWERED = "not_answered"
 
 ORIGIN_WINDOW = "window"
 ORIGIN_COMMAND_LINE = "command-line"

@@ -46,7 +46,7 @@ class KeptStreamTurn(StreamInputTurn):
         if proc.stdin is not None and not proc.stdin.is_closing():
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 proc.stdin.write(user_message(self.request.prompt))
-                self._started_turn()
+                self._user_sent = True
                 await proc.stdin.drain()
         waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._result.wait()),
                                              asyncio.ensure_future(protocol.exited.wait()),
@@ -104,7 +104,6 @@ class KeptStreamTurn(StreamInputTurn):
     def _on_result(self) -> None:
         """The turn is over by the protocol (a Stop is too late now); the process stays."""
         self._result.set()
-        self.run.steerer = None
         self.registry.transition(self.run, FINISHING)
 
 

@@ -27,7 +27,7 @@ import uuid
 from typing import Any
 
 from tolaria.core.events import Diagnostic, Done
-from tolaria.core.process.registry import FINISHING, RUNNING
+from tolaria.core.process.registry import FINISHING
 from tolaria.core.turns.cli_turn import CliTurn
 from tolaria.core.turns.spawn import ExitProtocol
 
@@ -89,26 +89,8 @@ class StreamInputTurn(CliTurn):
         self._stdin_writer = stdin
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             stdin.write(user_message(self.request.prompt))
-            self._started_turn()
+            self._user_sent = True
             await stdin.drain()
-
-    def _started_turn(self) -> None:
-        """The prompt is written: from now until the ``result`` the turn can be steered."""
-        self._user_sent = True
-        self.run.steerer = self.steer
-
-    def steer(self, text: str) -> bool:
-        """Write ``text`` as another user message into the running turn (Claude takes it in
-        after the current tool call); False once the turn is over, stopping or stdin is gone."""
-        writer = self._stdin_writer
-        if (not self._user_sent or self._result.is_set() or self.run.state != RUNNING
-                or writer is None or writer.is_closing()):
-            return False
-        try:
-            writer.write(user_message(text))
-        except (BrokenPipeError, ConnectionResetError, RuntimeError):
-            return False
-        return True
 
     def _close_stdin(self) -> None:
         if self._stdin_writer is not None and not self._stdin_writer.is_closing():
@@ -125,7 +107,6 @@ class StreamInputTurn(CliTurn):
     def _on_result(self) -> None:
         """The turn is over by the protocol: a Stop from now on is too late (abort -> False)."""
         self._result.set()
-        self.run.steerer = None
         self.registry.transition(self.run, FINISHING)
         self._close_stdin()  # ... so Claude exits
         self._linger = asyncio.get_running_loop().call_later(self.exit_after_result_s,

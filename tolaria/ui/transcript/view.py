@@ -23,6 +23,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from tolaria.core.events import Done, Event
+from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, PAGE_NEWER, PAGE_OLDER, TurnPage
 from tolaria.ui import theme
@@ -91,6 +92,9 @@ class TranscriptView(QScrollArea):
         self._restarted: set[str] = set()
         #: Messages steered into a turn, by stream id: (marker id, text), shown when it is built.
         self._steered: dict[str, list[tuple[int, str]]] = {}
+        #: Open permission questions of live turns, by stream id and key: asked again whenever
+        #: the turn's view is built (a search jump and back), whatever its stored events say.
+        self._questions: dict[str, dict[str, PermissionRequest]] = {}
         #: Text the chat's search is showing (highlighted in every held turn).
         self.needle = ""
         self._timer = QTimer(self)
@@ -190,6 +194,8 @@ class TranscriptView(QScrollArea):
                 survivors = event.survivors
             else:
                 view.enqueue(event)
+        for key, request in self._questions.get(turn.stream_id, {}).items():
+            view.ask(key, request)  # (one card per key: a stored question is not doubled)
         ending = None
         if turn.status != STATUS_RUNNING:
             ending = Ending(turn.status, turn.duration_ms, survivors, turn.input_tokens,
@@ -292,6 +298,33 @@ class TranscriptView(QScrollArea):
         view = self._turns.get(stream_id)
         if view is not None:
             view.add_steered(key, text)
+
+    def hold_question(self, stream_id: str, key: str, request: PermissionRequest) -> None:
+        """An open question of a live turn: shown now if its view is built, and every time
+        the view is built again until ``release_question``."""
+        self._questions.setdefault(stream_id, {})[key] = request
+        view = self._turns.get(stream_id)
+        if view is not None:
+            view.ask(key, request)
+            self.schedule(view)
+
+    def release_question(self, stream_id: str, key: str) -> None:
+        held = self._questions.get(stream_id, {})
+        held.pop(key, None)
+        if not held:
+            self._questions.pop(stream_id, None)
+
+    def release_questions(self, stream_id: str) -> None:
+        self._questions.pop(stream_id, None)
+
+    def add_late(self, stream_id: str, event: Event) -> bool:
+        """A live event of a turn whose view is not built yet but whose stored page is queued
+        to be (scrolling): it joins that page's events, so the view misses nothing."""
+        for turn, events, _name in self._to_build:
+            if turn.stream_id == stream_id:
+                events.append(event)
+                return True
+        return False
 
     def set_needle(self, needle: str) -> None:
         self.needle = needle

@@ -1,0 +1,225 @@
+"""``tolaria changes / revert / rewind / undo``: review and undo a chat's turns without the window.
+
+The same store, checkpoints and safety rules as the window (tolaria/chats/restore.py): a file
+changed after the turn, an agent writing in the repository (any Tolaria process), a turn
+recorded after a restart, and every rewind need ``--yes``; a file that cannot be restored (a
+submodule, a file that became a folder, no permission) stops it with nothing changed. Each
+restore keeps a copy of what it replaced: ``tolaria undo CHAT`` gives it back.
+
+TURN is the turn's number in the chat (1 = the first), as ``tolaria changes CHAT`` lists it.
+Exit codes: 0 done, 1 refused for safety (the message names the files and why) or git failed,
+2 bad input (no such chat, turn or file; nothing to undo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from tolaria.chats.checkpoints import TurnChanges, TurnCheckpoints
+from tolaria.chats.restore import RestoreInputError, TurnRestore
+from tolaria.chats.restore_plan import REVERT, REWIND, YES, RestoreResult
+from tolaria.chats.saved_runs import open_store
+from tolaria.core import checkpoints as ck
+from tolaria.core.process.control_client import live_stream_ids
+from tolaria.core.store.db import Conversation, Store
+from tolaria.support.paths import access_problem
+
+EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT = 0, 1, 2
+COMMANDS = ("changes", "revert", "rewind", "undo")
+_CODES = "exit codes: 0 done, 1 refused for safety (the files and why are said), 2 bad input"
+
+
+def add_parsers(sub: Any) -> None:
+    """The four subcommands, on ``tolaria``'s subparsers."""
+    changes = sub.add_parser(
+        "changes", help="what a chat's turns changed in its git folder",
+        description="List the files each turn of a chat changed (added, modified, deleted), "
+                    "what was reverted or rewound, and what Undo would take back.",
+        epilog="exit codes: 0 done, 2 bad input")
+    changes.add_argument("chat", type=int, metavar="CHAT", help="chat id (see 'tolaria chats')")
+    changes.add_argument("turn", type=int, nargs="?", metavar="TURN",
+                         help="only this turn (its number in the chat, 1 = the first)")
+    changes.add_argument("--json", action="store_true", help="as JSON")
+    changes.add_argument("--diff", action="store_true", help="with each file's diff")
+    revert = sub.add_parser(
+        "revert", help="put files a turn changed back as they were before it",
+        description="Put the turn's files (or only FILE...) back as they were before it. A "
+                    "file edited since is said: with --yes only the turn's lines are taken out "
+                    "when they can be, else the later edits go too (undo brings them back).",
+        epilog=_CODES)
+    revert.add_argument("chat", type=int, metavar="CHAT", help="chat id (see 'tolaria chats')")
+    revert.add_argument("turn", type=int, metavar="TURN", help="the turn's number in the chat")
+    revert.add_argument("files", nargs="*", metavar="FILE", help="paths as 'changes' lists them")
+    revert.add_argument("--yes", action="store_true", help="go ahead with what the plan says")
+    revert.add_argument("--json", action="store_true", help="the outcome and the plan as JSON")
+    rewind = sub.add_parser(
+        "rewind", help="put the chat's folder back as it was before a turn",
+        description="Undo what that turn and every later one changed in the chat's folder. "
+                    "Files no turn touched (your new files) are left alone. Always asks: "
+                    "without --yes it prints what it would do.", epilog=_CODES)
+    rewind.add_argument("chat", type=int, metavar="CHAT", help="chat id (see 'tolaria chats')")
+    rewind.add_argument("turn", type=int, metavar="TURN", help="the turn's number in the chat")
+    rewind.add_argument("--yes", action="store_true", help="go ahead with what the plan says")
+    rewind.add_argument("--json", action="store_true", help="the outcome and the plan as JSON")
+    undo = sub.add_parser(
+        "undo", help="take back the chat's last revert or rewind",
+        description="Give back the exact files the chat's last revert or rewind replaced. A "
+                    "file changed since that revert needs --yes.", epilog=_CODES)
+    undo.add_argument("chat", type=int, metavar="CHAT", help="chat id (see 'tolaria chats')")
+    undo.add_argument("--yes", action="store_true", help="go ahead with what the plan says")
+    undo.add_argument("--json", action="store_true", help="the outcome and the plan as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        store = open_store()
+    except (OSError, sqlite3.Error, RuntimeError) as exc:
+        problem = access_problem(exc)
+        print(f"tolaria: {problem or f'cannot open the store: {exc}'}", file=sys.stderr)
+        return EXIT_BAD_INPUT if problem else EXIT_REFUSED
+    try:
+        return _run(store, args)
+    except RestoreInputError as exc:
+        print(f"tolaria: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (ck.CheckpointError, OSError) as exc:
+        print(f"tolaria: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    finally:
+        store.close()
+
+
+def _run(store: Store, args: argparse.Namespace) -> int:
+    chat = store.get_conversation(args.chat)
+    if chat is None:
+        print(f"tolaria: no chat {args.chat} (see `tolaria chats`)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    service = TurnCheckpoints(store)
+    service.recover(chat, live_stream_ids())  # turns of a process that died mid-turn
+    turns = store.turns(chat.id)
+    turn_id = None
+    if getattr(args, "turn", None) is not None:
+        if not 1 <= args.turn <= len(turns):
+            print(f"tolaria: chat {chat.id} has no turn {args.turn} (it has {len(turns)})",
+                  file=sys.stderr)
+            return EXIT_BAD_INPUT
+        turn_id = turns[args.turn - 1].id
+    if args.command == "changes":
+        return _changes(service, chat, turn_id, args.json, args.diff)
+    restore = TurnRestore(service)
+    yes = YES if args.yes else ""
+    if args.command == "undo":
+        result = restore.undo(chat.id, confirmed=yes)
+    elif args.command == "rewind":
+        assert turn_id is not None
+        result = restore.run(chat.id, turn_id, REWIND, confirmed=yes)
+    else:
+        assert turn_id is not None
+        result = restore.run(chat.id, turn_id, REVERT, list(args.files), confirmed=yes)
+    if args.json:
+        print(json.dumps(_outcome(result, {t.id: n for n, t in enumerate(turns, 1)}), indent=2,
+                         ensure_ascii=False))
+        return EXIT_OK if result.done else EXIT_REFUSED
+    return _said(result, chat, args.command)
+
+
+def _outcome(result: RestoreResult, numbers: dict[int, int]) -> dict[str, Any]:
+    plan = result.plan
+    return {"done": result.done, "files": list(result.files), "kind": plan.kind,
+            "turn": numbers.get(plan.turn_id), "blocked": bool(plan.blocked),
+            "needs_yes": plan.needs_confirm and not result.done,
+            "plan": [{"path": f.path, "action": f.action, "changed_since": f.later or None,
+                      "blocked": f.blocker or None} for f in plan.files],
+            "left_alone": list(plan.kept), "outside_folder": list(plan.outside),
+            "agents_writing": list(plan.writers), "recorded_after_restart": plan.late,
+            "message": plan.lines()}
+
+
+def _said(result: RestoreResult, chat: Conversation, command: str) -> int:
+    plan = result.plan
+    if result.done:
+        if not result.files:
+            print("nothing to do: the files are already as they were")
+            return EXIT_OK
+        lines = plan.lines()
+        for line in lines:
+            if line.startswith("  "):
+                print(line.strip())
+        if command != "undo":
+            print(f"tolaria: done; `tolaria undo {chat.id}` gives back what was replaced",
+                  file=sys.stderr)
+        return EXIT_OK
+    for line in plan.lines():
+        print(line, file=sys.stderr)
+    if not plan.blocked:
+        print(f"tolaria: nothing was changed; run again with --yes to {command} as said",
+              file=sys.stderr)
+    return EXIT_REFUSED
+
+
+def _changes(service: TurnCheckpoints, chat: Conversation, turn_id: int | None, as_json: bool,
+             with_diff: bool) -> int:
+    turns = service.store.turns(chat.id)
+    numbers = {t.id: n for n, t in enumerate(turns, 1)}
+    status = {t.id: t.status for t in turns}
+    listed = [c for c in service.changes(chat.id) if turn_id is None or c.turn_id == turn_id]
+    entries = [_entry(service, chat, c, numbers[c.turn_id], status[c.turn_id], with_diff)
+               for c in listed]
+    if as_json:
+        print(json.dumps(entries, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if not entries:
+        print("no recorded changes" + (" for that turn" if turn_id is not None else ""))
+    for entry in entries:
+        _print_entry(entry)
+    return EXIT_OK
+
+
+def _entry(service: TurnCheckpoints, chat: Conversation, change: TurnChanges, number: int,
+           status: str, with_diff: bool) -> dict[str, Any]:
+    files = []
+    for f in change.files:
+        item: dict[str, Any] = {"path": f.path, "status": f.status,
+                                "reverted": f.path in change.reverted or change.rewound}
+        if with_diff:
+            try:
+                before, after = service.checkpoints_of(chat.id, change.turn_id)
+                item["diff"] = ck.file_diff(before, after, f.path)
+            except (ck.CheckpointError, OSError) as exc:
+                item["diff_error"] = str(exc)
+        files.append(item)
+    return {"turn": number, "turn_id": change.turn_id, "stream_id": change.stream_id,
+            "status": status, "files": files, "rewound": change.rewound, "late": change.late,
+            "notice": change.notice, "undo": change.undo or None}
+
+
+def _print_entry(entry: dict[str, Any]) -> None:
+    count = len(entry["files"])
+    flags = [entry["status"]]
+    if entry["rewound"]:
+        flags.append("rewound")
+    if entry["late"]:
+        flags.append("recorded after a restart: may include edits made while Tolaria was closed")
+    head = f"turn {entry['turn']}  {count} file{'s' if count != 1 else ''} changed"
+    print(f"{head}  ({'; '.join(flags)})")
+    if entry["notice"]:
+        print(f"  note: {entry['notice']}")
+    badge = {"added": "A", "modified": "M", "deleted": "D", "type": "T"}
+    for f in entry["files"]:
+        print(f"  {badge.get(f['status'], 'M')} {f['path']}{'  (reverted)' if f['reverted'] else ''}")
+        if "diff" in f:
+            for line in _lines(f["diff"]):
+                print(f"      {line}")
+        elif "diff_error" in f:
+            print(f"      ({f['diff_error']})")
+    if entry["undo"]:
+        print(f"  undo available: {entry['undo']}")
+
+
+def _lines(diff: str) -> Sequence[str]:
+    return diff.rstrip("\n").splitlines()

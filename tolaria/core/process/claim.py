@@ -1,0 +1,306 @@
+"""A ``tolaria run --stream-id ID`` claims its id before anything else, so an early abort is kept.
+
+Before this, ``tolaria run`` listened on its control socket only ~200 ms after its process
+started (imports, settings, the store): an abort sent from another terminal in that window
+found nobody and the run went on for ever (issue 22.1). Two halves close the window:
+
+- The run binds and listens on its control socket in the first lines of
+  ``tolaria.cli.main.main``, before any heavy import (``claim_run``), under the name
+  ``<socket_dir>/<pid>.claim``. A client that connects from then on waits in the socket's
+  listen queue, its request in the socket's buffer, until the run's ``ControlServer`` adopts
+  the socket (``take``) right after the run is reserved in the registry, renames it to
+  ``<pid>.sock`` and takes every request already queued before the agent is spawned. Until
+  then only an abort that names the run goes there: ``tolaria streams`` and the store's
+  ``live_stream_ids`` ask ``*.sock`` only, so they never wait for a run that is starting (two
+  runs starting at once would otherwise wait for each other).
+- ``tolaria abort ID`` also finds a run whose process exists but has not claimed yet, by its
+  command line (``find_runs``: ``/proc/*/cmdline`` on Linux, ``ps`` elsewhere), and then waits
+  for that process's socket (tolaria/core/process/control_client.py).
+
+Light on purpose, like the client: no asyncio, no psutil, no pathlib, no re (``tolaria
+abort``'s start-up is part of a stop's latency; tests/cli/test_fast_commands.py pins that).
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+
+from tolaria.core.stream_id import is_valid_stream_id
+from tolaria.support import sockdir
+
+#: Longer than any burst a desktop sees (50 clients at once); beyond it a client's connect
+#: waits (``tolaria abort`` retries it). The kernel caps it at net.core.somaxconn.
+BACKLOG = 128
+
+#: ``tolaria``'s options before the command that take a value, and ``run``'s.
+_TOP_VALUED = ("--agent", "--cwd")
+_TOP_FLAGS = ("--version", "--help")
+_RUN_VALUED = ("--agent", "--cwd", "--stream-id", "--grace", "--chat")
+_RUN_FLAGS = ("--json", "--no-save", "--help")
+
+_claimed: _socket.socket | None = None
+_claimed_path: str | None = None
+
+
+def _option(arg: str, valued: tuple[str, ...], flags: tuple[str, ...]) -> str | None:
+    """The option ``arg`` (without ``=value``) names, as argparse resolves an unambiguous
+    prefix (``--stream`` is ``--stream-id``); None for no option or an ambiguous one."""
+    known = valued + flags
+    if arg in known:
+        return arg
+    matches = [name for name in known if name.startswith(arg)] if arg.startswith("--") else []
+    return matches[0] if len(matches) == 1 else None
+
+
+def run_args(args: list[str]) -> list[str] | None:
+    """The arguments after ``run`` when ``args`` (tolaria's, without the program) is
+    ``tolaria [--agent A] [--cwd D] run ...``, else None."""
+    i = 0
+    while i < len(args) and args[i] != "run":
+        name, eq, _value = args[i].partition("=")
+        option = _option(name, _TOP_VALUED, _TOP_FLAGS)
+        if option not in _TOP_VALUED:
+            return None  # another command, --help, --version
+        i += 1 if eq else 2
+    return args[i + 1:] if i < len(args) else None
+
+
+def run_stream_id(args: list[str]) -> str | None:
+    """The valid ID of ``tolaria ... run ... --stream-id ID ...`` in ``args`` (tolaria's
+    arguments, without the program), else None."""
+    rest = run_args(args)
+    i = 0
+    while rest is not None and i < len(rest):
+        arg = rest[i]
+        if arg == "--":
+            return None
+        if not arg.startswith("--"):  # the prompt, -h, a value of an unknown option
+            i += 1
+            continue
+        name, eq, value = arg.partition("=")
+        option = _option(name, _RUN_VALUED, _RUN_FLAGS)
+        if option == "--stream-id":
+            found = value if eq else (rest[i + 1] if i + 1 < len(rest) else None)
+            return found if is_valid_stream_id(found) else None
+        i += 2 if option in _RUN_VALUED and not eq else 1
+    return None
+
+
+def tolaria_args(argv: list[str]) -> list[str] | None:
+    """Tolaria's arguments in a process's full command line, None when it is not Tolaria:
+    ``tolaria ...`` run directly, ``python [options] .../tolaria ...`` (the script through
+    its shebang), ``python -m tolaria ...`` and ``python -c '...tolaria...' ...``."""
+    if not argv:
+        return None
+    program = os.path.basename(argv[0])
+    if program == "tolaria":
+        return argv[1:]
+    if not program.startswith(("python", "pypy")):
+        return None
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m":
+            return argv[i + 2:] if argv[i + 1:i + 2] == ["tolaria"] else None
+        if arg == "-mtolaria":
+            return argv[i + 1:]
+        if arg == "-c":
+            return argv[i + 2:] if "tolaria" in "".join(argv[i + 1:i + 2]) else None
+        if arg in ("-X", "-W", "--check-hash-based-pycs"):
+            i += 2
+            continue
+        if arg.startswith("-"):
+            i += 1
+            continue
+        return argv[i + 1:] if os.path.basename(arg) == "tolaria" else None
+    return None
+
+
+# -- the run's side ---------------------------------------------------------------------------
+def claim_run(args: list[str]) -> str | None:
+    """When ``args`` is a ``run --stream-id ID``: listen on this process's control socket now
+    (at ``<pid>.claim``), and return its path (None when not a run with an id, or when the folder is not ready: the
+    run's ControlServer then binds the socket later, as before, and reports any problem)."""
+    global _claimed, _claimed_path
+    if sys.platform == "win32":  # no AF_UNIX there, and runs are refused (ADR 0014)
+        return None
+    if _claimed is not None or run_stream_id(args) is None:
+        return None
+    try:
+        folder = sockdir.socket_dir()
+        os.makedirs(os.path.dirname(folder), exist_ok=True)  # a fresh TOLARIA_HOME
+        try:  # noqa: SIM105 - contextlib is one more import on the way to listening
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        sockdir.check_own_folder(folder)
+        if os.stat(folder).st_mode & 0o077:  # loose: paths.socket_dir() tightens it later
+            return None
+        path = claim_path(os.path.join(folder, f"{os.getpid()}.sock"))
+        try:  # noqa: SIM105 - as above
+            os.unlink(path)  # a dead process with our pid left it
+        except FileNotFoundError:
+            pass
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            sock.listen(BACKLOG)
+            os.chmod(path, 0o600)
+        except BaseException:
+            sock.close()
+            raise
+    except (OSError, ImportError, AttributeError):  # platformdirs missing, no AF_UNIX: the
+        return None  # run's ControlServer reports it
+    _claimed, _claimed_path = sock, path
+    return path
+
+
+def claim_path(socket_path: str) -> str:
+    """Where the socket of ``<pid>.sock`` listens while its run starts: ``<pid>.claim``."""
+    return socket_path.removesuffix(".sock") + ".claim"
+
+
+def take(socket_path: str) -> int | None:
+    """The listening socket claimed for ``socket_path`` (its fd, now the caller's, still at
+    ``claim_path(socket_path)``: the caller renames it), else None."""
+    global _claimed, _claimed_path
+    if _claimed is None or _claimed_path != claim_path(socket_path):
+        return None
+    fd = _claimed.detach()
+    _claimed = _claimed_path = None
+    return fd
+
+
+def release() -> None:
+    """Close and remove a claimed socket nobody took (the run ended before it listened)."""
+    global _claimed, _claimed_path
+    if _claimed is None or _claimed_path is None:
+        return
+    _claimed.close()
+    try:  # noqa: SIM105 - as above
+        os.unlink(_claimed_path)
+    except OSError:
+        pass
+    _claimed = _claimed_path = None
+
+
+# -- the abort's side -------------------------------------------------------------------------
+def _read(path: str, limit: int = 1 << 20) -> bytes:
+    """The file's content (up to ``limit``): one read for what fits in a page, as almost every
+    ``cmdline`` does (a second read, to see the end, would cost every process of the scan)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.read(fd, 4096)
+        while data and len(data) % 4096 == 0 and len(data) < limit:  # a page full: more
+            more = os.read(fd, 65536)
+            if not more:
+                break
+            data += more
+        return data
+    finally:
+        os.close(fd)
+
+
+def start_ticks(pid: int) -> int | None:
+    """Field 22 of ``/proc/PID/stat`` (the start time): a pid plus this names one process.
+    None when the process is gone (or on a system without /proc)."""
+    try:
+        stat = _read(f"/proc/{pid}/stat", 4096)
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _our(name: str) -> bytes | None:
+    value = os.environ.get(name)
+    return None if value is None else os.fsencode(value)
+
+
+def _same_home(pid: int) -> bool:
+    """Whether process ``pid`` uses our socket folder: the same ``TOLARIA_HOME``, or neither
+    has one and the variables the default folder comes from agree (sockdir.socket_dir)."""
+    try:
+        environ = _read(f"/proc/{pid}/environ").split(b"\0")
+    except OSError:
+        return True  # unreadable: judged by its socket alone
+    env = dict(e.partition(b"=")[::2] for e in environ if b"=" in e)
+    theirs = env.get(b"TOLARIA_HOME")
+    mine = sockdir.home()
+    if not theirs:
+        return mine is None and all(env.get(name.encode()) == _our(name)
+                                    for name in ("XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP"))
+    if mine is None:
+        return False
+    value = os.path.expanduser(os.fsdecode(theirs))
+    if not os.path.isabs(value):
+        try:
+            value = os.path.join(os.readlink(f"/proc/{pid}/cwd"), value)
+        except OSError:
+            return True
+    return os.path.realpath(value) == mine
+
+
+def _cmdline_runs(stream_id: str) -> list[int]:
+    if sys.platform == "win32":  # no /proc, no uids
+        return []
+    needle = stream_id.encode()
+    uid = os.getuid()
+    me = str(os.getpid())
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or name == me:
+            continue
+        try:
+            data = _read("/proc/" + name + "/cmdline")
+        except OSError:
+            continue
+        if needle not in data:  # the cheap test first: almost every process fails it
+            continue
+        argv = [os.fsdecode(a) for a in data.rstrip(b"\0").split(b"\0")]
+        args = tolaria_args(argv)
+        if args is None or run_stream_id(args) != stream_id:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+        except OSError:
+            continue
+        if _same_home(int(name)):
+            found.append(int(name))
+    return found
+
+
+def _ps_runs(stream_id: str) -> list[int]:
+    """The portable fallback: ``ps``'s command lines, split on blanks (a prompt with blanks
+    may then hide a ``--stream-id`` after it; ``TOLARIA_HOME`` is not compared)."""
+    if sys.platform == "win32":  # no control channel there (ADR 0014): nothing to wait for
+        return []
+    import subprocess  # only here: no /proc, and nobody answered the abort
+
+    try:
+        out = subprocess.run(["ps", "-A", "-ww", "-o", "pid=", "-o", "uid=", "-o", "args="],
+                             capture_output=True, text=True, timeout=5, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) < 3 or stream_id not in line or not fields[0].isdigit():
+            continue
+        if fields[1] != str(os.getuid()) or int(fields[0]) == os.getpid():
+            continue
+        args = tolaria_args(fields[2:])
+        if args is not None and run_stream_id(args) == stream_id:
+            found.append(int(fields[0]))
+    return found
+
+
+def find_runs(stream_id: str) -> list[int]:
+    """Pids of this user's ``tolaria run --stream-id STREAM_ID`` processes (same
+    ``TOLARIA_HOME``), whether or not they listen yet. A process counts from its ``exec``:
+    a launcher that has forked but not yet exec'd Tolaria has no such command line."""
+    if sys.platform == "linux" and os.path.isdir("/proc/self"):
+        return _cmdline_runs(stream_id)
+    return _ps_runs(stream_id)
