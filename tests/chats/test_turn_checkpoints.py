@@ -23,7 +23,7 @@ from tolaria.chats.checkpoints import (
 )
 from tolaria.chats.restore import TurnRestore
 from tolaria.chats.restore_plan import REVERT, REWIND, YES
-from tolaria.core.checkpoints import CheckpointError, FileChange
+from tolaria.core.checkpoints import CheckpointError, FileChange, store_of
 from tolaria.core.store.db import Conversation, Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,9 +111,11 @@ async def test_deleting_a_chat_deletes_only_its_refs(store: Store, repo: Path) -
         turn = new_turn(store, chat, 1)
         await service.before_turn(chat, turn, str(repo))
         await service.after_turn(chat, turn)
-    assert len(git(repo, "for-each-ref", "refs/tolaria").splitlines()) == 4
+    store_dir = f"--git-dir={store_of(repo)}"  # Tolaria's store, not the user's repository
+    assert len(git(repo, store_dir, "for-each-ref", "refs/tolaria").splitlines()) == 4
+    assert git(repo, "for-each-ref", "refs/tolaria") == ""
     assert await service.delete_chat(chats[0], service.repos(chats[0])) == 2
-    left = git(repo, "for-each-ref", "--format=%(refname)", "refs/tolaria").split()
+    left = git(repo, store_dir, "for-each-ref", "--format=%(refname)", "refs/tolaria").split()
     assert len(left) == 2 and all(ref.startswith(f"refs/tolaria/{chats[1].id}-") for ref in left)
 
 

@@ -24,6 +24,11 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
+def in_store(repo: Path, *args: str) -> str:
+    """git in Tolaria's checkpoint store of ``repo`` (where the snapshots live)."""
+    return git(repo, "--git-dir", str(ck.store_of(repo)), *args)
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
@@ -64,11 +69,17 @@ def test_snapshot_records_untracked_and_staged_work_without_touching_the_user(re
 
     assert user_state(repo) == before_state
     assert cp.ref == "refs/tolaria/7/3/before"
-    files = git(repo, "ls-tree", "-r", "--name-only", cp.commit).split()
+    files = in_store(repo, "ls-tree", "-r", "--name-only", cp.commit).split()
     assert "new.txt" in files and "a.txt" in files and "ignored.log" not in files
-    assert git(repo, "show", f"{cp.commit}:a.txt") == "staged edit\n"
-    assert "refs/tolaria" not in git(repo, "branch", "-a") + git(repo, "log", "--all", "--oneline",
-                                                                 "--decorate=short", "-n", "0")
+    assert in_store(repo, "show", f"{cp.commit}:a.txt") == "staged edit\n"
+    # The snapshot is nowhere in the user's repository: no ref, no commit, no object.
+    assert git(repo, "for-each-ref") == git(repo, "for-each-ref", "refs/heads", "refs/tags")
+    assert cp.commit not in git(repo, "log", "--all", "--format=%H")
+    assert subprocess.run(["git", "-C", str(repo), "cat-file", "-e", cp.commit],
+                          capture_output=True, check=False).returncode != 0
+    # ... but in Tolaria's store, where `git log --all` does list it.
+    assert cp.commit in in_store(repo, "log", "--all", "--format=%H")
+    assert in_store(repo, "for-each-ref", "--format=%(refname)").split() == [cp.ref]
     assert ck.load(repo, cp.ref) == cp
 
 
@@ -139,6 +150,7 @@ def test_a_repository_without_commits_and_ref_cleanup(tmp_path: Path) -> None:
     assert [c.path for c in ck.changes(before)] == ["f.txt"]
     assert ck.delete(root, "refs/tolaria/9/") == 2
     assert ck.load(root, before.ref) is None
+    assert in_store(root, "for-each-ref") == ""
     assert git(root, "status", "--porcelain") == "?? f.txt\n"
 
 

@@ -10,6 +10,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import fake_manifest, git, git_repo
@@ -184,9 +185,11 @@ def test_deleting_the_chat_deletes_its_refs(start_app: StartApp, qtbot: QtBot, r
     drv = start_app(cwd=str(repo))
     edit_turn(drv, "change", {"a.txt": "changed\n"})
     drv.wait_finished()
-    qtbot.waitUntil(lambda: git(repo, "for-each-ref", "refs/tolaria").count("\n") == 2)
+    store = f"--git-dir={ck.store_of(repo)}"  # Tolaria's checkpoint store of the repository
+    qtbot.waitUntil(lambda: git(repo, store, "for-each-ref", "refs/tolaria").count("\n") == 2)
     drv.app.controller.delete(drv.pane.conversation_id)
-    qtbot.waitUntil(lambda: git(repo, "for-each-ref", "refs/tolaria") == "", timeout=10_000)
+    qtbot.waitUntil(lambda: git(repo, store, "for-each-ref", "refs/tolaria") == "",
+                    timeout=10_000)
     assert (repo / "a.txt").read_text() == "changed\n", "deleting a chat never touches files"
 
 
@@ -195,10 +198,10 @@ def test_a_stop_during_the_before_snapshot_never_starts_the_agent(
     real_snapshot = ck.snapshot
     started = threading.Event()
 
-    def slow_snapshot(folder: Path, ref: str) -> ck.Checkpoint:
+    def slow_snapshot(folder: Path, ref: str, **limits: Any) -> ck.Checkpoint:
         started.set()
         time.sleep(1.0)  # a big working tree: the agent must wait for it
-        return real_snapshot(folder, ref)
+        return real_snapshot(folder, ref, **limits)
 
     monkeypatch.setattr(ck, "snapshot", slow_snapshot)
     drv = start_app(cwd=str(repo))

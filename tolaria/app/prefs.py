@@ -17,6 +17,7 @@ from dataclasses import replace
 from tolaria.config.agents import AgentOverrides, manifest_data
 from tolaria.config.settings import Settings, settings_path
 from tolaria.core.adapters.manifest import Manifest
+from tolaria.qt.checkpoint_storage_control import CheckpointStorageControl
 from tolaria.qt.controller import ChatController
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
@@ -35,6 +36,7 @@ class Preferences:
         self.settings = settings
         self.tasks = tasks
         self.dialog: SettingsDialog | None = None
+        self.storage = CheckpointStorageControl(chat.store, tasks, self._on_turns_noted)
         self.apply_to_runs(settings.settings)
         chat.run_config.overrides = settings.overrides
         window.preferences_requested.connect(self.open)
@@ -90,11 +92,19 @@ class Preferences:
             agents.test_requested.connect(self._on_agents_test_requested)
             agents.test_cancel_requested.connect(self.settings.cancel_test)
             agents.models_requested.connect(self.settings.list_models)
+            page = dialog.checkpoints
+            page.refresh_requested.connect(self.storage.refresh)
+            page.prune_preview_requested.connect(self.storage.preview)
+            page.prune_requested.connect(self.storage.prune)
+            self.storage.usage_ready.connect(page.show_usage)
+            self.storage.plan_ready.connect(page.show_prune_plan)
+            self.storage.pruned.connect(page.show_pruned)
         if not dialog.isVisible():
             dialog.agents.discard_edits()
             dialog.set_settings(self.settings.settings)
             self._fill_agents(dialog)
             dialog.show_file_problems(settings_path(), self.settings.file_problems())
+            self.storage.refresh()
         dialog.show()
         dialog.raise_()
         dialog.activateWindow()
@@ -139,6 +149,11 @@ class Preferences:
         self.settings.test(agent_id, overrides, overrides.cwd or self.window.default_cwd)
 
     # -- facts --------------------------------------------------------------------------------
+    def _on_turns_noted(self, conversation_ids: set[int]) -> None:
+        """A prune took some visible turns' checkpoints: their chats show the note now."""
+        for conversation_id in conversation_ids:
+            self.chat._announce_changes(conversation_id)
+
     def _on_settings_saved(self, values: Settings) -> None:
         problems = self.window.apply_settings(values)
         if problems:

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tolaria.config.settings import load_settings
 from tolaria.core import checkpoints as ck
+from tolaria.core.process.registry import Run
 from tolaria.core.store.db import Conversation, Store
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,8 @@ MARKER_RESTORE_POINT = "restore_point"
 MARKER_RESTORE_UNDONE = "restore_undone"
 
 NOT_GIT = "Not a git folder: changes are not tracked"
+TOO_WIDE = ("The home folder or / is too wide to track: changes are not tracked (open the chat "
+            "on a project folder)")
 _FAILURES = (ck.CheckpointError, OSError, ValueError)
 _TURN_MARKERS = (MARKER_TURN_CHANGES, MARKER_FILE_REVERTED, MARKER_CHECKPOINT_NOTICE,
                  MARKER_RESTORE_POINT)
@@ -103,6 +107,37 @@ def chat_ref_part(conversation: Conversation) -> str:
     return f"{conversation.id}-{int(conversation.created_at * 1000)}"
 
 
+async def until_stopped(pending: Awaitable[object], run: Run) -> None:
+    """Await ``pending`` (a ``before`` snapshot) unless ``run`` is stopped first: then return at
+    once (the caller cancels the snapshot, whose git is killed in its thread)."""
+    task = asyncio.ensure_future(pending)
+    if run.stop_requested:
+        return
+    stop = asyncio.ensure_future(run.stop_event.wait())
+    try:
+        await asyncio.wait([task, stop], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+
+
+def too_wide(folder: Path) -> bool:
+    """The home folder or ``/``: snapshotting it would hash everything the user has."""
+    try:
+        real = folder.resolve()
+        return real == Path(real.anchor) or real == Path.home().resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def current_limits() -> ck.Limits:
+    """What a snapshot may take of untracked files, from settings.toml ``[checkpoints]``."""
+    settings, _problems = load_settings()
+    return ck.Limits(max_file_bytes=int(settings.checkpoint_max_file_mb * ck.MB),
+                     max_files=settings.checkpoint_max_files,
+                     max_bytes=int(settings.checkpoint_max_total_mb * ck.MB),
+                     time_budget_s=settings.checkpoint_time_budget_seconds)
+
+
 class TurnCheckpoints:
     """Snapshots around turns, per chat in order; reads and writes their markers in ``store``."""
 
@@ -112,40 +147,64 @@ class TurnCheckpoints:
         self._tails: dict[int, asyncio.Future[Any]] = {}
         #: turn id -> its ``before`` checkpoint, until the ``after`` one is recorded.
         self._before: dict[int, ck.Checkpoint] = {}
+        #: turn id -> the cancel of its ``before`` snapshot while it is taken (a Stop kills it).
+        self._cancels: dict[int, ck.Cancel] = {}
         #: (chat, turn) -> the RestorePlan shown as a confirm under that turn (the window's).
         self.pending: dict[tuple[int, int], Any] = {}
 
     # -- around a turn (blocking: ``tolaria run`` calls these directly) -------------------------
     def take_before(self, conversation: Conversation, turn_id: int, cwd: str) -> None:
         """Snapshot ``cwd`` before the turn runs. Never raises for git's sake: a failure
-        becomes a notice on the turn."""
+        becomes a notice on the turn. ``cancel_before(turn_id)`` kills it (a Stop)."""
+        cancel = self._cancels.setdefault(turn_id, ck.Cancel())
         try:
+            if too_wide(Path(cwd)):
+                self._notice_once(conversation.id, turn_id, TOO_WIDE)
+                return
             repo = ck.find_repo(Path(cwd))
             if repo is None:
                 self._notice_once(conversation.id, turn_id, NOT_GIT)
                 return
+            if too_wide(repo):
+                self._notice_once(conversation.id, turn_id, TOO_WIDE)
+                return
             ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), "before")
-            self._before[turn_id] = ck.snapshot(Path(cwd), ref)
+            self._before[turn_id] = ck.snapshot(Path(cwd), ref, limits=current_limits(),
+                                                cancel=cancel)
             self._store_before(conversation.id, turn_id, self._before[turn_id])
+        except ck.CheckpointCancelled:
+            return  # stopped before the agent started: nothing to track
         except _FAILURES as exc:
             self.note(conversation.id, turn_id, f"Could not record this turn's checkpoint: {exc}")
+        finally:
+            self._cancels.pop(turn_id, None)
+
+    def cancel_before(self, turn_id: int) -> None:
+        """Kill the turn's ``before`` snapshot now (from any thread); a snapshot not yet begun
+        is skipped."""
+        self._cancels.setdefault(turn_id, ck.Cancel()).set()
 
     def record_after(self, conversation: Conversation, turn_id: int) -> TurnChanges | None:
         """Snapshot after the turn ended (any end) and record its changed files; None when it
         had no checkpoint before (or the snapshot failed: a notice says why)."""
+        self._cancels.pop(turn_id, None)  # a Stop's cancel for a snapshot that never began
         before = self._before.pop(turn_id, None)
         if before is None:
             return None
         try:
             after = ck.snapshot(before.repo,
-                                ck.ref_name(chat_ref_part(conversation), str(turn_id), "after"))
+                                ck.ref_name(chat_ref_part(conversation), str(turn_id), "after"),
+                                limits=current_limits())
             files = ck.changes(before, after)
         except _FAILURES as exc:
             self.note(conversation.id, turn_id, f"Could not record what this turn changed: {exc}")
             return None
+        skipped = ck.skipped_of(before).merged(ck.skipped_of(after))
         self.store.add_marker(conversation.id, MARKER_TURN_CHANGES, turn_id=turn_id, data={
             "repo": str(before.repo), "before": before.commit, "after": after.commit,
-            "files": [[f.path, f.status] for f in files]})
+            "files": [[f.path, f.status] for f in files], "skipped": skipped.to_json()})
+        if skipped:
+            self.note(conversation.id, turn_id, skipped.summary())
         return next((c for c in self.changes(conversation.id) if c.turn_id == turn_id), None)
 
     # -- the same off the event loop, in order per chat -----------------------------------------
@@ -267,6 +326,10 @@ class TurnCheckpoints:
         """Delete the chat's refs in each folder, after its pending snapshots (so none comes
         back); returns how many went. Best effort: a folder gone or no longer git is skipped."""
         return self._serial(conversation.id, self._delete_refs, conversation, repos)
+
+    def delete_chat_now(self, conversation: Conversation, repos: set[Path]) -> int:
+        """``delete_chat`` in the caller's thread (``tolaria chats --delete``)."""
+        return self._delete_refs(conversation, repos)
 
     def _delete_refs(self, conversation: Conversation, repos: set[Path]) -> int:
         prefix = ck.REF_PREFIX + chat_ref_part(conversation) + "/"

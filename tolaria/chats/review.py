@@ -97,8 +97,8 @@ class TurnReview:
         before, after = self.checkpoints.checkpoints_of(conversation_id, request.turn_id)
         if request.path not in self.checkpoints.recorded_paths(conversation_id, request.turn_id):
             raise ck.CheckpointError(f"{request.path} is not a file this turn changed")
-        diff = ck.file_diff(before, after, request.path)
-        hunks = ck.hunks(diff)
+        diff = ck.file_diff_bytes(before, after, request.path)  # bytes end to end: a Latin-1
+        hunks = ck.hunks(diff)  # file's hunk reverts exactly
         failed = error = ""
         asked: tuple[str, str, str] = ("", "", "")
         if request.action != SHOW:
@@ -129,7 +129,7 @@ class TurnReview:
                                           data={"path": request.path, "hunk": request.hunk})
 
     def _review(self, conversation_id: int, request: ReviewRequest, hunks: tuple[ck.Hunk, ...],
-                diff: str, failed: str, error: str) -> FileReview:
+                diff: bytes, failed: str, error: str) -> FileReview:
         done: dict[str, set[str]] = {MARKER_HUNK_ACCEPTED: set(), MARKER_HUNK_REVERTED: set()}
         markers = self.checkpoints.store.markers(conversation_id)
         undone = self.checkpoints.undone_points(conversation_id, markers)
@@ -146,4 +146,4 @@ class TurnReview:
         return FileReview(request.turn_id, request.path, hunks,
                           frozenset(done[MARKER_HUNK_ACCEPTED]),
                           frozenset(done[MARKER_HUNK_REVERTED]), file_reverted, failed, error,
-                          binary=not hunks and "Binary files" in diff)
+                          binary=not hunks and b"Binary files" in diff)

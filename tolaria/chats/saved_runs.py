@@ -57,6 +57,7 @@ class SavedRun:
         self._done = False
         self._checkpoints = TurnCheckpoints(store)
         self._turn_id: int | None = None
+        self._cwd: str | None = None
 
     @classmethod
     def open(cls, chat_id: int | None, path: Path | None = None) -> SavedRun:
@@ -100,11 +101,21 @@ class SavedRun:
         self.conversation = turn.conversation
         started = self.store.start_turn(conversation.id, stream_id, agent, request.prompt)
         self.stream_id = stream_id
-        # The folder's state before the agent touches it (a git folder only), as in the window.
-        self._checkpoints.take_before(turn.conversation, started.id, cwd)
         self._turn_id = started.id
+        self._cwd = cwd
         return dataclasses.replace(request, prompt=turn.full_prompt, session_id=turn.resume_id,
                                    cwd=cwd)
+
+    def snapshot_before(self) -> None:
+        """The folder's state before the agent touches it (a git folder only), as in the window:
+        blocking, run in a thread once ``tolaria abort`` can reach the run; ``stop_snapshot``
+        (a Stop meanwhile) kills it."""
+        if self._turn_id is not None and self.conversation is not None and self._cwd:
+            self._checkpoints.take_before(self.conversation, self._turn_id, self._cwd)
+
+    def stop_snapshot(self) -> None:
+        if self._turn_id is not None:
+            self._checkpoints.cancel_before(self._turn_id)
 
     def record(self, on_event: Callable[[Event], None]) -> Callable[[Event], None]:
         """``on_event`` that also stores each event (before passing it on)."""

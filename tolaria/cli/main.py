@@ -88,6 +88,20 @@ def _parser() -> argparse.ArgumentParser:
     chats = sub.add_parser("chats", help="list the stored chats (the window's sidebar)",
                            description="List the stored chats, newest activity first.")
     chats.add_argument("--json", action="store_true", help="as JSON")
+    chats.add_argument("--delete", type=int, metavar="ID", dest="delete_chat",
+                       help="delete chat ID and its checkpoints (asks unless --yes)")
+    chats.add_argument("--yes", action="store_true", help="with --delete: do not ask")
+    ckpts = sub.add_parser("checkpoints", help="the disk space of the turns' checkpoints, and "
+                           "pruning them", description="List, per repository, what Tolaria's "
+                           "checkpoints take on disk; --prune removes those of deleted chats "
+                           "(and with --older-than those of older turns, which asks --yes).")
+    ckpts.add_argument("--json", action="store_true", help="as JSON")
+    ckpts.add_argument("--prune", action="store_true",
+                       help="remove the checkpoints of deleted chats")
+    ckpts.add_argument("--older-than", type=float, metavar="DAYS",
+                       help="with --prune: also those of turns older than DAYS days")
+    ckpts.add_argument("--yes", action="store_true",
+                       help="go ahead when turns still shown would lose Revert/Rewind")
     agents = sub.add_parser("agents", help="list the agents with their program and version",
                             description="List the adapters, where their program was found "
                                         "and its version.")
@@ -193,7 +207,15 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "run":
         return _cmd_run(args)
     if args.command == "chats":
+        if args.delete_chat is not None:
+            from tolaria.cli.checkpoints_cmd import cmd_delete_chat
+
+            return cmd_delete_chat(args.delete_chat, args.yes)
         return _cmd_chats(args.json)
+    if args.command == "checkpoints":
+        from tolaria.cli.checkpoints_cmd import cmd_checkpoints
+
+        return cmd_checkpoints(args.json, args.prune, args.older_than, args.yes)
     if args.command == "agents":
         import asyncio
 
@@ -357,7 +379,7 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     printer = make_printer(args.json)
     output = _RunOutput(printer if saved is None else saved.record(printer), printer,
                         saved.conversation.title if saved and saved.conversation else None)
-    done = asyncio.run(_run_with_control(request, stream_id, output, grace))
+    done = asyncio.run(_run_with_control(request, stream_id, output, grace, saved))
     if printer.output.closed:  # the reader went away: the run was stopped for that
         return EXIT_BROKEN_PIPE
     if done.stop_reason == STOP_END_TURN:
@@ -381,7 +403,7 @@ class _RunOutput:
 
 
 async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOutput,
-                            grace: float) -> Done:
+                            grace: float, saved: SavedRun | None = None) -> Done:
     import asyncio
     import signal
 
@@ -410,6 +432,12 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     server = control.ControlServer(registry, details=lambda _stream_id: chat)
     try:
         await server.start()
+        if saved is not None:  # the checkpoint before the turn; a stop kills it at once (the
+            from tolaria.chats.checkpoints import until_stopped  # run then ends cancelled)
+
+            await until_stopped(asyncio.to_thread(saved.snapshot_before), run)
+            if run.stop_requested:
+                saved.stop_snapshot()
         printer.attach(loop)
         printer.output.watch(loop)
         return await stream_ai_agent(request, stream_id, output, registry=registry,

@@ -70,6 +70,16 @@ class Settings:
     #: The window's colours: "system" (the platform's palette), "light" or "dark"
     #: (``[appearance] theme``); changed live from the View menu.
     theme: str = "system"
+    #: Checkpoints (``[checkpoints]``): an untracked file bigger than this many MB is not
+    #: snapshotted (it is listed under the turn instead).
+    checkpoint_max_file_mb: float = 10.0
+    #: At most this many untracked files per snapshot ...
+    checkpoint_max_files: int = 5000
+    #: ... and at most this many MB of them.
+    checkpoint_max_total_mb: float = 50.0
+    #: Seconds a snapshot may spend finding untracked files; past it only tracked files are
+    #: captured (said under the turn).
+    checkpoint_time_budget_seconds: float = 3.0
 
 
 class SettingsValueError(ValueError):
@@ -122,6 +132,13 @@ def _theme(value: object) -> str | None:
     return None
 
 
+def _count(low: int, high: int, what: str) -> Callable[[object], str | None]:
+    def check(value: object) -> str | None:
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        return None if ok else f"must be {what}, got {value!r}"
+    return check
+
+
 def _flag(value: object) -> str | None:
     return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
 
@@ -151,11 +168,19 @@ _KEYS = (
     _Key("retry_limit_seconds", "behaviour", "retry_limit_seconds",
          _number(0, math.inf, "a number of seconds (0 = never stop a retrying agent)"), float),
     _Key("theme", "appearance", "theme", _theme),
+    _Key("checkpoint_max_file_mb", "checkpoints", "max_file_mb",
+         _number(0, 1_000_000, "a number of MB (0 or more)"), float),
+    _Key("checkpoint_max_files", "checkpoints", "max_files",
+         _count(0, 10_000_000, "a whole number of files (0 or more)")),
+    _Key("checkpoint_max_total_mb", "checkpoints", "max_total_mb",
+         _number(0, 1_000_000, "a number of MB (0 or more)"), float),
+    _Key("checkpoint_time_budget_seconds", "checkpoints", "time_budget_seconds",
+         _number(0, 3600, "a number of seconds from 0 to 3600"), float),
 )
-_TABLES = ("shortcuts", "behaviour", "appearance")
+_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints")
 #: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
 #: would otherwise be ignored without a word). ``agents``: tolaria/config/overrides.py.
-KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "agents")
+KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "agents")
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 

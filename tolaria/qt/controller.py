@@ -40,7 +40,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from PySide6.QtCore import QObject, QTimer
 
-from tolaria.chats.checkpoints import TurnCheckpoints
+from tolaria.chats.checkpoints import TurnCheckpoints, until_stopped
 from tolaria.chats.inflight import Launch, MessageQueues
 from tolaria.chats.review import TurnReview
 from tolaria.chats.run_config import RunConfig
@@ -285,18 +285,22 @@ class ChatController(QueueControl, CheckpointControl, QObject):
         # snapshot or the spawn reaches the run (it then ends without starting the agent).
         run = self.registry.reserve(stream_id, manifest.id, launch.cwd)
         before = self._snapshot_before(launch, turn.id)
-        task = self.tasks.spawn(self._run(request, run, on_event, before), name=stream_id)
+        task = self.tasks.spawn(self._run(request, run, on_event, before, turn.id),
+                                name=stream_id)
         task.add_done_callback(lambda t: self._on_run_task_done(t, run, on_event))
         return stream_id
 
     async def _run(self, request: RunRequest, run: Run, on_event: Callable[[Event], None],
-                   before: Awaitable[None] | None) -> None:
+                   before: Awaitable[None] | None, turn_id: int = 0) -> None:
         stream_id = run.stream_id
         started = time.monotonic()
         try:
             if before is not None:
-                await before  # the folder's state before the agent touches it (never raises)
+                # The folder's state before the agent touches it (never raises); a Stop
+                # meanwhile kills the snapshot's git at once instead of waiting for it.
+                await until_stopped(before, run)
                 if run.stop_requested or self._closing:
+                    self.checkpoints.cancel_before(turn_id)
                     # Stopped (or quitting) while the snapshot was taken: the agent never starts.
                     on_event(Done(stream_id, stop_reason=STOP_CANCELLED, duration_ms=0))
                     return

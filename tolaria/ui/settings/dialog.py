@@ -1,4 +1,5 @@
-"""The Preferences window (Ctrl+,): Agents, Shortcuts and Behaviour pages and one Save.
+"""The Preferences window (Ctrl+,): Agents, Shortcuts, Behaviour and Checkpoints pages and one
+Save (Checkpoints has its own Prune; it saves nothing).
 
 Non-modal (``show()``), so chats keep running and the chat window stays usable while it is
 open. It emits intents; ``tolaria.qt.settings_controller`` writes the files and answers with
@@ -34,6 +35,7 @@ from tolaria.ui import theme
 from tolaria.ui.cards.style import follow_palette
 from tolaria.ui.settings.agents_page import AgentsPage
 from tolaria.ui.settings.behaviour_page import BehaviourPage
+from tolaria.ui.settings.checkpoints_page import CheckpointsPage
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 from tolaria.ui.settings.fields import ErrorLabel
 from tolaria.ui.settings.shortcuts_page import ShortcutsPage
@@ -80,9 +82,11 @@ class SettingsDialog(QDialog):
         self.agents = AgentsPage(self)
         self.shortcuts = ShortcutsPage(self)
         self.behaviour = BehaviourPage(self)
+        self.checkpoints = CheckpointsPage(self)
         self.tabs.addTab(self.agents, "&Agents")
         self.tabs.addTab(self.shortcuts, "&Shortcuts")
         self.tabs.addTab(self.behaviour, "&Behaviour")
+        self.tabs.addTab(self.checkpoints, "Chec&kpoints")
         layout.addWidget(self.tabs, 1)
         self.save_error = ErrorLabel("settingsSaveError", self)
         layout.addWidget(self.save_error)

@@ -1,0 +1,69 @@
+"""What a turn's checkpoint leaves out is said under the turn (issue 21 item 4): a big file and
+``node_modules/`` listed in one note and in the turn's marker; a chat in the home folder, in a
+folder whose repository is the home folder, or in ``/`` gets no checkpoint and a note."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from helpers import async_test, git_repo
+
+from tolaria.chats.checkpoints import (
+    MARKER_TURN_CHANGES,
+    TOO_WIDE,
+    TurnCheckpoints,
+)
+from tolaria.core import checkpoints as ck
+from tolaria.core.store.db import Store
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with closing(Store(tmp_path / "data" / "tolaria.sqlite3")) as opened:
+        yield opened
+
+
+@async_test
+async def test_what_a_snapshot_left_out_is_said_under_the_turn(
+        store: Store, tmp_path: Path, tolaria_home: Path) -> None:
+    repo = git_repo(tmp_path / "proj", {"a.txt": "a\n"})
+    (repo / "node_modules" / "x").mkdir(parents=True)
+    (repo / "node_modules" / "x" / "i.js").write_text("1\n")
+    tolaria_home.mkdir(exist_ok=True)
+    (tolaria_home / "settings.toml").write_text("[checkpoints]\nmax_file_mb = 1.0\n")
+    with (repo / "dump.sql").open("wb") as out:
+        out.truncate(2 * ck.MB)
+    service = TurnCheckpoints(store)
+    chat = store.create_conversation("c", "demo", str(repo))
+    turn = store.start_turn(chat.id, "ai-agent-stream-" + "d" * 32, "demo", "t").id
+    await service.before_turn(chat, turn, str(repo))
+    (repo / "a.txt").write_text("edited\n")
+    changed = await service.after_turn(chat, turn)
+    assert changed is not None
+    assert changed.files == (ck.FileChange("a.txt", "modified"),)
+    assert changed.notice == "not tracked: 1 file over 1 MB (dump.sql), node_modules/"
+    (marker,) = store.markers(chat.id, MARKER_TURN_CHANGES)
+    assert marker.data["skipped"]["heavy"] == ["node_modules/"]
+    assert marker.data["skipped"]["large"] == ["dump.sql"]
+
+
+@async_test
+async def test_the_home_folder_or_root_gets_no_checkpoint_and_a_note(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = git_repo(tmp_path / "userhome", {"dotfile": "x\n"})  # a home folder kept in git
+    (home / "src").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    service = TurnCheckpoints(store)
+    for n, folder in enumerate((home, home / "src", Path("/"))):
+        chat = store.create_conversation(f"c{n}", "demo", str(folder))
+        turn = store.start_turn(chat.id, f"ai-agent-stream-{n:032x}", "demo", "t").id
+        await service.before_turn(chat, turn, str(folder))
+        assert await service.after_turn(chat, turn) is None
+        assert [c.notice for c in service.changes(chat.id)] == [TOO_WIDE]
+    assert not ck.store_of(home).exists(), "nothing was snapshotted"
