@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import fake_manifest, git_repo
@@ -138,10 +139,10 @@ def slow_snapshot(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     real_snapshot = ck.snapshot
     started = threading.Event()
 
-    def slow(folder: Path, ref: str) -> ck.Checkpoint:
+    def slow(folder: Path, ref: str, **options: Any) -> ck.Checkpoint:
         started.set()
         time.sleep(1.0)
-        return real_snapshot(folder, ref)
+        return real_snapshot(folder, ref, **options)
 
     monkeypatch.setattr(ck, "snapshot", slow)
     return started
