@@ -135,15 +135,7 @@ def _add_agent(home: Path) -> str:
     return "hopper"
 
 
-# Known defect (issue 22 item 2, left open): after test_hostile_tree/test_nonroot the unmarked
-# chain's stop sometimes takes grace + verify (~8.5 s) instead of < 2 s, though nothing is left
-# when abort answers. Not strict: it passes most runs; the cause is not found yet.
-_UNMARKED_SLOW = pytest.mark.xfail(strict=False, reason="unmarked chain stop sometimes waits "
-                                   "out the grace (issue 22 item 2, cause not found)")
-
-
-@pytest.mark.parametrize("marked", [True, pytest.param(False, marks=_UNMARKED_SLOW)],
-                         ids=["marked", "unmarked"])
+@pytest.mark.parametrize("marked", [True, False], ids=["marked", "unmarked"])
 def test_tolaria_abort_from_another_process_ends_a_chain_before_it_answers(
         tolaria_home: Path, chain_dir: Path, marked: bool) -> None:
     """A real ``tolaria run``; ``tolaria abort`` from a second process. Its ``true`` means the
