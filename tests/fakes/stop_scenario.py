@@ -7,7 +7,7 @@ until the misbehaving processes exist, stops the run, and prints one JSON line:
 
     {"uid", "stop_reason", "survivors": [[pid, name]...], "pids": [...every process the fake
      reported...], "alive": [...those alive when done arrived...], "environ_readable": bool,
-     "stop_ms": float, "hop_lines": lines in the hopper's log}
+     "stop_ms": float}
 
 Whatever is still alive after that is SIGKILLed here, so a failed stop never leaks.
 """
@@ -25,10 +25,6 @@ from pathlib import Path
 from typing import Any
 
 FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
-#: Modes of hopper_agent.py (issue 22 item 2): MODE -> (its mode, extra environment).
-HOPPER = Path(__file__).resolve().parent / "hopper_agent.py"
-HOPPER_MODES = {"chain": ("chain", {"FAKE_HOP_UNMARKED": "0"}),
-                "chain_unmarked": ("chain", {"FAKE_HOP_UNMARKED": "1"})}
 
 
 def _alive(pid: int) -> bool:
@@ -52,14 +48,8 @@ def _pids(*files: Path) -> list[int]:
     out: dict[int, None] = {}  # ordered, without repeats (a hopper's pid is noted twice)
     for path in files:
         if path.exists():
-            # One pid a line (hopper_agent.py's log adds the time after it).
-            out.update(dict.fromkeys(int(line.split()[0])
-                                     for line in path.read_text().splitlines() if line.strip()))
+            out.update(dict.fromkeys(int(p) for p in path.read_text().split()))
     return list(out)
-
-
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 async def scenario(mode: str, work: Path) -> dict[str, Any]:
@@ -72,15 +62,10 @@ async def scenario(mode: str, work: Path) -> dict[str, Any]:
     pidfile, hoplog = work / "pids", work / "hops"
     env = {"FAKE_PIDFILE": str(pidfile), "FAKE_HOPLOG": str(hoplog),
            "FAKE_SSH_SOCK": str(work / "ssh.sock")}
-    program = FAKE_AGENT
     if mode == "hopper_hidden":
         mode, env["FAKE_NONDUMPABLE"] = "hopper", "1"
-    if mode in HOPPER_MODES:
-        mode, extra = HOPPER_MODES[mode]
-        program = HOPPER
-        env.update(extra, FAKE_HOP_STOPFILE=str(work / "stop"), FAKE_HOP_SECONDS="60")
     manifest = Manifest(id="scenario", name=f"scenario {mode}", protocol="claude-stream-json",
-                        command=(sys.executable, str(program), mode, "{prompt}"))
+                        command=(sys.executable, str(FAKE_AGENT), mode, "{prompt}"))
     registry = ProcessRegistry()
     sid = new_stream_id()
     texts: list[Event] = []
@@ -103,7 +88,7 @@ async def scenario(mode: str, work: Path) -> dict[str, Any]:
     return {"uid": os.getuid(), "stop_reason": done.stop_reason,
             "survivors": [[s.pid, s.name] for s in done.survivors], "pids": pids,
             "alive": [p for p in pids if _alive(p)], "environ_readable": readable,
-            "stop_ms": stop_ms, "hop_lines": _lines(hoplog)}
+            "stop_ms": stop_ms}
 
 
 def main() -> int:
@@ -112,8 +97,6 @@ def main() -> int:
     try:
         result = asyncio.run(scenario(mode, work))
     finally:
-        (work / "stop").touch()  # a chain still hopping ends at its next generation
-        time.sleep(0.05)
         for pid in _pids(work / "pids", work / "hops"):  # never leave anything behind
             if _alive(pid):
                 with contextlib.suppress(OSError):

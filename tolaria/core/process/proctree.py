@@ -19,20 +19,19 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import psutil
 
 from tolaria.core.events import Survivor
-from tolaria.core.process import freeze, procfs
+from tolaria.core.process import procfs
 from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.treefind import (
     APP_CHILD_MARKER,
     ENV_MARKER,
     OWNER_MARKER,
     TreeFinder,
-    _own_children,
     enable_child_subreaper,
     forget_own_child,
     keeper_ended,
@@ -60,9 +59,6 @@ class TreeKiller(TreeFinder):
     #: Start time of the first signal (clock ticks after boot): a process born after it outside
     #: the known tree (an orphan, or a new session: a "pid hopper" escaping) gets SIGKILL.
     _stop_ticks: int | None = field(default=None, repr=False)
-    #: Zombies left by generations of a pid hopper (freeze.HopTraces): while new ones appear,
-    #: something of the run still hops, whatever the scans saw.
-    _traces: freeze.HopTraces = field(default_factory=freeze.HopTraces, repr=False)
 
     # -- signalling ------------------------------------------------------------------------
     @with_spare_fd  # a process out of fds must still stop the run
@@ -88,57 +84,30 @@ class TreeKiller(TreeFinder):
     @with_spare_fd  # psutil checks pid reuse by reading /proc/PID/stat
     def _terminate(self, procs: Iterable[psutil.Process], *, groups: bool) -> None:
         """SIGTERM, except where it can do nothing: SIGKILL at once to a process that ignores
-        SIGTERM (SigIgn); one that escaped after the first signal (a pid hopper) is frozen
-        with whatever it forks meanwhile, then killed (freeze.py). Catchers (SigCgt) get
-        SIGTERM and their grace."""
+        SIGTERM (SigIgn) and to one that escaped after the first signal (a pid hopper).
+        Catchers (SigCgt) get SIGTERM and their grace."""
         if groups:
             self._signal_groups(signal.SIGTERM)
-        escaped = False
         for proc in procs:
-            if self._escaped(proc):
-                escaped = True
-                continue
-            ignores = procfs.HAS_PROC and procfs.ignores_sigterm(proc.pid)
-            sig = signal.SIGKILL if ignores else signal.SIGTERM
+            sig = signal.SIGKILL if self._hopeless(proc) else signal.SIGTERM
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
         if self._stop_ticks is None:
             self._stop_ticks = procfs.now_ticks()
-        if escaped:
-            self._freeze_escapees()
 
-    def _escaped(self, proc: psutil.Process) -> bool:
-        """Whether ``proc`` is running from the stop (a pid hopper's next generation)."""
-        if not procfs.HAS_PROC or self._stop_ticks is None:
+    def _hopeless(self, proc: psutil.Process) -> bool:
+        """Whether SIGTERM cannot end ``proc`` or it is running from the stop."""
+        if not procfs.HAS_PROC:
             return False
+        if procfs.ignores_sigterm(proc.pid):
+            return True
         st = procfs.stat(proc.pid)
-        if st is None or st.start < self._stop_ticks:
+        if self._stop_ticks is None or st is None or st.start < self._stop_ticks:
             return False
         live = {p.pid for p in self.alive()}
         # Born during the stop and already orphaned, or in a session of its own: it forked
         # away from a signalled process instead of exiting.
         return st.ppid not in live or st.sid == proc.pid
-
-    @with_spare_fd  # a process out of fds must still stop the run
-    def _freeze_escapees(self) -> None:
-        """SIGSTOP the processes born during the stop outside the tree, and whatever they fork
-        meanwhile, until no new one appears; then SIGKILL them all (freeze.py)."""
-        stop_ticks = self._stop_ticks or 0
-
-        def candidates(frozen: Mapping[int, int]) -> list[int]:
-            found = self._scan_known() | freeze.descendants(
-                frozen, lambda pid: procfs.children(pid) or ())
-            out = []
-            for pid in found:
-                st = procfs.stat(pid)
-                if pid in frozen or (
-                        st is not None and not st.zombie and st.start >= stop_ticks
-                        and (st.ppid in frozen or st.ppid not in found or st.sid == pid)):
-                    out.append(pid)
-            return out
-
-        outcome = freeze.freeze_and_kill(candidates, freeze.look_proc, freeze.send_exact)
-        self._add(outcome.frozen)  # remembered: polled until gone, reaped at the end
 
     async def kill(self, grace: float, verify: float = 2.0, poll: float = 0.005, *,
                    root_had_grace: bool = False) -> list[Survivor]:
@@ -191,29 +160,13 @@ class TreeKiller(TreeFinder):
 
     @with_spare_fd  # a process out of fds must still stop the run
     def _resnapshot_and_resignal(self, sig: int) -> bool:
-        """Scan once more; signal what is new; return whether anything new was found.
-
-        The pass over /proc is followed by a look at the known tree and our adopted orphans:
-        a process that lives for less than one pass (a pid hopper's generation) can be missed
-        by the pass; as the child of one of ours, or re-parented to us, it is seen there."""
+        """Scan once more; signal what is new; return whether anything new was found."""
         new = self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
-        new += self._add(self._scan_known())
         if new and sig == signal.SIGKILL:
-            if any(self._escaped(p) for p in new):
-                self._freeze_escapees()
             self.signal_all(sig)
         elif new:
             self._terminate(new, groups=True)
-        if self._hopped():
-            self._freeze_escapees()  # a generation died since the last look: catch the next
-            return True
         return bool(new)
-
-    def _hopped(self) -> bool:
-        """Whether a pid hopper left a new zombie with us since the last look (freeze.py)."""
-        return (self._stop_ticks is not None and procfs.HAS_PROC
-                and self._traces.new(procfs.children(os.getpid()) or (), procfs.stat,
-                                     self._stop_ticks, os.getsid(0), _own_children))
 
     @with_spare_fd
     @with_spare_fd  # a process out of fds must still stop the run

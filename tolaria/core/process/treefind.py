@@ -171,20 +171,6 @@ class TreeFinder:
         self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
         return self.alive()
 
-    def look_again(self, seeds: list[int]) -> set[int]:
-        """The pids of the known tree grown from ``seeds`` (live pids of the run) and our
-        adopted orphans, now: no pass over all of /proc, no psutil. Cheap enough to repeat
-        while the run lives (tracking.py); ``remember`` what should stay known."""
-        return self._scan_from(seeds)
-
-    def remember(self, pids: Iterable[int]) -> None:
-        """Keep ``pids`` as processes of the run (a stop signals them whatever they become)."""
-        self._add(pids)
-
-    def born_ticks(self) -> int:
-        """Start time (clock ticks after boot) before which no process can be the run's."""
-        return self._born_ticks()
-
     @with_spare_fd  # psutil reads /proc/stat for a create time
     def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
         """Remember ``pids`` (with their groups and sessions); return the ones new to us."""
@@ -268,13 +254,6 @@ class TreeFinder:
         seeds = [p.pid for p in self.alive()]
         if self.root is not None and _alive(self.root):
             seeds.append(self.root.pid)
-        return self._scan_from(seeds)
-
-    @with_spare_fd  # a process out of fds must still find the run's processes
-    def _scan_from(self, seeds: list[int]) -> set[int]:
-        """``_scan_known`` grown from ``seeds`` (live pids of the run)."""
-        if not procfs.HAS_PROC:
-            return self._scan_psutil()
         try:
             for pid in _children_or_raise(os.getpid()):
                 if pid in _own_children:

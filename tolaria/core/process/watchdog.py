@@ -5,14 +5,11 @@ the OOM killer picks it), nothing in it runs any more, and its runs' agents (eac
 session, so no terminal hangup or group signal reaches them) would run on. So each Tolaria
 process starts one watchdog child on the first run: ``python -m tolaria.core.process.watchdog``, in a
 new session, its stdin the read end of a pipe whose only write end Tolaria holds. Tolaria writes
-``+<stream id>`` when a run starts and ``-<stream id>`` when it has ended (tree gone), and, while
-it runs, what its tree finder saw: processes by pid and start time, sessions, process groups
-(aftercrash.py has the lines; tracking.py sends them). When the watchdog reads EOF, Tolaria is
-gone, however it died (the kernel closes the pipe). The watchdog then ends every process of a
-run still in its live set: those whose environment carries its ``TOLARIA_STREAM_ID`` *and* a
-``TOLARIA_OWNER`` naming the app (so another Tolaria's run that reuses a stream id is never
-hit), and those the app recorded (so a daemon that cleared its environment, or made it
-unreadable, goes too), with everything below them: frozen first, then SIGKILLed (freeze.py).
+``+<stream id>`` when a run starts and ``-<stream id>`` when it has ended (tree gone). When the
+watchdog reads EOF, Tolaria is gone, however it died (the kernel closes the pipe). The watchdog
+then SIGKILLs every process whose environment carries ``TOLARIA_STREAM_ID`` of a run still in its
+live set *and* whose ``TOLARIA_OWNER`` names the app (so another Tolaria's run that reuses a
+stream id is never hit): their process groups and pids, a few rounds to catch forks in flight.
 
 On a clean exit Tolaria has already stopped its runs, so the set is empty: the pipe is closed at
 interpreter exit and the watchdog leaves without touching anything.
@@ -48,8 +45,6 @@ ENV_OWNER = "TOLARIA_WATCHDOG_OWNER"
 #: Rounds of scan-and-kill after EOF, and the pause between them (forks in flight get caught).
 KILL_ROUNDS = 5
 ROUND_PAUSE_S = 0.05
-#: Writes to a pipe up to this size are atomic (POSIX guarantees 512; Linux has 4096).
-_PIPE_BUF = 512
 
 
 # --- the watchdog process ---------------------------------------------------------------------
@@ -124,10 +119,20 @@ def kill_marked(stream_ids: Iterable[bytes], rounds: int = KILL_ROUNDS,
 
 
 def serve(stdin: Iterable[bytes]) -> set[bytes]:
-    """Follow the app's lines until EOF; return the runs still live at EOF."""
-    from tolaria.core.process import aftercrash
-
-    return set(aftercrash.follow(stdin))
+    """Follow the ``+id`` / ``-id`` lines until EOF; return the runs still live at EOF."""
+    live: dict[bytes, int] = {}  # counted: two registries of one app may reuse an id
+    for raw in stdin:
+        if not raw.endswith(b"\n"):
+            break  # a torn last line: the app died while writing it
+        line = raw.strip()
+        sid = line[1:]
+        if line.startswith(b"+"):
+            live[sid] = live.get(sid, 0) + 1
+        elif line.startswith(b"-") and sid in live:
+            live[sid] -= 1
+            if not live[sid]:
+                del live[sid]
+    return set(live)
 
 
 def main() -> int:
@@ -135,19 +140,9 @@ def main() -> int:
     # only EOF (or SIGKILL) ends the watchdog.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    from tolaria.core.process import aftercrash  # now, not after EOF, when every ms counts
-
-    runs = aftercrash.follow(sys.stdin.buffer)
-    owner_env = os.environ.get(ENV_OWNER)
-    owner = owner_env.encode() if owner_env else None
-    if not runs:
-        return 0
-    if os.path.isdir("/proc"):
-        wanted = set(runs)
-        marked = lambda: [pid for pid, _sid in _marked(wanted, owner)]  # noqa: E731
-        aftercrash.end_runs(runs, marked, quiet_sweeps=0)  # kill what is there at once
-        aftercrash.end_runs(runs, marked)  # then freeze what was in flight, until at rest
-    kill_marked(runs, owner=owner)  # no /proc: the marker is all there is (and a last round)
+    live = serve(sys.stdin.buffer)
+    owner = os.environ.get(ENV_OWNER)
+    kill_marked(live, owner=owner.encode() if owner else None)
     return 0
 
 
@@ -222,25 +217,6 @@ class _Client:
     def run_started(self, stream_id: str) -> None:
         self._send(f"+{stream_id}\n")
 
-    def run_known(self, stream_id: str, born: int, procs: Iterable[tuple[int, int]],
-                  sessions: Iterable[int], groups: Iterable[int]) -> None:
-        """Tell the watchdog what a live run's tree finder saw (aftercrash.py, the lines):
-        its agent's start time, processes as (pid, start ticks), sessions, process groups."""
-        lines = [f"b{stream_id} {born}\n"]
-        lines += [f"p{stream_id} {pid}:{start}\n" for pid, start in procs]
-        lines += [f"s{stream_id} {sid}\n" for sid in sessions]
-        lines += [f"g{stream_id} {pgid}\n" for pgid in groups]
-        # Whole lines, at most PIPE_BUF bytes a write: such a write to a pipe is atomic, so a
-        # full pipe drops whole lines, never half of one.
-        chunk = ""
-        for line in lines:
-            if len(chunk) + len(line) > _PIPE_BUF:
-                self._send(chunk)
-                chunk = ""
-            chunk += line
-        if chunk:
-            self._send(chunk)
-
     def run_ended(self, stream_id: str) -> None:
         with self._lock:
             if self._proc is None or self._owner != os.getpid():
@@ -272,7 +248,6 @@ class _Client:
 _client = _Client()
 run_started = _client.run_started
 run_ended = _client.run_ended
-run_known = _client.run_known
 watchdog_pid = _client.pid
 close = _client.close
 

@@ -32,7 +32,7 @@ from tolaria.core.events import (
     EventCallback,
     Survivor,
 )
-from tolaria.core.process import procfs, proctree, tracking
+from tolaria.core.process import procfs, proctree
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
 from tolaria.core.turns.request import RunRequest
@@ -75,8 +75,6 @@ class ProcessTurn:
         #: Set by ``_supervise`` for the wind down: the agent, its tree, our pipe readers.
         self._proc: asyncio.subprocess.Process | None = None
         self._tree: proctree.TreeKiller | None = None
-        #: Tells the watchdog what the run started, while it runs (core/process/tracking.py).
-        self._tracker: asyncio.Task[None] | None = None
         self._readers: list[asyncio.Task[None]] = []
 
     def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
@@ -148,7 +146,6 @@ class ProcessTurn:
         try:
             return await self._supervise(proc, protocol, cwd)
         finally:
-            tracking.stop(self._tracker)
             proctree.forget_own_child(proc.pid)
             transport.close()
 
@@ -190,7 +187,6 @@ class ProcessTurn:
         self._tree = proctree.TreeKiller(self.run.stream_id, root, since=self.run.started_at,
                                          sole_run=lambda: (self.registry.live_count() == 1
                                                            and proctree.kept_count() == 0))
-        self._tracker = tracking.start(self._tree)
         return self._tree
 
     async def _settle(self, first: set[asyncio.Future[Any]], protocol: ExitProtocol
