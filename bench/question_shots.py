@@ -28,7 +28,7 @@ for extra in (ROOT, ROOT / "tests", ROOT / "bench"):
         sys.path.insert(0, str(extra))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from screenshot import until  # noqa: E402  (bench/screenshot.py)
+from screenshot import agent_folder, until  # noqa: E402  (bench/screenshot.py)
 
 
 def save(pixmap, out: Path) -> None:  # type: ignore[no-untyped-def]
@@ -40,7 +40,7 @@ def save(pixmap, out: Path) -> None:  # type: ignore[no-untyped-def]
 async def shoot(out_dir: Path) -> None:
     from tolaria.app.main import Tolaria
 
-    app = Tolaria(cwd=str(ROOT))
+    app = Tolaria(cwd=str(agent_folder()))
     await app.start()
     window = app.window
     try:
@@ -106,7 +106,7 @@ def main() -> int:
 
         store = Store()
         try:
-            chat = store.create_conversation("Tidy the repository", "demo", str(ROOT))
+            chat = store.create_conversation("Tidy the repository", "demo", str(agent_folder()))
             fill_chat(store, chat.id, 20, text_chars=600)
         finally:
             store.close()

@@ -24,6 +24,15 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+def agent_folder() -> Path:
+    """The agents' folder in the pictures: a plain folder in the throwaway home, never this
+    checkout (every turn there would snapshot the checkout into checkpoints, and the header
+    would show the branch folder's name)."""
+    folder = Path(os.environ["TOLARIA_HOME"]) / "project"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 async def until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -95,8 +104,8 @@ def stored_turn(cwd: str) -> None:
 async def shoot(out: Path, settings_out: Path | None = None) -> None:
     from tolaria.app.main import Tolaria
 
-    stored_turn(str(ROOT))
-    app = Tolaria(cwd=str(ROOT))
+    stored_turn(str(agent_folder()))
+    app = Tolaria(cwd=str(agent_folder()))
     await app.start()
     try:
         window = app.window

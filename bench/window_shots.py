@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from screenshot import until  # noqa: E402  (bench/screenshot.py, next to this script)
+from screenshot import agent_folder, until  # noqa: E402  (bench/screenshot.py, next to it)
 
 
 def save(pixmap, out: Path) -> None:  # type: ignore[no-untyped-def]
@@ -55,7 +55,7 @@ async def shoot(out_dir: Path) -> None:
     from tolaria.app.main import Tolaria
     from tolaria.core.adapters.manifest import Manifest
 
-    app = Tolaria(cwd=str(ROOT))
+    app = Tolaria(cwd=str(agent_folder()))
     await app.start()
     window = app.window
     try:
@@ -75,7 +75,7 @@ async def shoot(out_dir: Path) -> None:
             current = window.current_conversation_id()
             assert current is not None
             app.controller.rename(current, title)
-        app.fanout.start_job("Summarise the failing tests", ["demo", "demo-2"], str(ROOT),
+        app.fanout.start_job("Summarise the failing tests", ["demo", "demo-2"], str(agent_folder()),
                              {"demo": "Demo agent", "demo-2": "Demo agent (copy)"})
         await until(lambda: bool(window.fan_out_views))
         view = next(iter(window.fan_out_views.values()))

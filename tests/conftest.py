@@ -100,6 +100,41 @@ def tolaria_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def _checkout_objects() -> str | None:
+    """The object folder of the git repository holding this checkout (None: not a checkout)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--path-format=absolute",
+                               "--git-common-dir"], capture_output=True, text=True, timeout=10,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    common = done.stdout.strip()
+    return os.path.realpath(os.path.join(common, "objects")) if done.returncode == 0 else None
+
+
+_CHECKOUT_OBJECTS = _checkout_objects()
+
+
+@pytest.fixture(autouse=True)
+def checkout_is_never_an_agent_folder(tolaria_home: Path) -> Iterator[None]:
+    """A test (or the ``tolaria run`` it starts) that leaves the agent's folder at its default
+    works in this checkout: every turn then snapshots the developer's tree. The checkpoint
+    store it makes borrows the checkout's objects: fail the test that made one."""
+    yield
+    if _CHECKOUT_OBJECTS is None:
+        return
+    from tolaria.support import paths
+
+    stores = paths.data_dir() / "checkpoints"
+    for alternates in stores.glob("*.git/objects/info/alternates"):
+        lines = alternates.read_text(errors="replace").splitlines()
+        if any(os.path.realpath(line.strip()) == _CHECKOUT_OBJECTS for line in lines if line):
+            pytest.fail("the test ran an agent in this checkout (it was checkpointed): give it "
+                        "a folder of its own (cwd=tmp_path)")
+
+
 @pytest.fixture
 def fake_agent_argv() -> list[str]:
     return [sys.executable, str(FAKE_AGENT)]

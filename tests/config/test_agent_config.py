@@ -394,7 +394,11 @@ async def test_test_agent_with_a_model_endpoint_uses_the_model_override(tmp_path
 def _cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-m", "tolaria", *args], env=env, cwd=ROOT,
+    # The run's folder is a plain one in the test's home, never this checkout (a turn there
+    # would checkpoint the checkout).
+    folder = Path(env["TOLARIA_HOME"]) / "work"
+    folder.mkdir(exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "tolaria", *args], env=env, cwd=folder,
                           capture_output=True, text=True, timeout=60, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
