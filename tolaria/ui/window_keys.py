@@ -10,13 +10,13 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox
+from PySide6.QtWidgets import QMainWindow, QMenu
 
-from tolaria import __version__
 from tolaria.config.settings import DEFAULT_RESTART
 from tolaria.ui import keymap
+from tolaria.ui.about import AboutBox
 from tolaria.ui.actions import (
     FAN_OUT_SHORTCUT,
     PALETTE_SHORTCUT,
@@ -166,13 +166,7 @@ class WindowKeys(QMainWindow):
 
     def _on_about_action_triggered(self) -> None:
         """A small non-modal box (open(), not exec(): no nested loop under qasync)."""
-        box = QMessageBox(QMessageBox.Icon.NoIcon, "About Tolaria",
-                          f"Tolaria {__version__}\n\nA desktop chat app for AI coding-agent "
-                          "CLIs where Stop really stops.", QMessageBox.StandardButton.Close,
-                          self)
-        box.setObjectName("aboutBox")
-        box.setIconPixmap(self.windowIcon().pixmap(64, 64))
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box = AboutBox(self)
         self.about_box = box
         box.open()
 

@@ -10,9 +10,11 @@ answers with facts.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -29,6 +31,12 @@ from PySide6.QtWidgets import (
 
 from tolaria.chats.checkpoint_storage import StorageRow
 from tolaria.ui import theme
+
+
+def shown_path(path: str) -> str:
+    """A repository as the user knows it: under the home folder as ``~/...``."""
+    home = str(Path.home())
+    return "~" + path[len(home):] if path == home or path.startswith(home + os.sep) else path
 
 
 class CheckpointsPage(QWidget):
@@ -56,11 +64,18 @@ class CheckpointsPage(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.table.setShowGrid(False)
+        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.table.setSizeAdjustPolicy(QAbstractItemView.SizeAdjustPolicy.AdjustToContents)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         header = self.table.horizontalHeader()
+        header.setHighlightSections(False)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         for column in (1, 2, 3):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
-        layout.addWidget(self.table, 1)
+        # As tall as its rows (a scroll bar past a screenful), not a big empty box.
+        layout.addWidget(self.table)
         self.total = QLabel(self)
         self.total.setObjectName("checkpointsTotal")
         layout.addWidget(self.total)
@@ -120,18 +135,25 @@ class CheckpointsPage(QWidget):
         self.result.setWordWrap(True)
         self.result.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
         layout.addWidget(self.result)
+        layout.addStretch(1)
         self._asked: object = None
 
     # -- facts --------------------------------------------------------------------------------
     def show_usage(self, rows: Sequence[StorageRow], total: str) -> None:
         self.table.setRowCount(len(rows))
         for n, row in enumerate(rows):
-            name = row.repo + (f"  ({row.note})" if row.note else "")
+            name = shown_path(row.repo) + (f"  ({row.note})" if row.note else "")
             values = (name, row.size, str(row.checkpoints), str(row.of_deleted_chats))
             for column, value in enumerate(values):
                 item = QTableWidgetItem(value)
                 item.setToolTip(row.repo)
+                if column:  # sizes and counts line up on the right, as numbers do
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight
+                                          | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(n, column, item)
+        self.table.setVisible(bool(rows))
+        self.table.setMaximumHeight(self.table.horizontalHeader().height()
+                                    + 28 * min(max(len(rows), 1), 12) + 8)
         self.total.setText(f"{len(rows)} repositor{'y' if len(rows) == 1 else 'ies'}, {total} "
                            "in all." if rows else "No checkpoints yet.")
 

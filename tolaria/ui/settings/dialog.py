@@ -274,4 +274,9 @@ def preferences_css() -> str:
         f" QLineEdit, QComboBox {{ background: {base}; border: 1px solid {border};"
         f" border-radius: 6px; padding: 3px 6px; }}"
         f" QLineEdit:focus, QComboBox:focus {{ border-color: {accent}; }}"
+        f" QHeaderView {{ background: {base}; border: none; }}"
+        f" QHeaderView::section {{ background: {base}; border: none;"
+        f" border-bottom: 1px solid {border}; padding: 4px 6px; color: {muted};"
+        f" font-weight: 600; }}"
+        f" QTableWidget::item {{ padding: 4px 6px; }}"
     )
