@@ -193,3 +193,19 @@ def test_the_untracked_stat_cache_never_keeps_old_content(repo: Path) -> None:
     store = ck.store_of(repo)
     assert plain_git(repo, "--git-dir", str(store), "show", f"{third.commit}:notes.txt") \
         == "version 2\n"
+
+
+def test_a_same_size_edit_in_the_second_of_the_last_git_add_is_not_missed(repo: Path) -> None:
+    """git compares whole seconds: a file rewritten (same size) in the second of the ``git add``
+    that wrote the index looks unchanged, unless git sees the entry is "racily clean" (not
+    older than the index file). The snapshot's index copy must keep that knowledge."""
+    tracked = repo / "same.txt"
+    time.sleep(1 - time.time() % 1 + 0.01)  # a fresh second: all three steps fit in it
+    tracked.write_bytes(b"version one\n")
+    plain_git(repo, "add", "same.txt")
+    tracked.write_bytes(b"version two\n")  # same size, same second, same inode
+    time.sleep(1.1)  # the snapshot comes a second later, as the next turn's would
+    before = ck.snapshot(repo, ck.ref_name("6", "1", "before"))
+    shown = plain_git(repo, "--git-dir", str(ck.store_of(repo)), "show",
+                      f"{before.commit}:same.txt")
+    assert shown == "version two\n"

@@ -66,6 +66,10 @@ def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: b
         index = Path(tmp) / "index"
         if lay.index.is_file():
             index.write_bytes(lay.index.read_bytes())
+            # The copy keeps the index's own mtime: git re-reads an entry whose file is not
+            # older than its index ("racily clean"); with a fresh mtime a same-size edit made in
+            # the second of the user's last `git add` would look unchanged and be missed.
+            shutil.copystat(lay.index, index)
         excludes = refresh_excludes(lay)
 
         def git(*args: str, **kw: Any) -> CompletedProcess[bytes]:
