@@ -139,22 +139,31 @@ def claim_run(args: list[str]) -> str | None:
         if os.stat(folder).st_mode & 0o077:  # loose: paths.socket_dir() tightens it later
             return None
         path = claim_path(os.path.join(folder, f"{os.getpid()}.sock"))
-        try:  # noqa: SIM105 - as above
-            os.unlink(path)  # a dead process with our pid left it
-        except FileNotFoundError:
-            pass
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        try:
-            sock.bind(path)
-            sock.listen(BACKLOG)
-            os.chmod(path, 0o600)
-        except BaseException:
-            sock.close()
-            raise
+        sock = listen(path)
     except (OSError, ImportError, AttributeError):  # platformdirs missing, no AF_UNIX: the
         return None  # run's ControlServer reports it
     _claimed, _claimed_path = sock, path
     return path
+
+
+def listen(path: str) -> _socket.socket:
+    """A Unix socket listening at ``path`` (a file left there by a dead process with our pid is
+    replaced), mode 0600: the claim's, and the ControlServer's when nothing was claimed."""
+    if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0014: named pipes)
+        raise OSError("no control channel on Windows yet")
+    try:  # noqa: SIM105 - as above
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+        sock.listen(BACKLOG)  # before the chmod: a client seeing the file can connect (the
+        os.chmod(path, 0o600)  # folder is 0700, and the server checks the peer's uid)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def claim_path(socket_path: str) -> str:
