@@ -116,14 +116,19 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _socket_pid(path: str) -> int | None:
+    """The pid of ``<pid>.sock`` or ``<pid>.claim``; None for another name."""
+    try:
+        return int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
+    except ValueError:
+        return None
+
+
 def remove_if_stale(path: str) -> None:
     """Delete ``<pid>.sock`` (or ``<pid>.claim``) when process ``pid`` is gone (a Tolaria
     that was SIGKILLed)."""
-    try:
-        pid = int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
-    except ValueError:
-        return
-    if pid != os.getpid() and not _pid_alive(pid):
+    pid = _socket_pid(path)
+    if pid is not None and pid != os.getpid() and not _pid_alive(pid):
         try:  # not contextlib.suppress: contextlib is one more import on abort's path
             os.unlink(path)
         except OSError:  # removed by another client first
@@ -201,11 +206,8 @@ class _Exchange:
 
 
 def _socket_pid_alive(path: str) -> bool:
-    try:
-        pid = int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
-    except ValueError:
-        return False
-    return _pid_alive(pid)
+    pid = _socket_pid(path)
+    return pid is not None and _pid_alive(pid)
 
 
 if sys.platform == "win32":  # no poll() there (and no channel: ask_all returns at once)
