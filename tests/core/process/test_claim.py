@@ -111,6 +111,24 @@ def test_runs_are_found_by_their_command_line_before_they_run_tolaria(
     assert claim.start_ticks(2**22 + 12345) is None
 
 
+def test_a_run_whose_command_line_spans_pages_is_found(
+        held: list[subprocess.Popen[bytes]], tolaria_home: Path, tmp_path: Path) -> None:
+    """The id after a prompt of 10,000 bytes: the command line is read past its first page
+    (procread.read_strings), also when a page ends exactly where the arguments do."""
+    sid = new_stream_id()
+    gate = tmp_path / "never"
+    prompt = "x" * 10_000
+    long_one = _held(held, [sys.executable, "-m", "tolaria", "run", prompt, "--stream-id", sid],
+                     tolaria_home, gate)
+    head = [sys.executable, "-m", "tolaria", "run", "--stream-id", sid, ""]
+    fill = 8192 - len(b"\0".join(os.fsencode(a) for a in head)) - 1  # 2 pages with its NUL
+    exact = _held(held, [*head[:-1], "y" * fill], tolaria_home, gate)
+    if sys.platform == "linux":  # elsewhere ps reads them
+        with open(f"/proc/{exact.pid}/cmdline", "rb") as fh:
+            assert len(fh.read()) == 8192
+    assert sorted(claim.find_runs(sid)) == sorted([long_one.pid, exact.pid])
+
+
 def test_the_claim_listens_at_once_and_is_released(tolaria_home: Path) -> None:
     """In this process: ``claim_run`` listens on ``<pid>.claim`` (mode 0600 in a 0700
     folder); nothing claims for other commands; ``release`` removes it."""

@@ -27,6 +27,7 @@ import _socket
 import os
 import sys
 
+from tolaria.core.process import procread
 from tolaria.core.stream_id import is_valid_stream_id
 from tolaria.support import sockdir
 
@@ -196,30 +197,8 @@ def release() -> None:
 
 
 # -- the abort's side -------------------------------------------------------------------------
-def _read(path: str, limit: int = 1 << 20) -> bytes:
-    """The file's content (up to ``limit``): one read for what fits in a page, as almost every
-    ``cmdline`` does (a second read, to see the end, would cost every process of the scan)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        data = os.read(fd, 4096)
-        while data and len(data) % 4096 == 0 and len(data) < limit:  # a page full: more
-            more = os.read(fd, 65536)
-            if not more:
-                break
-            data += more
-        return data
-    finally:
-        os.close(fd)
-
-
-def start_ticks(pid: int) -> int | None:
-    """Field 22 of ``/proc/PID/stat`` (the start time): a pid plus this names one process.
-    None when the process is gone (or on a system without /proc)."""
-    try:
-        stat = _read(f"/proc/{pid}/stat", 4096)
-        return int(stat[stat.rindex(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
+#: The start time of a process (procread.py: the /proc readers shared with procfs.py).
+start_ticks = procread.start_ticks
 
 
 def _our(name: str) -> bytes | None:
@@ -230,15 +209,13 @@ def _our(name: str) -> bytes | None:
 def _same_home(pid: int) -> bool:
     """Whether process ``pid`` uses our socket folder: the same ``TOLARIA_HOME``, or neither
     has one and the variables the default folder comes from agree (sockdir.socket_dir)."""
-    try:
-        environ = _read(f"/proc/{pid}/environ").split(b"\0")
-    except OSError:
+    env = procread.read_strings(f"/proc/{pid}/environ")
+    if env is None:
         return True  # unreadable: judged by its socket alone
-    env = dict(e.partition(b"=")[::2] for e in environ if b"=" in e)
-    theirs = env.get(b"TOLARIA_HOME")
+    theirs = procread.env_value(env, b"TOLARIA_HOME")
     mine = sockdir.home()
     if not theirs:
-        return mine is None and all(env.get(name.encode()) == _our(name)
+        return mine is None and all(procread.env_value(env, name.encode()) == _our(name)
                                     for name in ("XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP"))
     if mine is None:
         return False
@@ -256,28 +233,25 @@ def _cmdline_runs(stream_id: str) -> list[int]:
         return []
     needle = stream_id.encode()
     uid = os.getuid()
-    me = str(os.getpid())
+    me = os.getpid()
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or name == me:
+    for pid in procread.pids():
+        if pid == me:
             continue
-        try:
-            data = _read("/proc/" + name + "/cmdline")
-        except OSError:
-            continue
-        if needle not in data:  # the cheap test first: almost every process fails it
+        data = procread.read_strings(f"/proc/{pid}/cmdline")
+        if data is None or needle not in data:  # the cheap test first: almost all fail it
             continue
         argv = [os.fsdecode(a) for a in data.rstrip(b"\0").split(b"\0")]
         args = tolaria_args(argv)
         if args is None or run_stream_id(args) != stream_id:
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
                 continue
         except OSError:
             continue
-        if _same_home(int(name)):
-            found.append(int(name))
+        if _same_home(pid):
+            found.append(pid)
     return found
 
 
