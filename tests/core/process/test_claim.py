@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import cli_env
 
-from tolaria.core.process import claim
+from tolaria.core.process import claim, control_client
 from tolaria.core.stream_id import new_stream_id
 
 ID = "ai-agent-stream-0123abcd"
@@ -171,3 +171,49 @@ def test_the_option_lists_match_the_real_parser() -> None:
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     assert options(top) == (set(claim._TOP_VALUED), set(claim._TOP_FLAGS))
     assert options(sub.choices["run"]) == (set(claim._RUN_VALUED), set(claim._RUN_FLAGS))
+
+
+#: A process whose command line is a ``tolaria run --stream-id ID`` (``python -c`` of code
+#: naming tolaria) and that listens like one whose run has just ended (its registry has none):
+#: it counts the requests it answers and prints the count when its stdin closes.
+_ENDED_RUN = """
+import asyncio, sys
+from tolaria.core.process.control import ControlServer
+from tolaria.core.process.registry import ProcessRegistry
+
+class Counting(ControlServer):
+    asked = 0
+
+    async def _answer(self, line):
+        Counting.asked += 1
+        return await super()._answer(line)
+
+async def main():
+    server = Counting(ProcessRegistry())
+    await server.start()
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await server.close()
+    print(Counting.asked, flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_a_listening_run_that_says_no_is_asked_once(tolaria_home: Path) -> None:
+    """The abort finds the run's process by its command line too, but that process has
+    already answered (false: its run is over): it is not waited for and asked again."""
+    sid = new_stream_id()
+    proc = subprocess.Popen([sys.executable, "-c", _ENDED_RUN, "run", "--stream-id", sid, "hi"],
+                            env=cli_env(tolaria_home), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "ready"
+        assert claim.find_runs(sid) == [proc.pid]
+        assert control_client.abort_remote(sid, timeout=10) is False
+        out, _ = proc.communicate("", timeout=30)
+        assert out.strip() == "1"
+    finally:
+        proc.kill()
+        proc.wait(10)
