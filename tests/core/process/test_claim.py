@@ -150,6 +150,20 @@ def test_the_claim_listens_at_once_and_is_released(tolaria_home: Path) -> None:
     assert not os.path.exists(path)
 
 
+def test_a_loose_socket_folder_is_tightened_and_claimed(tolaria_home: Path) -> None:
+    """A socket folder left 0755 (an older install, a umask): the claim makes it 0700 through
+    a descriptor, as the ControlServer's folder check does, instead of not claiming at all."""
+    folder = tolaria_home / "run"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    path = claim.claim_run(["run", "--stream-id", ID, "hi"])
+    try:
+        assert path == str(folder / f"{os.getpid()}.claim")
+        assert os.stat(folder).st_mode & 0o777 == 0o700
+    finally:
+        claim.release()
+
+
 def test_the_option_lists_match_the_real_parser() -> None:
     """claim.py reads ``tolaria``'s arguments before argparse is imported, so it keeps its own
     list of options: it must be argparse's (a new option with a value would shift the scan)."""

@@ -122,8 +122,9 @@ def tolaria_args(argv: list[str]) -> list[str] | None:
 # -- the run's side ---------------------------------------------------------------------------
 def claim_run(args: list[str]) -> str | None:
     """When ``args`` is a ``run --stream-id ID``: listen on this process's control socket now
-    (at ``<pid>.claim``), and return its path (None when not a run with an id, or when the folder is not ready: the
-    run's ControlServer then binds the socket later, as before, and reports any problem)."""
+    (at ``<pid>.claim``), and return its path (None when not a run with an id, or when the
+    folder cannot be used: the run's ControlServer then binds the socket later, as before, and
+    reports the problem)."""
     global _claimed, _claimed_path
     if sys.platform == "win32":  # no AF_UNIX there, and runs are refused (ADR 0014)
         return None
@@ -131,14 +132,7 @@ def claim_run(args: list[str]) -> str | None:
         return None
     try:
         folder = sockdir.socket_dir()
-        os.makedirs(os.path.dirname(folder), exist_ok=True)  # a fresh TOLARIA_HOME
-        try:  # noqa: SIM105 - contextlib is one more import on the way to listening
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-        sockdir.check_own_folder(folder)
-        if os.stat(folder).st_mode & 0o077:  # loose: paths.socket_dir() tightens it later
-            return None
+        sockdir.make_own_folder(folder)  # as paths.socket_dir() does
         path = claim_path(os.path.join(folder, f"{os.getpid()}.sock"))
         sock = listen(path)
     except (OSError, ImportError, AttributeError):  # platformdirs missing, no AF_UNIX: the
@@ -152,7 +146,7 @@ def listen(path: str) -> _socket.socket:
     replaced), mode 0600: the claim's, and the ControlServer's when nothing was claimed."""
     if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0014: named pipes)
         raise OSError("no control channel on Windows yet")
-    try:  # noqa: SIM105 - as above
+    try:  # noqa: SIM105 - contextlib is one more import on the way to listening
         os.unlink(path)
     except FileNotFoundError:
         pass
