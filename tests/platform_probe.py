@@ -1,6 +1,6 @@
 """Import every Tolaria module with ``sys.platform`` faked: ``python platform_probe.py win32``.
 
-Run in a subprocess by tests/support/test_platform_imports.py (one per platform: the fake must
+Run in a subprocess by tests/support/test_platforms.py (one per platform: the fake must
 not leak into the test process). Only Tolaria's own module bodies run under the fake. What they
 import from the standard library and third parties is loaded first, on the real platform: those
 are not ours to test, and several choose an implementation by ``sys.platform`` when imported

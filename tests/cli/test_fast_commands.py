@@ -31,6 +31,7 @@ ALLOWED = frozenset({
     "__future__", "_json", "_socket", "select", "tolaria", "tolaria.cli", "tolaria.cli.main",
     "tolaria.cli.streams", "tolaria.core", "tolaria.core.process",
     "tolaria.core.process.claim", "tolaria.core.process.control_client",
+    "tolaria.core.process.procread",
     "tolaria.core.stream_id", "tolaria.support",
     "tolaria.support.sockdir"})
 #: What the ``tolaria`` console script runs, without its ``import re`` (pip's wrapper has it,

@@ -96,3 +96,35 @@ def check_own_folder(path: str | os.PathLike[str]) -> None:
     if sys.platform != "win32" and info.st_uid != os.getuid():
         raise UnsafeFolder(f"{os.fspath(path)} belongs to another user; refusing to use it for "
                            "sockets")
+
+
+def make_own_folder(path: str) -> None:
+    """Make ``path`` (mode 0700) or check it: a folder we own, reached without a symlink.
+
+    In a shared /tmp another user can create ``tolaria-<uid>`` first, as a folder of theirs or
+    a symlink to a folder of ours: following it would chmod, and put our sockets in, a folder
+    of their choosing. So it is checked with lstat, then opened with O_NOFOLLOW and checked
+    again through the fd (no swap in between), and the chmod goes through that same fd.
+    """
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:  # noqa: SIM105 - contextlib is one more import on the way to listening
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    check_own_folder(path)
+    if sys.platform == "win32":  # no uids, no fchmod: the profile's ACL keeps it private
+        return
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UnsafeFolder(f"{path} changed while it was checked; refusing to use it for "
+                           "sockets") from exc
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid():
+            raise UnsafeFolder(f"{path} belongs to another user; refusing to use it for sockets")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)

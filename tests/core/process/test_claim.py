@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import cli_env
 
-from tolaria.core.process import claim
+from tolaria.core.process import claim, control_client
 from tolaria.core.stream_id import new_stream_id
 
 ID = "ai-agent-stream-0123abcd"
@@ -111,6 +111,24 @@ def test_runs_are_found_by_their_command_line_before_they_run_tolaria(
     assert claim.start_ticks(2**22 + 12345) is None
 
 
+def test_a_run_whose_command_line_spans_pages_is_found(
+        held: list[subprocess.Popen[bytes]], tolaria_home: Path, tmp_path: Path) -> None:
+    """The id after a prompt of 10,000 bytes: the command line is read past its first page
+    (procread.read_strings), also when a page ends exactly where the arguments do."""
+    sid = new_stream_id()
+    gate = tmp_path / "never"
+    prompt = "x" * 10_000
+    long_one = _held(held, [sys.executable, "-m", "tolaria", "run", prompt, "--stream-id", sid],
+                     tolaria_home, gate)
+    head = [sys.executable, "-m", "tolaria", "run", "--stream-id", sid, ""]
+    fill = 8192 - len(b"\0".join(os.fsencode(a) for a in head)) - 1  # 2 pages with its NUL
+    exact = _held(held, [*head[:-1], "y" * fill], tolaria_home, gate)
+    if sys.platform == "linux":  # elsewhere ps reads them
+        with open(f"/proc/{exact.pid}/cmdline", "rb") as fh:
+            assert len(fh.read()) == 8192
+    assert sorted(claim.find_runs(sid)) == sorted([long_one.pid, exact.pid])
+
+
 def test_the_claim_listens_at_once_and_is_released(tolaria_home: Path) -> None:
     """In this process: ``claim_run`` listens on ``<pid>.claim`` (mode 0600 in a 0700
     folder); nothing claims for other commands; ``release`` removes it."""
@@ -130,6 +148,20 @@ def test_the_claim_listens_at_once_and_is_released(tolaria_home: Path) -> None:
     finally:
         claim.release()
     assert not os.path.exists(path)
+
+
+def test_a_loose_socket_folder_is_tightened_and_claimed(tolaria_home: Path) -> None:
+    """A socket folder left 0755 (an older install, a umask): the claim makes it 0700 through
+    a descriptor, as the ControlServer's folder check does, instead of not claiming at all."""
+    folder = tolaria_home / "run"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    path = claim.claim_run(["run", "--stream-id", ID, "hi"])
+    try:
+        assert path == str(folder / f"{os.getpid()}.claim")
+        assert os.stat(folder).st_mode & 0o777 == 0o700
+    finally:
+        claim.release()
 
 
 def test_the_option_lists_match_the_real_parser() -> None:
@@ -153,3 +185,49 @@ def test_the_option_lists_match_the_real_parser() -> None:
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     assert options(top) == (set(claim._TOP_VALUED), set(claim._TOP_FLAGS))
     assert options(sub.choices["run"]) == (set(claim._RUN_VALUED), set(claim._RUN_FLAGS))
+
+
+#: A process whose command line is a ``tolaria run --stream-id ID`` (``python -c`` of code
+#: naming tolaria) and that listens like one whose run has just ended (its registry has none):
+#: it counts the requests it answers and prints the count when its stdin closes.
+_ENDED_RUN = """
+import asyncio, sys
+from tolaria.core.process.control import ControlServer
+from tolaria.core.process.registry import ProcessRegistry
+
+class Counting(ControlServer):
+    asked = 0
+
+    async def _answer(self, line):
+        Counting.asked += 1
+        return await super()._answer(line)
+
+async def main():
+    server = Counting(ProcessRegistry())
+    await server.start()
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await server.close()
+    print(Counting.asked, flush=True)
+
+asyncio.run(main())
+"""
+
+
+def test_a_listening_run_that_says_no_is_asked_once(tolaria_home: Path) -> None:
+    """The abort finds the run's process by its command line too, but that process has
+    already answered (false: its run is over): it is not waited for and asked again."""
+    sid = new_stream_id()
+    proc = subprocess.Popen([sys.executable, "-c", _ENDED_RUN, "run", "--stream-id", sid, "hi"],
+                            env=cli_env(tolaria_home), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "ready"
+        assert claim.find_runs(sid) == [proc.pid]
+        assert control_client.abort_remote(sid, timeout=10) is False
+        out, _ = proc.communicate("", timeout=30)
+        assert out.strip() == "1"
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -27,6 +27,7 @@ import _socket
 import os
 import sys
 
+from tolaria.core.process import procread
 from tolaria.core.stream_id import is_valid_stream_id
 from tolaria.support import sockdir
 
@@ -121,8 +122,9 @@ def tolaria_args(argv: list[str]) -> list[str] | None:
 # -- the run's side ---------------------------------------------------------------------------
 def claim_run(args: list[str]) -> str | None:
     """When ``args`` is a ``run --stream-id ID``: listen on this process's control socket now
-    (at ``<pid>.claim``), and return its path (None when not a run with an id, or when the folder is not ready: the
-    run's ControlServer then binds the socket later, as before, and reports any problem)."""
+    (at ``<pid>.claim``), and return its path (None when not a run with an id, or when the
+    folder cannot be used: the run's ControlServer then binds the socket later, as before, and
+    reports the problem)."""
     global _claimed, _claimed_path
     if sys.platform == "win32":  # no AF_UNIX there, and runs are refused (ADR 0014)
         return None
@@ -130,31 +132,33 @@ def claim_run(args: list[str]) -> str | None:
         return None
     try:
         folder = sockdir.socket_dir()
-        os.makedirs(os.path.dirname(folder), exist_ok=True)  # a fresh TOLARIA_HOME
-        try:  # noqa: SIM105 - contextlib is one more import on the way to listening
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-        sockdir.check_own_folder(folder)
-        if os.stat(folder).st_mode & 0o077:  # loose: paths.socket_dir() tightens it later
-            return None
+        sockdir.make_own_folder(folder)  # as paths.socket_dir() does
         path = claim_path(os.path.join(folder, f"{os.getpid()}.sock"))
-        try:  # noqa: SIM105 - as above
-            os.unlink(path)  # a dead process with our pid left it
-        except FileNotFoundError:
-            pass
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        try:
-            sock.bind(path)
-            sock.listen(BACKLOG)
-            os.chmod(path, 0o600)
-        except BaseException:
-            sock.close()
-            raise
+        sock = listen(path)
     except (OSError, ImportError, AttributeError):  # platformdirs missing, no AF_UNIX: the
         return None  # run's ControlServer reports it
     _claimed, _claimed_path = sock, path
     return path
+
+
+def listen(path: str) -> _socket.socket:
+    """A Unix socket listening at ``path`` (a file left there by a dead process with our pid is
+    replaced), mode 0600: the claim's, and the ControlServer's when nothing was claimed."""
+    if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0014: named pipes)
+        raise OSError("no control channel on Windows yet")
+    try:  # noqa: SIM105 - contextlib is one more import on the way to listening
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+        sock.listen(BACKLOG)  # before the chmod: a client seeing the file can connect (the
+        os.chmod(path, 0o600)  # folder is 0700, and the server checks the peer's uid)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def claim_path(socket_path: str) -> str:
@@ -187,30 +191,8 @@ def release() -> None:
 
 
 # -- the abort's side -------------------------------------------------------------------------
-def _read(path: str, limit: int = 1 << 20) -> bytes:
-    """The file's content (up to ``limit``): one read for what fits in a page, as almost every
-    ``cmdline`` does (a second read, to see the end, would cost every process of the scan)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        data = os.read(fd, 4096)
-        while data and len(data) % 4096 == 0 and len(data) < limit:  # a page full: more
-            more = os.read(fd, 65536)
-            if not more:
-                break
-            data += more
-        return data
-    finally:
-        os.close(fd)
-
-
-def start_ticks(pid: int) -> int | None:
-    """Field 22 of ``/proc/PID/stat`` (the start time): a pid plus this names one process.
-    None when the process is gone (or on a system without /proc)."""
-    try:
-        stat = _read(f"/proc/{pid}/stat", 4096)
-        return int(stat[stat.rindex(b")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
+#: The start time of a process (procread.py: the /proc readers shared with procfs.py).
+start_ticks = procread.start_ticks
 
 
 def _our(name: str) -> bytes | None:
@@ -221,15 +203,13 @@ def _our(name: str) -> bytes | None:
 def _same_home(pid: int) -> bool:
     """Whether process ``pid`` uses our socket folder: the same ``TOLARIA_HOME``, or neither
     has one and the variables the default folder comes from agree (sockdir.socket_dir)."""
-    try:
-        environ = _read(f"/proc/{pid}/environ").split(b"\0")
-    except OSError:
+    env = procread.read_strings(f"/proc/{pid}/environ")
+    if env is None:
         return True  # unreadable: judged by its socket alone
-    env = dict(e.partition(b"=")[::2] for e in environ if b"=" in e)
-    theirs = env.get(b"TOLARIA_HOME")
+    theirs = procread.env_value(env, b"TOLARIA_HOME")
     mine = sockdir.home()
     if not theirs:
-        return mine is None and all(env.get(name.encode()) == _our(name)
+        return mine is None and all(procread.env_value(env, name.encode()) == _our(name)
                                     for name in ("XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP"))
     if mine is None:
         return False
@@ -247,28 +227,25 @@ def _cmdline_runs(stream_id: str) -> list[int]:
         return []
     needle = stream_id.encode()
     uid = os.getuid()
-    me = str(os.getpid())
+    me = os.getpid()
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or name == me:
+    for pid in procread.pids():
+        if pid == me:
             continue
-        try:
-            data = _read("/proc/" + name + "/cmdline")
-        except OSError:
-            continue
-        if needle not in data:  # the cheap test first: almost every process fails it
+        data = procread.read_strings(f"/proc/{pid}/cmdline")
+        if data is None or needle not in data:  # the cheap test first: almost all fail it
             continue
         argv = [os.fsdecode(a) for a in data.rstrip(b"\0").split(b"\0")]
         args = tolaria_args(argv)
         if args is None or run_stream_id(args) != stream_id:
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
                 continue
         except OSError:
             continue
-        if _same_home(int(name)):
-            found.append(int(name))
+        if _same_home(pid):
+            found.append(pid)
     return found
 
 

@@ -96,29 +96,18 @@ class ControlServer(AcceptQueue):
         if sys.platform == "win32":  # no AF_UNIX in CPython there (ADR 0014: named pipes)
             raise OSError(errno.EAFNOSUPPORT, "no control channel on Windows yet")
         claimed = claim.take(str(self.path))
-        sock: socket.socket | None = None
         if claimed is not None:  # listening since the process's first lines, as <pid>.claim
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=claimed)
             try:  # the queued clients stay queued: they are connected to the socket, not a name
                 os.replace(claim.claim_path(str(self.path)), self.path)
-                sock.setblocking(False)
             except OSError:
                 log.warning("control: could not rename the claimed socket", exc_info=True)
-                sock.close()
-                sock = None
+                os.close(claimed)
                 claimed = None
-        if sock is None:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                sock.bind(str(self.path))
-                sock.listen(claim.BACKLOG)  # before anything else: a client seeing the file
-                os.chmod(self.path, 0o600)  # can connect (the folder is 0700, and peers' uids
-                sock.setblocking(False)  # are checked)
-            except BaseException:
-                sock.close()
-                raise
+                with contextlib.suppress(OSError):  # nobody can connect to it any more
+                    os.unlink(claim.claim_path(str(self.path)))
+        fd = claimed if claimed is not None else claim.listen(str(self.path)).detach()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+        sock.setblocking(False)
         self._listen_on(sock)
         if claimed is not None:
             await self._settle()

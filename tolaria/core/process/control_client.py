@@ -116,14 +116,19 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _socket_pid(path: str) -> int | None:
+    """The pid of ``<pid>.sock`` or ``<pid>.claim``; None for another name."""
+    try:
+        return int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
+    except ValueError:
+        return None
+
+
 def remove_if_stale(path: str) -> None:
     """Delete ``<pid>.sock`` (or ``<pid>.claim``) when process ``pid`` is gone (a Tolaria
     that was SIGKILLed)."""
-    try:
-        pid = int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
-    except ValueError:
-        return
-    if pid != os.getpid() and not _pid_alive(pid):
+    pid = _socket_pid(path)
+    if pid is not None and pid != os.getpid() and not _pid_alive(pid):
         try:  # not contextlib.suppress: contextlib is one more import on abort's path
             os.unlink(path)
         except OSError:  # removed by another client first
@@ -201,11 +206,8 @@ class _Exchange:
 
 
 def _socket_pid_alive(path: str) -> bool:
-    try:
-        pid = int(os.path.basename(path).removesuffix(".sock").removesuffix(".claim"))
-    except ValueError:
-        return False
-    return _pid_alive(pid)
+    pid = _socket_pid(path)
+    return pid is not None and _pid_alive(pid)
 
 
 if sys.platform == "win32":  # no poll() there (and no channel: ask_all returns at once)
@@ -230,6 +232,12 @@ def ask_all(request: dict[str, str], timeout: float, folder: str | os.PathLike[s
 
     One ``poll`` loop (not selectors: see the imports) over non-blocking sockets. None on
     Windows, where no Tolaria process listens (ADR 0014: named pipes, not built yet)."""
+    return [answer for _path, answer in _ask(request, timeout, folder, only)]
+
+
+def _ask(request: dict[str, str], timeout: float, folder: str | os.PathLike[str] | None,
+         only: list[str] | None) -> list[tuple[str, dict[str, Any]]]:
+    """``ask_all``'s answers, each with the socket it came from."""
     if sys.platform == "win32":
         return []
     payload = dumps_flat(request).encode() + b"\n"
@@ -301,7 +309,7 @@ def ask_all(request: dict[str, str], timeout: float, folder: str | os.PathLike[s
     finally:
         for ex in pending:
             ex.sock.close()
-    return [ex.answer for ex in pending if ex.answer is not None]
+    return [(ex.path, ex.answer) for ex in pending if ex.answer is not None]
 
 
 def list_streams(folder: str | os.PathLike[str] | None = None,
@@ -336,12 +344,13 @@ def abort_remote(stream_id: str, folder: str | os.PathLike[str] | None = None,
     validate_stream_id(stream_id)
     deadline = time.monotonic() + timeout
     request = {"op": "abort", "stream_id": stream_id}
-    answers = ask_all(request, timeout, folder)
-    if any(bool(a.get("ok") and a.get("stopped")) for a in answers):
+    replies = _ask(request, timeout, folder, None)
+    if any(bool(a.get("ok") and a.get("stopped")) for _path, a in replies):
         return True
     from tolaria.core.process import claim  # only here: ``tolaria streams`` needs none of it
 
-    answered = {a.get("pid") for a in answers}
+    # By their sockets' names: an abort's answer does not carry the pid (a ``list``'s does).
+    answered = {_socket_pid(path) for path, _answer in replies}
     where = os.fspath(folder) if folder else sockdir.socket_dir()
     for pid in claim.find_runs(stream_id):
         if pid in answered:  # it listens, and said no: that run is over

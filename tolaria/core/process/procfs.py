@@ -17,6 +17,11 @@ import os
 import signal
 from dataclasses import dataclass
 
+# Re-exported: the raw readers are shared with the light abort path (procread's docstring).
+from tolaria.core.process.procread import env_value as env_value
+from tolaria.core.process.procread import pids as pids
+from tolaria.core.process.procread import read as _read
+
 HAS_PROC = os.path.isdir("/proc")
 #: Whether the kernel lists children (CONFIG_PROC_CHILDREN); without it the full scan has to do.
 _HAS_CHILDREN_FILE = HAS_PROC and os.path.exists(f"/proc/self/task/{os.getpid()}/children")
@@ -43,27 +48,6 @@ class Stat:
         return self.state in (b"Z", b"X")
 
 
-def _read(path: str, *, short: bool = False) -> bytes | None:
-    """A whole /proc file, or None. Unbuffered ``os.read``: half the cost of ``open()``, which
-    counts when a stop reads one file of every process on the machine. ``short``: a file the
-    kernel hands over in one read (``stat``, ``status``): no second read to see the end."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if short:
-            return os.read(fd, 16384)
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 def stat(pid: int | str) -> Stat | None:
     """``/proc/PID/stat``, or None if the process is gone."""
     raw = _read(f"/proc/{pid}/stat", short=True)
@@ -76,11 +60,6 @@ def stat(pid: int | str) -> Stat | None:
                     int(fields[19]))
     except (OSError, IndexError, ValueError):
         return None
-
-
-def pids() -> list[int]:
-    """Every pid in ``/proc`` now."""
-    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
 
 
 def children(pid: int) -> list[int] | None:
@@ -142,18 +121,6 @@ def real_uid(pid: int) -> int | None:
 def environ(pid: int | str) -> bytes | None:
     """The raw environment of ``pid``, or None when unreadable (gone, or not dumpable)."""
     return _read(f"/proc/{pid}/environ")
-
-
-def env_value(env: bytes, name: bytes) -> bytes | None:
-    """The value of ``name`` in a raw NUL-separated environment, or None if unset."""
-    needle = name + b"="
-    at = env.find(needle)
-    while at > 0 and env[at - 1] != 0:
-        at = env.find(needle, at + 1)
-    if at < 0:
-        return None
-    end = env.find(b"\0", at)
-    return env[at + len(needle) : end if end >= 0 else len(env)]
 
 
 def owner_token() -> str:
