@@ -27,7 +27,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import AppDriver, StartApp, processes_of
+from ui.uihelpers import AppDriver, StartApp, processes_of, save_shot
 
 from tolaria.core.stream_id import new_stream_id
 from tolaria.ui import theme
@@ -82,9 +82,7 @@ def confirm_button(row: TurnChangesRow) -> QPushButton:
 
 def shot(drv: AppDriver, tmp_path: Path, name: str) -> None:
     drv.qtbot.wait(150)
-    where = ROOT / "docs" if os.environ.get("TOLARIA_DOCS_SHOTS") == "1" else tmp_path
-    image = drv.window.grab()
-    assert not image.isNull() and image.save(str(where / name))
+    save_shot(drv.window, tmp_path, name)
 
 
 @pytest.mark.parametrize("look", ["light", "dark"])

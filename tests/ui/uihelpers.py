@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
 from helpers import marker_pids
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from tolaria.app.main import Tolaria
@@ -21,6 +23,19 @@ from tolaria.ui.main_window import MainWindow
 from tolaria.ui.turn_view import TurnView
 
 T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parents[2]
+#: ``TOLARIA_DOCS_SHOTS=1``: the tests that take the docs' screenshots write them into docs/
+#: (``save_shot``); otherwise into the test's own folder, so grabbing is still exercised.
+DOCS_SHOTS = "TOLARIA_DOCS_SHOTS"
+
+
+def save_shot(widget: QWidget, tmp_path: Path, name: str) -> Path:
+    """Grab ``widget`` to ``name`` (a PNG) in docs/ or in ``tmp_path`` (``DOCS_SHOTS``)."""
+    where = ROOT / "docs" if os.environ.get(DOCS_SHOTS) == "1" else tmp_path
+    image = widget.grab()
+    assert not image.isNull() and image.save(str(where / name))
+    return where / name
 
 
 def run_async(qtbot: QtBot, loop: asyncio.AbstractEventLoop,
