@@ -12,8 +12,7 @@ import psutil
 import pytest
 from helpers import git, git_repo
 from pytestqt.qtbot import QtBot
-from ui.test_turn_changes import edit_turn, row_of
-from ui.uihelpers import StartApp, save_shot
+from ui.uihelpers import StartApp, edit_turn, row_of, save_shot
 
 from tolaria.core import checkpoints as ck
 
