@@ -19,7 +19,7 @@ from tolaria.chats.checkpoints import TurnChanges, UndoRequest
 from tolaria.chats.inflight import EDIT, MOVE, PAUSE, RESUME, SEND_NOW, QueueChange, QueueState
 from tolaria.chats.review import FileReview
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
-from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
+from tolaria.core.events import Done, Event
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
@@ -34,13 +34,8 @@ from tolaria.ui.status_line import StatusLine
 from tolaria.ui.transcript import TranscriptView
 from tolaria.ui.transcript.search_bar import SearchBar
 from tolaria.ui.turn_changes import TurnChangesRow
-from tolaria.ui.turn_view import (
-    Ending,
-    TurnView,
-    format_duration,
-    format_usage,
-    status_from_stop_reason,
-)
+from tolaria.ui.turn_model import ending_summary
+from tolaria.ui.turn_view import Ending, TurnView, status_from_stop_reason
 
 
 class ChatPane(QWidget):
@@ -262,7 +257,7 @@ class ChatPane(QWidget):
             history = TurnPage(self.conversation_id, PAGE_LATEST,
                                [(turn, list(events)) for turn, events in history])
         endings = self.load_page(history, agent_names)
-        last_summary = next((self._summary(e) for e in reversed(endings) if e is not None), "")
+        last_summary = next((ending_summary(e) for e in reversed(endings) if e is not None), "")
         if last_summary:
             self.status_line.set_idle(self._agent_name, last_summary)
         if history.turns and self.running_stream is None:
@@ -411,28 +406,8 @@ class ChatPane(QWidget):
             self._show_running(False)
             self._refresh_actions()
             self.awaiting.setVisible(self._tracker.awaits_operator(ending.status))
-            usage = view.usage if view is not None else None
-            self.status_line.finish(self._summary(ending, usage.input_tokens if usage else None,
-                                                  usage.output_tokens if usage else None,
-                                                  usage.cost_usd if usage else None))
-
-    @staticmethod
-    def _summary(ending: Ending, input_tokens: int | None = None,
-                 output_tokens: int | None = None, cost_usd: float | None = None) -> str:
-        words = {"completed": "Completed", "cancelled": "Stopped", "failed": "Failed",
-                 "interrupted": "Interrupted"}.get(ending.status, ending.status)
-        if ending.stop_reason == STOP_MAX_ITERATIONS:
-            words = "Stopped at the tool-round limit"
-        parts = [words]
-        if ending.duration_ms is not None:
-            parts.append(format_duration(ending.duration_ms))
-        usage = format_usage(
-            ending.input_tokens if ending.input_tokens is not None else input_tokens,
-            ending.output_tokens if ending.output_tokens is not None else output_tokens,
-            ending.cost_usd if ending.cost_usd is not None else cost_usd)
-        if usage:
-            parts.append(usage)
-        return " · ".join(parts)
+            self.status_line.finish(ending_summary(ending,
+                                                   view.usage if view is not None else None))
 
     # -- inspection ---------------------------------------------------------------------------
     def turn_views(self) -> list[TurnView]:
