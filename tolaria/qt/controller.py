@@ -399,31 +399,19 @@ class ChatController(QueueControl, CheckpointControl, QObject):
 
     def stop_all(self) -> list[str]:
         running = list(self._running.items())
-        held = [stream_id for _conversation_id, stream_id in running
-                if self.bridge.hold(stream_id)]
-        aborted: list[str] = self.registry.abort_all()
-        self._settle_holds(held, aborted)
+        aborted = self.bridge.stop_all([stream_id for _conversation_id, stream_id in running],
+                                       self.registry.abort_all)
         for conversation_id, stream_id in running:  # recorded after the stop went out
             if stream_id in aborted:
                 self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
         return aborted
 
-    def _settle_holds(self, held: list[str], aborted: list[str]) -> None:
-        """After ``hold`` + ``abort_all``: the stopped streams say so, the others (already
-        finishing by themselves) are forwarded again, their tails kept."""
-        for stream_id in held:
-            if stream_id in aborted:
-                self.bridge.run_stopping.emit(stream_id)
-            else:
-                self.bridge.release(stream_id)
-
     async def shutdown(self) -> None:
         """Stop every run and wait until their trees are gone; end the other tasks."""
         self._closing = True  # no restart or queued delivery starts a run now
         self.pause_queues_at_quit()  # shown again, paused, at the next start
-        held = [stream_id for stream_id in list(self._running.values())
-                if self.bridge.hold(stream_id)]
-        self._settle_holds(held, self.registry.abort_all())  # a finishing run keeps its tail
+        # (a run finishing by itself keeps its tail)
+        self.bridge.stop_all(list(self._running.values()), self.registry.abort_all)
         await self.registry.abort_all_and_wait()
         await self.keepers.close_all()  # the chats' kept agents, trees gone
         # The run tasks end right after their Done; detection and deletions are cancelled.
