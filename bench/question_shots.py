@@ -15,11 +15,9 @@ The agent is the scripted ACP agent of the tests (tests/fakes/fake_acp_agent.py
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,13 +26,7 @@ for extra in (ROOT, ROOT / "tests", ROOT / "bench"):
         sys.path.insert(0, str(extra))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from screenshot import agent_folder, until  # noqa: E402  (bench/screenshot.py)
-
-
-def save(pixmap, out: Path) -> None:  # type: ignore[no-untyped-def]
-    if not pixmap.save(str(out)):
-        raise RuntimeError(f"could not write {out}")
-    print(f"wrote {out}")
+from screenshot import agent_folder, save, shots_main, until  # noqa: E402  (bench/screenshot.py)
 
 
 async def shoot(out_dir: Path) -> None:
@@ -85,36 +77,26 @@ async def shoot(out_dir: Path) -> None:
         await app.shutdown()
 
 
+def prepare(home: Path) -> None:
+    """The scripted ACP agent, and a chat of 20 older turns."""
+    fake = ROOT / "tests" / "fakes" / "fake_acp_agent.py"
+    (home / "adapters" / "ask-agent.toml").write_text(
+        'id = "ask-agent"\nname = "ACP agent"\nprotocol = "acp"\n'
+        f'command = ["{{python}}", "{fake}", "ask_permission"]\n')
+    from helpers import fill_chat  # tests/helpers.py
+
+    from tolaria.core.store.db import Store
+
+    store = Store()
+    try:
+        chat = store.create_conversation("Tidy the repository", "demo", str(agent_folder()))
+        fill_chat(store, chat.id, 20, text_chars=600)
+    finally:
+        store.close()
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "docs")
-    args = parser.parse_args()
-    from tolaria.app.main import make_qapplication
-    from tolaria.qt import loop
-
-    with tempfile.TemporaryDirectory(prefix="tolaria-shots-") as home:
-        os.environ["TOLARIA_HOME"] = home
-        adapters = Path(home) / "adapters"
-        adapters.mkdir()
-        fake = ROOT / "tests" / "fakes" / "fake_acp_agent.py"
-        adapters.joinpath("ask-agent.toml").write_text(
-            'id = "ask-agent"\nname = "ACP agent"\nprotocol = "acp"\n'
-            f'command = ["{{python}}", "{fake}", "ask_permission"]\n')
-        from helpers import fill_chat  # tests/helpers.py
-
-        from tolaria.core.store.db import Store
-
-        store = Store()
-        try:
-            chat = store.create_conversation("Tidy the repository", "demo", str(agent_folder()))
-            fill_chat(store, chat.id, 20, text_chars=600)
-        finally:
-            store.close()
-        make_qapplication()
-        out_dir = args.out_dir.resolve()
-        out_dir.mkdir(parents=True, exist_ok=True)
-        loop.run(shoot(out_dir))
-    return 0
+    return shots_main(__doc__.splitlines()[0], shoot, prepare)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,35 @@ def agent_folder() -> Path:
     return folder
 
 
+def save(pixmap, out: Path) -> None:  # type: ignore[no-untyped-def]
+    if not pixmap.save(str(out)):
+        raise RuntimeError(f"could not write {out}")
+    print(f"wrote {out}")
+
+
+def shots_main(description: str, shoot, prepare=None) -> int:  # type: ignore[no-untyped-def]
+    """``main`` of a script that takes docs pictures of the real window: ``--out-dir`` (docs/),
+    a throwaway ``TOLARIA_HOME`` with an empty ``adapters/`` folder that ``prepare(home)`` may
+    fill (agents, stored chats), then ``shoot(out_dir)`` runs on the app's event loop."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "docs")
+    args = parser.parse_args()
+    from tolaria.app.main import make_qapplication
+    from tolaria.qt import loop
+
+    with tempfile.TemporaryDirectory(prefix="tolaria-shots-") as home:
+        os.environ["TOLARIA_HOME"] = home
+        os.environ.setdefault("TOLARIA_DEMO_DELAY", "0.002")
+        (Path(home) / "adapters").mkdir()
+        if prepare is not None:
+            prepare(Path(home))
+        make_qapplication()
+        out_dir = args.out_dir.resolve()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        loop.run(shoot(out_dir))
+    return 0
+
+
 async def until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

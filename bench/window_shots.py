@@ -16,11 +16,9 @@ include, so they are painted onto the window's picture at their place.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,13 +26,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from screenshot import agent_folder, until  # noqa: E402  (bench/screenshot.py, next to it)
-
-
-def save(pixmap, out: Path) -> None:  # type: ignore[no-untyped-def]
-    if not pixmap.save(str(out)):
-        raise RuntimeError(f"could not write {out}")
-    print(f"wrote {out}")
+from screenshot import (  # noqa: E402  (bench/screenshot.py, next to it)
+    agent_folder,
+    save,
+    shots_main,
+    until,
+)
 
 
 def with_popup(window, popup):  # type: ignore[no-untyped-def]
@@ -161,32 +158,21 @@ async def shoot(out_dir: Path) -> None:
         await app.shutdown()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out-dir", type=Path, default=ROOT / "docs")
-    args = parser.parse_args()
-    from tolaria.app.main import make_qapplication
-    from tolaria.qt import loop
+def prepare(home: Path) -> None:
+    """A second demo agent so the fan-out job has two columns, and one whose Test hangs."""
+    adapters = home / "adapters"
+    demo = (ROOT / "adapters" / "demo.toml").read_text()
+    fake = ROOT / "tests" / "fakes" / "fake_agent.py"
+    adapters.joinpath("slow-agent.toml").write_text(
+        'id = "slow-agent"\nname = "Slow agent"\nprotocol = "claude-stream-json"\n'
+        f'command = ["{{python}}", "{fake}", "hang", "{{prompt}}"]\n')
+    adapters.joinpath("demo-2.toml").write_text(
+        demo.replace('id = "demo"', 'id = "demo-2"', 1)
+            .replace('name = "', 'name = "Copy of ', 1))
 
-    with tempfile.TemporaryDirectory(prefix="tolaria-shots-") as home:
-        os.environ["TOLARIA_HOME"] = home
-        os.environ.setdefault("TOLARIA_DEMO_DELAY", "0.002")
-        adapters = Path(home) / "adapters"
-        adapters.mkdir()
-        # A second demo agent so the fan-out job has two columns.
-        demo = (ROOT / "adapters" / "demo.toml").read_text()
-        fake = ROOT / "tests" / "fakes" / "fake_agent.py"
-        adapters.joinpath("slow-agent.toml").write_text(
-            'id = "slow-agent"\nname = "Slow agent"\nprotocol = "claude-stream-json"\n'
-            f'command = ["{{python}}", "{fake}", "hang", "{{prompt}}"]\n')
-        adapters.joinpath("demo-2.toml").write_text(
-            demo.replace('id = "demo"', 'id = "demo-2"', 1)
-                .replace('name = "', 'name = "Copy of ', 1))
-        make_qapplication()
-        out_dir = args.out_dir.resolve()
-        out_dir.mkdir(parents=True, exist_ok=True)
-        loop.run(shoot(out_dir))
-    return 0
+
+def main() -> int:
+    return shots_main(__doc__.splitlines()[0], shoot, prepare)
 
 
 if __name__ == "__main__":

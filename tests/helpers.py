@@ -6,10 +6,11 @@ import asyncio
 import contextlib
 import functools
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,3 +318,34 @@ def git_repo(root: Path, files: dict[str, str]) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "first")
     return root
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def python_child(script: str, *args: str, env: dict[str, str] | None = None,
+                 cwd: Path = ROOT) -> Iterator[subprocess.Popen[str]]:
+    """``python -c script args`` with text pipes and no stdin, the checkout importable (``env``
+    defaults to ours); killed at the end if it is still alive (a failed assertion leaves no
+    process behind)."""
+    if env is None:
+        pythonpath = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=cwd)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def sigkill(proc: subprocess.Popen[str]) -> str:
+    """SIGKILL ``proc`` at once (no shutdown, no flush interval) and reap it; what it printed
+    that was not read yet."""
+    proc.send_signal(signal.SIGKILL)
+    rest, _ = proc.communicate(timeout=30)
+    return rest

@@ -126,6 +126,29 @@ def test_a_finished_session_imports_complete_at_once_however_recent(agent: str,
         store.close()
 
 
+@pytest.mark.parametrize("agent", TELLS_UNFINISHED)
+def test_a_tool_the_user_stopped_is_stored_open_not_failed(agent: str, tmp_path: Path) -> None:
+    """The second turn was stopped while its ``sleep 300`` ran. Claude, Qwen and Codex then write
+    their own note to the model as the tool's "result" (an error for Claude and Qwen: shown as
+    "✗ failed"; "aborted by user" for Codex: shown as "✓ done"). It is not the tool's result:
+    the call is stored without one, so it ends as its interrupted turn did, as a stopped tool
+    of a live turn does."""
+    home = tmp_path / "home"
+    lay(home, agent, "final")
+    store = Store(tmp_path / "t.sqlite3")
+    try:
+        [item] = import_sessions(store, home, [agent]).imported
+        stopped = store.turns(item.conversation_id)[1]
+        assert stopped.status == "interrupted"
+        events = store.events(stopped.id)
+        [start] = [e for e in events if isinstance(e, ToolStart)]
+        assert "sleep 300" in json.dumps(start.input)
+        assert [e for e in events if isinstance(e, ToolDone)] == []
+        assert import_sessions(store, home, [agent]).unchanged == 1, "and nothing grew"
+    finally:
+        store.close()
+
+
 def claude_lines(home: Path) -> tuple[Path, list[str]]:
     path = session_file(home, "claude")
     return path, path.read_text().splitlines(keepends=True)

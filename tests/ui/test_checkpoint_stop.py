@@ -12,13 +12,11 @@ import psutil
 import pytest
 from helpers import git, git_repo
 from pytestqt.qtbot import QtBot
-from ui.test_turn_changes import edit_turn, row_of
-from ui.uihelpers import StartApp
+from ui.uihelpers import StartApp, edit_turn, row_of, save_shot
 
 from tolaria.core import checkpoints as ck
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-SHOTS = os.environ.get("TOLARIA_SHOTS")
 
 
 def snapshot_git() -> psutil.Process | None:
@@ -68,7 +66,6 @@ def test_what_a_snapshot_left_out_is_shown_under_the_turn(
     row = row_of(drv, stream)
     qtbot.waitUntil(lambda: row.note.isVisible(), timeout=10_000)
     assert row.note.text() == "not tracked: 1 file over 10 MB (dump.sql), node_modules/"
-    if SHOTS:
-        view = drv.pane.transcript.turn(stream)
-        assert view is not None
-        view.grab().save(str(Path(SHOTS) / "turn-not-tracked.png"))
+    view = drv.pane.transcript.turn(stream)
+    assert view is not None
+    save_shot(view, tmp_path, "turn-not-tracked.png")

@@ -6,7 +6,6 @@ why it no longer applies and offers Revert file; a long diff scrolls inside."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QPushButton
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import AppDriver, StartApp
+from ui.uihelpers import AppDriver, StartApp, save_shot
 
 from tolaria.chats.review import MARKER_HUNK_ACCEPTED, MARKER_HUNK_REVERTED
 from tolaria.ui.diff_review import MAX_HEIGHT, MAX_HUNKS, FileDiffView
@@ -24,7 +23,6 @@ from tolaria.ui.turn_changes import TurnChangesRow
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
-ROOT = Path(__file__).resolve().parents[2]
 ORIGINAL = [f"line {n}" for n in range(1, 41)]
 
 
@@ -115,9 +113,7 @@ def test_accept_and_revert_hunks_of_a_turn(start_app: StartApp, qtbot: QtBot, re
     _, notes = open_diff(drv, stream, "notes.md")
     assert len(notes.hunk_blocks()) == 1
     qtbot.wait(200)  # let the transcript lay the unfolded diffs out before the screenshot
-    shot = drv.window.grab()
-    where = ROOT / "docs" if os.environ.get("TOLARIA_DOCS_SHOTS") == "1" else tmp_path
-    assert not shot.isNull() and shot.save(str(where / "review.png"))
+    save_shot(drv.window, tmp_path, "review.png")
     store, cid = drv.app.store, drv.pane.conversation_id
     assert len(store.markers(cid, MARKER_HUNK_ACCEPTED)) == 1
     assert len(store.markers(cid, MARKER_HUNK_REVERTED)) == 1

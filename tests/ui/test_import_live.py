@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from chats.test_importing_live import LIVE
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import StartApp
+from ui.uihelpers import StartApp, save_shot
 
 
 def test_an_open_chat_shows_its_interrupted_turn_completed_by_the_next_import(
@@ -52,7 +52,9 @@ def test_an_open_chat_shows_its_interrupted_turn_completed_by_the_next_import(
     stopped = pane.transcript.turn(turns[1].stream_id)
     assert stopped is not None
     assert "no answer in the CLI's session yet" in stopped.footer.text()
+    [card] = stopped.tool_cards()  # stopped while it ran: not "✗ failed", as in a live turn
+    assert card.status == "interrupted"
     assert first.text().count("I'll run it.") == 1
     window.resize(1000, 700)
     qtbot.wait(100)
-    assert window.grab().save(str(tmp_path / "import-live.png"))  # (docs/import-live.png)
+    save_shot(window, tmp_path, "import-live.png")

@@ -4,28 +4,23 @@ stops the running turn the normal way and sends that message next."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import psutil
 import pytest
+from helpers import sigkill
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt
 from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QPushButton
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import AppDriver, StartApp, processes_of
+from ui.uihelpers import AppDriver, StartApp, processes_of, window_process, window_script
 
 from tolaria.core.store.db import MARKER_MESSAGES_DELIVERED
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.ui.queue_chips import DRAG_MIME, QueuedChip, QueuedChips
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def chips(drv: AppDriver) -> list[QueuedChip]:
@@ -185,25 +180,11 @@ def test_queue_survives_a_quit_and_comes_back_paused(
 
 #: The real app (``tolaria.app.main.run``); once started it sends a long demo turn and queues two
 #: messages through the window's composer, then says so and waits to be SIGKILLed.
-QUEUEING_GUI = textwrap.dedent("""\
-    import sys
-    from PySide6.QtCore import Qt
-    from PySide6.QtTest import QTest
-    from tolaria.app import main as app
-
-    started = app.Tolaria.start
-
-    async def start(self):
-        await started(self)
-        pane = self.window.current_pane()
-        self.controller.send(pane.conversation_id, "busy")
-        for text in ("typed before the crash", "and this"):
-            pane.composer.setPlainText(text)
-            QTest.keyClick(pane.composer, Qt.Key.Key_Return)
-        print(pane.running_stream, flush=True)
-
-    app.Tolaria.start = start
-    sys.exit(app.run())
+QUEUEING_GUI = window_script("""
+    self.controller.send(pane.conversation_id, "busy")
+    for text in ("typed before the crash", "and this"):
+        pane.composer.setPlainText(text)
+        QTest.keyClick(pane.composer, Qt.Key.Key_Return)
 """)
 
 
@@ -221,25 +202,13 @@ def _kill_tree_of(stream_id: str) -> None:
 
 def test_queue_survives_a_sigkilled_window_and_comes_back_paused(
         start_app: StartApp, qtbot: QtBot, home: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
-    env.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
-               QT_QPA_PLATFORM="offscreen", TOLARIA_DEMO_TOOL_SECONDS="60")
-    proc = subprocess.Popen([sys.executable, "-c", QUEUEING_GUI], env=env, cwd=home,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    stream_id = ""
-    try:
-        assert proc.stdout is not None
-        stream_id = proc.stdout.readline().strip()
-        assert stream_id.startswith("ai-agent-stream-"), proc.communicate(timeout=30)[1]
-        proc.send_signal(signal.SIGKILL)  # at once: no shutdown, no flush interval
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    def end_tree(stream_id: str) -> None:
         if stream_id:
             _kill_tree_of(stream_id)
+
+    with window_process(QUEUEING_GUI, cwd=home, after=end_tree,
+                        TOLARIA_DEMO_TOOL_SECONDS="60") as (proc, _stream_id):
+        sigkill(proc)  # at once: no shutdown, no flush interval
     assert proc.returncode == -signal.SIGKILL
 
     drv = start_app()

@@ -12,22 +12,29 @@ a real git repository, the real app and real offscreen widgets:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from cli.test_cli import Background
-from helpers import cli_env, fake_manifest, git_repo
+from helpers import cli_env, git_repo, sigkill
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import AppDriver, StartApp, processes_of
+from ui.uihelpers import (
+    AppDriver,
+    StartApp,
+    edit_turn,
+    processes_of,
+    save_shot,
+    window_process,
+    window_script,
+)
+from ui.uihelpers import row_of as changes_row
 
 from tolaria.core.stream_id import new_stream_id
 from tolaria.ui import theme
@@ -45,21 +52,8 @@ def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "proj", {"a.txt": A})
 
 
-def edit_turn(drv: AppDriver, prompt: str, edits: dict[str, str | None],
-              hang: bool = False) -> str:
-    env = {"FAKE_EDITS": json.dumps(edits)}
-    if hang:
-        env["FAKE_EDIT_HANG"] = "1"
-    drv.use_agent(fake_manifest("edit_files", env=env))
-    return drv.send(prompt)
-
-
 def row_of(drv: AppDriver, stream_id: str) -> TurnChangesRow:
-    view = drv.pane.transcript.turn(stream_id)
-    assert view is not None
-    drv.qtbot.waitUntil(lambda: view.findChild(TurnChangesRow) is not None, timeout=10_000)
-    row = view.findChild(TurnChangesRow)
-    assert row is not None
+    row = changes_row(drv, stream_id)
     drv.qtbot.waitUntil(row.toggle.isVisible, timeout=10_000)
     return row
 
@@ -82,9 +76,7 @@ def confirm_button(row: TurnChangesRow) -> QPushButton:
 
 def shot(drv: AppDriver, tmp_path: Path, name: str) -> None:
     drv.qtbot.wait(150)
-    where = ROOT / "docs" if os.environ.get("TOLARIA_DOCS_SHOTS") == "1" else tmp_path
-    image = drv.window.grab()
-    assert not image.isNull() and image.save(str(where / name))
+    save_shot(drv.window, tmp_path, name)
 
 
 @pytest.mark.parametrize("look", ["light", "dark"])
@@ -191,21 +183,8 @@ def test_rewind_says_which_agents_write_in_the_repository(
 
 
 #: The real app: sends a turn to an agent that edits a.txt and hangs, prints its stream id.
-EDITING_GUI = textwrap.dedent("""\
-    import sys
-    from tolaria.app import main as app
-
-    started = app.Tolaria.start
-
-    async def start(self):
-        await started(self)
-        pane = self.window.current_pane()
-        self.controller.send(pane.conversation_id, "edit then hang")
-        print(pane.running_stream, flush=True)
-
-    app.Tolaria.start = start
-    sys.exit(app.run(agent="editor", cwd=sys.argv[1]))
-""")
+EDITING_GUI = window_script('self.controller.send(pane.conversation_id, "edit then hang")',
+                            'agent="editor", cwd=sys.argv[1]')
 
 
 def test_a_sigkilled_window_mid_turn_still_shows_the_turns_files_after_a_restart(
@@ -215,27 +194,16 @@ def test_a_sigkilled_window_mid_turn_still_shows_the_turns_files_after_a_restart
         f'id = "editor"\nprotocol = "claude-stream-json"\n'
         f'command = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE))}, "edit_files", '
         f'"{{prompt}}"]\n')
-    env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
-    env.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
-               QT_QPA_PLATFORM="offscreen", FAKE_EDIT_HANG="1",
-               FAKE_EDITS=json.dumps({"a.txt": "half done by the agent\n"}))
-    proc = subprocess.Popen([sys.executable, "-c", EDITING_GUI, str(repo)], env=env, cwd=home,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    stream_id = ""
-    try:
-        assert proc.stdout is not None
-        stream_id = proc.stdout.readline().strip()
-        assert stream_id.startswith("ai-agent-stream-"), proc.communicate(timeout=30)[1]
+    def watchdog_ended(stream_id: str) -> None:
+        qtbot.waitUntil(lambda: not processes_of(stream_id), timeout=15_000)  # the watchdog
+
+    with window_process(EDITING_GUI, str(repo), cwd=home, after=watchdog_ended,
+                        FAKE_EDIT_HANG="1",
+                        FAKE_EDITS=json.dumps({"a.txt": "half done by the agent\n"})) as (
+                            proc, stream_id):
         qtbot.waitUntil(lambda: (repo / "a.txt").read_text() == "half done by the agent\n",
                         timeout=15_000)
-        proc.send_signal(signal.SIGKILL)  # no after-snapshot, no shutdown
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        qtbot.waitUntil(lambda: not processes_of(stream_id), timeout=15_000)  # the watchdog
+        sigkill(proc)  # no after-snapshot, no shutdown
     assert proc.returncode == -signal.SIGKILL
     (repo / "a.txt").write_text("half done by the agent\nthe user's line, while closed\n")
 

@@ -14,7 +14,7 @@ from helpers import git, git_repo
 from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 from ui.settingshelpers import child, close_preferences, open_preferences
-from ui.uihelpers import StartApp
+from ui.uihelpers import StartApp, save_shot
 
 from tolaria.chats.checkpoint_storage import PRUNED_NOTE
 from tolaria.chats.checkpoints import TurnCheckpoints
@@ -22,7 +22,6 @@ from tolaria.core import checkpoints as ck
 from tolaria.core.events import Done
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-SHOTS = os.environ.get("TOLARIA_SHOTS")
 
 
 def store_refs(repo: Path) -> list[str]:
@@ -59,8 +58,7 @@ def test_checkpoints_page_measures_and_prunes(start_app: StartApp, qtbot: QtBot,
     item = page.table.item(0, 0)
     assert item is not None and item.text() == str(repo)
     assert [page.table.item(0, c).text() for c in (2, 3)] == ["4", "2"]  # type: ignore[union-attr]
-    if SHOTS:
-        dialog.grab().save(str(Path(SHOTS) / "preferences-checkpoints.png"))
+    save_shot(dialog, tmp_path, "preferences-checkpoints.png")
 
     (repo / "by1.txt").write_text("the user's edit after the turn\n")
     child(page, QPushButton, "pruneCheckpoints").click()
@@ -79,8 +77,7 @@ def test_checkpoints_page_measures_and_prunes(start_app: StartApp, qtbot: QtBot,
     child(page, QPushButton, "pruneCheckpoints").click()
     qtbot.waitUntil(page.confirm.isVisible, timeout=10_000)
     assert "Revert and Rewind (a note under each says so)" in page.confirm_text.text()
-    if SHOTS:
-        dialog.grab().save(str(Path(SHOTS) / "preferences-checkpoints-prune.png"))
+    save_shot(dialog, tmp_path, "preferences-checkpoints-prune.png")
     child(page, QPushButton, "pruneRemove").click()
     qtbot.waitUntil(lambda: store_refs(repo) == [], timeout=10_000)
     qtbot.waitUntil(lambda: page.result.text().startswith("Done:"), timeout=10_000)

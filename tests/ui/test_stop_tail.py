@@ -70,3 +70,37 @@ def test_a_stop_that_takes_still_says_stopping(start_app: StartApp,
     turn = drv.wait_finished()
     assert turn.status == "cancelled"
     assert processes_of(stream_id) == []
+
+
+def test_bridge_stop_all_settles_each_stream_and_an_abort_that_raises_holds_none(
+        start_app: StartApp) -> None:
+    """``Bridge.stop_all`` (Stop all, quitting): the aborted stream says "stopping" and drops
+    what follows; the one already finishing by itself is forwarded again (its tail kept); an
+    ``abort_all`` that raises leaves every stream open, none silently held."""
+    from tolaria.qt.bridge import Bridge
+
+    drv = start_app()
+    bridge = Bridge()
+    seen: list[tuple[str, str]] = []
+    stopping: list[str] = []
+    bridge.event_received.connect(lambda sid, ev: seen.append((sid, ev.text)))
+    bridge.run_stopping.connect(stopping.append)
+    stopped, finishing = "ai-agent-stream-stopped", "ai-agent-stream-finishing"
+    for sid in (stopped, finishing):
+        bridge.open_stream(sid)
+    assert bridge.stop_all([stopped, finishing], lambda: [stopped]) == [stopped]
+    assert stopping == [stopped]
+    for sid in (stopped, finishing):
+        bridge.deliver(TextDelta(sid, text="after"))
+    drv.qtbot.waitUntil(lambda: (finishing, "after") in seen, timeout=5_000)
+    assert (stopped, "after") not in seen
+
+    def raising() -> list[str]:
+        raise RuntimeError("the registry failed")
+
+    with pytest.raises(RuntimeError):
+        bridge.stop_all([finishing], raising)
+    assert stopping == [stopped]
+    bridge.deliver(TextDelta(finishing, text="still forwarded"))
+    drv.qtbot.waitUntil(lambda: (finishing, "still forwarded") in seen, timeout=5_000)
+    assert (stopped, "after") not in seen

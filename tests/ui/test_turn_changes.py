@@ -5,7 +5,6 @@ said so once; deleting the chat deletes its refs."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import threading
 import time
@@ -13,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fake_manifest, git, git_repo
+from helpers import git, git_repo
 from PySide6.QtWidgets import QLabel, QPushButton
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import AppDriver, StartApp, processes_of
+from ui.uihelpers import StartApp, edit_turn, processes_of, row_of
 
 from tolaria.chats.checkpoints import (
     MARKER_TURN_CHANGES,
@@ -38,24 +37,6 @@ def repo(tmp_path: Path) -> Path:
 def user_state(repo: Path) -> tuple[str, str, str]:
     return (git(repo, "status", "--porcelain=v1", "--untracked-files=all"),
             git(repo, "branch", "-a"), git(repo, "stash", "list"))
-
-
-def edit_turn(drv: AppDriver, prompt: str, edits: dict[str, str | None],
-              hang: bool = False) -> str:
-    env = {"FAKE_EDITS": json.dumps(edits)}
-    if hang:
-        env["FAKE_EDIT_HANG"] = "1"
-    drv.use_agent(fake_manifest("edit_files", env=env))
-    return drv.send(prompt)
-
-
-def row_of(drv: AppDriver, stream_id: str) -> TurnChangesRow:
-    view = drv.pane.transcript.turn(stream_id)
-    assert view is not None
-    drv.qtbot.waitUntil(lambda: view.findChild(TurnChangesRow) is not None, timeout=10_000)
-    row = view.findChild(TurnChangesRow)
-    assert row is not None
-    return row
 
 
 def files_of(row: TurnChangesRow) -> list[tuple[str, str, str]]:

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+import json
+import os
+import subprocess
+import textwrap
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
-from helpers import marker_pids
+from helpers import fake_manifest, marker_pids, python_child
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from tolaria.app.main import Tolaria
@@ -18,9 +24,23 @@ from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.store.schema import Conversation, Turn
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.main_window import MainWindow
+from tolaria.ui.turn_changes import TurnChangesRow
 from tolaria.ui.turn_view import TurnView
 
 T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parents[2]
+#: ``TOLARIA_DOCS_SHOTS=1``: the tests that take the docs' screenshots write them into docs/
+#: (``save_shot``); otherwise into the test's own folder, so grabbing is still exercised.
+DOCS_SHOTS = "TOLARIA_DOCS_SHOTS"
+
+
+def save_shot(widget: QWidget, tmp_path: Path, name: str) -> Path:
+    """Grab ``widget`` to ``name`` (a PNG) in docs/ or in ``tmp_path`` (``DOCS_SHOTS``)."""
+    where = ROOT / "docs" if os.environ.get(DOCS_SHOTS) == "1" else tmp_path
+    image = widget.grab()
+    assert not image.isNull() and image.save(str(where / name))
+    return where / name
 
 
 def run_async(qtbot: QtBot, loop: asyncio.AbstractEventLoop,
@@ -139,3 +159,73 @@ def assert_only_ctrl_period_stops(drv: AppDriver, prompt: str) -> None:
 #: The ``start_app`` fixture (tests/ui/conftest.py): starts a Tolaria (keyword arguments go to
 #: ``Tolaria``) and returns its driver; the fixture's teardown closes every app it started.
 StartApp = Callable[..., AppDriver]
+
+
+def edit_turn(drv: AppDriver, prompt: str, edits: dict[str, str | None],
+              hang: bool = False) -> str:
+    """Send a turn to the fake agent that writes ``edits`` (path -> text, None deletes) in the
+    chat's folder (and then hangs, with ``hang``); its stream id."""
+    env = {"FAKE_EDITS": json.dumps(edits)}
+    if hang:
+        env["FAKE_EDIT_HANG"] = "1"
+    drv.use_agent(fake_manifest("edit_files", env=env))
+    return drv.send(prompt)
+
+
+def row_of(drv: AppDriver, stream_id: str) -> TurnChangesRow:
+    """The row of files under a turn, once it is there."""
+    view = drv.pane.transcript.turn(stream_id)
+    assert view is not None
+    drv.qtbot.waitUntil(lambda: view.findChild(TurnChangesRow) is not None, timeout=10_000)
+    row = view.findChild(TurnChangesRow)
+    assert row is not None
+    return row
+
+
+_WINDOW_SCRIPT = """\
+import sys
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from tolaria.app import main as app
+
+started = app.Tolaria.start
+
+async def start(self):
+    await started(self)
+    pane = self.window.current_pane()
+{body}
+    print(pane.running_stream, flush=True)
+
+app.Tolaria.start = start
+sys.exit(app.run({run_args}))
+"""
+
+
+def window_script(body: str, run_args: str = "") -> str:
+    """A script of the real app (``tolaria.app.main.run(run_args)``): once started it runs
+    ``body`` (code with ``self`` the app and ``pane`` its chat pane), then prints the pane's
+    running stream id."""
+    return _WINDOW_SCRIPT.format(body=textwrap.indent(textwrap.dedent(body), "    "),
+                                 run_args=run_args)
+
+
+@contextmanager
+def window_process(script: str, *args: str, cwd: Path,
+                   after: Callable[[str], None] | None = None,
+                   **env: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """The real app in a process of its own (offscreen, ``window_script``): yields it and the
+    stream id it printed; killed at the end if it is still alive, then ``after(stream id)``
+    (what the killed window's run left behind is the test's to end)."""
+    environ = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
+    environ.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+                   QT_QPA_PLATFORM="offscreen", **env)
+    stream_id = ""
+    try:
+        with python_child(script, *args, env=environ, cwd=cwd) as proc:
+            assert proc.stdout is not None
+            stream_id = proc.stdout.readline().strip()
+            assert stream_id.startswith("ai-agent-stream-"), proc.communicate(timeout=30)[1]
+            yield proc, stream_id
+    finally:
+        if after is not None:
+            after(stream_id)

@@ -243,7 +243,8 @@ def _events(stream_id: str, items: list[str | Tool | Thinking], before: list[Ske
             complete: bool) -> Iterable[Event]:
     """The events of ``items`` that are not in the store yet (``before`` sketches what is):
     the rest of a grown text, a tool's result, the new items. A tool still without a result
-    stays open in an unfinished turn; a complete turn closes it as having none."""
+    stays open in an unfinished turn; a complete turn closes it as having none. A tool the user
+    stopped gets no result: its card ends as its turn did (``interrupted``), as in a live turn."""
     wrote_text = any(s and s[0] == "t" for s in before)
     for index, item in enumerate(items):
         old = before[index] if index < len(before) else None
@@ -267,5 +268,5 @@ def _events(stream_id: str, items: list[str | Tool | Thinking], before: list[Ske
             if item.output is not None:
                 yield ToolDone(stream_id, tool_id=item.tool_id, output=item.output,
                                is_error=item.is_error)
-            elif complete:
+            elif complete and not item.stopped:  # (a stopped one ends as its turn did)
                 yield ToolDone(stream_id, tool_id=item.tool_id, output=NO_RESULT, is_error=True)

@@ -13,7 +13,7 @@ a pending batch is always flushed before ``run_stopping`` and ``run_finished``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
@@ -151,6 +151,23 @@ class Bridge(QObject):
         if held and took and self._streams.get(stream_id) == _STOPPING:
             self.run_stopping.emit(stream_id)
         return took
+
+    def stop_all(self, stream_ids: Iterable[str],
+                 abort_all: Callable[[], list[str]]) -> list[str]:
+        """``stop`` for many streams at once: ``abort_all`` (the registry's) runs with their
+        content held back; the aborted ones say "stopping", the others (already finishing by
+        themselves) are forwarded again, their tails kept. The aborted stream ids."""
+        held = [stream_id for stream_id in stream_ids if self.hold(stream_id)]
+        aborted: list[str] = []
+        try:
+            aborted = abort_all()
+        finally:
+            for stream_id in held:
+                if stream_id in aborted:
+                    self.run_stopping.emit(stream_id)
+                else:
+                    self.release(stream_id)
+        return aborted
 
     def hold(self, stream_id: str) -> bool:
         """Stop forwarding content of ``stream_id`` without telling anyone yet (``stop``,

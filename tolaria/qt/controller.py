@@ -45,7 +45,6 @@ from tolaria.chats.inflight import Launch, MessageQueues
 from tolaria.chats.review import TurnReview
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
-from tolaria.chats.titles import DEFAULT_TITLE
 from tolaria.core.adapters.manifest import AdapterSet
 from tolaria.core.events import STOP_CANCELLED, STOP_ERROR, Done, Error, Event
 from tolaria.core.process.registry import ProcessRegistry, Run
@@ -58,7 +57,6 @@ from tolaria.core.store.db import (
     Store,
     Turn,
 )
-from tolaria.core.store.pages import FIRST_PAGE_TURNS
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.keeper import KeeperPool
 from tolaria.core.turns.runner import (
@@ -69,6 +67,7 @@ from tolaria.core.turns.runner import (
 )
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.checkpoint_control import CheckpointControl
+from tolaria.qt.conversation_control import ConversationControl
 from tolaria.qt.permissions import PermissionBroker
 from tolaria.qt.queue_control import QueueControl
 from tolaria.qt.tasks import TaskSet
@@ -77,7 +76,7 @@ from tolaria.support import platforms
 log = logging.getLogger(__name__)
 
 
-class ChatController(QueueControl, CheckpointControl, QObject):
+class ChatController(QueueControl, CheckpointControl, ConversationControl, QObject):
     def __init__(self, bridge: Bridge, store: Store, registry: ProcessRegistry,
                  adapters: AdapterSet, tasks: TaskSet, *, grace_s: float = DEFAULT_GRACE_S,
                  retry_limit_s: float = DEFAULT_RETRY_LIMIT_S,
@@ -127,95 +126,6 @@ class ChatController(QueueControl, CheckpointControl, QObject):
 
     def conversations(self) -> list[Conversation]:
         return self.store.list_conversations()
-
-    # -- conversations --------------------------------------------------------------------------
-    def load(self) -> list[Conversation]:
-        """Announce every stored conversation (oldest first, so the newest ends up on top)."""
-        found = self.store.list_conversations()
-        self.restore_queues()
-        for conversation in reversed(found):
-            self.bridge.conversation_saved.emit(conversation)
-        return found
-
-    def new_conversation(self, agent: str, cwd: str | None) -> Conversation:
-        conversation = self.store.create_conversation(DEFAULT_TITLE, agent, cwd)
-        self.bridge.conversation_saved.emit(conversation)
-        return conversation
-
-    def open_conversation(self, conversation_id: int) -> None:
-        """Send the newest page of a conversation's stored turns to its (new) view; the view
-        asks for older pages as the user scrolls (tolaria/qt/pages.py)."""
-        self.bridge.history_loaded.emit(conversation_id, self.store.turns_page(
-            conversation_id, limit=FIRST_PAGE_TURNS))
-        self.bridge.markers_loaded.emit(conversation_id, self.store.markers(conversation_id))
-        self._announce_queue(conversation_id)
-        self._open_changes(conversation_id)
-
-    def rename(self, conversation_id: int, title: str) -> None:
-        title = " ".join(title.split())
-        if not title:
-            return
-        self._save(lambda: self.store.rename_conversation(conversation_id, title))
-
-    def set_agent(self, conversation_id: int, agent: str) -> None:
-        before = self.store.get_conversation(conversation_id)
-        self._save(lambda: self.store.update_conversation(conversation_id, agent=agent))
-        if before is not None and before.agent != agent:
-            self._close_kept(conversation_id)
-
-    def set_cwd(self, conversation_id: int, cwd: str) -> None:
-        before = self.store.get_conversation(conversation_id)
-        self._save(lambda: self.store.update_conversation(conversation_id, cwd=cwd))
-        if before is not None and before.cwd != cwd:
-            self._close_kept(conversation_id)
-
-    @staticmethod
-    def keep_key(conversation_id: int) -> str:
-        """The key of a conversation's kept agent process."""
-        return f"conversation-{conversation_id}"
-
-    def _close_kept(self, conversation_id: int, *, deleted: bool = False) -> None:
-        """Close the chat's kept process in the background (its settings changed, or it is
-        deleted). With a turn running, the next turn's own check replaces the process instead."""
-        key = self.keep_key(conversation_id)
-        if self.keepers.get(key) is None or (conversation_id in self._running and not deleted):
-            return
-        self.tasks.spawn(self.keepers.close(key), name=f"close-kept-{conversation_id}")
-
-    def _save(self, change: Callable[[], Conversation]) -> None:
-        try:
-            conversation = change()
-        except KeyError:
-            return  # deleted meanwhile
-        self.bridge.conversation_saved.emit(conversation)
-
-    def delete(self, conversation_id: int) -> None:
-        """Delete a conversation; a running turn is stopped (tree gone) first."""
-        if conversation_id in self._deleting:
-            return
-        stream_id = self._running.get(conversation_id)
-        if stream_id is None:
-            self._delete_now(conversation_id)
-            return
-        self._deleting.add(conversation_id)
-        self.tasks.spawn(self._delete_after_stop(conversation_id, stream_id),
-                         name=f"delete-{conversation_id}")
-
-    async def _delete_after_stop(self, conversation_id: int, stream_id: str) -> None:
-        try:
-            self.bridge.mark_stopping(stream_id)
-            await self.registry.abort_and_wait(stream_id)
-            self._delete_now(conversation_id)
-        finally:
-            self._deleting.discard(conversation_id)
-
-    def _delete_now(self, conversation_id: int) -> None:
-        self._close_kept(conversation_id, deleted=True)
-        self._forget_checkpoints(conversation_id)
-        self.queues.forget(conversation_id)
-        self.permissions.forget(conversation_id)
-        self.store.delete_conversation(conversation_id)
-        self.bridge.conversation_deleted.emit(conversation_id)
 
     # -- runs -----------------------------------------------------------------------------------
     def send(self, conversation_id: int, prompt: str, *,
@@ -399,31 +309,19 @@ class ChatController(QueueControl, CheckpointControl, QObject):
 
     def stop_all(self) -> list[str]:
         running = list(self._running.items())
-        held = [stream_id for _conversation_id, stream_id in running
-                if self.bridge.hold(stream_id)]
-        aborted: list[str] = self.registry.abort_all()
-        self._settle_holds(held, aborted)
+        aborted = self.bridge.stop_all([stream_id for _conversation_id, stream_id in running],
+                                       self.registry.abort_all)
         for conversation_id, stream_id in running:  # recorded after the stop went out
             if stream_id in aborted:
                 self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id)
         return aborted
 
-    def _settle_holds(self, held: list[str], aborted: list[str]) -> None:
-        """After ``hold`` + ``abort_all``: the stopped streams say so, the others (already
-        finishing by themselves) are forwarded again, their tails kept."""
-        for stream_id in held:
-            if stream_id in aborted:
-                self.bridge.run_stopping.emit(stream_id)
-            else:
-                self.bridge.release(stream_id)
-
     async def shutdown(self) -> None:
         """Stop every run and wait until their trees are gone; end the other tasks."""
         self._closing = True  # no restart or queued delivery starts a run now
         self.pause_queues_at_quit()  # shown again, paused, at the next start
-        held = [stream_id for stream_id in list(self._running.values())
-                if self.bridge.hold(stream_id)]
-        self._settle_holds(held, self.registry.abort_all())  # a finishing run keeps its tail
+        # (a run finishing by itself keeps its tail)
+        self.bridge.stop_all(list(self._running.values()), self.registry.abort_all)
         await self.registry.abort_all_and_wait()
         await self.keepers.close_all()  # the chats' kept agents, trees gone
         # The run tasks end right after their Done; detection and deletions are cancelled.

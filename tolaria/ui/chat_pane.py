@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
@@ -19,28 +19,23 @@ from tolaria.chats.checkpoints import TurnChanges, UndoRequest
 from tolaria.chats.inflight import EDIT, MOVE, PAUSE, RESUME, SEND_NOW, QueueChange, QueueState
 from tolaria.chats.review import FileReview
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
-from tolaria.core.events import STOP_MAX_ITERATIONS, Done, Event
+from tolaria.core.events import Done, Event
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.ui.cards.style import follow_palette, pane_button_css
 from tolaria.ui.composer import Composer
-from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice, open_questions
+from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
+from tolaria.ui.pane_questions import PaneQuestions
 from tolaria.ui.permission_card import ANSWER_SHORTCUT
 from tolaria.ui.queue_chips import QueuedChips
 from tolaria.ui.status_line import StatusLine
 from tolaria.ui.transcript import TranscriptView
 from tolaria.ui.transcript.search_bar import SearchBar
 from tolaria.ui.turn_changes import TurnChangesRow
-from tolaria.ui.turn_view import (
-    STATUS_RUNNING,
-    Ending,
-    TurnView,
-    format_duration,
-    format_usage,
-    status_from_stop_reason,
-)
+from tolaria.ui.turn_model import ending_summary
+from tolaria.ui.turn_view import Ending, TurnView, status_from_stop_reason
 
 
 class ChatPane(QWidget):
@@ -135,20 +130,10 @@ class ChatPane(QWidget):
         self._tracker = AwaitTracker()
         #: stream id -> the row of files that turn changed (tolaria/ui/turn_changes.py).
         self._change_rows: dict[str, TurnChangesRow] = {}
-        #: The running turn's open permission questions by key: the watchdog says "waiting for
-        #: your answer" while there is one, whether or not the turn's view is built.
-        self._asking: dict[str, PermissionRequest] = {}
-        #: The running turn is being stopped: its watchdog stays off.
-        self._stopping = False
-        #: Open questions of running turns as a loaded page stored them (a chat opened while
-        #: its turn waits): taken over when the pane follows that run (``adopt_run``).
-        self._stored_open: dict[str, dict[str, PermissionRequest]] = {}
-        #: Tries left to bring an open question's card into view once it is built.
-        self._focus_tries = 0
-        self._focus_timer = QTimer(self)
-        self._focus_timer.setSingleShot(True)
-        self._focus_timer.setInterval(50)
-        self._focus_timer.timeout.connect(self._on_focus_timer_timeout)
+        #: The running turn's open permission questions, and the watchdog's waiting for them
+        #: (tolaria/ui/pane_questions.py).
+        self.questions = PaneQuestions(self.transcript, self.watchdog, self)
+        self.questions.latest_requested.connect(self._show_latest)
         self.setFocusProxy(self.composer)
         answer = QShortcut(QKeySequence(ANSWER_SHORTCUT), self)
         answer.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -205,29 +190,12 @@ class ChatPane(QWidget):
         answers (Ctrl+Shift+A, the watchdog notice's link). When its turn is out of the
         transcript's window (a search jumped to an old turn) the newest turns come back first,
         and the card gets the focus once built. False if no question is open."""
-        if self._focus_open_card():
-            return True
-        if not self._asking or self.running_stream is None:
-            return False
-        if self.transcript.turn(self.running_stream) is None:
-            self.transcript.clear()
-            self.page_requested.emit(self.conversation_id, PAGE_LATEST, 0)
-        self._focus_tries = 60  # ~3 s for the page to be built
-        self._focus_timer.start()
-        return True
+        return self.questions.show_open(self.running_stream)
 
-    def _focus_open_card(self) -> bool:
-        for view in self.transcript.turns():
-            for card in view.permission_cards():
-                if card.focus_answers():
-                    self.transcript.ensureWidgetVisible(card)
-                    return True
-        return False
-
-    def _on_focus_timer_timeout(self) -> None:
-        if self._asking and not self._focus_open_card() and self._focus_tries > 0:
-            self._focus_tries -= 1
-            self._focus_timer.start()
+    def _show_latest(self) -> None:
+        """Back to the newest turns (the transcript was scrolled or jumped far up)."""
+        self.transcript.clear()
+        self.page_requested.emit(self.conversation_id, PAGE_LATEST, 0)
 
     def _on_transcript_page_requested(self, kind: str, turn_id: int) -> None:
         self.page_requested.emit(self.conversation_id, kind, turn_id)
@@ -289,7 +257,7 @@ class ChatPane(QWidget):
             history = TurnPage(self.conversation_id, PAGE_LATEST,
                                [(turn, list(events)) for turn, events in history])
         endings = self.load_page(history, agent_names)
-        last_summary = next((self._summary(e) for e in reversed(endings) if e is not None), "")
+        last_summary = next((ending_summary(e) for e in reversed(endings) if e is not None), "")
         if last_summary:
             self.status_line.set_idle(self._agent_name, last_summary)
         if history.turns and self.running_stream is None:
@@ -299,9 +267,7 @@ class ChatPane(QWidget):
 
     def load_page(self, page: TurnPage, agent_names: dict[str, str]) -> list[Ending | None]:
         """A page of stored turns the transcript asked for (or the search jumped to)."""
-        for turn, events in page.turns:
-            if turn.status == STATUS_RUNNING:
-                self._stored_open[turn.stream_id] = open_questions(events)
+        self.questions.page_loaded(page)
         endings = self.transcript.show_page(page, agent_names)
         self._refresh_actions()
         return endings
@@ -370,8 +336,7 @@ class ChatPane(QWidget):
     def run_started(self, stream_id: str, turn: Turn, agent_name: str) -> None:
         self.running_stream = stream_id
         if self.transcript.has_newer:  # scrolled far up: go back to the newest turns first
-            self.transcript.clear()
-            self.page_requested.emit(self.conversation_id, PAGE_LATEST, 0)
+            self._show_latest()
         self.transcript.add_turn(turn.prompt, agent_name, stream_id, turn_id=turn.id,
                                  started_at=turn.started_at)
         self.editing = None
@@ -383,9 +348,7 @@ class ChatPane(QWidget):
         self.status_line.start(agent_name)
         self.awaiting.hide()
         self._tracker = AwaitTracker()
-        self._asking.clear()
-        self._stopping = False
-        self.watchdog.arm()
+        self.questions.started()
 
     def adopt_run(self, stream_id: str) -> bool:
         """Follow a running turn started in another view (a fan-out job's pane): its stored
@@ -396,19 +359,8 @@ class ChatPane(QWidget):
         self._show_running(True)
         self.status_line.start(self._agent_name)
         self.awaiting.hide()
-        self._stopping = False
-        self._asking = dict(self._stored_open.pop(stream_id, {}))
-        for key, request in self._asking.items():
-            self.transcript.hold_question(stream_id, key, request)
-        self._watch()
+        self.questions.adopt(stream_id)
         return True
-
-    def _watch(self) -> None:
-        """The running turn's watchdog: waiting for the user's answer, or counting silence."""
-        if self._asking:
-            self.watchdog.wait_for_answer()
-        else:
-            self.watchdog.arm()
 
     def apply_event(self, stream_id: str, event: Event) -> None:
         view = self.transcript.turn(stream_id)
@@ -419,35 +371,27 @@ class ChatPane(QWidget):
             self.transcript.add_late(stream_id, event)
         if stream_id == self.running_stream:
             self._tracker.feed(event)
-            if not self._asking:
-                self.watchdog.arm()  # output: the silence starts again
+            self.questions.output()  # the silence starts again
 
     def permission_requested(self, stream_id: str, key: str, request: PermissionRequest) -> None:
         """A question of a running turn. Never dropped: when the turn's view is not built (a
         search jumped away from it, its page is still loading) it is shown when it is."""
-        self.transcript.hold_question(stream_id, key, request)
-        if stream_id == self.running_stream:
-            self._asking[key] = request
-            self.watchdog.wait_for_answer()  # the agent waits for the user, not silent
+        self.questions.asked(stream_id, key, request, stream_id == self.running_stream)
 
     def permission_settled(self, stream_id: str, key: str, outcome: str) -> None:
-        self.transcript.release_question(stream_id, key)
+        self.questions.settled(stream_id, key, stream_id == self.running_stream)
         view = self.transcript.turn(stream_id)
         if view is not None:
             view.settle(key, outcome)
             self.transcript.schedule(view)
-        if self._asking.pop(key, None) is not None and stream_id == self.running_stream \
-                and not self._asking and not self._stopping:
-            self.watchdog.arm()
 
     def run_stopping(self, stream_id: str) -> None:
         view = self.transcript.turn(stream_id)
         if view is not None:
             view.mark_stopping()
         if stream_id == self.running_stream:
-            self._stopping = True  # (a question the stop cancels re-arms nothing)
             self.status_line.stopping()
-            self.watchdog.disarm()
+            self.questions.stopping()
 
     def run_finished(self, stream_id: str, done: Done) -> None:
         view = self.transcript.turn(stream_id)
@@ -456,37 +400,14 @@ class ChatPane(QWidget):
         if view is not None:
             view.end(ending)
             self.transcript.schedule(view)
-        self.transcript.release_questions(stream_id)
-        self._stored_open.pop(stream_id, None)
+        self.questions.finished(stream_id, stream_id == self.running_stream)
         if stream_id == self.running_stream:
             self.running_stream = None
-            self._asking.clear()
             self._show_running(False)
             self._refresh_actions()
-            self.watchdog.disarm()
             self.awaiting.setVisible(self._tracker.awaits_operator(ending.status))
-            usage = view.usage if view is not None else None
-            self.status_line.finish(self._summary(ending, usage.input_tokens if usage else None,
-                                                  usage.output_tokens if usage else None,
-                                                  usage.cost_usd if usage else None))
-
-    @staticmethod
-    def _summary(ending: Ending, input_tokens: int | None = None,
-                 output_tokens: int | None = None, cost_usd: float | None = None) -> str:
-        words = {"completed": "Completed", "cancelled": "Stopped", "failed": "Failed",
-                 "interrupted": "Interrupted"}.get(ending.status, ending.status)
-        if ending.stop_reason == STOP_MAX_ITERATIONS:
-            words = "Stopped at the tool-round limit"
-        parts = [words]
-        if ending.duration_ms is not None:
-            parts.append(format_duration(ending.duration_ms))
-        usage = format_usage(
-            ending.input_tokens if ending.input_tokens is not None else input_tokens,
-            ending.output_tokens if ending.output_tokens is not None else output_tokens,
-            ending.cost_usd if ending.cost_usd is not None else cost_usd)
-        if usage:
-            parts.append(usage)
-        return " · ".join(parts)
+            self.status_line.finish(ending_summary(ending,
+                                                   view.usage if view is not None else None))
 
     # -- inspection ---------------------------------------------------------------------------
     def turn_views(self) -> list[TurnView]:

@@ -12,6 +12,7 @@ from tolaria.core.events import (
     STOP_MAX_ITERATIONS,
     Survivor,
     ToolUpdate,
+    Usage,
 )
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.schema import STOP_NOT_ANSWERED
@@ -136,3 +137,23 @@ def ending_line(ending: Ending) -> tuple[str, str]:
     tone = "warning" if limit or ending.status in (STATUS_CANCELLED, STATUS_INTERRUPTED) \
         else "error" if ending.status == STATUS_FAILED else "muted"
     return line, tone
+
+
+def ending_summary(ending: Ending, usage: Usage | None = None) -> str:
+    """The status line's words for an ended turn: "Completed · 2.1 s · 1.2k in / 80 out"
+    (``usage``: what the turn reported, where the ending itself has no numbers)."""
+    words = STATUS_WORDS.get(ending.status, ending.status)
+    if ending.stop_reason == STOP_MAX_ITERATIONS:
+        words = "Stopped at the tool-round limit"
+    parts = [words]
+    if ending.duration_ms is not None:
+        parts.append(format_duration(ending.duration_ms))
+    numbers = format_usage(
+        ending.input_tokens if ending.input_tokens is not None else
+        (usage.input_tokens if usage else None),
+        ending.output_tokens if ending.output_tokens is not None else
+        (usage.output_tokens if usage else None),
+        ending.cost_usd if ending.cost_usd is not None else (usage.cost_usd if usage else None))
+    if numbers:
+        parts.append(numbers)
+    return " · ".join(parts)

@@ -6,19 +6,16 @@ without a turn (lost)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from helpers import python_child, sigkill
 
 from tolaria.core.store.db import MARKER_MESSAGES_DELIVERED, Store
 
-ROOT = Path(__file__).resolve().parents[3]
 SID = "ai-agent-stream-delivery0001"
 
 
@@ -95,22 +92,12 @@ time.sleep(300)
 @pytest.mark.parametrize("where", ["inside", "after"])
 def test_a_sigkill_around_the_delivery_never_shows_the_message_twice(db: Path,
                                                                       where: str) -> None:
-    pythonpath = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(db), where],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    try:
+    with python_child(CHILD, str(db), where) as proc:
         assert proc.stdout is not None
         conversation_id = proc.stdout.readline()
         said = proc.stdout.readline().strip()
         assert said == where, f"child said {said!r}: {proc.communicate()[1]}"
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        sigkill(proc)
     assert proc.returncode == -signal.SIGKILL
     with closing(Store(db)) as store:
         chat = int(conversation_id)

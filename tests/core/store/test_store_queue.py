@@ -3,19 +3,16 @@ message survives the writer being SIGKILLed right after it was queued."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
+
+from helpers import python_child, sigkill
 
 from tolaria.core.store.db import SCHEMA_VERSION, Store
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_BY_USER
 from tolaria.core.store.schema import MIGRATIONS
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def texts(store: Store, conversation_id: int) -> list[str]:
@@ -102,21 +99,11 @@ time.sleep(300)
 
 
 def test_a_queued_message_survives_a_sigkill_right_after_it_was_typed(db: Path) -> None:
-    pythonpath = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(db)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=ROOT)
-    try:
+    with python_child(CHILD, str(db)) as proc:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line, f"child died first: {proc.communicate()[1]}"
-        proc.send_signal(signal.SIGKILL)  # at once: no flush interval passes
-        proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        sigkill(proc)  # at once: no flush interval passes
     assert proc.returncode == -signal.SIGKILL
     with closing(Store(db)) as store:
         assert texts(store, int(line)) == ["typed just before the crash"]

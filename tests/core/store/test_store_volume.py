@@ -5,18 +5,15 @@ and a real crash (SIGKILL of a writing child) that may lose only the last moment
 from __future__ import annotations
 
 import itertools
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from contextlib import closing
 from pathlib import Path
 
 from core.store.storehelpers import SID, raw_count, squash
-from helpers import text_of
+from helpers import python_child, sigkill, text_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,9 +27,6 @@ from tolaria.core.events import (
     Usage,
 )
 from tolaria.core.store.db import COALESCE_MAX_CHARS, Store, Turn
-
-ROOT = Path(__file__).resolve().parents[3]
-
 
 # volume and exactness
 
@@ -194,13 +188,7 @@ def expected_text(count: int) -> str:
 
 
 def test_sigkill_loses_at_most_the_last_moments(db: Path) -> None:
-    pythonpath = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db)], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
-    )
-    try:
+    with python_child(CHILD, str(db)) as proc:
         assert proc.stdout is not None
         lines: list[str] = []
         while (line := proc.stdout.readline()) and line.strip() != "ready":
@@ -208,12 +196,7 @@ def test_sigkill_loses_at_most_the_last_moments(db: Path) -> None:
         assert line, f"child died before it was ready: {proc.communicate()[1]}"
         time.sleep(0.3)
         killed_at = time.monotonic()
-        proc.send_signal(signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        rest = sigkill(proc)
     assert proc.returncode == -signal.SIGKILL
     progress = [(int(n), float(t)) for n, t in (ln.split() for ln in lines + rest.splitlines())]
     must_have = max(n for n, t in progress if t <= killed_at - 0.15)

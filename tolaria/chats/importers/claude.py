@@ -6,7 +6,9 @@ block each (``text``, ``thinking``, ``tool_use``). Everything else (attachments,
 operations, API request shapes, cost state) is bookkeeping. Sidechain (sub-agent) and meta lines
 are not the conversation, nor are Claude's own interruption notes (a user record
 ``[Request interrupted by user]`` / ``... for tool use]`` after a stop, and the ``<synthetic>``
-assistant reply "No response requested." that follows it).
+assistant reply "No response requested." that follows it). A tool call the user stopped (its
+result record says ``toolUseResult: "User rejected tool use"``: the "result" is Claude's note to
+the model) has no result: it shows as interrupted with its turn, not as failed.
 
 A turn is complete when its last record is an assistant block whose ``stop_reason`` ends the
 answer (``end_turn``, ``stop_sequence``, ``max_tokens``): not while a tool runs or its result
@@ -35,6 +37,8 @@ AGENT = "claude"
 _NOT_TYPED = ("<command-", "<local-command", "<system-reminder>", "Caveat: The messages below")
 #: The user record Claude Code writes when a turn is stopped (not something the user typed).
 _INTERRUPTED = "[Request interrupted by user"
+#: The ``toolUseResult`` of a tool result that is Claude's note of the user stopping the call.
+_REJECTED = "User rejected tool use"
 #: An assistant ``stop_reason`` that ends the answer (``tool_use`` means a tool call follows).
 _ANSWER_ENDS = ("end_turn", "stop_sequence", "max_tokens", "refusal")
 
@@ -71,7 +75,7 @@ def parse(path: Path) -> Session:
                 turn = Turn(prompt, started_at=timestamp(record.get("timestamp")),
                             record_id=uuid if isinstance(uuid, str) else None)
                 session.turns.append(turn)
-            elif _results(content, tools) and turn is not None:
+            elif _results(content, tools, stopped=_stopped(record)) and turn is not None:
                 turn.complete = False  # the model has not answered the results yet
         elif (turn is not None and isinstance(content, list) and isinstance(message, dict)
               and message.get("model") != "<synthetic>"):
@@ -101,8 +105,15 @@ def _prompt(content: Any) -> str | None:
     return text
 
 
-def _results(content: Any, tools: dict[str, Tool]) -> bool:
-    """Give the tool calls their results; True if ``content`` held any."""
+def _stopped(record: dict[str, Any]) -> bool:
+    """The user record's tool result is Claude's note that the user stopped the call."""
+    return (record.get("toolUseResult") == _REJECTED
+            or record.get("toolDenialKind") == "user-rejected")
+
+
+def _results(content: Any, tools: dict[str, Tool], *, stopped: bool = False) -> bool:
+    """Give the tool calls their results (none for a call the user ``stopped``); True if
+    ``content`` held any."""
     found = False
     if not isinstance(content, list):
         return found
@@ -110,7 +121,9 @@ def _results(content: Any, tools: dict[str, Tool]) -> bool:
         if isinstance(part, dict) and part.get("type") == "tool_result":
             found = True
             tool = tools.get(str(part.get("tool_use_id")))
-            if tool is not None:
+            if tool is not None and stopped:
+                tool.stop()
+            elif tool is not None:
                 tool.output = output_text(part.get("content"))
                 tool.is_error = bool(part.get("is_error"))
     return found

@@ -5,7 +5,9 @@ the model saw it: ``message`` (user / assistant; developer and context messages 
 own), ``function_call`` / ``custom_tool_call`` and their ``*_output`` by ``call_id``, and
 ``reasoning`` summaries. ``event_msg`` lines repeat the same for the UI and are not read, but for
 ``task_complete``: a turn is complete when Codex wrote it for the prompt's turn id (a
-``turn_aborted`` one was stopped). The prompt message's ``id`` names the turn.
+``turn_aborted`` one was stopped). The prompt message's ``id`` names the turn. A command the user
+stopped while it ran (its output ends in Codex's "aborted by user") has no result: it shows as
+interrupted with its turn, not as done.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ AGENT = "codex"
 #: User-role messages that Codex writes itself (environment, instructions), not typed prompts.
 _CONTEXT = ("<environment_context>", "<user_instructions>", "<skills_instructions>",
             "<permissions", "# AGENTS.md", "<turn_aborted>", "<user_shell_command>")
+#: The last line of a command's output when the user stopped it while it ran.
+_ABORTED = "aborted by user"
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:)\s*(-?\d+)")
 _ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
@@ -119,5 +123,8 @@ def _result(payload: dict[str, Any], tools: dict[str, Tool]) -> None:
     if isinstance(output, dict):
         output = output.get("content", output)
     tool.output = output_text(output)
+    if tool.output.rstrip().endswith(_ABORTED):
+        tool.stop()  # Codex's note that the user stopped it: not the command's result
+        return
     code = _EXIT.search(tool.output)
     tool.is_error = bool(code and code.group(1) != "0")

@@ -32,6 +32,14 @@ class Tool:
     input: Any
     output: str | None = None
     is_error: bool = False
+    #: The user stopped the call while it ran (the CLI recorded its own note to the model as
+    #: the "result"): it has no result, and shows as its turn ended (``interrupted``), as a
+    #: stopped tool of a live turn does, never as failed.
+    stopped: bool = False
+
+    def stop(self) -> None:
+        """The CLI recorded this call as stopped by the user: no result, not an error."""
+        self.output, self.is_error, self.stopped = None, False, True
 
 
 @dataclass
@@ -88,7 +96,7 @@ def answered(turn: Turn) -> bool:
     """The heuristic for CLIs that mark no turn end: the last item is text and every tool call
     has its result (a tool still running, or a result the model has not answered, is not)."""
     return (bool(turn.items) and isinstance(turn.items[-1], str)
-            and all(i.output is not None for i in turn.items if isinstance(i, Tool)))
+            and all(i.output is not None or i.stopped for i in turn.items if isinstance(i, Tool)))
 
 
 def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int, bool]:

@@ -63,8 +63,12 @@ def parse(path: Path) -> Session:
                 _assistant_part(part, turn, tools)
             turn.complete = answered(turn)
         elif kind == "tool_result":
+            result = record.get("toolCallResult")
+            stopped = isinstance(result, dict) and result.get("status") == "cancelled"
             for part in parts:
-                _result(part, tools)
+                tool = _result(part, tools)
+                if tool is not None and stopped:
+                    tool.stop()  # the user cancelled it: Qwen's note is no result
             if turn is not None:
                 turn.complete = False
     if not session.turns:
@@ -86,15 +90,17 @@ def _assistant_part(part: dict[str, Any], turn: Turn, tools: dict[str, Tool]) ->
         turn.tool(tool)
 
 
-def _result(part: dict[str, Any], tools: dict[str, Tool]) -> None:
+def _result(part: dict[str, Any], tools: dict[str, Tool]) -> Tool | None:
+    """Give the call ``part`` answers its result; that call (None if none is known)."""
     response = part.get("functionResponse")
     if not isinstance(response, dict):
-        return
+        return None
     tool = tools.get(str(response.get("id")))
     if tool is None:
-        return
+        return None
     body = response.get("response")
     if isinstance(body, dict) and "error" in body:
         tool.output, tool.is_error = output_text(body["error"]), True
     else:
         tool.output = output_text(body.get("output", body) if isinstance(body, dict) else body)
+    return tool
