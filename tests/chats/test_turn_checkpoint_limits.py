@@ -5,8 +5,6 @@ folder whose repository is the home folder, or in ``/`` gets no checkpoint and a
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -21,12 +19,6 @@ from tolaria.core import checkpoints as ck
 from tolaria.core.store.db import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with closing(Store(tmp_path / "data" / "tolaria.sqlite3")) as opened:
-        yield opened
 
 
 @async_test

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from hostile_git import plain_git
+from hostile_git import committed_repo, plain_git
 
 from tolaria.core import checkpoints as ck
 
@@ -22,13 +22,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    plain_git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    plain_git(root, "add", "-A")
-    plain_git(root, "commit", "-qm", "first")
-    return root
+    return committed_repo(tmp_path / "proj")
 
 
 def tree_files(cp: ck.Checkpoint) -> set[str]:

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hostile_git import plain_git
+from hostile_git import committed_repo, plain_git
 
 from tolaria.core import checkpoints as ck
 from tolaria.support import paths
@@ -24,13 +24,7 @@ SECRET = "API_KEY=sk-live-do-not-publish\n"
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    plain_git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    plain_git(root, "add", "-A")
-    plain_git(root, "commit", "-qm", "first")
-    return root
+    return committed_repo(tmp_path / "proj")
 
 
 def has_object(git_dir: Path, sha: str) -> bool:
