@@ -128,20 +128,22 @@ def user_global_values(key: str) -> list[str]:
 
 
 def _read_user_global(key: str) -> list[str]:
+    # The user's own global config (no GIT_CONFIG_GLOBAL of ours); ``--global`` reads that
+    # file alone (not run's ``-c`` settings).
     try:
-        program = git_program()
-    except CheckpointError:
-        return []
-    env = _base_env() | {"GIT_CONFIG_NOSYSTEM": "1"}
-    try:
-        done = subprocess.run([program, "config", "--global", "--path", "--get-all", key],
-                              capture_output=True, env=env, timeout=10, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+        done = run(["config", "--global", "--path", "--get-all", key], env=user_config_env(),
+                   check=False, timeout=10)
+    except CheckpointError:  # no git, or it hung
         return []
     if done.returncode != 0:
         return []
     return [line for line in done.stdout.decode(errors="surrogateescape").splitlines() if line]
+
+
+def user_config_env() -> dict[str, str]:
+    """The environment for reading the user's own config (``git config``, which runs nothing):
+    as ``safe_env`` but with the user's global config instead of Tolaria's."""
+    return _base_env() | {"GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def _base_env() -> dict[str, str]:
