@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tolaria.support import paths
+from tolaria.support.tomlfile import write_atomic
 
 GIT_TIMEOUT = 60.0
 #: The tree with nothing in it (every git knows it without storing it).
@@ -102,9 +103,7 @@ def _write_global_config() -> Path:
     if safe:
         text += "[safe]\n" + "".join(f"\tdirectory = {_quote(v)}\n" for v in safe)
     if not target.is_file() or target.read_text(errors="replace") != text:
-        tmp = target.with_name(f".gitconfig.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(text)
-        os.replace(tmp, target)
+        write_atomic(target, text)
     return target
 
 

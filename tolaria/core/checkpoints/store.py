@@ -43,6 +43,7 @@ from tolaria.core.checkpoints.gitrun import (
     user_config_env,
 )
 from tolaria.support import paths
+from tolaria.support.tomlfile import write_atomic
 
 #: Private namespace of every checkpoint ref (in Tolaria's store; before 2026-12 in the user's).
 REF_PREFIX = "refs/tolaria/"
@@ -170,9 +171,7 @@ def read_info(store: Path) -> dict[str, object]:
 
 
 def _write(target: Path, text: str) -> None:
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(text)
-    os.replace(tmp, target)
+    write_atomic(target, text)
 
 
 def refresh_excludes(lay: Layout) -> str:
