@@ -9,19 +9,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import git
 
 from tolaria.core import checkpoints as ck
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u",
-               GIT_COMMITTER_EMAIL="u@x")
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, check=True, timeout=30)
-    return done.stdout
 
 
 def in_store(repo: Path, *args: str) -> str:
