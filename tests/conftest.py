@@ -7,10 +7,15 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
+
+if TYPE_CHECKING:
+    from tolaria.core.store.db import Store
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -138,3 +143,18 @@ def checkout_is_never_an_agent_folder(tolaria_home: Path) -> Iterator[None]:
 @pytest.fixture
 def fake_agent_argv() -> list[str]:
     return [sys.executable, str(FAKE_AGENT)]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """A database path in the test's own folder (not yet created)."""
+    return tmp_path / "store" / "tolaria.sqlite3"
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Store]:
+    """A Store opened on ``db``, closed after the test."""
+    from tolaria.core.store.db import Store
+
+    with closing(Store(db)) as opened:
+        yield opened

@@ -29,6 +29,16 @@ def plain_git(repo: Path, *args: str) -> str:
                           env=clean_env(), check=True, timeout=30).stdout
 
 
+def committed_repo(root: Path) -> Path:
+    """A new repository at ``root`` (made by ``plain_git``) with ``a.txt`` committed on main."""
+    root.mkdir()
+    plain_git(root, "init", "-q", "-b", "main")
+    (root / "a.txt").write_text("a\n")
+    plain_git(root, "add", "-A")
+    plain_git(root, "commit", "-qm", "first")
+    return root
+
+
 def marker_command(folder: Path) -> tuple[Path, str]:
     """(the marker file, a command that records that it ran and passes its input through)."""
     marker = folder / "RAN"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from hostile_git import make_hostile, plain_git
+from hostile_git import committed_repo, make_hostile, plain_git
 
 from tolaria.chats.checkpoints import TurnCheckpoints
 from tolaria.chats.review import ReviewRequest, TurnReview
@@ -28,15 +28,6 @@ ROOT = Path(__file__).resolve().parents[2]
 STREAM = "ai-agent-stream-" + "c" * 32
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def committed_repo(root: Path) -> Path:
-    root.mkdir()
-    plain_git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    plain_git(root, "add", "-A")
-    plain_git(root, "commit", "-qm", "first")
-    return root
 
 
 def editor_env(tolaria_home: Path, edits: dict[str, str], **extra: str) -> dict[str, str]:

@@ -5,8 +5,6 @@ that became a folder, Undo with exact bytes (and after a restart), all-or-nothin
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -29,17 +27,6 @@ A = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n"
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "proj", {"a.txt": A, "keep.txt": "k\n"})
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "tolaria.sqlite3"
-
-
-@pytest.fixture
-def store(db: Path) -> Iterator[Store]:
-    with closing(Store(db)) as opened:
-        yield opened
 
 
 def turn(service: TurnCheckpoints, chat: Conversation, edits: dict[str, str | None],

@@ -5,8 +5,6 @@ file changed since, binary files, files the turn did not change."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -32,12 +30,6 @@ LINES = [f"line {n}\n" for n in range(1, 31)]
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "proj", {"f.txt": "".join(LINES), "gone.txt": "bye\n"})
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with closing(Store(tmp_path / "data" / "tolaria.sqlite3")) as opened:
-        yield opened
 
 
 def changed(**lines: str) -> str:

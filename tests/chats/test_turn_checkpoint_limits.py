@@ -5,8 +5,6 @@ folder whose repository is the home folder, or in ``/`` gets no checkpoint and a
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -21,12 +19,6 @@ from tolaria.core import checkpoints as ck
 from tolaria.core.store.db import Store
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with closing(Store(tmp_path / "data" / "tolaria.sqlite3")) as opened:
-        yield opened
 
 
 @async_test
@@ -67,3 +59,28 @@ async def test_the_home_folder_or_root_gets_no_checkpoint_and_a_note(
         assert await service.after_turn(chat, turn) is None
         assert [c.notice for c in service.changes(chat.id)] == [TOO_WIDE]
     assert not ck.store_of(home).exists(), "nothing was snapshotted"
+
+
+def test_a_turn_recorded_after_a_restart_takes_the_settings_limits(
+        store: Store, tmp_path: Path, tolaria_home: Path) -> None:
+    """``recover`` (the after-state of a turn whose process died) snapshots with the same
+    ``[checkpoints]`` limits as a turn that ended normally, and says what it left out."""
+    repo = git_repo(tmp_path / "proj", {"a.txt": "a\n"})
+    tolaria_home.mkdir(exist_ok=True)
+    (tolaria_home / "settings.toml").write_text("[checkpoints]\nmax_file_mb = 1.0\n")
+    service = TurnCheckpoints(store)
+    chat = store.create_conversation("c", "demo", str(repo))
+    sid = "ai-agent-stream-" + "e" * 32
+    turn = store.start_turn(chat.id, sid, "demo", "t").id
+    service.take_before(chat, turn, str(repo))
+    (repo / "a.txt").write_text("edited\n")
+    with (repo / "dump.sql").open("wb") as out:  # 2 MB: under the default cap, over the setting
+        out.truncate(2 * ck.MB)
+    store.mark_interrupted(sid)  # the process died mid-turn
+    restarted = TurnCheckpoints(store)
+    assert restarted.recover(chat) == [turn]
+    (changed,) = restarted.changes(chat.id)
+    assert changed.late and changed.files == (ck.FileChange("a.txt", "modified"),)
+    assert changed.notice == "not tracked: 1 file over 1 MB (dump.sql)"
+    (marker,) = store.markers(chat.id, MARKER_TURN_CHANGES)
+    assert marker.data["skipped"]["large"] == ["dump.sql"]

@@ -8,7 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -34,12 +33,6 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "proj", {"a.txt": "a\n"})
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with closing(Store(tmp_path / "data" / "tolaria.sqlite3")) as opened:
-        yield opened
 
 
 def new_turn(store: Store, conversation: Conversation, n: int) -> int:

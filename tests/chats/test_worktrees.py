@@ -5,8 +5,6 @@ over uncommitted work is said and the files stay; clear errors outside git."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -27,12 +25,6 @@ def repo(tmp_path: Path) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "src")
     return root
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with closing(Store(tmp_path / "data" / "tolaria.sqlite3")) as opened:
-        yield opened
 
 
 def test_a_worktree_beside_the_repo_on_its_own_branch(repo: Path, store: Store) -> None:

@@ -7,7 +7,8 @@
   restart) still lists the turn's files, marked as recorded after a restart, and reverting
   against it asks first;
 - a second Tolaria process running an agent in the same repository makes ``rewind`` refuse,
-  naming that run, until ``--yes``."""
+  naming that run, until ``--yes``; ``chats --delete`` of the chat it runs refuses until it
+  stopped."""
 
 from __future__ import annotations
 
@@ -231,3 +232,34 @@ def test_a_folder_the_user_cannot_write_stops_the_rewind_before_anything(
         assert "Nothing was changed" in refused.stderr
         assert (repo / "a.txt").read_text() == "agent\n", "all or nothing"
         assert (repo / "locked" / "made.txt").exists()
+
+
+def test_chats_delete_refuses_a_chat_whose_turn_runs_in_another_process(
+        tolaria_home: Path, repo: Path) -> None:
+    """``tolaria chats --delete ID --yes`` while another Tolaria process runs that chat's turn:
+    refused (exit 1), the chat, its checkpoints and the agent's files kept; once the run is
+    stopped the delete goes, with the checkpoints, and leaves the files alone."""
+    editor(tolaria_home)
+    sid = new_stream_id()
+    running = Background(["run", "--agent", "editor", "--cwd", str(repo), "--stream-id", sid,
+                          "busy"], run_env(tolaria_home, {"b.txt": "agent\n"}, hang=True), repo)
+    env = cli_env(tolaria_home)
+    try:
+        running.wait_until(lambda: (repo / "b.txt").exists(), "the agent's edit")
+        refused = tolaria("chats", "--delete", "1", "--yes", env=env, cwd=repo)
+        assert refused.returncode == 1
+        assert "chat 1 is running a turn: stop it first" in refused.stderr
+        with closing(Store(tolaria_home / "data" / "tolaria.sqlite3")) as store:
+            assert store.get_conversation(1) is not None
+        aborted = subprocess.run([sys.executable, "-m", "tolaria", "abort", sid], env=env,
+                                 capture_output=True, text=True, timeout=30, check=False)
+        assert aborted.returncode == 0, aborted.stderr
+        running.finish()
+    finally:
+        running.kill()
+    deleted = tolaria("chats", "--delete", "1", "--yes", env=env, cwd=repo)
+    assert deleted.returncode == 0, deleted.stderr
+    assert "deleted chat 1 and 2 checkpoint refs" in deleted.stdout
+    with closing(Store(tolaria_home / "data" / "tolaria.sqlite3")) as store:
+        assert store.get_conversation(1) is None
+    assert (repo / "b.txt").read_text() == "agent\n"

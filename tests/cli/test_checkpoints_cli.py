@@ -108,3 +108,21 @@ def test_meter_delete_and_prune_of_tolaria_run_chats(tmp_path: Path, tolaria_hom
     assert (repo / "f1.txt").read_text() == "1\n" and (repo / "a.txt").read_text() == "a\n"
     bad = tolaria(tolaria_home, "checkpoints", "--older-than", "3")
     assert bad.returncode == 2
+
+
+def test_a_damaged_store_is_one_line_and_the_same_code_for_every_store_command(
+        tmp_path: Path) -> None:
+    """``chats``, ``chats --delete``, ``checkpoints``, ``changes`` open the store one way
+    (tolaria/cli/storeopen.py): a database that is not one is said in one line, exit 1, and
+    left as it was."""
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    damaged = home / "data" / "tolaria.sqlite3"
+    damaged.write_bytes(b"not a database, " * 512)
+    for args in (("chats",), ("chats", "--delete", "1", "--yes"), ("checkpoints",),
+                 ("changes", "1"), ("undo", "1")):
+        done = tolaria(home, *args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert done.stderr.startswith("tolaria: cannot open the store: "), (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert damaged.read_bytes() == b"not a database, " * 512

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-from hostile_git import plain_git
+from hostile_git import committed_repo, plain_git
 
 from tolaria.core import checkpoints as ck
 
@@ -22,13 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    plain_git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    plain_git(root, "add", "-A")
-    plain_git(root, "commit", "-qm", "first")
-    return root
+    return committed_repo(tmp_path / "proj")
 
 
 def tree_files(cp: ck.Checkpoint) -> set[str]:
@@ -209,3 +205,28 @@ def test_a_same_size_edit_in_the_second_of_the_last_git_add_is_not_missed(repo: 
     shown = plain_git(repo, "--git-dir", str(ck.store_of(repo)), "show",
                       f"{before.commit}:same.txt")
     assert shown == "version two\n"
+
+
+def test_a_blob_the_stat_cache_reuses_survives_a_prune_from_another_process(repo: Path) -> None:
+    """A snapshot that takes an untracked file's blob from the stat cache marks it as just used
+    (as git does when it writes an object it already has). A prune in another process that
+    worked out what is reachable before that snapshot's ref existed (here: it is told to drop
+    that ref) keeps it, within its grace period: the checkpoint (an Undo's safety copy, say)
+    keeps the file's bytes."""
+    notes = repo / "notes.txt"
+    notes.write_text("the only copy of these notes\n")
+    time.sleep(2.1)  # not "racy" any more: the first snapshot caches the file's blob
+    ck.snapshot(repo, ck.ref_name("8", "1", "before"))
+    ck.delete(repo, "refs/tolaria/8/")  # its chat was deleted: the blob is unreachable ...
+    store = ck.store_of(repo)
+    old = time.time() - 3600
+    for folder, _dirs, files in os.walk(store / "objects"):  # ... and an hour old
+        for name in files:
+            os.utime(os.path.join(folder, name), (old, old))
+    taken = ck.snapshot(repo, ck.ref_name("9", "1", "before"))  # reuses the cached blob
+    script = ("import sys; from pathlib import Path; from tolaria.core.checkpoints import "
+              "storage; storage.prune(Path(sys.argv[1]), lambda ref: True)")
+    subprocess.run([sys.executable, "-c", script, str(store)], check=True, timeout=60,
+                   capture_output=True, stdin=subprocess.DEVNULL)
+    shown = plain_git(repo, "--git-dir", str(store), "show", f"{taken.commit}:notes.txt")
+    assert shown == "the only copy of these notes\n"

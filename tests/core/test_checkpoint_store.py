@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hostile_git import plain_git
+from hostile_git import committed_repo, plain_git
 
 from tolaria.core import checkpoints as ck
 from tolaria.support import paths
@@ -24,13 +24,7 @@ SECRET = "API_KEY=sk-live-do-not-publish\n"
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    plain_git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("a\n")
-    plain_git(root, "add", "-A")
-    plain_git(root, "commit", "-qm", "first")
-    return root
+    return committed_repo(tmp_path / "proj")
 
 
 def has_object(git_dir: Path, sha: str) -> bool:
@@ -119,3 +113,61 @@ def test_refs_of_an_earlier_tolaria_stay_readable_and_go_with_their_chat(repo: P
     assert (repo / "old.txt").read_text() == "from the old checkpoint\n"
     assert ck.delete(repo, "refs/tolaria/4-1000/") == 1
     assert plain_git(repo, "for-each-ref", "refs/tolaria") == ""
+
+
+def test_the_users_ignore_rules_hold_in_the_store(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store reads none of the user's config, yet what the user's git ignores stays out of
+    a snapshot: their global ``core.excludesFile`` (read with ``git config``, through the one
+    runner), the repository's own ``core.excludesFile``, ``.git/info/exclude``."""
+    home = tmp_path / "userhome"
+    home.mkdir()
+    (home / "my-ignore").write_text("*.secret\n")
+    (home / ".gitconfig").write_text("[core]\n\texcludesFile = ~/my-ignore\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("local-only/\n")
+    for name in ("key.secret", "local-only/notes.txt", "kept.txt"):
+        (repo / name).parent.mkdir(exist_ok=True)
+        (repo / name).write_text(f"{name}\n")
+    cp = ck.snapshot(repo, ck.ref_name("1", "1", "before"))
+    listed = plain_git(repo, "--git-dir", str(ck.store_of(repo)), "ls-tree", "-r",
+                       "--name-only", cp.commit).split()
+    assert sorted(listed) == ["a.txt", "kept.txt"]
+
+    other = committed_repo(tmp_path / "other")  # the repository's own setting wins
+    (tmp_path / "repo-ignore").write_text("*.log\n")
+    plain_git(other, "config", "core.excludesFile", str(tmp_path / "repo-ignore"))
+    (other / "run.log").write_text("log\n")
+    (other / "key.secret").write_text("not ignored here\n")
+    cp = ck.snapshot(other, ck.ref_name("1", "2", "before"))
+    listed = plain_git(other, "--git-dir", str(ck.store_of(other)), "ls-tree", "-r",
+                       "--name-only", cp.commit).split()
+    assert sorted(listed) == ["a.txt", "key.secret"]
+
+
+def test_git_starts_only_in_the_one_runner() -> None:
+    """Every git Tolaria runs goes through tolaria/core/checkpoints/gitrun.py's ``run`` /
+    ``run_listing`` (the safe config, a time limit, cancel): no other place names the git
+    program or spawns ``git`` itself."""
+    import ast
+
+    package = Path(ck.__file__).resolve().parents[2]
+    found = []
+    for source in sorted(package.rglob("*.py")):
+        tree = ast.parse(source.read_text(), str(source))
+        where = {id(n): f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                 for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else \
+                    func.attr if isinstance(func, ast.Attribute) else ""
+                first = node.args[0] if node.args else None
+                spawns_git = isinstance(first, ast.List) and bool(first.elts) and \
+                    isinstance(first.elts[0], ast.Constant) and first.elts[0].value == "git"
+                if name == "git_program" or spawns_git:
+                    found.append((source.relative_to(package).as_posix(), where.get(id(node))))
+    assert sorted(set(found)) == [("core/checkpoints/gitrun.py", "run"),
+                                  ("core/checkpoints/gitrun.py", "run_listing")]

@@ -9,19 +9,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import git
 
 from tolaria.core import checkpoints as ck
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="u", GIT_AUTHOR_EMAIL="u@x", GIT_COMMITTER_NAME="u",
-               GIT_COMMITTER_EMAIL="u@x")
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                          env=env, check=True, timeout=30)
-    return done.stdout
 
 
 def in_store(repo: Path, *args: str) -> str:
@@ -164,3 +156,29 @@ def test_paths_outside_the_tree_are_refused(repo: Path) -> None:
     before = ck.snapshot(repo, ck.ref_name("3", "1", "before"))
     with pytest.raises(ck.CheckpointError, match="outside the working tree"):
         ck.revert_file(before, "../escape.txt")
+
+
+def test_a_checkpoints_entries_and_blobs_are_read_from_tolarias_store(repo: Path) -> None:
+    """``tree_entries`` / ``blob_bytes`` (what tolaria/core/restore.py reads with): an untracked
+    file's blob lives only in Tolaria's store, and comes back byte for byte; a file or folder
+    named like a glob is taken literally; an object that is gone is a clear error."""
+    data = b"\xff\xfe raw\r\nbytes\x00\n"
+    (repo / "new.bin").write_bytes(data)
+    (repo / "[ak].txt").write_text("literal\n")
+    (repo / "sub").mkdir()
+    (repo / "sub" / "inner.txt").write_text("inner\n")
+    os.symlink("a.txt", repo / "link")
+    cp = ck.snapshot(repo, ck.ref_name("1", "1", "before"))
+    found = {name: (mode, kind, sha) for mode, kind, sha, name in ck.tree_entries(
+        cp, ["new.bin", "[ak].txt", "sub", "link", "absent.txt"])}
+    assert set(found) == {"new.bin", "[ak].txt", "sub/inner.txt", "link"}
+    assert found["link"][0] == "120000" and found["new.bin"][:2] == ("100644", "blob")
+    sha = found["new.bin"][2]
+    assert subprocess.run(["git", "-C", str(repo), "cat-file", "-e", sha],
+                          capture_output=True, check=False).returncode != 0, \
+        "the untracked file's blob is not in the user's repository"
+    assert ck.blob_bytes(repo, sha) == data
+    assert ck.blob_bytes(repo, found["link"][2]) == b"a.txt"
+    assert ck.tree_entries(cp, []) == []
+    with pytest.raises(ck.CheckpointError, match="gone from the repository"):
+        ck.blob_bytes(repo, "0" * 40)

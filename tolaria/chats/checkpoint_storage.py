@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tolaria.chats.checkpoints import MARKER_CHECKPOINT_NOTICE, chat_ref_part
 from tolaria.core.checkpoints import storage
@@ -155,7 +154,3 @@ def human_size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} GB"
-
-
-def repo_path(repo: RepoCheckpoints) -> Path | None:
-    return repo.usage.repo

@@ -189,23 +189,32 @@ class TurnCheckpoints:
         had no checkpoint before (or the snapshot failed: a notice says why)."""
         self._cancels.pop(turn_id, None)  # a Stop's cancel for a snapshot that never began
         before = self._before.pop(turn_id, None)
-        if before is None:
+        if before is None or not self._record(conversation, turn_id, before):
             return None
+        return next((c for c in self.changes(conversation.id) if c.turn_id == turn_id), None)
+
+    def _record(self, conversation: Conversation, turn_id: int, before: ck.Checkpoint, *,
+                late: bool = False) -> bool:
+        """Snapshot the after-state (with the settings' limits), record the changed files and
+        say what either snapshot left out; False (and a notice) when git failed."""
         try:
             after = ck.snapshot(before.repo,
                                 ck.ref_name(chat_ref_part(conversation), str(turn_id), "after"),
                                 limits=current_limits())
             files = ck.changes(before, after)
+            skipped = ck.skipped_of(before).merged(ck.skipped_of(after))
         except _FAILURES as exc:
             self.note(conversation.id, turn_id, f"Could not record what this turn changed: {exc}")
-            return None
-        skipped = ck.skipped_of(before).merged(ck.skipped_of(after))
-        self.store.add_marker(conversation.id, MARKER_TURN_CHANGES, turn_id=turn_id, data={
+            return False
+        data: dict[str, Any] = {
             "repo": str(before.repo), "before": before.commit, "after": after.commit,
-            "files": [[f.path, f.status] for f in files], "skipped": skipped.to_json()})
+            "files": [[f.path, f.status] for f in files], "skipped": skipped.to_json()}
+        if late:
+            data["late"] = True
+        self.store.add_marker(conversation.id, MARKER_TURN_CHANGES, turn_id=turn_id, data=data)
         if skipped:
             self.note(conversation.id, turn_id, skipped.summary())
-        return next((c for c in self.changes(conversation.id) if c.turn_id == turn_id), None)
+        return True
 
     # -- the same off the event loop, in order per chat -----------------------------------------
     def before_turn(self, conversation: Conversation, turn_id: int, cwd: str) -> Awaitable[None]:
@@ -237,20 +246,9 @@ class TurnCheckpoints:
                 continue
             before = ck.Checkpoint(Path(str(marker.data["repo"])), str(marker.data["before"]),
                                    ref="")
-            try:
-                after = ck.snapshot(before.repo, ck.ref_name(chat_ref_part(conversation),
-                                                             str(turn.id), "after"))
-                files = ck.changes(before, after)
-            except _FAILURES as exc:
-                self.note(conversation.id, turn.id, f"Could not record what this turn changed: "
-                          f"{exc}")
-                recorded.add(turn.id)
-                continue
-            self.store.add_marker(conversation.id, MARKER_TURN_CHANGES, turn_id=turn.id, data={
-                "repo": str(before.repo), "before": before.commit, "after": after.commit,
-                "files": [[f.path, f.status] for f in files], "late": True})
             recorded.add(turn.id)
-            done.append(turn.id)
+            if self._record(conversation, turn.id, before, late=True):
+                done.append(turn.id)
         return done
 
     # -- a chat ------------------------------------------------------------------------------------

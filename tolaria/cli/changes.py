@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -23,11 +22,10 @@ from typing import Any
 from tolaria.chats.checkpoints import TurnChanges, TurnCheckpoints
 from tolaria.chats.restore import RestoreInputError, TurnRestore
 from tolaria.chats.restore_plan import REVERT, REWIND, YES, RestoreResult
-from tolaria.chats.saved_runs import open_store
+from tolaria.cli.storeopen import open_store_or_say
 from tolaria.core import checkpoints as ck
 from tolaria.core.process.control_client import live_stream_ids
 from tolaria.core.store.db import Conversation, Store
-from tolaria.support.paths import access_problem
 
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT = 0, 1, 2
 COMMANDS = ("changes", "revert", "rewind", "undo")
@@ -76,12 +74,9 @@ def add_parsers(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        store = open_store()
-    except (OSError, sqlite3.Error, RuntimeError) as exc:
-        problem = access_problem(exc)
-        print(f"tolaria: {problem or f'cannot open the store: {exc}'}", file=sys.stderr)
-        return EXIT_BAD_INPUT if problem else EXIT_REFUSED
+    store = open_store_or_say()
+    if isinstance(store, int):
+        return store
     try:
         return _run(store, args)
     except RestoreInputError as exc:

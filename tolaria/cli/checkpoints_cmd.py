@@ -8,7 +8,6 @@ Exit codes: 0 done, 1 refused for safety (the message says what and how to go on
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,29 +18,17 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_REFUSED, EXIT_BAD_INPUT = 0, 1, 2
 
 
-def _open() -> object:
-    from tolaria.chats.saved_runs import open_store
-    from tolaria.support.paths import access_problem
-
-    try:
-        return open_store()
-    except (OSError, sqlite3.Error, RuntimeError) as exc:
-        problem = access_problem(exc)
-        print(f"tolaria: {problem or f'cannot open the store: {exc}'}", file=sys.stderr)
-        return None
-
-
 def cmd_checkpoints(as_json: bool, prune: bool, older_than: float | None, yes: bool) -> int:
     from tolaria.chats import checkpoint_storage as cs
-    from tolaria.core.store.db import Store
+    from tolaria.cli.storeopen import open_store_or_say
 
     if older_than is not None and (older_than < 0 or not prune):
         print("tolaria: --older-than needs --prune and a number of days (0 or more)",
               file=sys.stderr)
         return EXIT_BAD_INPUT
-    store = _open()
-    if not isinstance(store, Store):
-        return EXIT_BAD_INPUT
+    store = open_store_or_say()
+    if isinstance(store, int):
+        return store
     try:
         repos = cs.survey(store, older_than)
         if not prune:
@@ -94,12 +81,12 @@ def _show(rows: list[RepoCheckpoints], as_json: bool) -> int:
 
 def cmd_delete_chat(chat_id: int, yes: bool) -> int:
     from tolaria.chats.checkpoints import TurnCheckpoints
+    from tolaria.cli.storeopen import open_store_or_say
     from tolaria.core.process import control
-    from tolaria.core.store.db import Store
 
-    store = _open()
-    if not isinstance(store, Store):
-        return EXIT_BAD_INPUT
+    store = open_store_or_say()
+    if isinstance(store, int):
+        return store
     try:
         chat = store.get_conversation(chat_id)
         if chat is None:

@@ -454,17 +454,13 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
 def _cmd_chats(as_json: bool) -> int:
     import dataclasses
     import json
-    import sqlite3
 
-    from tolaria.chats.saved_runs import list_chats, open_store
-    from tolaria.support.paths import access_problem
+    from tolaria.chats.saved_runs import list_chats
+    from tolaria.cli.storeopen import open_store_or_say
 
-    try:
-        store = open_store()
-    except (OSError, sqlite3.Error, RuntimeError) as exc:
-        problem = access_problem(exc)
-        print(f"tolaria: {problem or f'cannot open the store: {exc}'}", file=sys.stderr)
-        return EXIT_BAD_INPUT if problem else EXIT_ERROR
+    store = open_store_or_say()
+    if isinstance(store, int):
+        return store
     try:
         chats = list_chats(store)
     finally:

@@ -8,26 +8,23 @@ while keeping what was written after it, a safety snapshot that must hold the ex
 every path about to be overwritten, and ``apply``, which writes a set of paths all or nothing
 (a failure half-way puts the written ones back from the safety snapshot).
 
-Everything reads checkpoints through ``tolaria.core.checkpoints`` (``ck.git`` on the
-checkpoint's repository, ``ck.snapshot``, ``ck.revert_file``): where checkpoints are stored is
-that module's business. Hashes of the working tree are computed here, from the bytes on disk
+Everything reads checkpoints through ``tolaria.core.checkpoints`` (``ck.tree_entries``,
+``ck.blob_bytes``, ``ck.snapshot``, ``ck.revert_file``): where checkpoints are stored is that
+package's business. Hashes of the working tree are computed here, from the bytes on disk
 (no git filters, no ``git add``), with the repository's object format. No Qt.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from tolaria.core import checkpoints as ck
 
@@ -67,32 +64,12 @@ class Changed(ck.CheckpointError):
     """A path changed between being looked at and being copied (``take_safety``)."""
 
 
-def checkpoint_git(repo: Path, *args: str, check: bool = True
-                   ) -> subprocess.CompletedProcess[bytes]:
-    """git that can read checkpoint objects for the work tree ``repo``. Where checkpoints are
-    stored is tolaria.core.checkpoints' business: in a store of Tolaria's own (issue 21.3:
-    ``tolaria.core.checkpoints.store``, which borrows the repository's objects) when that
-    package has one, else in the repository itself (``ck.git``)."""
-    try:
-        store: Any = importlib.import_module("tolaria.core.checkpoints.store")
-    except ImportError:
-        return ck.git(repo, *args, check=check)
-    done: subprocess.CompletedProcess[bytes] = store.store_git(store.layout(repo), *args,
-                                                               check=check)
-    if check and done.returncode != 0:  # store_git's own check raises; this keeps the type
-        raise ck.CheckpointError(f"git {args[0]} failed")
-    return done
-
-
 def not_captured(checkpoint: ck.Checkpoint, path: str) -> bool:
     """Whether the snapshot left ``path`` out (too big, unreadable, a heavy folder: issue
     21.4), so its absence there says nothing about the file."""
-    skipped_of = getattr(ck, "skipped_of", None)
-    if skipped_of is None:
-        return False
     try:
-        return bool(skipped_of(checkpoint).covers(path))
-    except (ck.CheckpointError, OSError, AttributeError):
+        return ck.skipped_of(checkpoint).covers(path)
+    except (ck.CheckpointError, OSError):
         return False
 
 
@@ -163,13 +140,7 @@ def states_at(checkpoint: ck.Checkpoint, paths: Iterable[str]) -> dict[str, Stat
     wanted = sorted(set(paths))
     found: dict[str, State] = dict.fromkeys(wanted, ABSENT)
     for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start:start + _CHUNK]
-        out = checkpoint_git(checkpoint.repo, "ls-tree", "-r", "-z", "--full-tree",
-                             checkpoint.commit, "--", *chunk).stdout.decode(
-                                 errors="surrogateescape")
-        for entry in filter(None, out.split("\0")):
-            meta, _, name = entry.partition("\t")
-            mode, kind, sha = meta.split()
+        for mode, kind, sha, name in ck.tree_entries(checkpoint, wanted[start:start + _CHUNK]):
             if name in found:
                 found[name] = State(SUBMODULE if kind == "commit" else
                                     LINK if mode == "120000" else FILE, mode, sha)
@@ -182,7 +153,7 @@ def states_at(checkpoint: ck.Checkpoint, paths: Iterable[str]) -> dict[str, Stat
 
 def blob(repo: Path, state: State) -> bytes:
     """The bytes of a file state of a checkpoint."""
-    return checkpoint_git(repo, "cat-file", "blob", state.sha).stdout
+    return ck.blob_bytes(repo, state.sha)
 
 
 def merge_out(repo: Path, base: bytes, ours: bytes, theirs: bytes) -> bytes | None:

@@ -29,6 +29,7 @@ from tolaria.core.checkpoints.model import (
     Skipped,
 )
 from tolaria.core.checkpoints.ops import (
+    blob_bytes,
     changes,
     delete,
     file_diff,
@@ -43,12 +44,14 @@ from tolaria.core.checkpoints.ops import (
     rewind,
     skipped_of,
     snapshot,
+    tree_entries,
 )
 from tolaria.core.checkpoints.store import REF_PREFIX, store_of
 
 __all__ = [
     "HEAVY_DIRS", "MB", "REF_PREFIX", "Cancel", "Checkpoint", "CheckpointCancelled",
-    "CheckpointError", "FileChange", "GitTimeout", "Hunk", "Limits", "Skipped", "changes",
-    "delete", "file_diff", "file_diff_bytes", "find_repo", "git", "hunks", "load", "ref_name",
-    "revert_file", "revert_hunk", "rewind", "skipped_of", "snapshot", "store_of",
+    "CheckpointError", "FileChange", "GitTimeout", "Hunk", "Limits", "Skipped", "blob_bytes",
+    "changes", "delete", "file_diff", "file_diff_bytes", "find_repo", "git", "hunks", "load",
+    "ref_name", "revert_file", "revert_hunk", "rewind", "skipped_of", "snapshot", "store_of",
+    "tree_entries",
 ]

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tolaria.support import paths
+from tolaria.support.tomlfile import write_atomic
 
 GIT_TIMEOUT = 60.0
 #: The tree with nothing in it (every git knows it without storing it).
@@ -102,9 +103,7 @@ def _write_global_config() -> Path:
     if safe:
         text += "[safe]\n" + "".join(f"\tdirectory = {_quote(v)}\n" for v in safe)
     if not target.is_file() or target.read_text(errors="replace") != text:
-        tmp = target.with_name(f".gitconfig.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(text)
-        os.replace(tmp, target)
+        write_atomic(target, text)
     return target
 
 
@@ -128,20 +127,22 @@ def user_global_values(key: str) -> list[str]:
 
 
 def _read_user_global(key: str) -> list[str]:
+    # The user's own global config (no GIT_CONFIG_GLOBAL of ours); ``--global`` reads that
+    # file alone (not run's ``-c`` settings).
     try:
-        program = git_program()
-    except CheckpointError:
-        return []
-    env = _base_env() | {"GIT_CONFIG_NOSYSTEM": "1"}
-    try:
-        done = subprocess.run([program, "config", "--global", "--path", "--get-all", key],
-                              capture_output=True, env=env, timeout=10, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+        done = run(["config", "--global", "--path", "--get-all", key], env=user_config_env(),
+                   check=False, timeout=10)
+    except CheckpointError:  # no git, or it hung
         return []
     if done.returncode != 0:
         return []
     return [line for line in done.stdout.decode(errors="surrogateescape").splitlines() if line]
+
+
+def user_config_env() -> dict[str, str]:
+    """The environment for reading the user's own config (``git config``, which runs nothing):
+    as ``safe_env`` but with the user's global config instead of Tolaria's."""
+    return _base_env() | {"GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def _base_env() -> dict[str, str]:

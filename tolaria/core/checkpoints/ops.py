@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from tolaria.core.checkpoints.gitrun import Cancel, CheckpointError, in_user_repo
@@ -156,7 +157,7 @@ def _checked(lay: Layout, *args: str) -> subprocess.CompletedProcess[bytes]:
     done = store_git(lay, *args, check=False)
     if done.returncode != 0:
         why = done.stderr.decode(errors="replace")
-        if "bad object" in why or "unable to read" in why or "missing" in why:
+        if any(said in why for said in ("bad object", "unable to read", "missing", "bad file")):
             raise CheckpointError("that checkpoint's content is gone from the repository (its "
                                   "objects were removed, e.g. by git gc): nothing was changed")
         last = why.strip().splitlines()
@@ -203,6 +204,29 @@ def _blob(lay: Layout, commit: str, path: str) -> tuple[str, str, str] | None:
     meta, _, _name = listed.rstrip("\0").partition("\t")
     mode, kind, sha = meta.split()
     return mode, kind, sha
+
+
+def tree_entries(checkpoint: Checkpoint, paths: Sequence[str]
+                 ) -> list[tuple[str, str, str, str]]:
+    """(mode, type, object id, path) of every entry at or under ``paths`` (from the work tree's
+    top) in ``checkpoint``, files and submodules alike (``ls-tree -r``); [] for no paths."""
+    if not paths:
+        return []
+    lay = _layout(checkpoint.repo)
+    out = _checked(lay, "--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree",
+                   checkpoint.commit, "--", *paths).stdout.decode(errors="surrogateescape")
+    found = []
+    for entry in filter(None, out.split("\0")):
+        meta, _, name = entry.partition("\t")
+        mode, kind, sha = meta.split()
+        found.append((mode, kind, sha, name))
+    return found
+
+
+def blob_bytes(repo: Path, sha: str) -> bytes:
+    """The bytes of blob ``sha`` of a checkpoint of the work tree ``repo`` (Tolaria's store,
+    which borrows the repository's objects); CheckpointError when it is gone (git gc)."""
+    return _checked(_layout(repo), "cat-file", "blob", sha).stdout
 
 
 def revert_file(before: Checkpoint, path: str) -> None:

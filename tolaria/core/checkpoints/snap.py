@@ -352,7 +352,7 @@ def _add_untracked(lay: Layout, git: Git, taken: list[tuple[str, str, os.stat_re
             special.append(path)
             continue
         seen = cache.get(path)
-        if seen is not None and seen[:5] == _stamp(info):
+        if seen is not None and seen[:5] == _stamp(info) and _freshen(lay, str(seen[5])):
             known.append((_mode(info), str(seen[5]), path))
         else:
             to_hash.append((entry, path, info))
@@ -393,6 +393,20 @@ def _add_untracked(lay: Layout, git: Git, taken: list[tuple[str, str, os.stat_re
     if use_cache:  # only the files this snapshot saw: the cache does not grow for ever
         _save_cache(lay, {path: cache[path] for _e, path, _i in taken if path in cache})
     return list(late)
+
+
+def _freshen(lay: Layout, sha: str) -> bool:
+    """Mark a cached blob as just used, as git does when it writes an object it already has: a
+    prune running meanwhile (storage.py keeps the objects younger than its grace period) then
+    keeps it although it did not see this snapshot's ref yet. False when it is gone (pruned):
+    the file is hashed again. A blob of the user's own repository is only looked for (our
+    prune never touches it; in a pack of theirs it is hashed again, as without the cache)."""
+    loose = f"{sha[:2]}/{sha[2:]}"
+    try:
+        os.utime(lay.store / "objects" / loose)
+        return True
+    except OSError:
+        return os.path.isfile(lay.common_dir / "objects" / loose)
 
 
 def _stamp(info: os.stat_result) -> list[object]:

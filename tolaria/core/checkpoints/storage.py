@@ -4,7 +4,7 @@ Each store (tolaria/core/checkpoints/store.py) is measured by its own files (obj
 its refs; the user's objects it borrows are not counted) and by an earlier Tolaria's refs still
 in the repository itself. ``prune`` deletes the refs it is told to, then the objects of Tolaria's
 store that no ref reaches any more (only ones older than ``grace_s``, so a snapshot being taken
-meanwhile keeps its new objects). The user's repository is never pruned: its objects are its
+meanwhile keeps its new objects, and the cached ones it reuses: snap.py marks those used). The user's repository is never pruned: its objects are its
 own; only an earlier Tolaria's refs there are deleted when asked.
 """
 

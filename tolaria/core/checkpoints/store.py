@@ -36,14 +36,14 @@ from pathlib import Path
 from tolaria.core.checkpoints.gitrun import (
     Cancel,
     CheckpointError,
-    _base_env,
-    git_program,
     in_user_repo,
     run,
     run_listing,
     safe_env,
+    user_config_env,
 )
 from tolaria.support import paths
+from tolaria.support.tomlfile import write_atomic
 
 #: Private namespace of every checkpoint ref (in Tolaria's store; before 2026-12 in the user's).
 REF_PREFIX = "refs/tolaria/"
@@ -171,9 +171,7 @@ def read_info(store: Path) -> dict[str, object]:
 
 
 def _write(target: Path, text: str) -> None:
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(text)
-    os.replace(tmp, target)
+    write_atomic(target, text)
 
 
 def refresh_excludes(lay: Layout) -> str:
@@ -214,14 +212,12 @@ def user_excludes_file(top: Path) -> str:
 
 
 def _read_excludes_file(top: Path) -> str:
-    env = _base_env() | {"GIT_CONFIG_NOSYSTEM": "1"}
     try:
-        done = subprocess.run([git_program(), "-C", str(top), "config", "--path", "--get",
-                               "core.excludesFile"], capture_output=True, env=env, timeout=10,
-                              check=False, stdin=subprocess.DEVNULL)
+        done = run(["-C", str(top), "config", "--path", "--get", "core.excludesFile"],
+                   env=user_config_env(), check=False, timeout=10)
         value = done.stdout.decode(errors="surrogateescape").strip() if done.returncode == 0 \
             else ""
-    except (OSError, subprocess.TimeoutExpired):
+    except CheckpointError:  # no git, or it hung
         value = ""
     if not value:
         xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"),
