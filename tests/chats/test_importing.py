@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tolaria.chats.service import ChatService
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.events import Init, TextDelta, ToolDone, ToolStart
 from tolaria.core.store.db import Store
+from tolaria.ui.turn_model import Ending, ending_line
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "tests" / "fixtures" / "sessions"
@@ -96,6 +98,46 @@ def test_import_stores_chats_that_resume_natively_and_is_idempotent(home: Path,
     finally:
         store.close()
     assert digest(home) == before  # the CLIs' files were only read
+
+
+def test_imported_turns_keep_the_cli_s_own_times(home: Path, tmp_path: Path) -> None:
+    """An imported turn starts when the CLI's prompt record says and lasted as long as its records
+    say (not "Completed in 0.0 s" at the moment of the import)."""
+    store = Store(tmp_path / "t.sqlite3")
+    try:
+        imported_at = time.time()
+        import_sessions(store, home)
+        durations: list[int | None] = []
+        for chat in store.list_conversations():
+            importer = IMPORTERS[chat.agent]
+            [path] = list(importer.find(SESSIONS / chat.agent))
+            [session] = importer.read(path)
+            for stored, read in zip(store.turns(chat.id), session.turns, strict=True):
+                assert read.started_at is not None and read.ended_at is not None, chat.agent
+                assert stored.started_at == pytest.approx(read.started_at), chat.agent
+                assert stored.started_at < imported_at - 3600  # captured well before this test
+                assert stored.duration_ms == round((read.ended_at - read.started_at) * 1000)
+                durations.append(stored.duration_ms)
+        # The captured answers took from 0 (Gemini stamps its answer when it starts) to ~10 s.
+        assert max(d or 0 for d in durations) > 1000
+        # A turn whose records carry no time says no duration at all rather than a made-up one.
+        unstamped = tmp_path / "unstamped" / ".qwen"
+        shutil.copytree(home / ".qwen", unstamped)
+        [path] = list(IMPORTERS["qwen"].find(unstamped.parent))
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        for record in records:
+            record.pop("timestamp", None)
+            record["sessionId"] = "no-times"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        import_sessions(store, unstamped.parent, ["qwen"])
+        chat = next(c for c in store.list_conversations()
+                    if store.turns(c.id)[0].session_id == "no-times")
+        for stored in store.turns(chat.id):
+            assert stored.status == "completed" and stored.duration_ms is None
+            assert stored.started_at >= imported_at
+            assert ending_line(Ending(stored.status, stored.duration_ms))[0] == "Completed"
+    finally:
+        store.close()
 
 
 def grow_qwen_session(home: Path, prompt: str) -> None:

@@ -175,14 +175,13 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
             continue  # the turn is gone (or running): nothing to complete
         continued.append(stream_id)
         _store_events(store, stream_id, _events(stream_id, turn.items, stored.get("items") or [],
-                                                turn.complete), turn.complete)
+                                                turn.complete), turn)
         records[key] = _record(stream_id, turn, stored.get("items") or [])
     for key, turn in added:
         stream_id = new_stream_id()
-        store.start_turn(chat_id, stream_id, session.agent, turn.prompt)
+        store.start_turn(chat_id, stream_id, session.agent, turn.prompt, started_at=turn.started_at)
         store.append_event(Init(stream_id, agent=session.agent, session_id=session.session_id))
-        _store_events(store, stream_id, _events(stream_id, turn.items, [], turn.complete),
-                      turn.complete)
+        _store_events(store, stream_id, _events(stream_id, turn.items, [], turn.complete), turn)
         records[key] = _record(stream_id, turn)
     store.add_marker(chat_id, IMPORT_MARKER, data={
         "agent": session.agent, "session_id": session.session_id, "source": str(session.source),
@@ -200,11 +199,11 @@ def _same_prompt(stored: str, written: str) -> bool:
     return bool(mine) and mine in written
 
 
-def _store_events(store: Store, stream_id: str, events: Iterable[Event], complete: bool) -> None:
+def _store_events(store: Store, stream_id: str, events: Iterable[Event], turn: Turn) -> None:
     for event in events:
         store.append_event(event)
-    if complete:
-        store.append_event(Done(stream_id, stop_reason="end_turn"))
+    if turn.complete:  # how long it took is the CLI's own (time stamps), not the import's
+        store.append_event(Done(stream_id, stop_reason="end_turn", duration_ms=turn.duration_ms()))
     else:
         store.mark_interrupted(stream_id, STOP_NOT_ANSWERED)
 

@@ -212,7 +212,7 @@ class PlainPrinter(Printer):
             self.output.out("\n")
             survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)
             extra = f"; still alive: {survivors}" if survivors else ""
-            self._err_line(f"[done: {event.stop_reason}, {event.duration_ms} ms{extra}]")
+            self._err_line(f"[done: {event.stop_reason}, {event.duration_ms or 0} ms{extra}]")
 
 
 def _isatty(stream: IO[str] | None) -> bool:

@@ -152,7 +152,7 @@ class TtyPrinter(Printer):
             label = summarize_tool_input(tool.input, _SUMMARY_CHARS) or tool.name
             self._line(self._c(YELLOW, f"  ⊘ {self.unfinished_status(event)}: "
                                        f"{for_terminal(label)[:60]}"))
-        seconds = f"{event.duration_ms / 1000:.1f} s"
+        seconds = f"{(event.duration_ms or 0) / 1000:.1f} s"
         if event.stop_reason == STOP_END_TURN:
             text = self._c(GREEN, f"■ done in {seconds}")
         elif event.stop_reason == STOP_CANCELLED:

@@ -128,7 +128,8 @@ class Done(Event):
     kind: ClassVar[str] = "done"
     stop_reason: str = "end_turn"
     exit_code: int | None = None
-    duration_ms: int = 0
+    #: None: not measured (an imported turn the CLI did not time-stamp).
+    duration_ms: int | None = 0
     survivors: tuple[Survivor, ...] = field(default_factory=tuple)
 
 

@@ -305,7 +305,7 @@ async def test_abort_before_first_output_slow_start() -> None:
     done = await run.finish()
     assert run.collector.kinds() == ["done"]
     assert done.stop_reason == "cancelled"
-    assert done.duration_ms < 1500, "the stop waited for the slow agent"
+    assert done.duration_ms is not None and done.duration_ms < 1500, "the stop waited for the slow agent"
     assert done.survivors == ()
     assert_run_gone(run.stream_id)
 
@@ -376,7 +376,7 @@ async def test_ignored_polite_stop_falls_through_to_the_tree_kill() -> None:
     assert done.stop_reason == "cancelled"
     assert done.exit_code == 128 + 9
     assert done.survivors == ()
-    assert done.duration_ms < window_ms + GRACE * 1000
+    assert done.duration_ms is not None and done.duration_ms < window_ms + GRACE * 1000
     assert any("ignores SIGINT" in getattr(e, "message", "") for e in run.collector.events)
     assert_run_gone(run.stream_id)
 
@@ -389,7 +389,7 @@ async def test_polite_sigterm_that_is_obeyed_needs_no_grace() -> None:
     done = await run.finish()
     assert done.stop_reason == "cancelled"
     assert done.exit_code == 128 + 15
-    assert done.duration_ms < 5000, "the stop waited for the window or the grace period"
+    assert done.duration_ms is not None and done.duration_ms < 5000, "the stop waited for the window or the grace period"
     assert_run_gone(run.stream_id)
 
 

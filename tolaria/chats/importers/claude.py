@@ -65,6 +65,8 @@ def parse(path: Path) -> Session:
             session.cwd = record["cwd"]
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
+        if turn is not None:
+            turn.saw(timestamp(record.get("timestamp")))
         if kind == "user":
             prompt = _prompt(content)
             if prompt is not None and prompt.lstrip().startswith(_INTERRUPTED):
@@ -75,6 +77,7 @@ def parse(path: Path) -> Session:
                 turn = Turn(prompt, started_at=timestamp(record.get("timestamp")),
                             record_id=uuid if isinstance(uuid, str) else None)
                 session.turns.append(turn)
+                turn.saw(turn.started_at)
             elif _results(content, tools, stopped=_stopped(record)) and turn is not None:
                 turn.complete = False  # the model has not answered the results yet
         elif (turn is not None and isinstance(content, list) and isinstance(message, dict)

@@ -69,6 +69,8 @@ def parse(path: Path) -> Session:
         if record.get("type") != "response_item":
             continue
         kind = payload.get("type")
+        if turn is not None:
+            turn.saw(timestamp(record.get("timestamp")))
         if kind == "message" and payload.get("role") == "user":
             text = text_of(payload.get("content"))
             if text.strip() and not text.lstrip().startswith(_CONTEXT):
@@ -79,6 +81,7 @@ def parse(path: Path) -> Session:
                 if isinstance(meta, dict) and meta.get("turn_id"):
                     turn_ids[len(session.turns)] = str(meta["turn_id"])
                 session.turns.append(turn)
+                turn.saw(turn.started_at)
         elif turn is None:
             continue
         elif kind == "message" and payload.get("role") == "assistant":

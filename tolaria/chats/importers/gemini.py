@@ -85,8 +85,10 @@ def parse(path: Path) -> Session:
                 turn = Turn(text, started_at=timestamp(message.get("timestamp")),
                             record_id=message_id)
                 session.turns.append(turn)
+                turn.saw(turn.started_at)
         elif kind == "gemini" and turn is not None:
             _answer(message, turn, responses)
+            turn.saw(timestamp(message.get("timestamp")))
     for each in session.turns:
         each.complete = answered(each)
     if not session.turns:

@@ -49,6 +49,8 @@ class Turn:
     prompt: str
     items: list[str | Tool | Thinking] = field(default_factory=list)
     started_at: float | None = None
+    #: The time of the turn's last record the CLI stamped (its answer's end when complete).
+    ended_at: float | None = None
     #: The CLI's own id of the record that holds the prompt (Claude's and Qwen's ``uuid``,
     #: Codex's, Gemini's and opencode's message id): what a later import knows the turn by.
     record_id: str | None = None
@@ -56,6 +58,17 @@ class Turn:
     #: (a tool running, the model not answered yet) and for a turn that was cut off (stopped,
     #: crashed): imported as ``interrupted``, and completed by a later import if the CLI goes on.
     complete: bool = False
+
+    def saw(self, at: float | None) -> None:
+        """A record of this turn was written at ``at`` (seconds since the epoch, or None)."""
+        if at is not None and (self.ended_at is None or at > self.ended_at):
+            self.ended_at = at
+
+    def duration_ms(self) -> int | None:
+        """How long the CLI took, from its own time stamps; None when it did not stamp both."""
+        if self.started_at is None or self.ended_at is None or self.ended_at < self.started_at:
+            return None
+        return round((self.ended_at - self.started_at) * 1000)
 
     def text(self, text: str) -> None:
         if text:

@@ -94,7 +94,10 @@ def _turns(conn: sqlite3.Connection, session: Session) -> None:
         elif info.get("role") == "assistant" and turn is not None:
             for part in mine:
                 _part(part, turn)
-            finished = isinstance(info.get("time"), dict) and bool(info["time"].get("completed"))
+            raw = info.get("time")
+            times: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            finished = bool(times.get("completed"))
+            turn.saw(timestamp(times["completed"] if finished else created))
             turn.complete = (finished and not info.get("error")
                              and info.get("finish") not in (None, "tool-calls", "unknown"))
 

@@ -51,6 +51,8 @@ def parse(path: Path) -> Session:
             continue
         parts = [p for p in parts if isinstance(p, dict)]
         kind = record.get("type")
+        if turn is not None:
+            turn.saw(timestamp(record.get("timestamp")))
         if kind == "user":
             text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str))
             if text.strip():
@@ -58,6 +60,7 @@ def parse(path: Path) -> Session:
                 turn = Turn(text, started_at=timestamp(record.get("timestamp")),
                             record_id=uuid if isinstance(uuid, str) else None)
                 session.turns.append(turn)
+                turn.saw(turn.started_at)
         elif kind == "assistant" and turn is not None:
             for part in parts:
                 _assistant_part(part, turn, tools)

@@ -208,14 +208,17 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
     # turns
 
     def start_turn(self, conversation_id: int, stream_id: str, agent: str, prompt: str, *,
-                   delivering: Sequence[int] = ()) -> Turn:
+                   delivering: Sequence[int] = (), started_at: float | None = None) -> Turn:
         """Record a running turn; KeyError for an unknown conversation, ValueError for a reused
         stream id.
 
         ``delivering``: the ids of the queued messages this turn's prompt is made of. They leave
         the queue and a ``messages_delivered`` marker records them in the same transaction as
         the turn: whatever happens (a crash, a failed write), either the turn exists and its
-        messages are delivered, or there is no turn and they are still queued."""
+        messages are delivered, or there is no turn and they are still queued.
+
+        ``started_at``: when the turn really started, where that was not now (an imported turn
+        keeps the CLI's time)."""
         with self._db_lock:
             with self._tx():
                 now = self._tick()
@@ -224,7 +227,8 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                     cur = self._conn.execute(
                         "INSERT INTO turns (conversation_id, stream_id, agent, prompt, status,"
                         " started_at) VALUES (?, ?, ?, ?, ?, ?)",
-                        (conversation_id, stream_id, agent, prompt, STATUS_RUNNING, now),
+                        (conversation_id, stream_id, agent, prompt, STATUS_RUNNING,
+                         now if started_at is None else started_at),
                     )
                 except sqlite3.IntegrityError as exc:
                     raise ValueError(f"stream id {stream_id!r} already has a turn") from exc
@@ -238,7 +242,8 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                 self._live[stream_id] = Live(cur.lastrowid, conversation_id,
                                              OutputCap(self.limits))
         return Turn(cur.lastrowid, conversation_id, stream_id, agent, prompt, STATUS_RUNNING,
-                    None, now, None, None, None, None, None, None)
+                    None, now if started_at is None else started_at,
+                    None, None, None, None, None, None)
 
     def turns(self, conversation_id: int) -> list[Turn]:
         """Oldest first."""
