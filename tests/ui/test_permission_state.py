@@ -18,6 +18,7 @@ import pytest
 from helpers import fill_chat
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLabel
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
@@ -276,3 +277,34 @@ def test_stop_while_asking_stores_the_cancel_and_silences_the_watchdog(
                 if isinstance(e, PermissionSettled)]
     assert outcomes == ["cancelled"]
     assert processes_of(stream_id) == []
+
+
+def test_a_running_tool_built_again_keeps_counting_from_its_real_start(
+        start_app: StartApp, home: Path) -> None:
+    """The tool card of a running turn that is built again (a search jump and back) shows the
+    time since the call began, not since the rebuild."""
+    drv = start_long_chat(start_app, home)
+    drv.use_agent(asking_manifest())
+    stream_id = drv.send("clean up the build folder")
+    open_card(drv, stream_id)
+    view = drv.pane.transcript.turn(stream_id)
+    assert view is not None
+    [tool] = view.tool_cards()
+    began = tool.started
+    assert began is not None
+    jump_away(drv, stream_id)
+    away = time.monotonic()
+    drv.qtbot.waitUntil(lambda: time.monotonic() - away > 1.2, timeout=5_000)
+    search(drv, "clean up the build")
+    open_card(drv, stream_id)
+    rebuilt = drv.pane.transcript.turn(stream_id)
+    assert rebuilt is not None and rebuilt is not view
+    [again] = rebuilt.tool_cards()
+    assert again is not tool and again.started == began
+    again.tick()
+    label = again.findChild(QLabel, "toolElapsed")
+    assert label is not None
+    shown = label.text()
+    assert shown.endswith(" s") and float(shown.split()[0]) >= 1.2, shown
+    drv.button("stopButton").click()
+    assert drv.wait_finished().status == "cancelled"

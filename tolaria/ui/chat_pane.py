@@ -401,6 +401,7 @@ class ChatPane(QWidget):
             view.end(ending)
             self.transcript.schedule(view)
         self.questions.finished(stream_id, stream_id == self.running_stream)
+        self.transcript.turn_ended(stream_id)
         if stream_id == self.running_stream:
             self.running_stream = None
             self._show_running(False)

@@ -106,6 +106,9 @@ class TurnView(QWidget):
         #: What waits to be shown (tolaria/ui/turn_queue.py).
         self.queue = TurnQueue(stream_id)
         self._tools: dict[str, ToolCard] = {}
+        #: When this turn's live tool calls began, by tool id (monotonic), shared with the
+        #: transcript so that a view built again keeps counting from the real start.
+        self.tool_started: dict[str, float] = {}
         self._errors: list[ErrorCard] = []
         self._questions: dict[str, PermissionCard] = {}
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
@@ -345,7 +348,10 @@ class TurnView(QWidget):
 
     def _apply(self, event: Event) -> None:
         if isinstance(event, ToolStart):
-            card = ToolCard(event.tool_id, event.name, event.input, self, live=not self.ended)
+            card = ToolCard(event.tool_id, event.name, event.input, self, live=not self.ended,
+                            started=self.tool_started.get(event.tool_id))
+            if card.started is not None:
+                self.tool_started.setdefault(event.tool_id, card.started)
             self._tools[event.tool_id] = card
             self._add_block(card)
         elif isinstance(event, ToolUpdate):

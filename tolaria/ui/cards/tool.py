@@ -89,7 +89,8 @@ class ToolCard(Surface):
     expanded."""
 
     def __init__(self, tool_id: str, name: str, tool_input: object,
-                 parent: QWidget | None = None, *, live: bool = True) -> None:
+                 parent: QWidget | None = None, *, live: bool = True,
+                 started: float | None = None) -> None:
         super().__init__("card", parent)
         self.setObjectName("toolCard")
         self.tool_id = tool_id
@@ -97,8 +98,9 @@ class ToolCard(Surface):
         self.output = ""
         self.tool_input = tool_input
         self.is_error = False
-        #: Monotonic start (a live call) for the elapsed time; None when restored.
-        self.started = time.monotonic() if live else None
+        #: Monotonic start (a live call) for the elapsed time; None when restored. ``started``:
+        #: when the call began, for a live card built again (a search jump and back).
+        self.started = started if started is not None else time.monotonic() if live else None
         self.elapsed: float | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 4, 10, 6)

@@ -95,6 +95,8 @@ class TranscriptView(QScrollArea):
         #: Open permission questions of live turns, by stream id and key: asked again whenever
         #: the turn's view is built (a search jump and back), whatever its stored events say.
         self._questions: dict[str, dict[str, PermissionRequest]] = {}
+        #: When the tool calls of live turns began (TurnView.tool_started), by stream id.
+        self._tool_started: dict[str, dict[str, float]] = {}
         #: Text the chat's search is showing (highlighted in every held turn).
         self.needle = ""
         self._timer = QTimer(self)
@@ -172,6 +174,7 @@ class TranscriptView(QScrollArea):
             self._order.append(turn)
             self._sticky = True
         self._turns[stream_id] = turn
+        turn.tool_started = self._tool_started.setdefault(stream_id, turn.tool_started)
         if stream_id in self._restarted:
             turn.collapse_restarted()
         for key, text in self._steered.get(stream_id, ()):
@@ -201,6 +204,7 @@ class TranscriptView(QScrollArea):
             ending = Ending(turn.status, turn.duration_ms, survivors, turn.input_tokens,
                             turn.output_tokens, turn.cost_usd, turn.stop_reason)
             view.end(ending)
+            self._tool_started.pop(turn.stream_id, None)  # nothing of it runs any more
         return view, ending
 
     def show_page(self, page: TurnPage, agent_names: dict[str, str]) -> list[Ending | None]:
@@ -316,6 +320,10 @@ class TranscriptView(QScrollArea):
 
     def release_questions(self, stream_id: str) -> None:
         self._questions.pop(stream_id, None)
+
+    def turn_ended(self, stream_id: str) -> None:
+        """A live turn ended: what was held for building its view again is let go."""
+        self._tool_started.pop(stream_id, None)
 
     def add_late(self, stream_id: str, event: Event) -> bool:
         """A live event of a turn whose view is not built yet but whose stored page is queued
