@@ -199,10 +199,13 @@ class TurnView(QWidget):
         QGuiApplication.clipboard().setText(self.text())
 
     def set_needle(self, needle: str) -> None:
-        """Highlight ``needle`` in the answer text (a search match), now and as it renders."""
+        """Highlight ``needle`` (a search match) in the prompt and the answer text, now and as
+        the answer renders."""
         self.needle = needle
         for chunk in self.findChildren(RichText):
             chunk.highlight(needle)
+        for bubble in self.findChildren(Bubble):
+            bubble.highlight(needle)
 
     def add_steered(self, key: int, text: str) -> None:
         """A message the user gave this turn while it ran (a stored ``message_steered`` marker):
@@ -215,6 +218,8 @@ class TurnView(QWidget):
         bubble.setTextFormat(Qt.TextFormat.PlainText)
         bubble.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         bubble.setToolTip("Sent while running")
+        if self.needle:
+            bubble.highlight(self.needle)
         self._steered[key] = bubble
         self._add_block(bubble)
 

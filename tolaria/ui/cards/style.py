@@ -11,6 +11,7 @@ kept to single leaf widgets (the Send/Stop buttons, scroll bars).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QRectF, Qt
@@ -124,15 +125,53 @@ class Surface(QFrame):
 
 
 class Bubble(QLabel):
-    """The user's prompt on a soft accent surface."""
+    """The user's prompt on a soft accent surface (plain text, never markup of the prompt's)."""
 
     def __init__(self, text: str, parent: QWidget | None = None) -> None:
         super().__init__(text, parent)
         self.setContentsMargins(12, 8, 12, 8)
+        self.plain = text
+
+    def highlight(self, needle: str) -> None:
+        """Mark every occurrence of ``needle`` (a search match, any case) in the prompt. The
+        prompt is escaped, so the only markup is the marks themselves."""
+        spans = find_all(self.plain, needle)
+        if not spans:
+            self.setTextFormat(Qt.TextFormat.PlainText)
+            self.setText(self.plain)
+            return
+        color = theme.accent()
+        color.setAlpha(90)
+        mark = f'<span style="background-color: {color.name(QColor.NameFormat.HexArgb)}">'
+        parts, at = [], 0
+        for start, end in spans:
+            parts += [html.escape(self.plain[at:start]), mark, html.escape(self.plain[start:end]),
+                      "</span>"]
+            at = end
+        parts.append(html.escape(self.plain[at:]))
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setText(f'<p style="white-space: pre-wrap">{"".join(parts)}</p>')
 
     def paintEvent(self, event: QPaintEvent) -> None:
         paint_surface(self, "prompt", 10.0)
         super().paintEvent(event)
+
+
+def find_all(text: str, needle: str, limit: int = 200) -> list[tuple[int, int]]:
+    """Where ``needle`` occurs in ``text`` ignoring case, as (start, end), at most ``limit``."""
+    if not needle:
+        return []
+    folded, wanted = text.casefold(), needle.casefold()
+    if len(folded) != len(text):  # a character that folds to several: no safe offsets
+        folded, wanted = text.lower(), needle.lower()
+        if len(folded) != len(text):
+            return []
+    spans: list[tuple[int, int]] = []
+    at = folded.find(wanted)
+    while at >= 0 and len(spans) < limit:
+        spans.append((at, at + len(wanted)))
+        at = folded.find(wanted, at + len(wanted))
+    return spans
 
 
 def pane_button_css(kind: str) -> str:
