@@ -349,3 +349,32 @@ def sigkill(proc: subprocess.Popen[str]) -> str:
     proc.send_signal(signal.SIGKILL)
     rest, _ = proc.communicate(timeout=30)
     return rest
+
+
+def chain_alive(log: Path | str) -> list[int]:
+    """Live (non-zombie) generations of a hop chain (tests/fakes/hop_chain.py) writing ``log``:
+    found by the log's path in their command line, whatever their pid or environment."""
+    needle = os.fsencode(str(log))
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if needle not in fh.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
+def chain_generations(log: Path | str) -> int:
+    """How many generations a hop chain has written to ``log`` (its first process included)."""
+    try:
+        return len(Path(log).read_text().split())
+    except OSError:
+        return 0

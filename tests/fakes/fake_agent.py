@@ -4,7 +4,8 @@ A real process that prints Claude Code's stream-json (``--output-format stream-j
 see tests/fixtures/claude/) with session id ``fake-session``, then misbehaves as MODE asks: hangs,
 floods, prints oversized or malformed lines, crashes, ignores SIGTERM, or leaves processes behind
 (a tool in a new session, a grandchild holding stdout, a setsid double-fork daemon, a deep tree,
-a non-dumpable daemon, a pid hopper, ssh-agent).
+a non-dumpable daemon, a pid hopper and a minutes-long hop chain, a daemon with an empty
+environment, ssh-agent).
 The mode may also come from ``FAKE_AGENT_MODE``. Every line is flushed as soon as it is written.
 Modes that spawn processes write their pids (one per line) to ``FAKE_PIDFILE`` if it is set; the
 file appears complete (written then renamed) only once every pid exists.
@@ -12,6 +13,7 @@ file appears complete (written then renamed) only once every pid exists.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -339,6 +341,71 @@ def hopper(prompt: str) -> None:
     hang()
 
 
+def _chain(bare: bool) -> None:
+    """A tool that on SIGTERM becomes a fork-and-exit chain for minutes (tests/fakes/
+    hop_chain.py), in a session of its own; ``bare``: double-forked away (an orphan) with an
+    empty environment, so no marker and no parentage leads to it."""
+    init()
+    log, pidfile = os.environ["FAKE_HOPLOG"], os.environ["FAKE_PIDFILE"]
+    argv = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                         "hop_chain.py"), log, pidfile]
+    if os.fork() == 0:
+        os.setsid()
+        if bare and os.fork():
+            os._exit(0)
+        _detach()
+        os.execve(sys.executable, argv, {} if bare else dict(os.environ))
+    if bare:
+        os.wait()
+    _wait_file(pidfile)
+    text("hop chain started")
+    hang()
+
+
+def hopper_chain(prompt: str) -> None:
+    _chain(bare=False)
+
+
+def hopper_chain_bare(prompt: str) -> None:
+    _chain(bare=True)
+
+
+def scrubbed_daemon(prompt: str) -> None:
+    """setsid + double fork + an empty environment (``sleep 300`` exec'd with ``env={}``), as a
+    daemon that strips its environment does; FAKE_NONDUMPABLE=1 also makes it non-dumpable
+    first (as ssh-agent is). FAKE_PIDFILE gets the daemon's pid."""
+    init()
+    read_fd, write_fd = os.pipe()
+    if os.fork() == 0:
+        os.close(read_fd)
+        os.setsid()
+        pid = os.fork()
+        if pid:
+            os.write(write_fd, f"{pid}\n".encode())
+            os._exit(0)
+        os.close(write_fd)
+        if os.environ.get("FAKE_NONDUMPABLE") == "1":
+            _not_dumpable()
+        _detach()
+        os.execve("/bin/sleep", ["sleep", "300"], {})
+    os.close(write_fd)
+    os.wait()
+    with os.fdopen(read_fd) as fh:
+        daemon_pid = int(fh.read().strip())
+    deadline = time.monotonic() + 10  # until the daemon runs sleep (its environment is empty)
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), open(f"/proc/{daemon_pid}/comm") as fh:
+            if fh.read().strip() == "sleep":
+                break
+        time.sleep(0.005)
+    write_pidfile([daemon_pid])
+    text("scrubbed daemon started")
+    if os.environ.get("FAKE_EXIT_AFTER_DAEMON") == "1":
+        result("scrubbed daemon started")
+        sys.exit(0)
+    hang()
+
+
 def catch_term(prompt: str) -> None:
     """Catches SIGTERM (a handler: SigCgt, not SigIgn), notes it in FAKE_SIGNALS, runs on."""
     path = os.environ.get("FAKE_SIGNALS", os.devnull)
@@ -455,7 +522,8 @@ MODES: dict[str, Callable[[str], None]] = {
     "ignore_term_tree": ignore_term_tree, "echo_stdin": echo_stdin, "lines": lines,
     "print_env": print_env, "ask": ask, "hang_once": hang_once,
     "dumpable_daemon": dumpable_daemon, "hopper": hopper, "catch_term": catch_term,
-    "ssh_agent": ssh_agent, "edit_files": edit_files,
+    "ssh_agent": ssh_agent, "edit_files": edit_files, "hopper_chain": hopper_chain,
+    "hopper_chain_bare": hopper_chain_bare, "scrubbed_daemon": scrubbed_daemon,
 }
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from tolaria.core.events import Survivor
-from tolaria.core.process import procfs
+from tolaria.core.process import freeze, procfs
 from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.treefind import (
     APP_CHILD_MARKER,
@@ -59,6 +59,12 @@ class TreeKiller(TreeFinder):
     #: Start time of the first signal (clock ticks after boot): a process born after it outside
     #: the known tree (an orphan, or a new session: a "pid hopper" escaping) gets SIGKILL.
     _stop_ticks: int | None = field(default=None, repr=False)
+    #: Set once a process of the run is seen forking away during the stop (born during it
+    #: outside the tree, or a child of ours born during it that already exited): the stop then
+    #: freezes the run before the kill (freeze.py) instead of chasing new pids.
+    hopping: bool = field(default=False, repr=False)
+    #: Whether a process sent SIGTERM had a handler for it: only then can one hop away.
+    _catchers: bool = field(default=False, repr=False)
 
     # -- signalling ------------------------------------------------------------------------
     @with_spare_fd  # a process out of fds must still stop the run
@@ -88,14 +94,17 @@ class TreeKiller(TreeFinder):
         Catchers (SigCgt) get SIGTERM and their grace."""
         if groups:
             self._signal_groups(signal.SIGTERM)
+        live = {p.pid for p in self.alive()}  # once: a hopper makes thousands of known pids
         for proc in procs:
-            sig = signal.SIGKILL if self._hopeless(proc) else signal.SIGTERM
+            sig = signal.SIGKILL if self._hopeless(proc, live) else signal.SIGTERM
+            if sig == signal.SIGTERM and procfs.HAS_PROC and not self._catchers:
+                self._catchers = freeze.catches(proc.pid, signal.SIGTERM)
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
         if self._stop_ticks is None:
             self._stop_ticks = procfs.now_ticks()
 
-    def _hopeless(self, proc: psutil.Process) -> bool:
+    def _hopeless(self, proc: psutil.Process, live: set[int]) -> bool:
         """Whether SIGTERM cannot end ``proc`` or it is running from the stop."""
         if not procfs.HAS_PROC:
             return False
@@ -104,10 +113,11 @@ class TreeKiller(TreeFinder):
         st = procfs.stat(proc.pid)
         if self._stop_ticks is None or st is None or st.start < self._stop_ticks:
             return False
-        live = {p.pid for p in self.alive()}
         # Born during the stop and already orphaned, or in a session of its own: it forked
         # away from a signalled process instead of exiting.
-        return st.ppid not in live or st.sid == proc.pid
+        hopper = st.ppid not in live or st.sid == proc.pid
+        self.hopping = self.hopping or hopper
+        return hopper
 
     async def kill(self, grace: float, verify: float = 2.0, poll: float = 0.005, *,
                    root_had_grace: bool = False) -> list[Survivor]:
@@ -129,11 +139,22 @@ class TreeKiller(TreeFinder):
         self._terminate(self.alive(), groups=True)
         # The rest of /proc (markers, sessions) is scanned by _wait_gone: as soon as the known
         # tree is gone, or after _RESCAN_S. A stop of an obeying tree costs one pass over /proc.
-        if await self._wait_gone(signal.SIGTERM, grace, poll):
+        settled = await self._wait_gone(signal.SIGTERM, grace, poll)
+        if settled and not self.hopping and not await self._hopper_missed():
             return self._finish()
+        # Grace over, or a pid hopper: freeze what is left (a stopped process cannot fork),
+        # then SIGKILL it all; the hopper's dead generations are reaped as they appear.
+        if procfs.HAS_PROC:
+            await freeze.freeze_and_kill(self, self._stop_ticks or 0, verify)
         self.signal_all(signal.SIGKILL)
         await self._wait_gone(signal.SIGKILL, verify, poll)
         return self._finish()
+
+    async def _hopper_missed(self) -> bool:
+        """Whether a process that could act on SIGTERM left a hopper the scans missed."""
+        if not (self._catchers and procfs.HAS_PROC):
+            return False
+        return not await freeze.confirm_no_hopper(self, self._stop_ticks or 0)
 
     async def _wait_gone(self, sig: int, timeout: float, poll: float) -> bool:
         """Poll the known processes; every ~50 ms rescan for new ones and signal them too.
@@ -153,6 +174,8 @@ class TreeKiller(TreeFinder):
                 if not self._resnapshot_and_resignal(sig) and settled:
                     return True
                 next_scan = time.monotonic() + _RESCAN_S
+            if self.hopping and sig != signal.SIGKILL:
+                return False  # the caller freezes the run: no point chasing new pids
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(delay)
@@ -160,8 +183,15 @@ class TreeKiller(TreeFinder):
 
     @with_spare_fd  # a process out of fds must still stop the run
     def _resnapshot_and_resignal(self, sig: int) -> bool:
-        """Scan once more; signal what is new; return whether anything new was found."""
-        new = self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
+        """Scan once more; signal what is new; return whether anything new was found.
+
+        Only live processes count as new: a zombie cannot fork. But a zombie child of ours
+        born during the stop is a generation of a pid hopper that forked and exited: it is
+        reaped at once (or they pile up by the thousand) and the stop turns to freezing."""
+        if procfs.HAS_PROC and self._stop_ticks is not None and freeze.reap_orphans(self._stop_ticks):
+            self.hopping = True
+        found = self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
+        new = [p for p in found if _alive(p)]
         if new and sig == signal.SIGKILL:
             self.signal_all(sig)
         elif new:
@@ -172,6 +202,8 @@ class TreeKiller(TreeFinder):
     @with_spare_fd  # a process out of fds must still stop the run
     def _finish(self) -> list[Survivor]:
         reap_adopted(p.pid for p in self.known.values() if p is not self.root)
+        if procfs.HAS_PROC and self._stop_ticks is not None:
+            freeze.reap_orphans(self._stop_ticks)
         survivors = []
         for proc in self.alive():
             try:

@@ -49,6 +49,11 @@ def forget_own_child(pid: int) -> None:
     _own_children.discard(pid)
 
 
+def is_own_child(pid: int) -> bool:
+    """Whether this process spawned ``pid`` on purpose (its exit status is someone's)."""
+    return pid in _own_children
+
+
 #: Kept agent processes alive now (docs/adr/0009). While one lives, an adopted orphan without a
 #: marker could be its, so no run counts as the "sole run" that may claim such orphans.
 _kept_alive = 0
@@ -95,6 +100,11 @@ def enable_child_subreaper() -> bool:
         except (OSError, AttributeError):
             _subreaper_enabled = False
     return _subreaper_enabled
+
+
+def is_subreaper() -> bool:
+    """Whether orphans of our descendants are re-parented to us (enable_child_subreaper)."""
+    return bool(_subreaper_enabled)
 
 
 def mark_env(env: dict[str, str], stream_id: str) -> dict[str, str]:

@@ -1,0 +1,245 @@
+"""Freezing a run's processes before the kill, and reaping the orphans we adopted.
+
+A "pid hopper" (a tool that answers SIGTERM by becoming a fork-and-exit chain: every generation
+``setsid()``s, forks and exits, one process alive at a time, a new pid every ~ms) outruns any
+scan-and-kill: by the time a scan has found a generation and signalled it, it has forked the
+next one and exited. A *stopped* process cannot fork (a pending SIGSTOP makes a ``fork`` in
+progress restart, and a stopped one runs no code), so the stop first sweeps the run's
+processes with SIGSTOP, again and again, until a sweep finds nothing new, and only then
+SIGKILLs them all. See docs/adr/0017-freezing-hoppers-and-crash-tracking.md.
+
+A sweep is *clean* when every process it finds is already stopped (state ``T``, not merely
+signalled: one that died before the SIGSTOP landed may have forked first) and no child of ours
+that was born during the stop has just exited (the same evidence: it forked and exited). A
+generation whose parent exited is re-parented to us (the child subreaper), so it is in our own
+children list; one whose parent is stopped is in that parent's: both are read every sweep.
+Two clean sweeps in a row, the last one over all of ``/proc``, end the freeze.
+
+Reaping: a subreaper inherits every orphan's exit status. Nobody else waits for an adopted
+orphan, so unless we ``waitpid`` it, each dead generation stays our zombie and holds a pid (a
+hop chain produces a thousand a second; pid_max may be 32,768). ``reap_orphans`` reaps zombie
+children of ours that we did not spawn: never our own children (agents, the watchdog:
+treefind's ``remember_own_child``), never one in our own session (what the app or a library
+started for itself stays there), and only ones born after a given moment (the stop, or the
+run's agent). Outside a stop a zombie is reaped only once it has stayed a zombie for a while,
+so a child someone else spawned in a session of its own is left to its own waiter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from tolaria.core.process import procfs, procread
+
+if TYPE_CHECKING:
+    from tolaria.core.process.treefind import TreeFinder
+
+#: Pause between two sweeps: a generation lives ~1 ms, a sweep of our children ~0.1 ms.
+_SWEEP_PAUSE_S = 0.001
+#: How long a zombie of ours must have stayed one before ``OrphanReaper`` reaps it outside a
+#: stop: any waiter of its own (asyncio's child watcher, Popen.wait) has had its chance.
+ZOMBIE_AGE_S = 0.5
+
+
+def _is_stopped(pid: int, start: int) -> bool | None:
+    """True: stopped; False: running; None: gone, a zombie, or another process now."""
+    st = procfs.stat(pid)
+    if st is None or st.start != start or st.zombie:
+        return None
+    return st.state in (b"T", b"t")
+
+
+def catches(pid: int, sig: int) -> bool:
+    """Whether ``pid`` has a handler for ``sig`` (SigCgt): only such a process can act on a
+    SIGTERM, e.g. by forking away instead of exiting. False when unknown."""
+    raw = procread.read(f"/proc/{pid}/status", short=True)
+    at = -1 if raw is None else raw.find(b"\nSigCgt:")
+    if raw is None or at < 0:
+        return False
+    end = raw.find(b"\n", at + 1)
+    try:
+        return bool(int(raw[at + 8:end if end >= 0 else len(raw)].strip(), 16) & (1 << (sig - 1)))
+    except ValueError:
+        return False
+
+
+async def confirm_no_hopper(finder: TreeFinder, since: int) -> bool:
+    """After a stop looked settled: whether it really was, for a run in which some process
+    could act on SIGTERM. A generation of a hopper that the last scan missed (it was listed
+    alive, gone when read, its child born after the listing) forks and exits within moments:
+    its zombie (re-parented to us) or its adopted live child shows up in our children list.
+    A few looks over ~7 ms: the cost of one pass over our children each."""
+    freezer = Freezer(finder, since)
+    for delay in (0.001, 0.002, 0.004):
+        await asyncio.sleep(delay)
+        if reap_orphans(since):
+            return False
+        for pid in freezer._known_sweep():
+            st = procfs.stat(pid)
+            if st is not None and not st.zombie and st.start >= since:
+                return False
+    return True
+
+
+def own_children() -> list[int]:
+    """Our direct children (zombies included): the kernel's children lists of our threads."""
+    return procfs.children(os.getpid()) or []
+
+
+def _adoptable(st: procfs.Stat, born_after: int) -> bool:
+    from tolaria.core.process import treefind
+
+    return (treefind.is_subreaper() and not treefind.is_own_child(st.pid)
+            and st.sid != os.getsid(0) and st.start >= born_after)
+
+
+def reap_orphans(born_after: int) -> int:
+    """``waitpid`` every zombie child of ours adopted since ``born_after`` (clock ticks after
+    boot; see the module docstring for which ones); return how many were reaped."""
+    reaped = 0
+    for pid in own_children():
+        st = procfs.stat(pid)
+        if st is None or not st.zombie or not _adoptable(st, born_after):
+            continue
+        with contextlib.suppress(ChildProcessError, OSError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                reaped += 1
+    return reaped
+
+
+class OrphanReaper:
+    """Reaps the zombies a run's adopted orphans leave, outside a stop (a tool that forks and
+    exits while the run goes on): a zombie is reaped once it has been one for ZOMBIE_AGE_S."""
+
+    def __init__(self, born_after: int) -> None:
+        self.born_after = born_after
+        self._seen: dict[tuple[int, int], float] = {}
+
+    def reap(self) -> int:
+        now = time.monotonic()
+        seen: dict[tuple[int, int], float] = {}
+        reaped = 0
+        for pid in own_children():
+            st = procfs.stat(pid)
+            if st is None or not st.zombie or not _adoptable(st, self.born_after):
+                continue
+            key = (pid, st.start)
+            first = self._seen.get(key, now)
+            if now - first < ZOMBIE_AGE_S:
+                seen[key] = first
+                continue
+            with contextlib.suppress(ChildProcessError, OSError):
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    reaped += 1
+        self._seen = seen
+        return reaped
+
+
+class Freezer:
+    """One freeze of a run's processes (``finder``: what the run's stop knows and can scan)."""
+
+    def __init__(self, finder: TreeFinder, since: int) -> None:
+        self.finder = finder
+        #: Start of the stop (clock ticks): a zombie child of ours born after it is a hopper's.
+        self.since = since
+        #: (pid, start ticks) of every process this freeze stopped.
+        self.stopped: set[tuple[int, int]] = set()
+        self.sweeps = 0
+
+    def _stop_new(self, pids: Iterable[int]) -> bool:
+        """SIGSTOP each live process of ``pids`` not stopped yet; whether any was new."""
+        new = False
+        me = os.getpid()
+        for pid in pids:
+            st = procfs.stat(pid)
+            if pid == me or st is None or st.zombie or (pid, st.start) in self.stopped:
+                continue
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+                self.stopped.add((pid, st.start))
+                new = True
+        return new
+
+    def _known_sweep(self) -> set[int]:
+        """The fast half of a sweep, without reading all of /proc: our adopted children the run
+        claims, the root, and the descendants of those and of what is stopped (the kernel's
+        children lists). Nothing here reads every known process: a hopper makes thousands."""
+        finder = self.finder
+        seeds = [pid for pid, start in self.stopped if _is_stopped(pid, start) is not None]
+        root = finder.root
+        if root is not None:
+            seeds.append(root.pid)
+        for pid in own_children():
+            st = procfs.stat(pid)
+            if st is None or st.zombie or (pid, st.start) in self.stopped:
+                continue
+            env = procfs.environ(pid)
+            if (env is not None and finder._marked(env)) or finder._claims_orphan(st, env):
+                seeds.append(pid)
+        found: set[int] = set()
+        while seeds:
+            pid = seeds.pop()
+            if pid in found:
+                continue
+            found.add(pid)
+            seeds.extend(procfs.children(pid) or ())
+        return found
+
+    def sweep(self, full: bool) -> bool:
+        """One sweep; whether it was clean (nothing new, everything found already stopped)."""
+        self.sweeps += 1
+        pids = self._known_sweep()
+        if full:
+            pids |= self.finder._scan_proc()
+        clean = not self._stop_new(pids)
+        # A generation that exited after we saw it alive may have forked first.
+        if reap_orphans(self.since):
+            clean = False
+        for pid, start in list(self.stopped):
+            state = _is_stopped(pid, start)
+            if state is None:
+                self.stopped.discard((pid, start))
+                clean = False
+            elif not state:
+                clean = False  # signalled, not stopped yet
+        return clean
+
+    async def freeze(self, timeout: float) -> bool:
+        """Sweep until two clean sweeps in a row (the last over all of /proc); False if
+        ``timeout`` ran out first (what was stopped is killed all the same)."""
+        deadline = time.monotonic() + timeout
+        clean_in_a_row = 0
+        while time.monotonic() < deadline:
+            if self.sweep(full=clean_in_a_row >= 1):
+                clean_in_a_row += 1
+                if clean_in_a_row >= 2:
+                    return True
+            else:
+                clean_in_a_row = 0
+            await asyncio.sleep(_SWEEP_PAUSE_S)
+        return False
+
+    def kill(self) -> None:
+        """SIGKILL every process this freeze stopped (a stopped process dies of SIGKILL too),
+        then reap the zombies of ours that leaves."""
+        # Known to the run's stop first: its verify and its survivors then cover them.
+        self.finder._add(pid for pid, _start in self.stopped)
+        for pid, start in self.stopped:
+            if _is_stopped(pid, start) is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+async def freeze_and_kill(finder: TreeFinder, since: int, timeout: float) -> Freezer:
+    """Freeze the run's processes (at most ``timeout`` s), SIGKILL them, reap what we adopted."""
+    freezer = Freezer(finder, since)
+    await freezer.freeze(timeout)
+    freezer.kill()
+    reap_orphans(since)
+    return freezer
