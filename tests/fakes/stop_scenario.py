@@ -64,6 +64,8 @@ async def scenario(mode: str, work: Path) -> dict[str, Any]:
            "FAKE_SSH_SOCK": str(work / "ssh.sock")}
     if mode == "hopper_hidden":
         mode, env["FAKE_NONDUMPABLE"] = "hopper", "1"
+    # A hop chain catches SIGTERM: a long grace that the stop must not wait out.
+    grace = 5.0 if mode.startswith("hopper_chain") else 0.5
     manifest = Manifest(id="scenario", name=f"scenario {mode}", protocol="claude-stream-json",
                         command=(sys.executable, str(FAKE_AGENT), mode, "{prompt}"))
     registry = ProcessRegistry()
@@ -71,7 +73,7 @@ async def scenario(mode: str, work: Path) -> dict[str, Any]:
     texts: list[Event] = []
     task = asyncio.ensure_future(stream_ai_agent(
         RunRequest(manifest, "go", str(work), env), sid, texts.append, registry=registry,
-        grace_s=0.5))
+        grace_s=grace))
     deadline = time.monotonic() + 20
     while not any(e.kind == "text_delta" for e in texts):
         if task.done() or time.monotonic() > deadline:
@@ -84,6 +86,7 @@ async def scenario(mode: str, work: Path) -> dict[str, Any]:
     done = await asyncio.wait_for(task, 30)
     stop_ms = (time.monotonic() - started) * 1000
     assert isinstance(done, Done)
+    await asyncio.sleep(0.1)  # a chain that still hops grows its log meanwhile
     pids = _pids(pidfile, hoplog)
     return {"uid": os.getuid(), "stop_reason": done.stop_reason,
             "survivors": [[s.pid, s.name] for s in done.survivors], "pids": pids,

@@ -4,27 +4,40 @@ exits, one process alive at a time, a new pid every ~ms. Stop freezes the run's 
 (a SIGSTOP sweep until a sweep finds nothing new: a stopped generation cannot fork), then
 SIGKILLs them (tolaria/core/process/freeze.py), and reaps the dead generations it adopted.
 
-From another process (``tolaria abort``) and as non-root: test_hop_chain_remote.py.
+As non-root: test_nonroot.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from helpers import (
+    FAKE_AGENT,
     assert_run_gone,
     async_test,
     chain_alive,
     chain_generations,
+    cli_env,
     fake_manifest,
     start_run,
     wait_pidfile,
 )
+
+from tolaria.core.events import Survivor
+from tolaria.core.process import control_client
+from tolaria.core.process.control import ControlServer
+from tolaria.core.process.registry import ProcessRegistry
+from tolaria.core.stream_id import new_stream_id
 
 #: The promise: the chain is gone this soon after the abort.
 GONE_WITHIN_S = 2.0
@@ -111,3 +124,110 @@ async def test_a_minutes_long_hop_chain_is_ended_by_stop(tmp_path: Path, mode: s
     assert elapsed < GONE_WITHIN_S, f"the stop took {elapsed:.2f} s"
     assert zombies == [], f"dead generations left as our zombies: {len(zombies)}"
     assert_run_gone(run.stream_id)
+
+
+# --- from another process: ``tolaria abort`` of a ``tolaria run`` ------------------------------
+
+
+def _chain_agent(home: Path, mode: str) -> str:
+    """A user manifest running the fake agent in ``mode``; returns its id."""
+    agent = f"fake-{mode.replace('_', '-')}"
+    folder = home / "adapters"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{agent}.toml").write_text(
+        f'id = "{agent}"\nname = "Fake {mode}"\nprotocol = "claude-stream-json"\n'
+        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE_AGENT))}, "
+        f'"{mode}", "{{prompt}}"]\n')
+    return agent
+
+
+@pytest.mark.parametrize("mode", ["hopper_chain", "hopper_chain_bare"])
+def test_tolaria_abort_answers_true_only_once_the_chain_is_gone(tolaria_home: Path,
+                                                               tmp_path: Path,
+                                                               mode: str) -> None:
+    """``tolaria run --grace 5`` owns the chain; ``tolaria abort`` from another process prints
+    ``true`` within 2 s, and by then no generation lives (the run's own process, the child
+    subreaper, reaped them)."""
+    log, pidfile = tmp_path / "hops", tmp_path / "pids"
+    sid = new_stream_id()
+    env = cli_env(tolaria_home, FAKE_HOPLOG=str(log), FAKE_PIDFILE=str(pidfile))
+    app = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--json", "--grace", "5",
+                            "--stream-id", sid, "--agent", _chain_agent(tolaria_home, mode),
+                            "go"], env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists():
+            assert time.monotonic() < deadline and app.poll() is None, "the chain never started"
+            time.sleep(0.01)
+        time.sleep(0.2)  # the agent says it started; the run is streaming
+        started = time.monotonic()
+        abort = subprocess.run([sys.executable, "-m", "tolaria", "abort", sid], env=env,
+                               cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                               check=False)
+        elapsed = time.monotonic() - started
+        alive = _still_hopping(log)
+        app.wait(30)
+    finally:
+        leftover = _kill_chain(log)
+        if app.poll() is None:
+            app.kill()
+            app.wait(10)
+    print(f"{mode}: tolaria abort answered {abort.stdout.strip()} after {elapsed * 1000:.0f} ms,"
+          f" {chain_generations(log)} generations")
+    assert abort.stdout.strip() == "true", abort.stderr
+    assert alive == [] and leftover == [], f"chain alive after abort said true: {alive}"
+    assert chain_generations(log) >= 2, "the tool never hopped: the test proves nothing"
+    assert elapsed < GONE_WITHIN_S, f"the abort took {elapsed:.2f} s"
+
+
+# --- abort never says stopped while a process of the run lives ---------------------------------
+
+
+@async_test
+async def test_abort_answers_false_and_names_a_survivor(tmp_path: Path) -> None:
+    """A run whose stop could not end one of its processes (here a turn that keeps a real
+    ``sleep`` and reports it, as the runner does with ``done.survivors``): the registry says
+    not stopped, the control socket names the survivor, ``tolaria abort``'s client says False."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    registry = ProcessRegistry()
+    server = ControlServer(registry, folder=folder)
+    await server.start()
+    sleeper = await asyncio.create_subprocess_exec("sleep", "60")
+    run = registry.reserve(new_stream_id(), "fake")
+
+    async def turn() -> None:
+        await run.stop_event.wait()
+        run.survivors = (Survivor(pid=sleeper.pid, name="sleep"),)
+        registry.unregister(run)
+
+    task = asyncio.ensure_future(turn())
+    try:
+        reply = await asyncio.to_thread(_ask, folder, {"op": "abort", "stream_id": run.stream_id})
+        assert reply == {"ok": True, "stopped": False, "survivors": [[sleeper.pid, "sleep"]]}
+        assert sleeper.returncode is None
+        second = registry.reserve(new_stream_id(), "fake")
+        run, sid = second, second.stream_id
+        task = asyncio.ensure_future(turn())
+        assert await asyncio.to_thread(control_client.abort_remote, sid, folder, 5.0) is False
+    finally:
+        await task
+        sleeper.kill()
+        await sleeper.wait()
+        await server.close()
+
+
+def _ask(folder: Path, request: dict[str, object]) -> dict[str, object]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(next(folder.glob("*.sock"))))
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    answer: dict[str, object] = json.loads(data)
+    return answer

@@ -174,6 +174,19 @@ def test_pid_hopper_is_stopped_as_non_root(as_user: AsUser, workdir: Path, mode:
     assert len(result["pids"]) >= 1
 
 
+@pytest.mark.parametrize("mode", ["hopper_chain", "hopper_chain_bare"])
+def test_a_minutes_long_hop_chain_is_stopped_as_non_root(as_user: AsUser, workdir: Path,
+                                                         mode: str) -> None:
+    """Issue 22 item 2 without root's reach: frozen (SIGSTOP sweeps), then killed, within 2 s
+    of the abort; none of its generations (every one is in the log) is alive at ``done``."""
+    result = run_scenario(as_user, workdir, mode)
+    _assert_stopped(result)
+    assert len(result["pids"]) >= 2, "the tool never hopped: the test proves nothing"
+    assert result["stop_ms"] < 2000, result["stop_ms"]
+    print(f"{mode} as uid {result['uid']}: stopped in {result['stop_ms']:.0f} ms, "
+          f"{len(result['pids'])} generations")
+
+
 @pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="ssh-agent is not installed")
 def test_ssh_agent_is_stopped_as_non_root(as_user: AsUser, workdir: Path) -> None:
     result = run_scenario(as_user, workdir, "ssh_agent")
