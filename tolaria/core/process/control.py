@@ -173,8 +173,11 @@ class ControlServer(AcceptQueue):
                 stream_id = validate_stream_id(request.get("stream_id"))
             except InvalidStreamId as exc:
                 return {"ok": False, "error": f"invalid stream id: {exc}"}
-            stopped = await self.registry.abort_and_wait(stream_id)
-            return {"ok": True, "stopped": stopped}
+            stopped, survivors = await self.registry.abort_and_report(stream_id)
+            answer: dict[str, Any] = {"ok": True, "stopped": stopped}
+            if survivors:  # never "stopped" while a process of the run lives
+                answer["survivors"] = [[s.pid, s.name] for s in survivors]
+            return answer
         return {"ok": False, "error": "unknown request (known: list, abort)"}
 
 

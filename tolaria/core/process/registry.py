@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tolaria.core.events import Survivor
 from tolaria.core.process import proctree, watchdog
 from tolaria.core.stream_id import validate_stream_id
 
@@ -47,6 +48,8 @@ class Run:
     state: str = PENDING
     stop_event: asyncio.Event = field(default_factory=asyncio.Event)
     finished: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
+    #: What the run's stop could not end (its ``done.survivors``), set before ``finished``.
+    survivors: tuple[Survivor, ...] = ()
 
     @property
     def stop_requested(self) -> bool:
@@ -133,14 +136,23 @@ class ProcessRegistry:
         return True
 
     async def abort_and_wait(self, stream_id: str) -> bool:
-        """``abort``, then wait until the run has finished (tree gone, ``done`` emitted)."""
+        """``abort``, then wait until the run has finished (tree gone, ``done`` emitted);
+        True only if this stopped it and nothing of it survived."""
+        stopped, _survivors = await self.abort_and_report(stream_id)
+        return stopped
+
+    async def abort_and_report(self, stream_id: str) -> tuple[bool, tuple[Survivor, ...]]:
+        """``abort_and_wait``, with what survived the stop: a stop is never reported done
+        while a process of the run lives (``tolaria abort`` prints false then)."""
         validate_stream_id(stream_id)
         with self._lock:
             run = self._runs.get(stream_id)
         stopped = self.abort(stream_id)
-        if run is not None:
-            await asyncio.wrap_future(run.finished)
-        return stopped
+        if run is None:
+            return stopped, ()
+        await asyncio.wrap_future(run.finished)
+        survivors = run.survivors if stopped else ()
+        return stopped and not survivors, survivors
 
     def abort_all(self) -> list[str]:
         """Stop every live run; return the ids a stop was requested for."""

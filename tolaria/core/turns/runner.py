@@ -109,10 +109,13 @@ async def stream_ai_agent(
         turn = CliTurn(run, request, emit, registry, grace_s, max_line)
     try:
         done = await turn.execute()
+        run.survivors = done.survivors  # for abort_and_report, before ``finished``
         emit(done)
         return done
     except asyncio.CancelledError:
-        emit(turn._done(STOP_CANCELLED))  # no-op when the stop path already reported done
+        done = turn._done(STOP_CANCELLED)
+        run.survivors = done.survivors
+        emit(done)  # no-op when the stop path already reported done
         raise
     finally:
         registry.unregister(run)
