@@ -74,17 +74,69 @@ def _live_children() -> list[psutil.Process]:
     return out
 
 
+def _zombie_children() -> set[int]:
+    """Children of the test process that exited and were never reaped (waitpid)."""
+    out = set()
+    for child in psutil.Process().children():
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                out.add(child.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _reap(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except OSError:
+            continue
+
+
+def _left_zombies(before: set[int]) -> list[str]:
+    """New zombie children at the end of a test, reaped here; described for the failure.
+
+    The test process is a child subreaper (a registry made it one): orphans of what a test
+    started come back to it, and nobody else will ever reap them. A test that leaves them
+    (a pid hopper's generations, an app it SIGKILLed) fills the pid table: pid_max may be
+    32,768, and a run of this suite once left 32,366 zombies behind, after which every test
+    failed. Popen objects nobody waited for are collected first (their zombies are theirs)."""
+    import gc
+    import subprocess
+
+    gc.collect()
+    subprocess._cleanup()  # type: ignore[attr-defined]  # reaps abandoned Popen children
+    deadline = time.monotonic() + 1.0
+    while (left := _zombie_children() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)  # a waiter of its own (asyncio's watcher) may still be at it
+    names = []
+    for pid in sorted(left):
+        try:
+            names.append(f"{pid} {psutil.Process(pid).name()} (zombie)")
+        except psutil.Error:
+            names.append(f"{pid} (zombie)")
+    _reap(left)
+    return names
+
+
 @pytest.fixture(autouse=True)
 def no_leaked_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Fail any test that leaves an agent process (or any child of the test process) alive."""
+    """Fail any test that leaves an agent process (or any child of the test process) alive, or
+    a child of the test process unreaped (a zombie)."""
     prefix = str(tmp_path_factory.getbasetemp())
     before = {p.pid for p in marked_processes(prefix)} | {p.pid for p in _live_children()}
+    zombies_before = _zombie_children()
     yield
     deadline = time.monotonic() + 3.0
     leaked: list[psutil.Process] = []
     while time.monotonic() < deadline:
         leaked = [p for p in marked_processes(prefix) + _live_children() if p.pid not in before]
         if not leaked:
+            zombies = _left_zombies(zombies_before)
+            if zombies:
+                pytest.fail(f"test left {len(zombies)} zombie children (never reaped):\n  "
+                            + "\n  ".join(zombies[:20]))
             return
         time.sleep(0.05)
     names = []

@@ -25,6 +25,7 @@ from helpers import (
     is_gone,
     marker_pids,
     pid_gone,
+    reap_adopted,
     start_run,
     wait_pidfile,
     wait_until,
@@ -171,6 +172,7 @@ def _other_tolaria(home: Path, stream_id: str) -> Iterator[subprocess.Popen[byte
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+        reap_adopted()  # what it left as zombies came back to us, the subreaper
 
 
 @async_test

@@ -17,7 +17,15 @@ from pathlib import Path
 
 import psutil
 import pytest
-from helpers import async_test, cli_env, fake_manifest, marker_pids, pid_gone, start_run
+from helpers import (
+    async_test,
+    cli_env,
+    fake_manifest,
+    marker_pids,
+    pid_gone,
+    reap_adopted,
+    start_run,
+)
 
 from tolaria.core.events import TextDelta
 from tolaria.core.process import watchdog
@@ -81,6 +89,7 @@ def _kill_and_check_gone(app: subprocess.Popen[bytes], stream_id: str) -> float:
     gone_after = time.monotonic() - killed
     print(f"tree of {stream_id} gone {gone_after * 1000:.0f} ms after SIGKILL of the app")
     _wait(lambda: pid_gone(dogs[0].pid), "the watchdog to exit", within=5)
+    reap_adopted()  # the killed app's processes came back to us (the subreaper) to die
     return gone_after
 
 

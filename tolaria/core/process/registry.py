@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tolaria.core.events import Survivor
-from tolaria.core.process import proctree, watchdog
+from tolaria.core.process import proctree, tracking, watchdog
 from tolaria.core.stream_id import validate_stream_id
 
 PENDING = "pending"  # registered, agent not spawned yet
@@ -50,6 +50,8 @@ class Run:
     finished: concurrent.futures.Future[None] = field(default_factory=concurrent.futures.Future)
     #: What the run's stop could not end (its ``done.survivors``), set before ``finished``.
     survivors: tuple[Survivor, ...] = ()
+    #: Where the run writes down its processes for the watchdog (tracking.py), set on register.
+    track_path: str | None = None
 
     @property
     def stop_requested(self) -> bool:
@@ -79,8 +81,10 @@ class ProcessRegistry:
             if run.stream_id in self._runs:
                 raise DuplicateStreamError(f"stream {run.stream_id} already has a live run")
             self._runs[run.stream_id] = run
-        # Before anything is spawned: should the app die from here on, its watchdog ends the run.
-        watchdog.run_started(run.stream_id)
+        run.track_path = str(tracking.path_for(run.stream_id))
+        # Before anything is spawned: should the app die from here on, its watchdog ends the run
+        # (what carries its marker, and what its tracking file names).
+        watchdog.run_started(run.stream_id, run.track_path)
 
     def reserve(self, stream_id: str, agent: str, cwd: str | None = None) -> Run:
         """Register a PENDING run of ``stream_id`` on the running loop, before its turn starts;
@@ -99,6 +103,8 @@ class ProcessRegistry:
                 del self._runs[run.stream_id]
         if mine:
             watchdog.run_ended(run.stream_id)
+            if run.track_path is not None:
+                tracking.forget(run.track_path)
         if not run.finished.done():
             run.finished.set_result(None)
 

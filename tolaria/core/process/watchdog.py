@@ -5,10 +5,13 @@ the OOM killer picks it), nothing in it runs any more, and its runs' agents (eac
 session, so no terminal hangup or group signal reaches them) would run on. So each Tolaria
 process starts one watchdog child on the first run: ``python -m tolaria.core.process.watchdog``, in a
 new session, its stdin the read end of a pipe whose only write end Tolaria holds. Tolaria writes
-``+<stream id>`` when a run starts and ``-<stream id>`` when it has ended (tree gone). When the
-watchdog reads EOF, Tolaria is gone, however it died (the kernel closes the pipe). The watchdog
-then SIGKILLs every process whose environment carries ``TOLARIA_STREAM_ID`` of a run still in its
-live set *and* whose ``TOLARIA_OWNER`` names the app (so another Tolaria's run that reuses a
+``+<stream id>`` (with a tab and the run's tracking file, tracking.py) when a run starts and
+``-<stream id>`` when it has ended (tree gone). When the watchdog reads EOF, Tolaria is gone,
+however it died (the kernel closes the pipe). The watchdog then ends what each run still in its
+live set had written down in its tracking file (aftercrash.py: processes by pid and start time,
+members of its sessions and groups, frozen first, then SIGKILLed: daemons that scrubbed their
+environment too), then SIGKILLs every process whose environment carries ``TOLARIA_STREAM_ID`` of
+such a run *and* whose ``TOLARIA_OWNER`` names the app (so another Tolaria's run that reuses a
 stream id is never hit): their process groups and pids, a few rounds to catch forks in flight.
 
 On a clean exit Tolaria has already stopped its runs, so the set is empty: the pipe is closed at
@@ -118,21 +121,27 @@ def kill_marked(stream_ids: Iterable[bytes], rounds: int = KILL_ROUNDS,
     return len(hit)
 
 
-def serve(stdin: Iterable[bytes]) -> set[bytes]:
-    """Follow the ``+id`` / ``-id`` lines until EOF; return the runs still live at EOF."""
-    live: dict[bytes, int] = {}  # counted: two registries of one app may reuse an id
+def follow(stdin: Iterable[bytes]) -> dict[bytes, list[bytes]]:
+    """Follow the ``+id[<TAB>tracking file]`` / ``-id`` lines until EOF; return the runs still
+    live at EOF, each with the tracking files (tracking.py) its live registrations named."""
+    live: dict[bytes, list[bytes]] = {}  # a list: two registries of one app may reuse an id
     for raw in stdin:
         if not raw.endswith(b"\n"):
             break  # a torn last line: the app died while writing it
-        line = raw.strip()
-        sid = line[1:]
+        line = raw.rstrip(b"\r\n")
+        sid, _tab, track = line[1:].partition(b"\t")
         if line.startswith(b"+"):
-            live[sid] = live.get(sid, 0) + 1
+            live.setdefault(sid, []).append(track)
         elif line.startswith(b"-") and sid in live:
-            live[sid] -= 1
+            live[sid].pop(0)
             if not live[sid]:
                 del live[sid]
-    return set(live)
+    return live
+
+
+def serve(stdin: Iterable[bytes]) -> set[bytes]:
+    """Follow the lines until EOF; return the runs still live at EOF."""
+    return set(follow(stdin))
 
 
 def main() -> int:
@@ -140,9 +149,17 @@ def main() -> int:
     # only EOF (or SIGKILL) ends the watchdog.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    live = serve(sys.stdin.buffer)
+    live = follow(sys.stdin.buffer)
+    tracks = [path for paths in live.values() for path in paths if path]
+    if tracks:
+        # What a Stop would have ended, from the runs' own records: daemons without a marker
+        # (a scrubbed or unreadable environment) too. Imported only now (start-up stays fast).
+        from tolaria.core.process import aftercrash
+
+        with contextlib.suppress(Exception):
+            aftercrash.end(tracks)
     owner = os.environ.get(ENV_OWNER)
-    kill_marked(live, owner=owner.encode() if owner else None)
+    kill_marked(set(live), owner=owner.encode() if owner else None)
     return 0
 
 
@@ -214,8 +231,11 @@ class _Client:
             except OSError as exc:  # BlockingIOError, BrokenPipeError: the watchdog is stuck/gone
                 log.warning("watchdog did not take %r: %s", line.strip(), exc)
 
-    def run_started(self, stream_id: str) -> None:
-        self._send(f"+{stream_id}\n")
+    def run_started(self, stream_id: str, track: str | None = None) -> None:
+        """A run is live; ``track``: its tracking file (tracking.py), read after a crash."""
+        # A tab or a newline in the path would break the line: the marker still covers the run.
+        path = track if track and not any(c in track for c in "\t\r\n") else ""
+        self._send(f"+{stream_id}\t{path}\n" if path else f"+{stream_id}\n")
 
     def run_ended(self, stream_id: str) -> None:
         with self._lock:

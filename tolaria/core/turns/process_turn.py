@@ -32,7 +32,7 @@ from tolaria.core.events import (
     EventCallback,
     Survivor,
 )
-from tolaria.core.process import procfs, proctree
+from tolaria.core.process import procfs, proctree, tracking
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
 from tolaria.core.turns.request import RunRequest
@@ -75,6 +75,8 @@ class ProcessTurn:
         #: Set by ``_supervise`` for the wind down: the agent, its tree, our pipe readers.
         self._proc: asyncio.subprocess.Process | None = None
         self._tree: proctree.TreeKiller | None = None
+        #: Writes the run's processes down for the watchdog while it lives (tracking.py).
+        self._tracker: tracking.RunTracker | None = None
         self._readers: list[asyncio.Task[None]] = []
 
     def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
@@ -146,6 +148,7 @@ class ProcessTurn:
         try:
             return await self._supervise(proc, protocol, cwd)
         finally:
+            await self._stop_tracking()
             proctree.forget_own_child(proc.pid)
             transport.close()
 
@@ -187,7 +190,16 @@ class ProcessTurn:
         self._tree = proctree.TreeKiller(self.run.stream_id, root, since=self.run.started_at,
                                          sole_run=lambda: (self.registry.live_count() == 1
                                                            and proctree.kept_count() == 0))
+        if self.run.track_path is not None:
+            self._tracker = tracking.RunTracker(self._tree, self.run.track_path)
+            self._tracker.start()
         return self._tree
+
+    async def _stop_tracking(self) -> None:
+        """The stop takes over from the tracker (its file stays until the run is unregistered)."""
+        tracker, self._tracker = self._tracker, None
+        if tracker is not None:
+            await tracker.stop()
 
     async def _settle(self, first: set[asyncio.Future[Any]], protocol: ExitProtocol
                       ) -> tuple[bool, bool, bool]:
@@ -232,6 +244,7 @@ class ProcessTurn:
         started, ends it: the agent (unless a kept agent answered and stays) and the leftovers
         (a tool in its own session, a daemon). Only then are the pipe readers given up on.
         """
+        await self._stop_tracking()
         keep = await self._ask_to_stop(protocol) if cancelled else self._agent_stays()
         moment = 0.0 if keep else self._exit_moment(cancelled)
         if moment:
