@@ -388,3 +388,51 @@ def reap_adopted() -> int:
     from tolaria.core.process import freeze
 
     return freeze.reap_orphans(0)
+
+
+def add_fake_agent(home: Path, mode: str) -> str:
+    """A user manifest in ``home`` running tests/fakes/fake_agent.py in ``mode`` (for
+    ``tolaria run --agent``); returns its id."""
+    import json
+
+    agent = f"fake-{mode.replace('_', '-')}"
+    folder = home / "adapters"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{agent}.toml").write_text(
+        f'id = "{agent}"\nname = "Fake {mode}"\nprotocol = "claude-stream-json"\n'
+        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE_AGENT))}, "
+        f'"{mode}", "{{prompt}}"]\n')
+    return agent
+
+
+def watchdogs_of(pid: int) -> list[psutil.Process]:
+    """The watchdog (tolaria.core.process.watchdog) that process ``pid`` started."""
+    found = []
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(pid).children():
+            try:
+                with open(f"/proc/{child.pid}/environ", "rb") as fh:
+                    if b"TOLARIA_WATCHDOG=1" in fh.read().split(b"\0"):
+                        found.append(child)
+            except OSError:
+                continue
+    return found
+
+
+def reap_after_watchdog(dogs: Sequence[psutil.Process], within: float = 5.0) -> None:
+    """Wait until the killed app's watchdog has done its work and exited, then reap what came
+    back to us (``reap_adopted``)."""
+    deadline = time.monotonic() + within
+    while any(not is_gone(d) for d in dogs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    reap_adopted()
+
+
+def settle_orphans(within: float = 5.0) -> None:
+    """After an app this test started has exited: wait until the watchdogs that came back to
+    us (not our own) have exited too, then reap what came back (``reap_adopted``)."""
+    from tolaria.core.process import watchdog
+
+    ours = watchdog.watchdog_pid()
+    dogs = [d for d in watchdogs_of(os.getpid()) if d.pid != ours]
+    reap_after_watchdog(dogs, within)

@@ -13,7 +13,6 @@ file appears complete (written then renamed) only once every pid exists.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import json
 import os
@@ -370,41 +369,39 @@ def hopper_chain_bare(prompt: str) -> None:
     _chain(bare=True)
 
 
+#: The daemon of ``scrubbed_daemon``: ``python -c DAEMON PIDFILE HIDE`` with an empty environment.
+DAEMON = """\
+import ctypes, os, sys, time
+if sys.argv[2] == "1" and ctypes.CDLL(None).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    os._exit(70)
+with open(sys.argv[1] + ".tmp", "w") as fh:
+    fh.write(f"{os.getpid()}\\n")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(300)
+"""
+
+
 def scrubbed_daemon(prompt: str) -> None:
-    """setsid + double fork + an empty environment (``sleep 300`` exec'd with ``env={}``), as a
-    daemon that strips its environment does; FAKE_NONDUMPABLE=1 also makes it non-dumpable
-    first (as ssh-agent is). FAKE_PIDFILE gets the daemon's pid."""
+    """setsid + double fork + an empty environment (exec'd with ``env={}``), as a daemon that
+    strips its environment does; FAKE_NONDUMPABLE=1 also makes it non-dumpable (as ssh-agent
+    is: after the exec, which would make it dumpable again). The daemon writes FAKE_PIDFILE
+    itself once it is so."""
     init()
-    read_fd, write_fd = os.pipe()
+    pidfile = os.environ["FAKE_PIDFILE"]
+    hide = "1" if os.environ.get("FAKE_NONDUMPABLE") == "1" else "0"
     if os.fork() == 0:
-        os.close(read_fd)
         os.setsid()
-        pid = os.fork()
-        if pid:
-            os.write(write_fd, f"{pid}\n".encode())
+        if os.fork():
             os._exit(0)
-        os.close(write_fd)
-        if os.environ.get("FAKE_NONDUMPABLE") == "1":
-            _not_dumpable()
         _detach()
-        os.execve("/bin/sleep", ["sleep", "300"], {})
-    os.close(write_fd)
+        os.execve(sys.executable, [sys.executable, "-c", DAEMON, pidfile, hide], {})
     os.wait()
-    with os.fdopen(read_fd) as fh:
-        daemon_pid = int(fh.read().strip())
-    deadline = time.monotonic() + 10  # until the daemon runs sleep (its environment is empty)
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), open(f"/proc/{daemon_pid}/comm") as fh:
-            if fh.read().strip() == "sleep":
-                break
-        time.sleep(0.005)
-    write_pidfile([daemon_pid])
+    _wait_file(pidfile)
     text("scrubbed daemon started")
     if os.environ.get("FAKE_EXIT_AFTER_DAEMON") == "1":
         result("scrubbed daemon started")
         sys.exit(0)
     hang()
-
 
 def catch_term(prompt: str) -> None:
     """Catches SIGTERM (a handler: SigCgt, not SigIgn), notes it in FAKE_SIGNALS, runs on."""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
-    FAKE_AGENT,
+    add_fake_agent,
     assert_run_gone,
     async_test,
     chain_alive,
@@ -130,18 +130,6 @@ async def test_a_minutes_long_hop_chain_is_ended_by_stop(tmp_path: Path, mode: s
 # --- from another process: ``tolaria abort`` of a ``tolaria run`` ------------------------------
 
 
-def _chain_agent(home: Path, mode: str) -> str:
-    """A user manifest running the fake agent in ``mode``; returns its id."""
-    agent = f"fake-{mode.replace('_', '-')}"
-    folder = home / "adapters"
-    folder.mkdir(exist_ok=True)
-    (folder / f"{agent}.toml").write_text(
-        f'id = "{agent}"\nname = "Fake {mode}"\nprotocol = "claude-stream-json"\n'
-        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE_AGENT))}, "
-        f'"{mode}", "{{prompt}}"]\n')
-    return agent
-
-
 @pytest.mark.parametrize("mode", ["hopper_chain", "hopper_chain_bare"])
 def test_tolaria_abort_answers_true_only_once_the_chain_is_gone(tolaria_home: Path,
                                                                tmp_path: Path,
@@ -153,7 +141,7 @@ def test_tolaria_abort_answers_true_only_once_the_chain_is_gone(tolaria_home: Pa
     sid = new_stream_id()
     env = cli_env(tolaria_home, FAKE_HOPLOG=str(log), FAKE_PIDFILE=str(pidfile))
     app = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--json", "--grace", "5",
-                            "--stream-id", sid, "--agent", _chain_agent(tolaria_home, mode),
+                            "--stream-id", sid, "--agent", add_fake_agent(tolaria_home, mode),
                             "go"], env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 import platformdirs
 import psutil
 import pytest
+from helpers import reap_after_watchdog, settle_orphans, watchdogs_of
 from nonroot import (
     USER,
     candidate_pythons,
@@ -140,6 +142,7 @@ def run_scenario(as_user: AsUser, work: Path, mode: str) -> dict[str, Any]:
     leftovers = _leftovers(as_user.uid, work) if as_user.prefix else []
     for proc in leftovers:
         proc.kill()
+    settle_orphans()  # its watchdog (and what else it left) came back to us to die
     assert not leftovers, f"processes of {USER} outlived the scenario: {leftovers}"
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -185,6 +188,53 @@ def test_a_minutes_long_hop_chain_is_stopped_as_non_root(as_user: AsUser, workdi
     assert result["stop_ms"] < 2000, result["stop_ms"]
     print(f"{mode} as uid {result['uid']}: stopped in {result['stop_ms']:.0f} ms, "
           f"{len(result['pids'])} generations")
+
+
+def test_a_crash_takes_a_hidden_daemon_without_environment_with_it_as_non_root(
+        as_user: AsUser, workdir: Path) -> None:
+    """Issue 22 item 10 without root's reach: the process owning the registry (as the window's
+    does) is SIGKILLed while its run's tool left a daemon that double-forked, cleared its
+    environment and made itself non-dumpable: no marker anyone could read. The watchdog ends it
+    from the run's tracking file."""
+    proctree.enable_child_subreaper()  # what the killed scenario leaves comes back to us
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(workdir / "home"),
+           "TOLARIA_HOME": str(workdir / "home"), "PYTHONPATH": as_user.path,
+           "FAKE_NONDUMPABLE": "1"}
+    scenario = as_user.scenario.parent / "crash_scenario.py"
+    app = subprocess.Popen([*as_user.prefix, as_user.python, str(scenario), "scrubbed_daemon",
+                            str(workdir)], env=env, cwd=workdir, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert app.stdout is not None and app.stderr is not None
+        line = app.stdout.readline()
+        assert line, app.stderr.read()[-2000:]
+        info = json.loads(line)
+        assert info["uid"] == as_user.uid
+        if as_user.uid != 0:
+            assert info["environ_readable"] is False, "the daemon's environment was readable"
+        daemon = psutil.Process(info["daemon"])
+        dogs = watchdogs_of(app.pid)
+        assert len(dogs) == 1, "the scenario should run exactly one watchdog"
+        app.kill()
+        app.wait(10)
+        killed = time.monotonic()
+        while daemon.is_running() and daemon.status() != psutil.STATUS_ZOMBIE:
+            if time.monotonic() - killed > 2.0:
+                daemon.kill()
+                pytest.fail("the hidden daemon outlived the crash of its run by > 2 s")
+            time.sleep(0.01)
+        print(f"hidden daemon (uid {info['uid']}) gone {(time.monotonic() - killed) * 1000:.0f}"
+              " ms after the SIGKILL")
+        reap_after_watchdog(dogs)
+    finally:
+        if app.poll() is None:
+            app.kill()
+        app.communicate(timeout=10)
+        leftovers = _leftovers(as_user.uid, workdir) if as_user.prefix else []
+        for proc in leftovers:
+            proc.kill()
+        settle_orphans()
+    assert not leftovers, f"processes of {USER} outlived the crash: {leftovers}"
 
 
 @pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="ssh-agent is not installed")

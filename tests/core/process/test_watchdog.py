@@ -25,6 +25,7 @@ from helpers import (
     pid_gone,
     reap_adopted,
     start_run,
+    watchdogs_of,
 )
 
 from tolaria.core.events import TextDelta
@@ -59,16 +60,7 @@ def _tool_sleeping(stream_id: str) -> bool:
     return False
 
 
-def _watchdogs_of(pid: int) -> list[psutil.Process]:
-    found = []
-    for child in psutil.Process(pid).children():
-        try:
-            with open(f"/proc/{child.pid}/environ", "rb") as fh:
-                if b"TOLARIA_WATCHDOG=1" in fh.read().split(b"\0"):
-                    found.append(child)
-        except OSError:
-            continue
-    return found
+_watchdogs_of = watchdogs_of
 
 
 def _kill_and_check_gone(app: subprocess.Popen[bytes], stream_id: str) -> float:
