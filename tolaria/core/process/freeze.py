@@ -32,7 +32,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from tolaria.core.process import procfs, procread
@@ -99,13 +99,15 @@ def _adoptable(st: procfs.Stat, born_after: int) -> bool:
             and st.sid != os.getsid(0) and st.start >= born_after)
 
 
-def reap_orphans(born_after: int) -> int:
+def reap_orphans(born_after: int, only: Callable[[procfs.Stat], bool] | None = None) -> int:
     """``waitpid`` every zombie child of ours adopted since ``born_after`` (clock ticks after
-    boot; see the module docstring for which ones); return how many were reaped."""
+    boot; see the module docstring for which ones), and that ``only`` accepts when given;
+    return how many were reaped."""
     reaped = 0
     for pid in own_children():
         st = procfs.stat(pid)
-        if st is None or not st.zombie or not _adoptable(st, born_after):
+        if (st is None or not st.zombie or not _adoptable(st, born_after)
+                or (only is not None and not only(st))):
             continue
         with contextlib.suppress(ChildProcessError, OSError):
             if os.waitpid(pid, os.WNOHANG)[0] == pid:

@@ -202,8 +202,14 @@ class TreeKiller(TreeFinder):
     @with_spare_fd  # a process out of fds must still stop the run
     def _finish(self) -> list[Survivor]:
         reap_adopted(p.pid for p in self.known.values() if p is not self.root)
-        if procfs.HAS_PROC and self._stop_ticks is not None:
-            freeze.reap_orphans(self._stop_ticks)
+        if procfs.HAS_PROC:
+            if self._stop_ticks is not None:
+                freeze.reap_orphans(self._stop_ticks)  # born during the stop: a hopper's
+            # The run's own that died after they were last looked at (a tool whose zombie
+            # came to us only when its parent, the agent, exited).
+            known = {p.pid for p in self.known.values()}
+            freeze.reap_orphans(self._born_ticks(), lambda st: (
+                st.pid in known or st.sid in self.sessions or st.pgid in self.groups))
         survivors = []
         for proc in self.alive():
             try:

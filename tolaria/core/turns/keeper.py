@@ -30,7 +30,7 @@ import psutil
 from tolaria.core.adapters.manifest import ACP, Manifest
 from tolaria.core.events import Survivor
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
-from tolaria.core.process import proctree, watchdog
+from tolaria.core.process import proctree, tracking, watchdog
 from tolaria.core.turns.request import DEFAULT_GRACE_S
 from tolaria.core.turns.spawn import ExitProtocol
 from tolaria.support import platforms
@@ -90,6 +90,9 @@ class Keeper:
     idle_timer: asyncio.TimerHandle | None = None
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     closing: bool = False
+    #: Its tracking file (tracking.py): what the watchdog ends after a crash, marker or not.
+    track_path: str | None = None
+    tracker: tracking.RunTracker | None = None
 
     @property
     def alive(self) -> bool:
@@ -118,6 +121,12 @@ class Keeper:
 
     def _on_oversized(self, size: int) -> None:
         log.warning("kept %s: dropped a line of %d bytes", self.stream_id, size)
+
+    def start_tracking(self) -> None:
+        """Write the keeper's processes down while it lives, turns and idle time alike."""
+        if self.track_path is not None and self.tracker is None:
+            self.tracker = tracking.RunTracker(self.killer(), self.track_path)
+            self.tracker.start()
 
     # -- what a turn started ---------------------------------------------------------------------
     def killer(self) -> proctree.TreeKiller:
@@ -172,6 +181,8 @@ class Keeper:
         if self.idle_timer is not None:
             self.idle_timer.cancel()
         try:
+            if self.tracker is not None:
+                await self.tracker.stop()
             if polite and not self.protocol.exited.is_set():
                 await self._leave_politely()
             survivors = await self.killer().kill(grace_s, root_had_grace=root_had_grace)
@@ -191,6 +202,8 @@ class Keeper:
             proctree.keeper_ended()
             self.transport.close()
             watchdog.run_ended(self.stream_id)
+            if self.track_path is not None:
+                tracking.forget(self.track_path)
             self.closed.set()
 
     async def _leave_politely(self) -> None:

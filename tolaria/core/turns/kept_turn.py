@@ -16,7 +16,7 @@ import psutil
 
 from tolaria.core.adapters.manifest import substitute
 from tolaria.core.events import STOP_CANCELLED, Done, Survivor
-from tolaria.core.process import proctree, watchdog
+from tolaria.core.process import proctree, tracking, watchdog
 from tolaria.core.process.registry import RUNNING
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.keeper import Keeper, KeeperPool, signature_of
@@ -104,14 +104,17 @@ class KeptProcess:
         if isinstance(found, Done):
             return found
         argv, env = found.argv(argv[1:]), found.environment(env)
-        # Before the spawn: should the app die from here on, its watchdog ends the keeper.
-        watchdog.run_started(keeper_sid)
+        # Before the spawn: should the app die from here on, its watchdog ends the keeper
+        # (what carries its marker, and what its tracking file names: tracking.py).
+        track = str(tracking.path_for(keeper_sid))
+        watchdog.run_started(keeper_sid, track)
         try:
             # Own session, as every agent (ADR 0002); the keeper's marker, not the turn's.
             proc, protocol, transport = await spawn_agent(argv, cwd=cwd, env=env,
                                                           stdin=asyncio.subprocess.PIPE)
         except OSError as exc:
             watchdog.run_ended(keeper_sid)
+            tracking.forget(track)
             return turn._cannot_start(argv[0], exc)
         proctree.keeper_started()
         try:
@@ -120,7 +123,8 @@ class KeptProcess:
             root = None
         keeper = Keeper(self.key, keeper_sid, signature,  # type: ignore[arg-type]
                         proc, protocol, transport, root, max_line=turn.max_line,
-                        session_id=session)
+                        session_id=session, track_path=track)
+        keeper.start_tracking()
         keeper.start_readers(stdout=self.reads_stdout)
         self.keepers.add(keeper)
         if self.on_spawned is not None:
