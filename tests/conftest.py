@@ -107,9 +107,11 @@ def _left_zombies(before: set[int]) -> list[str]:
 
     gc.collect()
     subprocess._cleanup()  # type: ignore[attr-defined]  # reaps abandoned Popen children
-    deadline = time.monotonic() + 1.0
+    # A waiter of its own (asyncio's watcher) may still be at it, and the app's background
+    # reaper (tolaria/core/process/freeze.py) takes adopted ones once they are 0.5 s old.
+    deadline = time.monotonic() + 1.5
     while (left := _zombie_children() - before) and time.monotonic() < deadline:
-        time.sleep(0.05)  # a waiter of its own (asyncio's watcher) may still be at it
+        time.sleep(0.05)
     names = []
     for pid in sorted(left):
         try:

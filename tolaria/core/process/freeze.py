@@ -21,8 +21,9 @@ hop chain produces a thousand a second; pid_max may be 32,768). ``reap_orphans``
 children of ours that we did not spawn: never our own children (agents, the watchdog:
 treefind's ``remember_own_child``), never one in our own session (what the app or a library
 started for itself stays there), and only ones born after a given moment (the stop, or the
-run's agent). Outside a stop a zombie is reaped only once it has stayed a zombie for a while,
-so a child someone else spawned in a session of its own is left to its own waiter.
+run's agent). Outside a stop a background thread (``start_background_reaper``, started with
+the subreaper) reaps a zombie only once it has stayed a zombie for a while, so a child someone
+else spawned in a session of its own is left to its own waiter.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -141,6 +143,35 @@ class OrphanReaper:
                     reaped += 1
         self._seen = seen
         return reaped
+
+
+#: How often the background reaper looks (a hop chain run wild leaves ~1,000 zombies a second:
+#: at most ~ZOMBIE_AGE_S + this worth of them wait for it).
+REAP_EVERY_S = 0.25
+_reaper_thread: threading.Thread | None = None
+_reaper_lock = threading.Lock()
+
+
+def start_background_reaper() -> None:
+    """Once per process, while it is a child subreaper: a daemon thread that reaps adopted
+    orphans' zombies every REAP_EVERY_S (OrphanReaper: aged, never our own children, never
+    one of our own session). Orphans come back to a subreaper at any time, with or without a
+    run (a login shell's child killed with its shell, what an exited ``tolaria run`` left),
+    and nothing else ever reaps them."""
+    global _reaper_thread
+    with _reaper_lock:
+        if _reaper_thread is not None and _reaper_thread.is_alive():
+            return
+        reaper = OrphanReaper(0)
+
+        def loop() -> None:
+            while True:
+                time.sleep(REAP_EVERY_S)
+                with contextlib.suppress(Exception):  # never let the reaper die of a /proc race
+                    reaper.reap()
+
+        _reaper_thread = threading.Thread(target=loop, name="tolaria-orphan-reaper", daemon=True)
+        _reaper_thread.start()
 
 
 class Freezer:

@@ -12,9 +12,6 @@ process groups and sessions with their leader's start ticks. The file is replace
 (aftercrash.py) reads it after the app died and ends those whose start time still matches (so a
 reused pid is never hit), with the members of those sessions and groups.
 
-The same pass reaps the zombies of adopted orphans (freeze.OrphanReaper): a tool that forks
-and exits while the run goes on must not fill the process table with our zombies.
-
 See docs/adr/0017-freezing-hoppers-and-crash-tracking.md.
 """
 
@@ -28,7 +25,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tolaria.core.process import freeze, procfs
+from tolaria.core.process import procfs
 
 if TYPE_CHECKING:
     from tolaria.core.process.treefind import TreeFinder
@@ -67,7 +64,6 @@ class RunTracker:
         self.procs: dict[int, int] = {}  # pid -> start ticks
         self.groups: dict[int, int | None] = {}
         self.sessions: dict[int, int | None] = {}
-        self.reaper = freeze.OrphanReaper(finder._born_ticks())
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -92,7 +88,6 @@ class RunTracker:
 
     def look(self) -> bool:
         """One look at the run's processes; whether something new was written down."""
-        self.reaper.reap()
         finder = self.finder
         finder._add(finder._scan_known())
         changed = False
