@@ -35,12 +35,39 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+import psutil
 
 from tolaria.core.process import procfs, procread
 
-if TYPE_CHECKING:
-    from tolaria.core.process.treefind import TreeFinder
+
+class TreeFinder(Protocol):
+    """What a freeze uses of the run's finder (treefind.TreeFinder, which cannot be imported
+    here: it starts the reaper below, and modules never import each other in a circle)."""
+
+    stream_id: str
+    root: psutil.Process | None
+
+    def _add(self, pids: Iterable[int]) -> list[psutil.Process]: ...
+
+    def _scan_proc(self) -> set[int]: ...
+
+    def _marked(self, env: bytes) -> bool: ...
+
+    def _claims_orphan(self, st: procfs.Stat, env: bytes | None) -> bool: ...
+
+
+#: Set by ``start_background_reaper`` (treefind's subreaper): whether orphans come back to us,
+#: and which children we spawned on purpose (their exit status is someone else's).
+_subreaper = False
+
+
+def _every_child_is_own(pid: int) -> bool:
+    return True  # until the subreaper is on: no child of ours was adopted
+
+
+_is_own_child: Callable[[int], bool] = _every_child_is_own
 
 #: Pause between two sweeps: a generation lives ~1 ms, a sweep of our children ~0.1 ms.
 _SWEEP_PAUSE_S = 0.001
@@ -95,10 +122,8 @@ def own_children() -> list[int]:
 
 
 def _adoptable(st: procfs.Stat, born_after: int) -> bool:
-    from tolaria.core.process import treefind
-
-    return (treefind.is_subreaper() and not treefind.is_own_child(st.pid)
-            and st.sid != os.getsid(0) and st.start >= born_after)
+    return (_subreaper and not _is_own_child(st.pid) and st.sid != os.getsid(0)
+            and st.start >= born_after)
 
 
 def reap_orphans(born_after: int, only: Callable[[procfs.Stat], bool] | None = None) -> int:
@@ -152,14 +177,15 @@ _reaper_thread: threading.Thread | None = None
 _reaper_lock = threading.Lock()
 
 
-def start_background_reaper() -> None:
+def start_background_reaper(is_own_child: Callable[[int], bool]) -> None:
     """Once per process, while it is a child subreaper: a daemon thread that reaps adopted
     orphans' zombies every REAP_EVERY_S (OrphanReaper: aged, never our own children, never
     one of our own session). Orphans come back to a subreaper at any time, with or without a
     run (a login shell's child killed with its shell, what an exited ``tolaria run`` left),
     and nothing else ever reaps them."""
-    global _reaper_thread
+    global _reaper_thread, _subreaper, _is_own_child
     with _reaper_lock:
+        _subreaper, _is_own_child = True, is_own_child
         if _reaper_thread is not None and _reaper_thread.is_alive():
             return
         reaper = OrphanReaper(0)

@@ -32,8 +32,8 @@ from tolaria.core.process.treefind import (
     ENV_MARKER,
     OWNER_MARKER,
     TreeFinder,
-    enable_child_subreaper,
     forget_own_child,
+    is_own_child,
     keeper_ended,
     keeper_started,
     kept_count,
@@ -41,10 +41,20 @@ from tolaria.core.process.treefind import (
     remember_own_child,
 )
 from tolaria.core.process.treefind import _alive as _alive  # keeper.py uses it
+from tolaria.core.process.treefind import enable_child_subreaper as _enable_child_subreaper
 
 __all__ = ["APP_CHILD_MARKER", "ENV_MARKER", "OWNER_MARKER", "TreeKiller", "enable_child_subreaper",
            "forget_own_child", "keeper_ended", "keeper_started", "kept_count", "mark_env",
            "reap_adopted", "remember_own_child"]
+
+def enable_child_subreaper() -> bool:
+    """treefind's ``enable_child_subreaper``, and the background reaper of the orphans that
+    come back to us from then on (freeze.py): adopted orphans must always be reaped."""
+    enabled = _enable_child_subreaper()
+    if enabled:
+        freeze.start_background_reaper(is_own_child)
+    return enabled
+
 
 #: How often a stop re-scans for processes forked while it waits (known pids are polled faster).
 _RESCAN_S = 0.05

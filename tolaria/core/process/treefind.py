@@ -97,17 +97,9 @@ def enable_child_subreaper() -> bool:
             _subreaper_enabled = bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
             if _subreaper_enabled:
                 os.environ[APP_CHILD_MARKER] = str(os.getpid())
-                from tolaria.core.process import freeze  # (it imports this module)
-
-                freeze.start_background_reaper()  # adopted orphans must always be reaped
         except (OSError, AttributeError):
             _subreaper_enabled = False
     return _subreaper_enabled
-
-
-def is_subreaper() -> bool:
-    """Whether orphans of our descendants are re-parented to us (enable_child_subreaper)."""
-    return bool(_subreaper_enabled)
 
 
 def mark_env(env: dict[str, str], stream_id: str) -> dict[str, str]:
