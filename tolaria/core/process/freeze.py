@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -77,11 +78,14 @@ ZOMBIE_AGE_S = 0.5
 
 
 def _is_stopped(pid: int, start: int) -> bool | None:
-    """True: stopped; False: running; None: gone, a zombie, or another process now."""
+    """True: stopped; False: running; None: gone, a zombie, or another process now.
+
+    Uninterruptible sleep (``D``) counts as stopped: such a process runs no code of its own,
+    and stops (the SIGSTOP is pending) before it could reach user space and fork."""
     st = procfs.stat(pid)
     if st is None or st.start != start or st.zombie:
         return None
-    return st.state in (b"T", b"t")
+    return st.state in (b"T", b"t", b"D")
 
 
 def catches(pid: int, sig: int) -> bool:
@@ -122,6 +126,8 @@ def own_children() -> list[int]:
 
 
 def _adoptable(st: procfs.Stat, born_after: int) -> bool:
+    if sys.platform == "win32":  # no subreaper, no sessions: nothing is ever adopted
+        return False
     return (_subreaper and not _is_own_child(st.pid) and st.sid != os.getsid(0)
             and st.start >= born_after)
 
@@ -130,6 +136,8 @@ def reap_orphans(born_after: int, only: Callable[[procfs.Stat], bool] | None = N
     """``waitpid`` every zombie child of ours adopted since ``born_after`` (clock ticks after
     boot; see the module docstring for which ones), and that ``only`` accepts when given;
     return how many were reaped."""
+    if sys.platform == "win32":
+        return 0
     reaped = 0
     for pid in own_children():
         st = procfs.stat(pid)
@@ -151,6 +159,8 @@ class OrphanReaper:
         self._seen: dict[tuple[int, int], float] = {}
 
     def reap(self) -> int:
+        if sys.platform == "win32":
+            return 0
         now = time.monotonic()
         seen: dict[tuple[int, int], float] = {}
         reaped = 0
@@ -213,6 +223,8 @@ class Freezer:
 
     def _stop_new(self, pids: Iterable[int]) -> bool:
         """SIGSTOP each live process of ``pids`` not stopped yet; whether any was new."""
+        if sys.platform == "win32":  # never called there (no /proc)
+            return False
         new = False
         me = os.getpid()
         for pid in pids:
@@ -289,6 +301,8 @@ class Freezer:
         then reap the zombies of ours that leaves."""
         # Known to the run's stop first: its verify and its survivors then cover them.
         self.finder._add(pid for pid, _start in self.stopped)
+        if sys.platform == "win32":  # never called there (no /proc)
+            return
         for pid, start in self.stopped:
             if _is_stopped(pid, start) is not None:
                 with contextlib.suppress(OSError):
