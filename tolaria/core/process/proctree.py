@@ -8,7 +8,8 @@ of the run's sessions).
 A stop signals the known tree first (descendants and adopted orphans, whose cost grows with the
 tree only), then scans all of /proc for the rest. SIGTERM goes only where it can help: a process
 that ignores it (SigIgn) gets SIGKILL at once, and so does one that forks away during the stop
-(a "pid hopper"). Zombies count as gone. We never ``waitpid`` a child asyncio owns; only pids
+(a "pid hopper"); the run is then frozen with SIGSTOP sweeps before the SIGKILL, as it is when
+the grace runs out (freeze.py, ADR 0017). Zombies count as gone. We never ``waitpid`` a child asyncio owns; only pids
 that were *adopted* (re-parented to us) are reaped here.
 """
 
@@ -46,6 +47,7 @@ from tolaria.core.process.treefind import enable_child_subreaper as _enable_chil
 __all__ = ["APP_CHILD_MARKER", "ENV_MARKER", "OWNER_MARKER", "TreeKiller", "enable_child_subreaper",
            "forget_own_child", "keeper_ended", "keeper_started", "kept_count", "mark_env",
            "reap_adopted", "remember_own_child"]
+
 
 def enable_child_subreaper() -> bool:
     """treefind's ``enable_child_subreaper``, and the background reaper of the orphans that
