@@ -84,6 +84,8 @@ def test_sigkill_of_tolaria_run_takes_a_daemon_without_environment_with_it(
         assert _environment(daemon) == b"", "the daemon should have an empty environment"
         track = tolaria_home / "data" / "run" / f"{app.pid}-{sid}.track.json"
         assert _tracked(track, daemon), "the run never wrote the daemon down"
+        assert track.stat().st_mode & 0o777 == 0o600  # private: it names the user's processes
+        assert track.parent.stat().st_mode & 0o777 == 0o700
         gone = _gone_after_kill(app, daemon)
         print(f"daemon gone {gone * 1000:.0f} ms after SIGKILL of tolaria run")
         deadline = time.monotonic() + 5

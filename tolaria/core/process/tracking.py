@@ -118,8 +118,10 @@ class RunTracker:
         only has to outlive the app, not the machine."""
         data = json.dumps(self.record()).encode()
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        from tolaria.support import paths
+
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            paths.private_dir(self.path.parent)  # 0700, and so is each parent it creates
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
                          0o600)
             try:
