@@ -5,6 +5,7 @@ run's whole tree is gone within moments, thanks to tolaria.core.process.watchdog
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import sqlite3
@@ -229,7 +230,12 @@ def test_sigkill_of_the_app_kills_an_idle_kept_agent(tolaria_home: Path, tmp_pat
         keeper_sid = app.stdout.readline().decode().strip()
         assert keeper_sid.startswith("ai-agent-stream-"), keeper_sid
         assert marker_pids(keeper_sid), "the kept agent should be alive between turns"
+        # Written down for the watchdog too, idle or not (tracking.py): what has no marker.
+        track = tolaria_home / "data" / "run" / f"{app.pid}-{keeper_sid}.track.json"
+        _wait(lambda: track.exists() and {p for p, _ in json.loads(track.read_text())["procs"]}
+              & set(marker_pids(keeper_sid)), "the keeper's tracking file", within=10)
         _kill_and_check_gone(app, keeper_sid)
+        _wait(lambda: not track.exists(), "the watchdog to remove the tracking file", within=5)
     finally:
         if app.poll() is None:
             app.kill()
