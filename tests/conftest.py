@@ -95,7 +95,8 @@ def _reap(pids: set[int]) -> None:
 
 
 def _left_zombies(before: set[int]) -> list[str]:
-    """New zombie children at the end of a test, reaped here; described for the failure.
+    """New zombie children at the end of a test, reaped here; those outside our own session
+    (what runs leave) described for the failure.
 
     The test process is a child subreaper (a registry made it one): orphans of what a test
     started come back to it, and nobody else will ever reap them. A test that leaves them
@@ -113,10 +114,15 @@ def _left_zombies(before: set[int]) -> list[str]:
     while (left := _zombie_children() - before) and time.monotonic() < deadline:
         time.sleep(0.05)
     names = []
+    own_session = os.getsid(0)
     for pid in sorted(left):
         try:
+            if os.getsid(pid) == own_session:
+                # Not from a run (agents and all they start have sessions of their own): a
+                # git of the app's whose own child outlived it, say. Reaped, not failed.
+                continue
             names.append(f"{pid} {psutil.Process(pid).name()} (zombie)")
-        except psutil.Error:
+        except (OSError, psutil.Error):
             names.append(f"{pid} (zombie)")
     _reap(left)
     return names
