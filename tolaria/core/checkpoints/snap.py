@@ -18,7 +18,6 @@ commit's message.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -28,13 +27,13 @@ from subprocess import CompletedProcess
 from typing import Any
 
 from tolaria.core.checkpoints import basetree, tree_edit
+from tolaria.core.checkpoints.converted import converted
 from tolaria.core.checkpoints.gitrun import (
     Cancel,
     CheckpointCancelled,
     CheckpointError,
     run,
     safe_env,
-    user_global_values,
 )
 from tolaria.core.checkpoints.model import Limits, Skipped
 from tolaria.core.checkpoints.store import Layout, refresh_excludes, store_git, store_listing
@@ -47,8 +46,6 @@ from tolaria.core.checkpoints.untracked import (
     save_cache,
     select,
 )
-
-_CONVERSIONS = re.compile(rb"\b(filter|ident|eol|working-tree-encoding)\b")
 
 
 def write_tree(lay: Layout, limits: Limits, cancel: Cancel | None = None
@@ -102,7 +99,8 @@ def _fast(lay: Layout, limits: Limits, cancel: Cancel | None, excludes: str, sta
         return store_listing(lay, *args, index=base.index, excludes=excludes, most=most,
                              cancel=cancel, timeout=timeout)
 
-    rehash, filtered = _converted(lay, git, limits)
+    rehash, filtered = converted(lay, git, limits)
+    converting = set(rehash)
     changes: tree_edit.Changes = dict.fromkeys(filtered)
     tracked: list[tuple[str, str, os.stat_result | None]] = []
     root = str(lay.top) + os.sep
@@ -119,7 +117,9 @@ def _fast(lay: Layout, limits: Limits, cancel: Cancel | None, excludes: str, sta
                 raise basetree.NotFast("a submodule changed")
             changes[path] = None  # a file that became a folder: its files are untracked
         elif stat.S_ISREG(info.st_mode) and not os.access(root + path, os.R_OK):
-            unreadable.append(path)  # left as the index has it
+            unreadable.append(path)  # left as the index has it; never a cleaned blob:
+            if path in converting:
+                changes[path] = None
         else:
             tracked.append((path, path, info))
     files, skipped = select(lay, git, limits, started, unreadable, listing, entries)
@@ -173,13 +173,14 @@ def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: b
         entries = _scan(git, unreadable)
         if entries is None:  # an index copy our git cannot read alone: the slow way
             _tracked(lay, git, index, unreadable)
-        rehash, filtered = _converted(lay, git, limits)
+        rehash, filtered = converted(lay, git, limits)
+        cache = load_cache(lay) if use_cache else {}
         if rehash or filtered:
             git("update-index", "--force-remove", "-z", "--stdin",
                 stdin=_nul([*rehash, *filtered]))
         present = [p for p in rehash if os.path.lexists(lay.top / p)]
         if present:
-            git("update-index", "--add", "-z", "--stdin", stdin=_nul(present))
+            _index_info(git, lay, [(p, p, _lstat(lay, p)) for p in present], cache, unreadable)
 
         def listing(*args: str, most: int, timeout: float
                     ) -> tuple[list[bytes], bytes, bool]:
@@ -189,21 +190,38 @@ def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: b
         files, skipped = select(lay, git, limits, started, unreadable, listing, entries)
         late: list[str] = []
         if files:
-            cache = load_cache(lay) if use_cache else {}
-            known, special, late = hash_files(git, lay, files, cache,
-                                              started + limits.time_budget_s)
-            if known:
-                git("update-index", "-z", "--index-info", stdin=b"".join(
-                    f"{mode} {sha}\t".encode() + path.encode(errors="surrogateescape") + b"\0"
-                    for mode, sha, path in known))
-            if special:
-                _add(git, special, unreadable)
-            if use_cache:  # only the files this snapshot saw: the cache does not grow for ever
-                save_cache(lay, {p: cache[p] for _e, p, _i in files if p in cache})
+            late = _index_info(git, lay, files, cache, unreadable, started + limits.time_budget_s)
+        if use_cache:  # only the files this snapshot saw: the cache does not grow for ever
+            save_cache(lay, {p: cache[p] for p in (*present, *(f[1] for f in files))
+                             if p in cache})
         tree = git("write-tree").stdout.decode().strip()
     over = tuple(dict.fromkeys((*skipped.over_budget, *late)))
     return tree, Skipped(skipped.large, skipped.heavy, tuple(dict.fromkeys(unreadable)),
                          over, filtered, skipped.untracked_off, limits.max_file_bytes)
+
+
+def _lstat(lay: Layout, path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(lay.top / path)
+    except OSError:
+        return None
+
+
+def _index_info(git: Git, lay: Layout, files: list[tuple[str, str, os.stat_result | None]],
+                cache: dict[str, list[object]], unreadable: list[str],
+                deadline: float | None = None) -> list[str]:
+    """Hash ``files`` (hash_files) into the index copy; the top entries left out (late)."""
+    known, special, late = hash_files(git, lay, files, cache,
+                                      deadline if deadline is not None else time.monotonic() + 60)
+    if late and deadline is None:
+        raise CheckpointError("hashing the converted tracked files took too long")
+    if known:
+        git("update-index", "-z", "--index-info", stdin=b"".join(
+            f"{mode} {sha}\t".encode() + path.encode(errors="surrogateescape") + b"\0"
+            for mode, sha, path in known))
+    if special:
+        _add(git, special, unreadable)
+    return late
 
 
 def _scan(git: Git, unreadable: list[str]) -> list[str] | None:
@@ -252,68 +270,6 @@ def _tracked(lay: Layout, git: Git, index: Path, unreadable: list[str]) -> None:
             why = done.stderr.decode(errors="replace").strip().splitlines()
             raise CheckpointError(f"git add failed: {why[-1] if why else done.returncode}")
         unreadable.extend(failed)
-
-
-def _converted(lay: Layout, git: Git, limits: Limits) -> tuple[list[str], tuple[str, ...]]:
-    """Tracked files the user's attributes convert, to hash again from their work-tree bytes
-    (the index copy holds their cleaned blob), and those too big for that (left out)."""
-    if not _attributes_convert(lay, git):
-        return [], ()
-    tracked = [p for p in git("ls-files", "-z").stdout.split(b"\0") if p]
-    user_attributes = (user_global_values("core.attributesFile") or ["/dev/null"])[-1]
-    done = run(["-C", str(lay.top), "-c", f"core.attributesFile={user_attributes}",
-                "check-attr", "-z", "--stdin", "filter", "ident", "eol",
-                "working-tree-encoding"], env=safe_env(), stdin=b"\0".join(tracked) + b"\0")
-    fields = done.stdout.split(b"\0")
-    converted: list[str] = []
-    for path, _attr, info in zip(fields[0::3], fields[1::3], fields[2::3], strict=False):
-        if info not in (b"unspecified", b"unset", b""):
-            converted.append(path.decode(errors="surrogateescape"))
-    rehash: list[str] = []
-    left_out: list[str] = []
-    for name in dict.fromkeys(converted):
-        try:
-            size = os.lstat(lay.top / name).st_size
-        except OSError:
-            rehash.append(name)  # deleted: it stays deleted
-            continue
-        (left_out if size > limits.max_file_bytes else rehash).append(name)
-    return rehash, tuple(left_out)
-
-
-def _attributes_convert(lay: Layout, git: Git) -> bool:
-    """Whether any attributes file the user's git reads names a filter or conversion."""
-    sources = [lay.common_dir / "info" / "attributes"]
-    sources += [Path(p) for p in user_global_values("core.attributesFile")]
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    sources.append(Path(xdg) / "git" / "attributes")
-    sources += [lay.top / p for p in _tracked_attributes(lay, git)]
-    for source in sources:
-        try:
-            if _CONVERSIONS.search(source.read_bytes()):
-                return True
-        except OSError:
-            continue
-    return False
-
-
-_attribute_files: dict[str, tuple[tuple[int, int], list[str]]] = {}
-
-
-def _tracked_attributes(lay: Layout, git: Git) -> list[str]:
-    """The tracked ``.gitattributes`` files, asked again only when the user's index changed."""
-    try:
-        info = os.stat(lay.index)
-        stamp = (info.st_mtime_ns, info.st_size)
-    except OSError:
-        stamp = (0, 0)
-    known = _attribute_files.get(str(lay.index))
-    if known is not None and known[0] == stamp and stamp != (0, 0):
-        return known[1]
-    listed = git("ls-files", "-z", "--", ".gitattributes", "*/.gitattributes").stdout
-    names = [p.decode(errors="surrogateescape") for p in listed.split(b"\0") if p]
-    _attribute_files[str(lay.index)] = (stamp, names)
-    return names
 
 
 def _add(git: Git, files: list[str], unreadable: list[str], *flags: str) -> None:
