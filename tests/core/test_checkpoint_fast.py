@@ -48,6 +48,9 @@ def repo(tmp_path: Path) -> Path:
         (repo / name).write_text(f"{name}\n")
     os.symlink("link_target.txt", repo / "link")
     plain_git(repo, "add", "-A")
+    sub = committed_repo(repo / "sub")  # a submodule (its gitlink in the parent's index)
+    head = plain_git(sub, "rev-parse", "HEAD").strip()
+    plain_git(repo, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
     plain_git(repo, "commit", "-qm", "tree")
     return repo
 
@@ -72,10 +75,18 @@ def test_the_fast_tree_is_the_general_tree_after_every_kind_of_change(repo: Path
     (repo / "src/deep/new.py").write_text("new\n")  # a new file in an existing folder
     (repo / "a b\tc.txt").write_text("odd name\n")
     (repo / "caf\u00e9.txt").write_text("accent\n")
+    (repo / "sub" / "a.txt").write_text("bumped\n")  # the submodule moves to a new commit
+    plain_git(repo / "sub", "commit", "-qam", "bump")
+    committed_repo(repo / "cloned")  # an untracked repository inside the tree
+    (repo / "empty_repo").mkdir()  # ... and one with no commit yet
+    plain_git(repo / "empty_repo", "init", "-q")
+    (repo / "empty_repo" / "f.txt").write_text("f\n")
     fast, general, fast_skipped, general_skipped = both_ways(repo)
     assert tree_listing(repo, fast) == tree_listing(repo, general)
     assert fast == general
     assert fast_skipped == general_skipped
+    listing = tree_listing(repo, fast)
+    assert "160000 commit" in listing and "\tcloned\n" in listing
 
 
 def test_snapshots_reuse_one_refreshed_copy_until_the_user_changes_the_index(repo: Path) -> None:

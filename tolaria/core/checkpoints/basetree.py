@@ -83,6 +83,7 @@ def base_of(lay: Layout, cancel: Cancel | None = None) -> Base:
         index = folder / str(state.get("index"))
         tree = str(state.get("tree"))
         if index.is_file() and (gitdir / "HEAD").is_file():
+            _drop_stale_lock(index)
             return Base(gitdir, index, tree)
     return _new_base(lay, digest, stamp, gitdir, cancel)
 
@@ -142,6 +143,17 @@ def _drop_old(folder: Path, digest: str, keep: str) -> None:
                 old.unlink()
         except OSError:
             continue
+
+
+def _drop_stale_lock(index: Path) -> None:
+    """A lock left by a git killed mid-write (a Stop during a snapshot) would keep git from
+    writing the refreshed copy ever again (never wrong, only slower): gone after a minute."""
+    lock = index.with_name(index.name + ".lock")
+    try:
+        if time.time() - lock.stat().st_mtime > _KEEP_OLD_S:
+            lock.unlink()
+    except OSError:
+        pass
 
 
 def drop_bases(store: Path) -> None:

@@ -32,6 +32,7 @@ from tolaria.core.checkpoints.gitrun import (
     Cancel,
     CheckpointCancelled,
     CheckpointError,
+    in_user_repo,
     run,
     safe_env,
 )
@@ -113,9 +114,9 @@ def _fast(lay: Layout, limits: Limits, cancel: Cancel | None, excludes: str, sta
             changes[path] = None  # deleted
             continue
         if stat.S_ISDIR(info.st_mode):
-            if os.path.lexists(root + path + "/.git"):
-                raise basetree.NotFast("a submodule changed")
-            changes[path] = None  # a file that became a folder: its files are untracked
+            # A submodule moved to another commit; else a file that became a folder (its
+            # files are untracked ones).
+            changes[path] = _gitlink(lay, path, unreadable)
         elif stat.S_ISREG(info.st_mode) and not os.access(root + path, os.R_OK):
             unreadable.append(path)  # left as the index has it; never a cleaned blob:
             if path in converting:
@@ -132,7 +133,10 @@ def _fast(lay: Layout, limits: Limits, cancel: Cancel | None, excludes: str, sta
     for mode, sha, path in known + more:
         changes[path] = (mode, sha)
     for path in special + special_new:
-        changes[path] = _special(lay, git, path)
+        if (lay.top / path).is_symlink() or "\n" in path:
+            changes[path] = _link(lay, git, path)
+        elif (lay.top / path).is_dir():  # a repository inside the tree: recorded as its commit
+            changes[path] = _gitlink(lay, path, unreadable)
     save_cache(lay, {p: cache[p] for _e, p, _i in tracked + files if p in cache})
     tree = tree_edit.edit(lay, base.tree, changes, cancel)
     over = tuple(dict.fromkeys((*skipped.over_budget, *late)))
@@ -140,7 +144,7 @@ def _fast(lay: Layout, limits: Limits, cancel: Cancel | None, excludes: str, sta
                          over, filtered, skipped.untracked_off, limits.max_file_bytes)
 
 
-def _special(lay: Layout, git: Git, path: str) -> tuple[str, str]:
+def _link(lay: Layout, git: Git, path: str) -> tuple[str, str]:
     """A symbolic link's blob (its target's text); anything else is the general way's."""
     target = lay.top / path
     if "\n" in path or not target.is_symlink():
@@ -151,6 +155,22 @@ def _special(lay: Layout, git: Git, path: str) -> tuple[str, str]:
         sha = git("hash-object", "-w", "--no-filters", "--stdin-paths",
                   stdin=text.name.encode() + b"\n").stdout.decode().strip()
     return "120000", sha
+
+
+def _gitlink(lay: Layout, path: str, unreadable: list[str]) -> tuple[str, str] | None:
+    """A repository inside the work tree as its checked-out commit (as ``update-index`` records
+    it: ``rev-parse`` reads its refs, runs nothing); None when it is no repository (a plain
+    folder) or has no commit yet (then listed as unreadable, as the general way does)."""
+    target = lay.top / path
+    if not (target / ".git").exists():
+        return None
+    done = in_user_repo(target, "rev-parse", "--verify", "--quiet", "HEAD^{commit}",
+                        check=False)
+    sha = done.stdout.decode().strip()
+    if done.returncode != 0 or not sha:
+        unreadable.append(path)
+        return None
+    return "160000", sha
 
 
 def _write_tree(lay: Layout, limits: Limits, cancel: Cancel | None, use_cache: bool,
