@@ -77,6 +77,8 @@ def test_the_fast_tree_is_the_general_tree_after_every_kind_of_change(repo: Path
     (repo / "caf\u00e9.txt").write_text("accent\n")
     (repo / "sub" / "a.txt").write_text("bumped\n")  # the submodule moves to a new commit
     plain_git(repo / "sub", "commit", "-qam", "bump")
+    (repo / "intent.txt").write_text("added with -N\n")  # an intent-to-add entry
+    plain_git(repo, "add", "-N", "intent.txt")
     committed_repo(repo / "cloned")  # an untracked repository inside the tree
     (repo / "empty_repo").mkdir()  # ... and one with no commit yet
     plain_git(repo / "empty_repo", "init", "-q")
@@ -86,7 +88,7 @@ def test_the_fast_tree_is_the_general_tree_after_every_kind_of_change(repo: Path
     assert fast == general
     assert fast_skipped == general_skipped
     listing = tree_listing(repo, fast)
-    assert "160000 commit" in listing and "\tcloned\n" in listing
+    assert "160000 commit" in listing and "\tcloned\n" in listing and "\tintent.txt\n" in listing
 
 
 def test_snapshots_reuse_one_refreshed_copy_until_the_user_changes_the_index(repo: Path) -> None:
