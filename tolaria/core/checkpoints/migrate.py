@@ -76,7 +76,9 @@ def _pack(lay: Layout, objects: list[str]) -> None:
     """Pack ``objects`` into the store's own object folder and check the pack holds them all."""
     pack_dir = lay.store / "objects" / "pack"
     pack_dir.mkdir(parents=True, exist_ok=True)
-    done = _store(lay, "pack-objects", "-q", str(pack_dir / "pack"),
+    # No delta search (--window=0): an old checkpoint may hold a 300 MB untracked file, and
+    # this runs before a turn's first snapshot.
+    done = _store(lay, "pack-objects", "-q", "--window=0", str(pack_dir / "pack"),
                   stdin="".join(o + "\n" for o in objects).encode())
     name = done.stdout.decode().strip()
     index = pack_dir / f"pack-{name}.idx"
