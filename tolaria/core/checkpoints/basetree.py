@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tolaria.core.checkpoints.gitrun import Cancel, CheckpointError
+from tolaria.core.checkpoints.gitrun import Cancel, CheckpointError, run, safe_env
 from tolaria.core.checkpoints.store import Layout, store_git
 from tolaria.support.tomlfile import write_atomic
 
@@ -170,8 +170,6 @@ def status(lay: Layout, base: Base, excludes: str, cancel: Cancel | None
             "-c", "status.renames=false", "-c", "status.showUntrackedFiles=normal",
             "status", "--porcelain", "-z", "--no-renames", "--untracked-files=normal",
             "--ignore-submodules=dirty", "--ignored=no", "--no-ahead-behind"]
-    from tolaria.core.checkpoints.gitrun import run, safe_env
-
     env = safe_env({"GIT_INDEX_FILE": str(base.index), "GIT_OPTIONAL_LOCKS": "1"})
     done = run(argv, env=env, cancel=cancel, check=False)
     if done.returncode != 0:
