@@ -10,8 +10,11 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from hostile_git import clean_env, committed_repo, plain_git
 
@@ -125,3 +128,42 @@ def test_two_processes_moving_at_once_lose_nothing(repo: Path, tmp_path: Path) -
         cp = ck.Checkpoint(repo, old[f"refs/tolaria/4-1000/{n}/before"], "")
         sha = ck.tree_entries(cp, ["notes.txt"])[0][2]
         assert ck.blob_bytes(repo, sha) == f"turn {n}\n".encode()
+
+
+def test_a_stop_during_the_move_kills_it_and_the_next_use_finishes_it(
+        tmp_path: Path) -> None:
+    """The move runs before a turn's first snapshot, so a Stop reaches it like the snapshot's
+    own git calls: its git is killed, the snapshot is cancelled, nothing is half-moved (the old
+    refs are where they were), and the next snapshot moves them."""
+    repo = committed_repo(tmp_path / "proj")
+    (repo / "big.bin").write_bytes(os.urandom(64 * 1024 * 1024))  # packing it takes a while
+    old_checkpoint(repo, "refs/tolaria/4-2000/1/before", tmp_path / "i1")
+    (repo / "big.bin").unlink()
+    refs = plain_git(repo, "for-each-ref", "refs/tolaria")
+    cancel = ck.Cancel()
+
+    def stop_once_packing() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    packing = "pack-objects" in " ".join(child.cmdline())
+                except psutil.Error:  # a git that ended meanwhile
+                    continue
+                if packing:
+                    cancel.set()
+                    return
+            time.sleep(0.005)
+
+    stopper = threading.Thread(target=stop_once_packing)
+    stopper.start()
+    with pytest.raises(ck.CheckpointCancelled):
+        ck.snapshot(repo, "refs/tolaria/4-2000/2/before", cancel=cancel)
+    stopper.join()
+    assert cancel.is_set, "the move never reached pack-objects"
+    assert plain_git(repo, "for-each-ref", "refs/tolaria") == refs, "nothing half-moved"
+    assert psutil.Process().children(recursive=True) == [], "the killed git is gone"
+    taken = ck.snapshot(repo, "refs/tolaria/4-2000/2/before")
+    assert plain_git(repo, "for-each-ref", "refs/tolaria") == ""
+    assert ck.load(repo, "refs/tolaria/4-2000/1/before") is not None
+    assert taken.commit

@@ -75,7 +75,7 @@ def _layout(folder: Path, cancel: Cancel | None = None) -> Layout:
         raise CheckpointError(f"{folder} is not inside a git working tree")
     lay = layout(folder, cancel)
     ensure_store(lay)
-    migrate_once(lay)  # an earlier Tolaria's refs in the repository, moved into the store
+    migrate_once(lay, cancel)  # an earlier Tolaria's refs in the repository, into the store
     return lay
 
 
