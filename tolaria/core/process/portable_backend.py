@@ -19,6 +19,7 @@ What it cannot do, and what follows (docs/RELIABILITY.md, "The portable backend"
 from __future__ import annotations
 
 import os
+import sys
 
 import psutil
 
@@ -43,6 +44,8 @@ def _environ_bytes(env: dict[str, str]) -> bytes:
 
 def _info(pid: int, ppid: int, status: str, created: float) -> ProcInfo | None:
     state = _STATES.get(status, b"S")
+    if sys.platform == "win32":  # no groups, no sessions (runs are refused there: ADR 0014)
+        return ProcInfo(pid, state, ppid, 0, 0, _ticks(created))
     try:
         pgid, sid = os.getpgid(pid), os.getsid(pid)
     except OSError:
@@ -104,9 +107,11 @@ class PortableBackend(ProcessBackend):
             return None
 
     def real_uid(self, pid: int) -> int | None:
+        if sys.platform == "win32":
+            return None
         try:
             return int(psutil.Process(pid).uids().real)
-        except (psutil.Error, OSError, AttributeError):  # no uids on Windows
+        except (psutil.Error, OSError):
             return None
 
     def ignores_signal(self, pid: int, sig: int) -> bool:

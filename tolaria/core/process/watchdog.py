@@ -185,7 +185,8 @@ class _Client:
             return None
         assert proc.stdin is not None
         # Never block a run's loop on a stuck watchdog: a full pipe drops the line instead.
-        os.set_blocking(proc.stdin.fileno(), False)
+        if sys.platform != "win32":  # never started there (runs are refused: ADR 0014)
+            os.set_blocking(proc.stdin.fileno(), False)
         from tolaria.core.process import proctree
 
         proctree.remember_own_child(proc.pid)
