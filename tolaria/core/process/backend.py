@@ -176,16 +176,6 @@ class ProcessBackend(abc.ABC):
             return False
         return True
 
-    def signal_session(self, sid: int, sig: int, members: list[int]) -> int:
-        """Signal every group of session ``sid`` among ``members`` (no call signals a whole
-        session; its members were found by a scan); returns how many groups were hit."""
-        groups = set()
-        for pid in members:
-            found = self.info(pid)
-            if found is not None and found.sid == sid:
-                groups.add(found.pgid)
-        return sum(self.signal_group(g, sig) for g in groups if g > 1)
-
     def reap(self, pids: list[int]) -> None:
         """``waitpid`` the zombies among ``pids`` that are our children now (a subreaper's
         adoptees: the caller never passes a child another waiter owns)."""
