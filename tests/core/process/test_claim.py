@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from helpers import cli_env
 
@@ -81,6 +83,12 @@ def _held(procs: list[subprocess.Popen[bytes]], argv: list[str], home: Path,
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     procs.append(proc)
+    # Popen returns once the exec began: for a moment after, the kernel has no command line
+    # for the new image yet (an empty read). Every case below is about a process past that.
+    deadline = time.monotonic() + 10
+    while not psutil.Process(proc.pid).cmdline():
+        assert time.monotonic() < deadline, "the held process never got its command line"
+        time.sleep(0.001)
     return proc
 
 
