@@ -397,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         monitor = Monitor(tmp / "monitor.py", quiet_env)
         for name in args.backends:
             all_series += run_backend(name, tree, args, tmp, cleanup, tag, monitor, quiet_env)
+        os.environ.pop(backend.ENV_VAR, None)  # the start-up rows choose their own
+        linux_backend.set_subreaper(True)
     except KeyboardInterrupt:
         print("\ninterrupted; cleaning up", file=sys.stderr)
         return 130
