@@ -33,7 +33,8 @@ ALLOWED = frozenset({
     "tolaria.core.process.claim", "tolaria.core.process.control_client",
     "tolaria.core.process.procread",
     # The process backend seam and the linux backend (the portable one imports psutil).
-    "tolaria.core.process.backend", "tolaria.core.process.linux_backend",
+    "tolaria.core.process.backend", "tolaria.core.process.backend_base",
+    "tolaria.core.process.linux_backend",
     "tolaria.core.process.procfs",
     "tolaria.core.stream_id", "tolaria.support",
     "tolaria.support.sockdir"})

@@ -17,7 +17,7 @@ from tolaria.chats.run_config import prepare_run
 from tolaria.config.overrides import AgentSettingsError
 from tolaria.config.settings import Settings, load_settings, settings_path
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.core.process import backend, watchdog
+from tolaria.core.process import backend, backend_base, watchdog
 from tolaria.core.process.linux_backend import LinuxBackend
 from tolaria.core.process.portable_backend import PortableBackend
 
@@ -65,9 +65,9 @@ def test_both_backends_read_the_same_process_alike(sleeper: subprocess.Popen[byt
         assert sleeper.pid in {p.pid for p in be.snapshot()}
         assert be.info(2**22 + 17) is None and be.environ(2**22 + 17) is None
     # One owner token for this process, whichever backend computes it (markers stay valid).
-    backend._owner.clear()
+    backend_base.owner_cache.clear()
     token = linux.owner_token()
-    backend._owner.clear()
+    backend_base.owner_cache.clear()
     assert portable.owner_token() == token
     # What only the linux backend can read: SigIgn, and the children lists.
     assert linux.ignores_signal(sleeper.pid, signal.SIGTERM) is True

@@ -9,7 +9,7 @@ scrubbed its environment (docs/adr/0002-stop-strategy.md). Light: ``tolaria abor
 from __future__ import annotations
 
 from tolaria.core.process import procfs, procread
-from tolaria.core.process.backend import ProcessBackend, ProcInfo
+from tolaria.core.process.backend_base import ProcessBackend, ProcInfo
 
 _PR_SET_CHILD_SUBREAPER = 36
 #: Whether this process is a child subreaper (None: not asked yet).

@@ -23,7 +23,7 @@ import sys
 
 import psutil
 
-from tolaria.core.process.backend import ProcessBackend, ProcInfo
+from tolaria.core.process.backend_base import ProcessBackend, ProcInfo
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 #: psutil's status names as ``stat``'s one-letter states (ProcInfo.state).

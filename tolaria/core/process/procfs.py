@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from tolaria.core.process.backend import ProcInfo
+from tolaria.core.process.backend_base import ProcInfo
 
 # Re-exported: the raw readers are shared with the light abort path (procread's docstring).
 from tolaria.core.process.procread import env_value as env_value
