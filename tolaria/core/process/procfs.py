@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from tolaria.core.process.backend_base import ProcInfo
+from tolaria.core.process.backend_base import ProcInfo, owner_cache
 
 # Re-exported: the raw readers are shared with the light abort path (procread's docstring).
 from tolaria.core.process.procread import env_value as env_value
@@ -106,6 +106,17 @@ def real_uid(pid: int) -> int | None:
 def environ(pid: int | str) -> bytes | None:
     """The raw environment of ``pid``, or None when unreadable (gone, or not dumpable)."""
     return _read(f"/proc/{pid}/environ")
+
+
+def owner_token() -> str:
+    """This process's ``<pid>:<start ticks>``, as ``ProcessBackend.owner_token`` gives it (one
+    cache): for the linux-only modules that read /proc themselves."""
+    me = os.getpid()
+    cached = owner_cache.get(me)
+    if cached is None:
+        own = stat(me)
+        cached = owner_cache[me] = f"{me}:{own.start if own is not None else 0}"
+    return cached
 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
