@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import psutil
 
@@ -124,8 +125,6 @@ class PortableBackend(ProcessBackend):
             return None
 
     def now_ticks(self) -> int:
-        import time
-
         return _ticks(time.time())
 
     def cmdline(self, pid: int) -> list[str] | None:
