@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,7 +23,8 @@ from dataclasses import dataclass, field
 import psutil
 
 from tolaria.core.events import Survivor
-from tolaria.core.process import procfs
+from tolaria.core.process import backend
+from tolaria.core.process.backend import SIGKILL, SIGTERM
 from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.treefind import (
     APP_CHILD_MARKER,
@@ -71,15 +70,15 @@ class TreeKiller(TreeFinder):
 
     @with_spare_fd  # psutil checks pid reuse by reading /proc/PID/stat
     def _signal_groups(self, sig: int) -> None:
-        own_pgid = os.getpgid(0)
+        be = backend.current()
+        own_pgid = (be.group_and_session(0) or (0, 0))[0]
         alive_groups = {_pgid_of(p) for p in self.alive()}
         for pgid in self.groups:
             # A group is only signalled while one of *our* processes still leads or belongs to
             # it, so a recycled pgid of a stranger is never hit.
             if pgid == own_pgid or pgid not in alive_groups:
                 continue
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, sig)
+            be.signal_group(pgid, sig)
 
     @with_spare_fd  # psutil checks pid reuse by reading /proc/PID/stat
     def _terminate(self, procs: Iterable[psutil.Process], *, groups: bool) -> None:
@@ -87,21 +86,20 @@ class TreeKiller(TreeFinder):
         SIGTERM (SigIgn) and to one that escaped after the first signal (a pid hopper).
         Catchers (SigCgt) get SIGTERM and their grace."""
         if groups:
-            self._signal_groups(signal.SIGTERM)
+            self._signal_groups(SIGTERM)
         for proc in procs:
-            sig = signal.SIGKILL if self._hopeless(proc) else signal.SIGTERM
+            sig = SIGKILL if self._hopeless(proc) else SIGTERM
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
         if self._stop_ticks is None:
-            self._stop_ticks = procfs.now_ticks()
+            self._stop_ticks = backend.current().now_ticks()
 
     def _hopeless(self, proc: psutil.Process) -> bool:
         """Whether SIGTERM cannot end ``proc`` or it is running from the stop."""
-        if not procfs.HAS_PROC:
-            return False
-        if procfs.ignores_sigterm(proc.pid):
+        be = backend.current()
+        if be.ignores_signal(proc.pid, SIGTERM):
             return True
-        st = procfs.stat(proc.pid)
+        st = be.info(proc.pid)
         if self._stop_ticks is None or st is None or st.start < self._stop_ticks:
             return False
         live = {p.pid for p in self.alive()}
@@ -125,14 +123,14 @@ class TreeKiller(TreeFinder):
         self._add(self._scan_known())  # before any signal: a dead parent hides its children
         if root_had_grace and self.root is not None and _alive(self.root):
             with contextlib.suppress(psutil.Error):
-                self.root.send_signal(signal.SIGKILL)
+                self.root.send_signal(SIGKILL)
         self._terminate(self.alive(), groups=True)
         # The rest of /proc (markers, sessions) is scanned by _wait_gone: as soon as the known
         # tree is gone, or after _RESCAN_S. A stop of an obeying tree costs one pass over /proc.
-        if await self._wait_gone(signal.SIGTERM, grace, poll):
+        if await self._wait_gone(SIGTERM, grace, poll):
             return self._finish()
-        self.signal_all(signal.SIGKILL)
-        await self._wait_gone(signal.SIGKILL, verify, poll)
+        self.signal_all(SIGKILL)
+        await self._wait_gone(SIGKILL, verify, poll)
         return self._finish()
 
     async def _wait_gone(self, sig: int, timeout: float, poll: float) -> bool:
@@ -161,8 +159,8 @@ class TreeKiller(TreeFinder):
     @with_spare_fd  # a process out of fds must still stop the run
     def _resnapshot_and_resignal(self, sig: int) -> bool:
         """Scan once more; signal what is new; return whether anything new was found."""
-        new = self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
-        if new and sig == signal.SIGKILL:
+        new = self._add(self._scan_proc())
+        if new and sig == SIGKILL:
             self.signal_all(sig)
         elif new:
             self._terminate(new, groups=True)
@@ -182,10 +180,8 @@ class TreeKiller(TreeFinder):
 
 
 def _pgid_of(proc: psutil.Process) -> int | None:
-    try:
-        return os.getpgid(proc.pid)
-    except OSError:
-        return None
+    found = backend.current().group_and_session(proc.pid)
+    return None if found is None else found[0]
 
 
 def reap_adopted(pids: Iterable[int]) -> None:
@@ -194,13 +190,4 @@ def reap_adopted(pids: Iterable[int]) -> None:
     Only pids we did not spawn ourselves reach here (the agent process itself, which asyncio
     waits for, is excluded by the caller), so no other waiter's exit status is stolen.
     """
-    me = os.getpid()
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            if proc.ppid() != me or proc.status() != psutil.STATUS_ZOMBIE:
-                continue
-        except psutil.Error:
-            continue
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
+    backend.current().reap(list(pids))
