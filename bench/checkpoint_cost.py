@@ -2,6 +2,7 @@
 
     python bench/checkpoint_cost.py [--big-mb 300] [--small-files 50000] [--tracked 100000]
                                     [--turns 3] [--old-rev eeaf47b] [--json]
+                                    [--cases tracked,big-file,...]
 
 Each case is a real repository built in a temporary folder (one commit of a few files):
 
@@ -87,23 +88,30 @@ def small_files(folder: Path, count: int) -> None:
         (sub / f"m{n}.js").write_text(f"module.exports = {n};\n")
 
 
-def build_cases(base: Path, args: argparse.Namespace) -> dict[str, Path]:
+CASES = ("big-file", "node_modules", "plain-folder", "tracked")
+
+
+def build_cases(base: Path, args: argparse.Namespace, wanted: list[str]) -> dict[str, Path]:
     cases: dict[str, Path] = {}
-    repo = new_repo(base / "big-file")
-    chunk = os.urandom(MB)
-    with (repo / "dataset.bin").open("wb") as out:
-        for n in range(args.big_mb):
-            out.write(chunk if n % 2 else chunk[::-1])
-    cases["big-file"] = repo
-    repo = new_repo(base / "node_modules")
-    small_files(repo / "node_modules", args.small_files)
-    cases["node_modules"] = repo
-    repo = new_repo(base / "plain-folder")
-    small_files(repo / "assets", args.small_files)
-    cases["plain-folder"] = repo
-    repo = new_repo(base / "tracked", tracked=args.tracked, ignore="node_modules/\n")
-    small_files(repo / "node_modules", 10_000)
-    cases["tracked"] = repo
+    if "big-file" in wanted:
+        repo = new_repo(base / "big-file")
+        chunk = os.urandom(MB)
+        with (repo / "dataset.bin").open("wb") as out:
+            for n in range(args.big_mb):
+                out.write(chunk if n % 2 else chunk[::-1])
+        cases["big-file"] = repo
+    if "node_modules" in wanted:
+        repo = new_repo(base / "node_modules")
+        small_files(repo / "node_modules", args.small_files)
+        cases["node_modules"] = repo
+    if "plain-folder" in wanted:
+        repo = new_repo(base / "plain-folder")
+        small_files(repo / "assets", args.small_files)
+        cases["plain-folder"] = repo
+    if "tracked" in wanted:
+        repo = new_repo(base / "tracked", tracked=args.tracked, ignore="node_modules/\n")
+        small_files(repo / "node_modules", 10_000)
+        cases["tracked"] = repo
     return cases
 
 
@@ -198,7 +206,15 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--old-rev", default="eeaf47b")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help="comma-separated cases to run (default: all): " + ", ".join(CASES))
     args = parser.parse_args()
+    wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = sorted(set(wanted) - set(CASES))
+    if unknown or not wanted:
+        print(f"unknown case(s): {', '.join(unknown) or '(none given)'}; known: "
+              f"{', '.join(CASES)}", file=sys.stderr)
+        return 2
     if shutil.which("git") is None:
         print("git is not installed", file=sys.stderr)
         return 2
@@ -208,7 +224,7 @@ def main() -> int:
     try:
         say(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores; building cases in {base}")
         started = time.perf_counter()
-        cases = build_cases(base, args)
+        cases = build_cases(base, args, wanted)
         say(f"built in {time.perf_counter() - started:.0f} s")
         old = old_module(args.old_rev)
         results = [measure(name, repo, args.turns, old, say) for name, repo in cases.items()]

@@ -1,6 +1,7 @@
 """Stop latency: time from abort to "every process of the run is gone". See docs/PERFORMANCE.md.
 
     python bench/stop_latency.py [--stops 50] [--grace 0.5] [--trees obey,ignore,busy]
+                                 [--backends linux,portable]
 
 Each tree imitates a real agent CLI (cli-agents.md, "How they die"): an *agent* prints one
 claude-stream-json ``system/init`` line and starts a *tool* in a NEW SESSION (like every real
@@ -10,6 +11,10 @@ behaviour; ``ignore`` sets both to SIG_IGN in every process (``sleep`` inherits 
 Tolaria reads SigIgn and sends SIGKILL at once, so no grace is spent on it. ``busy`` is the
 ``obey`` tree while ``--busy N`` (400) unrelated idle processes exist: the stop signals the known
 tree first, so its time must not grow with the machine's process count.
+
+Every row runs with each process backend (``--backends``, tolaria/core/process/backend.py):
+``linux`` (/proc, subreaper) and ``portable`` (psutil + POSIX, what macOS uses; the bench is no
+subreaper then).
 
 ``tolaria`` stops it with the real backend (``stream_ai_agent`` + ``registry.abort``), timed to the
 moment the bench itself sees every process gone (and to ``done``). ``baseline`` is a naive
@@ -71,7 +76,7 @@ from stop_tree import (  # noqa: E402  (bench/)
 
 from tolaria.core.adapters.manifest import Manifest  # noqa: E402
 from tolaria.core.events import Done, Event, Init  # noqa: E402
-from tolaria.core.process import proctree  # noqa: E402
+from tolaria.core.process import backend, linux_backend, proctree  # noqa: E402
 from tolaria.core.process.registry import ProcessRegistry  # noqa: E402
 from tolaria.core.stream_id import PREFIX, validate_stream_id  # noqa: E402
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent  # noqa: E402
@@ -262,7 +267,7 @@ async def _stops(series: Series, stops: int, tree: Path, mode: str, args: argpar
 
 
 def run_busy_row(tree: Path, args: argparse.Namespace, tmp: Path, cleanup: Cleanup, tag: str,
-                 monitor: Monitor, env: dict[str, str]) -> Series:
+                 monitor: Monitor, env: dict[str, str], subreaper: bool = True) -> Series:
     """The obey tree stopped while ``--busy`` unrelated idle processes exist (issue 16).
 
     They must not be our children (a desktop's processes are not Tolaria's): the subreaper
@@ -272,7 +277,7 @@ def run_busy_row(tree: Path, args: argparse.Namespace, tmp: Path, cleanup: Clean
     try:
         background = start_background(args.busy, env)
     finally:
-        _set_subreaper(True)
+        _set_subreaper(subreaper)
     try:
         args.procs_busy = sum(1 for e in os.scandir("/proc") if e.name.isdigit())
         series = asyncio.run(run_series("tolaria", tree, "obey", args, tmp, cleanup, tag, monitor))
@@ -280,6 +285,28 @@ def run_busy_row(tree: Path, args: argparse.Namespace, tmp: Path, cleanup: Clean
         cleanup.kill(background)
     series.tree = "busy"
     return series
+
+
+def run_backend(name: str, tree: Path, args: argparse.Namespace, tmp: Path, cleanup: Cleanup,
+                tag: str, monitor: Monitor, env: dict[str, str]) -> list[Series]:
+    """Every row with the ``name`` process backend (forced as TOLARIA_PROCESS_BACKEND here and
+    in ``tolaria abort``). The baseline does not depend on it: only with the first backend."""
+    os.environ[backend.ENV_VAR] = name
+    linux_backend.set_subreaper(name == "linux")  # portable: nothing of the subreaper helps
+    out = []
+    for mode in args.trees:
+        if mode == "busy":
+            out.append(run_busy_row(tree, args, tmp, cleanup, f"{tag}-{name[0]}", monitor, env,
+                                    subreaper=name == "linux"))
+        else:
+            for method in args.methods:
+                if method == "baseline" and name != args.backends[0]:
+                    continue
+                out.append(asyncio.run(run_series(method, tree, mode, args, tmp, cleanup,
+                                                  f"{tag}-{name[0]}", monitor)))
+    for series in out:
+        series.backend = name if series.method != "baseline" else "-"
+    return out
 
 
 def _set_subreaper(on: bool) -> None:
@@ -311,6 +338,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="unrelated idle processes that exist during the busy row (400)")
     ap.add_argument("--background", type=int, default=0, metavar="N",
                     help="start N idle processes first, to imitate a desktop's process count (0)")
+    ap.add_argument("--backends", default="linux,portable",
+                    help="comma list of process backends Tolaria stops with (linux,portable)")
     ap.add_argument("--methods", default="tolaria,abort-cli,baseline",
                     help="comma list of tolaria (registry.abort in-process), abort-cli "
                          "(`tolaria abort ID` from a new process) and baseline")
@@ -327,6 +356,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not args.methods or set(args.methods) - {"tolaria", "abort-cli", "baseline"}:
         ap.error("--methods takes tolaria, abort-cli and/or baseline")
+    args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not args.backends or set(args.backends) - {"linux", "portable"}:
+        ap.error("--backends takes linux and/or portable")
     args.trees = [t.strip() for t in args.trees.split(",") if t.strip()]
     if not args.trees or set(args.trees) - {"obey", "ignore", "busy"}:
         ap.error("--trees takes obey, ignore and/or busy")
@@ -363,13 +395,10 @@ def main(argv: list[str] | None = None) -> int:
         tree.write_text(TREE_SCRIPT % {"lifetime": TREE_LIFETIME_S})
         (tmp / "monitor.py").write_text(MONITOR_SCRIPT % {"poll": POLL_S})
         monitor = Monitor(tmp / "monitor.py", quiet_env)
-        for mode in args.trees:
-            if mode == "busy":
-                all_series.append(run_busy_row(tree, args, tmp, cleanup, tag, monitor, quiet_env))
-                continue
-            for method in args.methods:
-                all_series.append(asyncio.run(
-                    run_series(method, tree, mode, args, tmp, cleanup, tag, monitor)))
+        for name in args.backends:
+            all_series += run_backend(name, tree, args, tmp, cleanup, tag, monitor, quiet_env)
+        os.environ.pop(backend.ENV_VAR, None)  # the start-up rows choose their own
+        linux_backend.set_subreaper(True)
     except KeyboardInterrupt:
         print("\ninterrupted; cleaning up", file=sys.stderr)
         return 130

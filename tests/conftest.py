@@ -200,6 +200,31 @@ def checkout_is_never_an_agent_folder(tolaria_home: Path) -> Iterator[None]:
                         "a folder of its own (cwd=tmp_path)")
 
 
+#: The process backends (tolaria/core/process/backend.py); both run on Linux.
+BACKENDS = ("linux", "portable")
+
+
+@pytest.fixture(params=BACKENDS)
+def process_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+                    ) -> Iterator[str]:
+    """Each test that uses this runs once per backend: forced by TOLARIA_PROCESS_BACKEND for
+    this process (the in-process registry) and every process it spawns (``tolaria run``).
+
+    With ``portable`` this process stops being a child subreaper for the test (an earlier
+    test's linux registry made it one), so nothing of the subreaper helps the portable backend.
+    """
+    from tolaria.core.process import linux_backend
+
+    name = str(request.param)
+    monkeypatch.setenv("TOLARIA_PROCESS_BACKEND", name)
+    was = linux_backend.LinuxBackend().subreaper_active()
+    if name == "portable" and was:
+        linux_backend.set_subreaper(False)
+    yield name
+    if name == "portable" and was:
+        linux_backend.set_subreaper(True)
+
+
 @pytest.fixture
 def fake_agent_argv() -> list[str]:
     return [sys.executable, str(FAKE_AGENT)]

@@ -137,6 +137,11 @@ async def wait_until(predicate: Callable[[], object], within: float = 10.0,
         await asyncio.sleep(0.01)
 
 
+def portable_backend() -> bool:
+    """Whether the portable process backend is forced (conftest's ``process_backend``)."""
+    return os.environ.get("TOLARIA_PROCESS_BACKEND") == "portable"
+
+
 def marker_pids(stream_id: str) -> list[int]:
     """Live (non-zombie) pids whose environment holds exactly ``TOLARIA_STREAM_ID=stream_id``.
 

@@ -84,3 +84,31 @@ def test_a_turn_recorded_after_a_restart_takes_the_settings_limits(
     assert changed.notice == "not tracked: 1 file over 1 MB (dump.sql)"
     (marker,) = store.markers(chat.id, MARKER_TURN_CHANGES)
     assert marker.data["skipped"]["large"] == ["dump.sql"]
+
+
+def test_revert_and_rewind_keep_their_safety_copy_with_the_settings_limits(
+        store: Store, tmp_path: Path, tolaria_home: Path) -> None:
+    """A file the turn created under a raised ``max_file_mb`` (12 MB, over the default 10 MB)
+    is held by the revert's safety snapshot too, so the revert goes ahead and Undo gives it
+    back; with the defaults the safety copy could not hold it and the revert refused."""
+    from tolaria.chats.restore import TurnRestore
+    from tolaria.chats.restore_plan import REVERT, YES
+
+    repo = git_repo(tmp_path / "proj", {"a.txt": "a\n"})
+    tolaria_home.mkdir(exist_ok=True)
+    (tolaria_home / "settings.toml").write_text("[checkpoints]\nmax_file_mb = 20.0\n"
+                                                "max_total_mb = 100.0\n")
+    service = TurnCheckpoints(store)
+    chat = store.create_conversation("c", "demo", str(repo))
+    turn = store.start_turn(chat.id, "ai-agent-stream-" + "f" * 32, "demo", "t").id
+    service.take_before(chat, turn, str(repo))
+    data = b"weights " * (12 * ck.MB // 8)
+    (repo / "model.bin").write_bytes(data)
+    changed = service.record_after(chat, turn)
+    assert changed is not None and changed.files == (ck.FileChange("model.bin", "added"),)
+    restore = TurnRestore(service, writers=lambda _repo: [])
+    done = restore.run(chat.id, turn, REVERT, ["model.bin"], confirmed=YES)
+    assert done.done, done.plan
+    assert not (repo / "model.bin").exists()
+    undone = restore.undo(chat.id, turn, YES)
+    assert undone.done and (repo / "model.bin").read_bytes() == data

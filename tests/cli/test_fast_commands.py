@@ -32,6 +32,10 @@ ALLOWED = frozenset({
     "tolaria.cli.streams", "tolaria.core", "tolaria.core.process",
     "tolaria.core.process.claim", "tolaria.core.process.control_client",
     "tolaria.core.process.procread",
+    # The process backend seam and the linux backend (the portable one imports psutil).
+    "tolaria.core.process.backend", "tolaria.core.process.backend_base",
+    "tolaria.core.process.linux_backend",
+    "tolaria.core.process.procfs",
     "tolaria.core.stream_id", "tolaria.support",
     "tolaria.support.sockdir"})
 #: What the ``tolaria`` console script runs, without its ``import re`` (pip's wrapper has it,

@@ -65,6 +65,7 @@ class AcpChat:
         return done, events
 
 
+@pytest.mark.usefixtures("process_backend")  # both stop engines
 @pytest.mark.parametrize("agent", list(AGENTS))
 @async_test
 async def test_acp_text_tool_stop_and_next_turn(agent: str, model_server: FakeModelServer,

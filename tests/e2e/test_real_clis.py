@@ -85,6 +85,7 @@ async def test_tool_turn(agent: str, model_server: FakeModelServer, tmp_path: Pa
     assert "The command printed" in turn.events.text(), turn.explain()
 
 
+@pytest.mark.usefixtures("process_backend")  # the linux and the portable stop engine alike
 @pytest.mark.parametrize("agent", AGENTS)
 @async_test
 async def test_stop_while_tool_sleeps(agent: str, model_server: FakeModelServer,

@@ -33,6 +33,7 @@ AGENTS = {"claude": ("claude",), "claude-acp": ("claude-acp", "claude"),
 KEY = "conversation-e2e"
 
 
+@pytest.mark.usefixtures("process_backend")  # both stop engines
 @pytest.mark.parametrize("agent", list(AGENTS))
 @async_test
 async def test_kept_agent_survives_a_stop_and_serves_the_next_turn(

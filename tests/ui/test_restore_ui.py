@@ -30,6 +30,7 @@ from ui.uihelpers import (
     StartApp,
     edit_turn,
     processes_of,
+    revert_button,
     save_shot,
     window_process,
     window_script,
@@ -56,16 +57,6 @@ def row_of(drv: AppDriver, stream_id: str) -> TurnChangesRow:
     row = changes_row(drv, stream_id)
     drv.qtbot.waitUntil(row.toggle.isVisible, timeout=10_000)
     return row
-
-
-def revert_button(row: TurnChangesRow, path: str) -> QPushButton:
-    for file_row in row.file_rows():
-        label = file_row.findChild(QLabel, "changedFilePath")
-        if label is not None and label.text() == path:
-            button = file_row.findChild(QPushButton, "revertFileButton")
-            assert button is not None
-            return button
-    raise AssertionError(f"{path} is not listed")
 
 
 def confirm_button(row: TurnChangesRow) -> QPushButton:

@@ -15,7 +15,7 @@ import pytest
 from helpers import git, git_repo
 from PySide6.QtWidgets import QLabel, QPushButton
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import StartApp, edit_turn, processes_of, row_of
+from ui.uihelpers import StartApp, edit_turn, processes_of, revert_button, row_of
 
 from tolaria.chats.checkpoints import (
     MARKER_TURN_CHANGES,
@@ -49,16 +49,6 @@ def files_of(row: TurnChangesRow) -> list[tuple[str, str, str]]:
         assert badge is not None and path is not None and button is not None
         out.append((badge.text(), path.text(), button.text()))
     return out
-
-
-def revert_button(row: TurnChangesRow, path: str) -> QPushButton:
-    for file_row in row.file_rows():
-        label = file_row.findChild(QLabel, "changedFilePath")
-        if label is not None and label.text() == path:
-            button = file_row.findChild(QPushButton, "revertFileButton")
-            assert button is not None
-            return button
-    raise AssertionError(f"{path} is not listed")
 
 
 def test_changed_files_revert_and_rewind_in_a_git_folder(

@@ -16,7 +16,7 @@ import psutil
 from helpers import fake_manifest, marker_pids, python_child
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QPushButton, QWidget
+from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from tolaria.app.main import Tolaria
@@ -180,6 +180,17 @@ def row_of(drv: AppDriver, stream_id: str) -> TurnChangesRow:
     row = view.findChild(TurnChangesRow)
     assert row is not None
     return row
+
+
+def revert_button(row: TurnChangesRow, path: str) -> QPushButton:
+    """The "Revert file" button of ``path``'s row in a turn's changes."""
+    for file_row in row.file_rows():
+        label = file_row.findChild(QLabel, "changedFilePath")
+        if label is not None and label.text() == path:
+            button = file_row.findChild(QPushButton, "revertFileButton")
+            assert button is not None
+            return button
+    raise AssertionError(f"{path} is not listed")
 
 
 _WINDOW_SCRIPT = """\

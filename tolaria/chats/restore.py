@@ -40,6 +40,7 @@ from tolaria.chats.checkpoints import (
     TurnCheckpoints,
     UndoRequest,
     chat_ref_part,
+    current_limits,
 )
 from tolaria.chats.restore_plan import (
     DELETE,
@@ -199,7 +200,8 @@ class TurnRestore(UndoAndHunks):
             steps.append(rs.Step(path, source=first[path]))
             expected[path] = now
         start = self.checkpoints.checkpoints_of(conversation_id, turn_id)[0]
-        kept = tuple(sorted(c.path for c in ck.changes(start) if c.path not in first
+        kept = tuple(sorted(c.path for c in ck.changes(start, limits=current_limits())
+                            if c.path not in first
                             and (scope is None or Path(c.path).is_relative_to(scope))))
         plan = RestorePlan(REWIND, turn_id, tuple(files), kept=kept, outside=outside,
                            writers=tuple(self.writers(repo)), late=late,
@@ -287,7 +289,7 @@ class TurnRestore(UndoAndHunks):
         if any(rs.state_now(repo, p) != s for p, s in expected.items()):
             raise SafetyChanged
         try:
-            return rs.take_safety(repo, ref, expected)
+            return rs.take_safety(repo, ref, expected, current_limits())
         except rs.Changed as exc:
             raise SafetyChanged from exc
 

@@ -29,6 +29,7 @@ from tolaria.config.overrides import (
 )
 from tolaria.config.settings import Settings, load_settings, settings_path
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
+from tolaria.core.process import backend
 from tolaria.core.turns.request import RunRequest
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
                                      + "; ".join(by_agent[manifest.id]))
         warnings += [p for p in problems if p not in warnings]
         overrides = loaded
+    warnings += _apply_backend(settings.process_backend)
     o = overrides.get(manifest.id, AgentOverrides())
     if not o.enabled:
         raise AgentSettingsError(f"agent {manifest.id} is disabled in settings (enable it in "
@@ -102,6 +104,22 @@ def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
     cwd = os.path.expanduser(o.cwd) if o.cwd else None
     return RunOptions(applied, o, o.permission_mode, o.model, cwd, settings.grace_seconds,
                       settings.retry_limit_seconds, tuple(warnings))
+
+
+def _apply_backend(choice: str) -> list[str]:
+    """Put the ``process_backend`` setting in force for the runs to come (a warning when it
+    cannot be used here). Raises AgentSettingsError when TOLARIA_PROCESS_BACKEND names no
+    usable backend: a run never runs with another stop engine than the one asked for."""
+    warnings = []
+    try:
+        backend.configure(choice)
+    except backend.BackendChoiceError as exc:  # linux on a system without /proc
+        backend.configure("auto")
+        warnings.append(f"{exc}; using auto")
+    problem = backend.problem()
+    if problem is not None:
+        raise AgentSettingsError(problem)
+    return warnings
 
 
 @dataclass

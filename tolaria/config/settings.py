@@ -40,6 +40,8 @@ MAX_GRACE_S = 60.0
 MAX_POLITE_WINDOW_MS = 60_000
 #: Values of ``[appearance] theme`` (tolaria/ui/theme.py applies them).
 THEMES = ("system", "light", "dark")
+#: Values of ``[behaviour] process_backend`` (tolaria/core/process/backend.py CHOICES).
+PROCESS_BACKENDS = ("auto", "linux", "portable")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ class Settings:
     confirm_quit: bool = True
     #: Notify when a chat that is not in view finishes.
     notify_background: bool = True
+    #: How the stop engine talks to the system (``[behaviour] process_backend``): "auto" (linux
+    #: where /proc is, portable elsewhere), "linux" or "portable" (docs/adr/0016);
+    #: TOLARIA_PROCESS_BACKEND wins over it.
+    process_backend: str = "auto"
     #: Seconds a CLI agent may keep retrying an unreachable model before its run is stopped and
     #: reported as an error (``[behaviour] retry_limit_seconds``); 0 never stops it.
     retry_limit_seconds: float = DEFAULT_RETRY_LIMIT_S
@@ -126,6 +132,12 @@ def _window(value: object) -> str | None:
             f"(or unset to use each agent's own), got {value!r}")
 
 
+def _backend(value: object) -> str | None:
+    if value not in PROCESS_BACKENDS:
+        return f'must be one of {", ".join(repr(b) for b in PROCESS_BACKENDS)}, got {value!r}'
+    return None
+
+
 def _theme(value: object) -> str | None:
     if value not in THEMES:
         return f'must be one of {", ".join(repr(t) for t in THEMES)}, got {value!r}'
@@ -165,6 +177,7 @@ _KEYS = (
     _Key("polite_window_ms", "behaviour", "polite_window_ms", _window),
     _Key("confirm_quit", "behaviour", "confirm_quit", _flag),
     _Key("notify_background", "behaviour", "notify_background", _flag),
+    _Key("process_backend", "behaviour", "process_backend", _backend),
     _Key("retry_limit_seconds", "behaviour", "retry_limit_seconds",
          _number(0, math.inf, "a number of seconds (0 = never stop a retrying agent)"), float),
     _Key("theme", "appearance", "theme", _theme),

@@ -250,11 +250,13 @@ def apply(repo: Path, steps: Sequence[Step], safety: ck.Checkpoint) -> list[str]
     return written
 
 
-def take_safety(folder: Path, ref: str, expected: dict[str, State]) -> ck.Checkpoint:
+def take_safety(folder: Path, ref: str, expected: dict[str, State],
+                limits: ck.Limits | None = None) -> ck.Checkpoint:
     """A snapshot of the working tree now, checked to hold each path of ``expected`` exactly
     as it is expected to be (its bytes, so Undo can give them back). CheckpointError (and no
-    snapshot kept) when one differs: it changed meanwhile, or it could not be snapshotted."""
-    safety = ck.snapshot(folder, ref)
+    snapshot kept) when one differs: it changed meanwhile, or it could not be snapshotted.
+    ``limits``: the settings' (as the turn's own snapshots), so what they held it holds."""
+    safety = ck.snapshot(folder, ref, limits=limits)
     kept = states_at(safety, expected)
     for path, want in sorted(expected.items()):
         have = kept.get(path, ABSENT)

@@ -175,6 +175,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.usefixtures("process_backend")
 def test_a_stop_works_when_the_process_is_out_of_fds() -> None:
     """Before: the stop path died with "OSError: [Errno 24] Too many open files: '/proc'" (the
     snapshot of the run's processes), the run's tree left running. Now one spare fd is freed
@@ -190,3 +191,47 @@ def test_a_stop_works_when_the_process_is_out_of_fds() -> None:
     assert report["hogged"] > 50  # it really ran out of fds
     assert report == {"stopped": True, "reason": "cancelled", "survivors": [],
                       "hogged": report["hogged"], "left": []}
+
+
+#: In a child process: a child to bind, every fd used up, then psutil's bare bind and the
+#: turn's (tolaria/core/turns/process_turn.py bind_process, through the spare fd).
+_BIND_WITHOUT_FDS = """
+import json, os, resource, subprocess
+import psutil
+from tolaria.core.turns.process_turn import bind_process
+child = subprocess.Popen(["sleep", "30"])
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+hog = []
+try:
+    while True:
+        hog.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+try:
+    psutil.Process(child.pid)
+    plain = "bound"
+except psutil.Error:
+    plain = "psutil.Error"
+except OSError as exc:
+    plain = f"OSError {exc.errno}"
+bound = bind_process(child.pid)
+ok = bound is not None and bound.pid == child.pid
+for fd in hog:
+    os.close(fd)
+child.kill()
+child.wait()
+print(json.dumps({"plain": plain, "bound": ok, "hogged": len(hog)}))
+"""
+
+
+def test_the_agent_is_bound_when_the_process_is_out_of_fds() -> None:
+    """Before: ``psutil.Process(pid)`` of a just spawned agent raised OSError EMFILE (not a
+    psutil.Error) when fds were exhausted, and the turn died before its stop could run (the
+    flaky stop above). Now the bind goes through the spare fd."""
+    result = subprocess.run([sys.executable, "-c", _BIND_WITHOUT_FDS], capture_output=True,
+                            text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["hogged"] > 10
+    assert report["plain"] == "OSError 24"  # what the turn used to meet
+    assert report["bound"] is True

@@ -136,6 +136,8 @@ def run_scenario(as_user: AsUser, work: Path, mode: str) -> dict[str, Any]:
     proctree.enable_child_subreaper()
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(work / "home"),
            "TOLARIA_HOME": str(work / "home"), "PYTHONPATH": as_user.path}
+    if "TOLARIA_PROCESS_BACKEND" in os.environ:  # conftest's process_backend
+        env["TOLARIA_PROCESS_BACKEND"] = os.environ["TOLARIA_PROCESS_BACKEND"]
     done = subprocess.run([*as_user.prefix, as_user.python, str(as_user.scenario), mode, str(work)],
                           env=env, cwd=work, capture_output=True, text=True, timeout=90,
                           check=False)
@@ -159,21 +161,46 @@ def _assert_stopped(result: dict[str, Any]) -> None:
     assert result["survivors"] == [], result
 
 
+def _assert_not_found(result: dict[str, Any]) -> None:
+    """The portable backend's limit (docs/RELIABILITY.md): a process that left the run's tree
+    and sessions and hides its environment, with no subreaper to bring it back, is not found,
+    so it is not reported either (the window says "Stopped"); the scenario then kills it."""
+    assert result["stop_reason"] == "cancelled"
+    assert result["alive"], "the portable backend found it: update docs/RELIABILITY.md"
+    assert result["survivors"] == [], result
+
+
+def _hidden_from_portable(as_user: AsUser) -> bool:
+    return as_user.uid != 0 and os.environ.get("TOLARIA_PROCESS_BACKEND") == "portable"
+
+
+@pytest.mark.usefixtures("process_backend")
 def test_non_dumpable_daemon_is_stopped_as_non_root(as_user: AsUser, workdir: Path) -> None:
     result = run_scenario(as_user, workdir, "dumpable_daemon")
     if as_user.uid != 0:
         assert result["environ_readable"] is False, "the daemon's environment was readable"
-    _assert_stopped(result)
+    if _hidden_from_portable(as_user):
+        _assert_not_found(result)
+    else:
+        _assert_stopped(result)
 
 
+@pytest.mark.usefixtures("process_backend")
 def test_double_fork_setsid_daemon_is_stopped_as_non_root(as_user: AsUser, workdir: Path) -> None:
     _assert_stopped(run_scenario(as_user, workdir, "daemon"))
 
 
+@pytest.mark.usefixtures("process_backend")
 @pytest.mark.parametrize("mode", ["hopper", "hopper_hidden"])
 def test_pid_hopper_is_stopped_as_non_root(as_user: AsUser, workdir: Path, mode: str) -> None:
     result = run_scenario(as_user, workdir, mode)
-    _assert_stopped(result)
+    if mode == "hopper_hidden" and _hidden_from_portable(as_user):
+        # Each hop forks a new session and exits: the new one is an orphan of PID 1 with an
+        # unreadable environment before a rescan sees its parent (5 runs out of 5 here).
+        assert result["survivors"] == [], result
+        assert set(result["alive"]) <= set(result["pids"])
+    else:
+        _assert_stopped(result)
     assert len(result["pids"]) >= 1
 
 
@@ -237,9 +264,13 @@ def test_a_crash_takes_a_hidden_daemon_without_environment_with_it_as_non_root(
     assert not leftovers, f"processes of {USER} outlived the crash: {leftovers}"
 
 
+@pytest.mark.usefixtures("process_backend")
 @pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="ssh-agent is not installed")
 def test_ssh_agent_is_stopped_as_non_root(as_user: AsUser, workdir: Path) -> None:
     result = run_scenario(as_user, workdir, "ssh_agent")
     if as_user.uid != 0:
         assert result["environ_readable"] is False, "ssh-agent's environment was readable"
-    _assert_stopped(result)
+    if _hidden_from_portable(as_user):
+        _assert_not_found(result)
+    else:
+        _assert_stopped(result)

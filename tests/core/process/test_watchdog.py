@@ -100,6 +100,7 @@ def test_serve_follows_starts_and_ends_and_ignores_a_torn_line() -> None:
     assert watchdog.serve(lines) == {b"b", b"c"}
 
 
+@pytest.mark.usefixtures("process_backend")
 def test_kill_marked_kills_only_the_named_runs_tree(tmp_path: Path) -> None:
     mine, other = new_stream_id(), new_stream_id()
     procs = []
@@ -131,6 +132,7 @@ async def test_one_watchdog_per_process_and_it_learns_every_run() -> None:
 # --- the app is killed ---------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("process_backend")
 def test_sigkill_of_tolaria_run_takes_the_agent_tree_with_it(tolaria_home: Path,
                                                               tmp_path: Path) -> None:
     sid = new_stream_id()
@@ -220,6 +222,7 @@ KEEPER_SCRIPT = textwrap.dedent("""\
 """)
 
 
+@pytest.mark.usefixtures("process_backend")
 def test_sigkill_of_the_app_kills_an_idle_kept_agent(tolaria_home: Path, tmp_path: Path) -> None:
     fake = ROOT / "tests" / "fakes" / "fake_claude_stream.py"
     app = subprocess.Popen([sys.executable, "-c", KEEPER_SCRIPT, str(fake), str(tmp_path)],

@@ -3,6 +3,10 @@
 Each test spawns real processes. A stop is only counted as a stop when, by the time ``done``
 arrives, every process the run started is gone: checked by pid (from FAKE_PIDFILE) and by the
 run's TOLARIA_STREAM_ID marker in /proc, immediately, without any extra waiting.
+
+Every test runs with both process backends (conftest's ``process_backend``). Where the portable
+backend cannot do what the linux one does (no SigIgn, no subreaper), the test says what it
+does instead: the limits of docs/RELIABILITY.md, "The portable backend".
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 from helpers import (
     FAKE_AGENT,
     Collector,
@@ -26,6 +31,7 @@ from helpers import (
     fake_manifest,
     is_gone,
     pid_gone,
+    portable_backend,
     start_run,
     wait_pidfile,
     wait_until,
@@ -35,6 +41,7 @@ from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import Diagnostic, Error, Init, TextDelta, ToolDone, ToolStart, Usage
 
 GRACE = 0.5
+pytestmark = pytest.mark.usefixtures("process_backend")
 
 
 # --- runs that end on their own --------------------------------------------------------------
@@ -339,8 +346,17 @@ async def test_abort_sigterm_ignored_gets_sigkill_without_waiting_the_grace() ->
     assert done.stop_reason == "cancelled"
     assert done.exit_code == 128 + 9
     assert done.survivors == ()
-    assert elapsed < LONG_GRACE / 5, f"the stop took {elapsed:.2f} s: it waited for the grace"
+    _assert_ignorer_time(elapsed)
     assert_run_gone(run.stream_id)
+
+
+def _assert_ignorer_time(elapsed: float) -> None:
+    """linux: SigIgn is read, SIGKILL at once. portable: psutil cannot read it, so the ignorer
+    gets its SIGKILL when the grace ends (the limit, docs/RELIABILITY.md)."""
+    if portable_backend():
+        assert LONG_GRACE <= elapsed < LONG_GRACE + 2.5, f"the stop took {elapsed:.2f} s"
+    else:
+        assert elapsed < LONG_GRACE / 5, f"the stop took {elapsed:.2f} s: it waited for the grace"
 
 
 @async_test
@@ -377,7 +393,12 @@ async def test_ignored_polite_stop_falls_through_to_the_tree_kill() -> None:
     assert done.exit_code == 128 + 9
     assert done.survivors == ()
     assert done.duration_ms is not None and done.duration_ms < window_ms + GRACE * 1000
-    assert any("ignores SIGINT" in getattr(e, "message", "") for e in run.collector.events)
+    said = any("ignores SIGINT" in getattr(e, "message", "") for e in run.collector.events)
+    # portable: SigIgn cannot be read, so the polite window is waited out (then SIGKILL, the
+    # agent had its grace), and nothing is said about it.
+    assert said is not portable_backend()
+    if portable_backend():
+        assert done.duration_ms >= window_ms
     assert_run_gone(run.stream_id)
 
 
@@ -449,7 +470,7 @@ async def test_abort_deep_tree_that_ignores_sigterm(tmp_path: Path) -> None:
     elapsed = time.monotonic() - started
     assert done.stop_reason == "cancelled"
     assert done.survivors == ()
-    assert elapsed < LONG_GRACE / 5, f"the stop took {elapsed:.2f} s: it waited for the grace"
+    _assert_ignorer_time(elapsed)
     assert_run_gone(run.stream_id, procs)
 
 
@@ -496,7 +517,9 @@ async def test_abort_kills_a_daemon_that_scrubbed_its_environment(tmp_path: Path
     (daemon,) = await wait_pidfile(pidfile)
     # The pid is written by the intermediate process, possibly before the daemon's execve.
     await wait_until(lambda: daemon.environ() == {}, what="the daemon's exec with no environment")
-    assert daemon.ppid() == os.getpid()  # adopted by us, the child subreaper
+    # linux: adopted by us, the child subreaper. portable: no subreaper, PID 1 (or the
+    # session's reaper) has it, and nothing leads to it any more.
+    assert (daemon.ppid() == os.getpid()) is not portable_backend()
     assert run.abort() is True
     done = await run.finish()
     survived = not is_gone(daemon)
@@ -504,13 +527,20 @@ async def test_abort_kills_a_daemon_that_scrubbed_its_environment(tmp_path: Path
         daemon.kill()
         await wait_until(lambda: is_gone(daemon), what="the daemon to die")
     assert done.stop_reason == "cancelled"
-    assert not survived, f"daemon {daemon.pid} survived the stop; survivors={done.survivors}"
+    if portable_backend():
+        # The limit: not found, so not reported either; the window says "Stopped".
+        assert survived, "the portable backend found a scrubbed orphan: update RELIABILITY.md"
+        assert done.survivors == ()
+    else:
+        assert not survived, f"daemon {daemon.pid} survived the stop; survivors={done.survivors}"
 
 
 @async_test
 async def test_stop_spares_the_apps_own_adopted_orphans(tmp_path: Path) -> None:
     """A process the app itself started (e.g. a browser via xdg-open) that double-forked and was
     adopted by us must survive a Stop, even when it is born during the run."""
+    if portable_backend():
+        pytest.skip("the portable backend adopts nothing: no subreaper, no adopted orphan")
     pidfile = tmp_path / "pids"
     run = start_run(fake_manifest("tool"), env={"FAKE_PIDFILE": str(pidfile)}, grace_s=GRACE)
     await wait_pidfile(pidfile)

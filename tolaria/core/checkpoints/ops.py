@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tolaria.core.checkpoints.gitrun import Cancel, CheckpointError, in_user_repo
+from tolaria.core.checkpoints.migrate import migrate_once
 from tolaria.core.checkpoints.model import (
     Checkpoint,
     FileChange,
@@ -74,6 +75,7 @@ def _layout(folder: Path, cancel: Cancel | None = None) -> Layout:
         raise CheckpointError(f"{folder} is not inside a git working tree")
     lay = layout(folder, cancel)
     ensure_store(lay)
+    migrate_once(lay, cancel)  # an earlier Tolaria's refs in the repository, into the store
     return lay
 
 

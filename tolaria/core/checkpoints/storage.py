@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tolaria.core.checkpoints.gitrun import CheckpointError, in_user_repo, run, safe_env
-from tolaria.core.checkpoints.snap import drop_caches
 from tolaria.core.checkpoints.store import REF_PREFIX, legacy_refs, read_info, stores_dir
+from tolaria.core.checkpoints.untracked import drop_caches
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tolaria.core.process import procfs
+from tolaria.core.process.backend_base import ProcInfo
 
 #: At most this long for the sweeps of one crash (then whatever is stopped is killed anyway).
 SWEEP_TIMEOUT_S = 1.5
@@ -72,7 +73,7 @@ def read(paths: Iterable[str | bytes]) -> Leftovers:
     return found
 
 
-def _member(st: procfs.Stat, ident: int, known: dict[int, tuple[int | None, int]]) -> bool:
+def _member(st: ProcInfo, ident: int, known: dict[int, tuple[int | None, int]]) -> bool:
     """Whether ``st`` belongs to the recorded session or group ``ident`` (see the docstring)."""
     leader, born = known[ident]
     if st.start < born:
@@ -90,8 +91,8 @@ def _candidates(left: Leftovers, stopped: set[tuple[int, int]]) -> set[tuple[int
         return set()
     me = os.getpid()
     own = {os.getpgid(0), os.getsid(0)}
-    children: dict[int, list[procfs.Stat]] = {}
-    found: dict[int, procfs.Stat] = {}
+    children: dict[int, list[ProcInfo]] = {}
+    found: dict[int, ProcInfo] = {}
     for pid in procfs.pids():
         st = procfs.stat(pid)
         if st is None or st.zombie or pid == me:

@@ -14,11 +14,13 @@ found nobody and the run went on for ever (issue 22.1). Two halves close the win
   ``live_stream_ids`` ask ``*.sock`` only, so they never wait for a run that is starting (two
   runs starting at once would otherwise wait for each other).
 - ``tolaria abort ID`` also finds a run whose process exists but has not claimed yet, by its
-  command line (``find_runs``: ``/proc/*/cmdline`` on Linux, ``ps`` elsewhere), and then waits
-  for that process's socket (tolaria/core/process/control_client.py).
+  command line (``find_runs``, through the process backend: ``/proc/*/cmdline`` with the linux
+  one, psutil with the portable one), and then waits for that process's socket
+  (tolaria/core/process/control_client.py).
 
-Light on purpose, like the client: no asyncio, no psutil, no pathlib, no re (``tolaria
-abort``'s start-up is part of a stop's latency; tests/cli/test_fast_commands.py pins that).
+Light on purpose, like the client: no asyncio, no pathlib, no re, and psutil only with the
+portable backend (``tolaria abort``'s start-up is part of a stop's latency;
+tests/cli/test_fast_commands.py pins that).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import _socket
 import os
 import sys
 
-from tolaria.core.process import procread
+from tolaria.core.process import backend
+from tolaria.core.process.procread import env_value
 from tolaria.core.stream_id import is_valid_stream_id
 from tolaria.support import sockdir
 
@@ -191,8 +194,9 @@ def release() -> None:
 
 
 # -- the abort's side -------------------------------------------------------------------------
-#: The start time of a process (procread.py: the /proc readers shared with procfs.py).
-start_ticks = procread.start_ticks
+def start_ticks(pid: int) -> int | None:
+    """The start time of a process (the backend's clock ticks after boot), None when gone."""
+    return backend.current().start_ticks(pid)
 
 
 def _our(name: str) -> bytes | None:
@@ -203,81 +207,45 @@ def _our(name: str) -> bytes | None:
 def _same_home(pid: int) -> bool:
     """Whether process ``pid`` uses our socket folder: the same ``TOLARIA_HOME``, or neither
     has one and the variables the default folder comes from agree (sockdir.socket_dir)."""
-    env = procread.read_strings(f"/proc/{pid}/environ")
+    be = backend.current()
+    env = be.environ(pid)
     if env is None:
         return True  # unreadable: judged by its socket alone
-    theirs = procread.env_value(env, b"TOLARIA_HOME")
+    theirs = env_value(env, b"TOLARIA_HOME")
     mine = sockdir.home()
     if not theirs:
-        return mine is None and all(procread.env_value(env, name.encode()) == _our(name)
+        return mine is None and all(env_value(env, name.encode()) == _our(name)
                                     for name in ("XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP"))
     if mine is None:
         return False
     value = os.path.expanduser(os.fsdecode(theirs))
     if not os.path.isabs(value):
-        try:
-            value = os.path.join(os.readlink(f"/proc/{pid}/cwd"), value)
-        except OSError:
+        folder = be.cwd(pid)
+        if folder is None:
             return True
+        value = os.path.join(folder, value)
     return os.path.realpath(value) == mine
-
-
-def _cmdline_runs(stream_id: str) -> list[int]:
-    if sys.platform == "win32":  # no /proc, no uids
-        return []
-    needle = stream_id.encode()
-    uid = os.getuid()
-    me = os.getpid()
-    found = []
-    for pid in procread.pids():
-        if pid == me:
-            continue
-        data = procread.read_strings(f"/proc/{pid}/cmdline")
-        if data is None or needle not in data:  # the cheap test first: almost all fail it
-            continue
-        argv = [os.fsdecode(a) for a in data.rstrip(b"\0").split(b"\0")]
-        args = tolaria_args(argv)
-        if args is None or run_stream_id(args) != stream_id:
-            continue
-        try:
-            if os.stat(f"/proc/{pid}").st_uid != uid:
-                continue
-        except OSError:
-            continue
-        if _same_home(pid):
-            found.append(pid)
-    return found
-
-
-def _ps_runs(stream_id: str) -> list[int]:
-    """The portable fallback: ``ps``'s command lines, split on blanks (a prompt with blanks
-    may then hide a ``--stream-id`` after it; ``TOLARIA_HOME`` is not compared)."""
-    if sys.platform == "win32":  # no control channel there (ADR 0014): nothing to wait for
-        return []
-    import subprocess  # only here: no /proc, and nobody answered the abort
-
-    try:
-        out = subprocess.run(["ps", "-A", "-ww", "-o", "pid=", "-o", "uid=", "-o", "args="],
-                             capture_output=True, text=True, timeout=5, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    found = []
-    for line in out.splitlines():
-        fields = line.split()
-        if len(fields) < 3 or stream_id not in line or not fields[0].isdigit():
-            continue
-        if fields[1] != str(os.getuid()) or int(fields[0]) == os.getpid():
-            continue
-        args = tolaria_args(fields[2:])
-        if args is not None and run_stream_id(args) == stream_id:
-            found.append(int(fields[0]))
-    return found
 
 
 def find_runs(stream_id: str) -> list[int]:
     """Pids of this user's ``tolaria run --stream-id STREAM_ID`` processes (same
     ``TOLARIA_HOME``), whether or not they listen yet. A process counts from its ``exec``:
     a launcher that has forked but not yet exec'd Tolaria has no such command line."""
-    if sys.platform == "linux" and os.path.isdir("/proc/self"):
-        return _cmdline_runs(stream_id)
-    return _ps_runs(stream_id)
+    if sys.platform == "win32":  # no control channel there (ADR 0014): nothing to wait for
+        return []
+    be = backend.current()
+    uid = os.getuid()
+    me = os.getpid()
+    found = []
+    for pid in be.pids():
+        if pid == me:
+            continue
+        argv = be.cmdline(pid)
+        if argv is None or not any(stream_id in a for a in argv):  # almost all fail this
+            continue
+        args = tolaria_args(argv)
+        if args is None or run_stream_id(args) != stream_id or be.real_uid(pid) != uid:
+            continue
+        if _same_home(pid):
+            found.append(pid)
+    return found

@@ -1,10 +1,11 @@
 """One file descriptor kept aside for the stop path.
 
 A process out of file descriptors (a flood of connections, a leak) must still be able to stop
-its runs: finding a run's processes reads ``/proc``, which needs an fd at a time. This module
-holds one spare fd (``/dev/null``, close-on-exec) from import on; a function decorated with
-``with_spare_fd`` that fails with EMFILE/ENFILE is retried once with the spare released, and
-the spare is taken back right after. Only synchronous functions: nothing else can grab the
+its runs: finding a run's processes reads ``/proc`` (the linux backend directly, the portable
+one through psutil, which also opens a file for a bare ``psutil.Process(pid)``), an fd at a
+time. This module holds one spare fd (``/dev/null``, close-on-exec) from import on; a function
+decorated with ``with_spare_fd`` that fails with EMFILE/ENFILE is retried once with the spare
+released, and the spare is taken back right after. Only synchronous functions: nothing else can grab the
 freed fd in between.
 """
 

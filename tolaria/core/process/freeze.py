@@ -40,7 +40,8 @@ from typing import Protocol
 
 import psutil
 
-from tolaria.core.process import procfs, procread
+from tolaria.core.process import backend, procread
+from tolaria.core.process.backend import ProcInfo
 
 
 class TreeFinder(Protocol):
@@ -56,7 +57,7 @@ class TreeFinder(Protocol):
 
     def _marked(self, env: bytes) -> bool: ...
 
-    def _claims_orphan(self, st: procfs.Stat, env: bytes | None) -> bool: ...
+    def _claims_orphan(self, st: ProcInfo, env: bytes | None) -> bool: ...
 
 
 #: Set by ``start_background_reaper`` (treefind's subreaper): whether orphans come back to us,
@@ -82,7 +83,7 @@ def _is_stopped(pid: int, start: int) -> bool | None:
 
     Uninterruptible sleep (``D``) counts as stopped: such a process runs no code of its own,
     and stops (the SIGSTOP is pending) before it could reach user space and fork."""
-    st = procfs.stat(pid)
+    st = backend.current().info(pid)
     if st is None or st.start != start or st.zombie:
         return None
     return st.state in (b"T", b"t", b"D")
@@ -90,7 +91,10 @@ def _is_stopped(pid: int, start: int) -> bool | None:
 
 def catches(pid: int, sig: int) -> bool:
     """Whether ``pid`` has a handler for ``sig`` (SigCgt): only such a process can act on a
-    SIGTERM, e.g. by forking away instead of exiting. False when unknown."""
+    SIGTERM, e.g. by forking away instead of exiting. False when unknown (the portable
+    backend cannot read signal masks)."""
+    if not backend.current().reads_signal_masks:
+        return False
     raw = procread.read(f"/proc/{pid}/status", short=True)
     at = -1 if raw is None else raw.find(b"\nSigCgt:")
     if raw is None or at < 0:
@@ -114,25 +118,34 @@ async def confirm_no_hopper(finder: TreeFinder, since: int) -> bool:
         if reap_orphans(since):
             return False
         for pid in freezer._known_sweep():
-            st = procfs.stat(pid)
+            st = backend.current().info(pid)
             if st is not None and not st.zombie and st.start >= since:
                 return False
     return True
 
 
 def own_children() -> list[int]:
-    """Our direct children (zombies included): the kernel's children lists of our threads."""
-    return procfs.children(os.getpid()) or []
+    """Our direct children (zombies included): the kernel's children lists of our threads, or
+    one pass over every process where the backend has no such lists."""
+    return _children_of(os.getpid())
 
 
-def _adoptable(st: procfs.Stat, born_after: int) -> bool:
+def _children_of(pid: int) -> list[int]:
+    be = backend.current()
+    kids = be.adopted() if pid == os.getpid() else be.children(pid)
+    if kids is None:
+        kids = [found.pid for found in be.snapshot() if found.ppid == pid]
+    return kids
+
+
+def _adoptable(st: ProcInfo, born_after: int) -> bool:
     if sys.platform == "win32":  # no subreaper, no sessions: nothing is ever adopted
         return False
     return (_subreaper and not _is_own_child(st.pid) and st.sid != os.getsid(0)
             and st.start >= born_after)
 
 
-def reap_orphans(born_after: int, only: Callable[[procfs.Stat], bool] | None = None) -> int:
+def reap_orphans(born_after: int, only: Callable[[ProcInfo], bool] | None = None) -> int:
     """``waitpid`` every zombie child of ours adopted since ``born_after`` (clock ticks after
     boot; see the module docstring for which ones), and that ``only`` accepts when given;
     return how many were reaped."""
@@ -140,7 +153,7 @@ def reap_orphans(born_after: int, only: Callable[[procfs.Stat], bool] | None = N
         return 0
     reaped = 0
     for pid in own_children():
-        st = procfs.stat(pid)
+        st = backend.current().info(pid)
         if (st is None or not st.zombie or not _adoptable(st, born_after)
                 or (only is not None and not only(st))):
             continue
@@ -165,7 +178,7 @@ class OrphanReaper:
         seen: dict[tuple[int, int], float] = {}
         reaped = 0
         for pid in own_children():
-            st = procfs.stat(pid)
+            st = backend.current().info(pid)
             if st is None or not st.zombie or not _adoptable(st, self.born_after):
                 continue
             key = (pid, st.start)
@@ -228,7 +241,7 @@ class Freezer:
         new = False
         me = os.getpid()
         for pid in pids:
-            st = procfs.stat(pid)
+            st = backend.current().info(pid)
             if pid == me or st is None or st.zombie or (pid, st.start) in self.stopped:
                 continue
             with contextlib.suppress(OSError):
@@ -246,11 +259,12 @@ class Freezer:
         root = finder.root
         if root is not None:
             seeds.append(root.pid)
+        be = backend.current()
         for pid in own_children():
-            st = procfs.stat(pid)
+            st = be.info(pid)
             if st is None or st.zombie or (pid, st.start) in self.stopped:
                 continue
-            env = procfs.environ(pid)
+            env = be.environ(pid)
             if (env is not None and finder._marked(env)) or finder._claims_orphan(st, env):
                 seeds.append(pid)
         found: set[int] = set()
@@ -259,7 +273,7 @@ class Freezer:
             if pid in found:
                 continue
             found.add(pid)
-            seeds.extend(procfs.children(pid) or ())
+            seeds.extend(_children_of(pid))
         return found
 
     def sweep(self, full: bool) -> bool:

@@ -14,8 +14,8 @@ parentage (adopted by us, the subreaper), its session, its start time and its ow
 from __future__ import annotations
 
 import os
-import signal
-from dataclasses import dataclass
+
+from tolaria.core.process.backend_base import ProcInfo, owner_cache
 
 # Re-exported: the raw readers are shared with the light abort path (procread's docstring).
 from tolaria.core.process.procread import env_value as env_value
@@ -25,27 +25,12 @@ from tolaria.core.process.procread import read as _read
 HAS_PROC = os.path.isdir("/proc")
 #: Whether the kernel lists children (CONFIG_PROC_CHILDREN); without it the full scan has to do.
 _HAS_CHILDREN_FILE = HAS_PROC and os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+#: SIGTERM's number (POSIX: 15), spelled out: ``signal`` is one import more on the abort's path.
+_SIGTERM = 15
 #: SigIgn / SigCgt in /proc/PID/status are hex masks with bit (N - 1) for signal N.
-SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
-#: This process's identity in the owner marker, computed once per pid (a fork gets its own).
-_owner: tuple[int, str] | None = None
-
-
-@dataclass(frozen=True)
-class Stat:
-    """The fields of ``/proc/PID/stat`` a stop uses."""
-
-    pid: int
-    state: bytes
-    ppid: int
-    pgid: int
-    sid: int
-    #: Start time in clock ticks after boot (field 22): with the pid, a process's identity.
-    start: int
-
-    @property
-    def zombie(self) -> bool:
-        return self.state in (b"Z", b"X")
+SIGTERM_BIT = 1 << (_SIGTERM - 1)
+#: The fields of ``/proc/PID/stat`` a stop uses (the seam's record: backend.py).
+Stat = ProcInfo
 
 
 def stat(pid: int | str) -> Stat | None:
@@ -96,7 +81,7 @@ def ignores_sigterm(pid: int) -> bool:
 
     A process that *catches* SIGTERM (SigCgt) is not an ignorer: it may be cleaning up.
     """
-    return ignores_signal(pid, signal.SIGTERM)
+    return ignores_signal(pid, _SIGTERM)
 
 
 def ignores_signal(pid: int, sig: int) -> bool:
@@ -124,21 +109,14 @@ def environ(pid: int | str) -> bytes | None:
 
 
 def owner_token() -> str:
-    """``<pid>:<start ticks>`` of this process: names it uniquely across homes and pid reuse."""
-    global _owner
+    """This process's ``<pid>:<start ticks>``, as ``ProcessBackend.owner_token`` gives it (one
+    cache): for the linux-only modules that read /proc themselves."""
     me = os.getpid()
-    if _owner is None or _owner[0] != me:
-        own = stat(me) if HAS_PROC else None
-        start = own.start if own is not None else int(_boot_relative_start())
-        _owner = (me, f"{me}:{start}")
-    return _owner[1]
-
-
-def _boot_relative_start() -> float:
-    """Without /proc (macOS): psutil's create time stands in for the start ticks."""
-    import psutil  # only off Linux
-
-    return float(psutil.Process().create_time()) * 100
+    cached = owner_cache.get(me)
+    if cached is None:
+        own = stat(me)
+        cached = owner_cache[me] = f"{me}:{own.start if own is not None else 0}"
+    return cached
 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

@@ -84,3 +84,33 @@ def env_value(env: bytes, name: bytes) -> bytes | None:
         return None
     end = env.find(b"\0", at)
     return env[at + len(needle) : end if end >= 0 else len(env)]
+
+
+def cmdline(pid: int | str) -> list[str] | None:
+    """The command line of ``pid`` (``/proc/PID/cmdline``), None when unreadable or empty (a
+    kernel thread, a zombie)."""
+    data = read_strings(f"/proc/{pid}/cmdline")
+    if not data:
+        return None
+    return [os.fsdecode(a) for a in data.rstrip(b"\0").split(b"\0")]
+
+
+def environ(pid: int | str) -> bytes | None:
+    """The raw environment of ``pid`` (first MB), None when unreadable (gone, not dumpable)."""
+    return read_strings(f"/proc/{pid}/environ")
+
+
+def cwd(pid: int | str) -> str | None:
+    """The working folder of ``pid``, None when unreadable."""
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def owner_uid(pid: int | str) -> int | None:
+    """The owner of ``/proc/PID`` (the process's effective uid while it is dumpable)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,7 +24,8 @@ from dataclasses import dataclass, field
 import psutil
 
 from tolaria.core.events import Survivor
-from tolaria.core.process import freeze, procfs
+from tolaria.core.process import backend, freeze
+from tolaria.core.process.backend import SIGKILL, SIGTERM
 from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.treefind import (
     APP_CHILD_MARKER,
@@ -89,15 +88,15 @@ class TreeKiller(TreeFinder):
 
     @with_spare_fd  # psutil checks pid reuse by reading /proc/PID/stat
     def _signal_groups(self, sig: int) -> None:
-        own_pgid = os.getpgid(0)
+        be = backend.current()
+        own_pgid = (be.group_and_session(0) or (0, 0))[0]
         alive_groups = {_pgid_of(p) for p in self.alive()}
         for pgid in self.groups:
             # A group is only signalled while one of *our* processes still leads or belongs to
             # it, so a recycled pgid of a stranger is never hit.
             if pgid == own_pgid or pgid not in alive_groups:
                 continue
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, sig)
+            be.signal_group(pgid, sig)
 
     @with_spare_fd  # psutil checks pid reuse by reading /proc/PID/stat
     def _terminate(self, procs: Iterable[psutil.Process], *, groups: bool) -> None:
@@ -105,24 +104,23 @@ class TreeKiller(TreeFinder):
         SIGTERM (SigIgn) and to one that escaped after the first signal (a pid hopper).
         Catchers (SigCgt) get SIGTERM and their grace."""
         if groups:
-            self._signal_groups(signal.SIGTERM)
+            self._signal_groups(SIGTERM)
         live = {p.pid for p in self.alive()}  # once: a hopper makes thousands of known pids
         for proc in procs:
-            sig = signal.SIGKILL if self._hopeless(proc, live) else signal.SIGTERM
-            if sig == signal.SIGTERM and procfs.HAS_PROC and not self._catchers:
-                self._catchers = freeze.catches(proc.pid, signal.SIGTERM)
+            sig = SIGKILL if self._hopeless(proc, live) else SIGTERM
+            if sig == SIGTERM and not self._catchers:
+                self._catchers = freeze.catches(proc.pid, SIGTERM)
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(sig)
         if self._stop_ticks is None:
-            self._stop_ticks = procfs.now_ticks()
+            self._stop_ticks = backend.current().now_ticks()
 
     def _hopeless(self, proc: psutil.Process, live: set[int]) -> bool:
         """Whether SIGTERM cannot end ``proc`` or it is running from the stop."""
-        if not procfs.HAS_PROC:
-            return False
-        if procfs.ignores_sigterm(proc.pid):
+        be = backend.current()
+        if be.ignores_signal(proc.pid, SIGTERM):
             return True
-        st = procfs.stat(proc.pid)
+        st = be.info(proc.pid)
         if self._stop_ticks is None or st is None or st.start < self._stop_ticks:
             return False
         # Born during the stop and already orphaned, or in a session of its own: it forked
@@ -147,24 +145,23 @@ class TreeKiller(TreeFinder):
         self._add(self._scan_known())  # before any signal: a dead parent hides its children
         if root_had_grace and self.root is not None and _alive(self.root):
             with contextlib.suppress(psutil.Error):
-                self.root.send_signal(signal.SIGKILL)
+                self.root.send_signal(SIGKILL)
         self._terminate(self.alive(), groups=True)
         # The rest of /proc (markers, sessions) is scanned by _wait_gone: as soon as the known
         # tree is gone, or after _RESCAN_S. A stop of an obeying tree costs one pass over /proc.
-        settled = await self._wait_gone(signal.SIGTERM, grace, poll)
+        settled = await self._wait_gone(SIGTERM, grace, poll)
         if settled and not self.hopping and not await self._hopper_missed():
             return self._finish()
         # Grace over, or a pid hopper: freeze what is left (a stopped process cannot fork),
         # then SIGKILL it all; the hopper's dead generations are reaped as they appear.
-        if procfs.HAS_PROC:
-            await freeze.freeze_and_kill(self, self._stop_ticks or 0, verify)
-        self.signal_all(signal.SIGKILL)
-        await self._wait_gone(signal.SIGKILL, verify, poll)
+        await freeze.freeze_and_kill(self, self._stop_ticks or 0, verify)
+        self.signal_all(SIGKILL)
+        await self._wait_gone(SIGKILL, verify, poll)
         return self._finish()
 
     async def _hopper_missed(self) -> bool:
         """Whether a process that could act on SIGTERM left a hopper the scans missed."""
-        if not (self._catchers and procfs.HAS_PROC):
+        if not self._catchers:
             return False
         return not await freeze.confirm_no_hopper(self, self._stop_ticks or 0)
 
@@ -186,7 +183,7 @@ class TreeKiller(TreeFinder):
                 if not self._resnapshot_and_resignal(sig) and settled:
                     return True
                 next_scan = time.monotonic() + _RESCAN_S
-            if self.hopping and sig != signal.SIGKILL:
+            if self.hopping and sig != SIGKILL:
                 return False  # the caller freezes the run: no point chasing new pids
             if time.monotonic() >= deadline:
                 return False
@@ -200,11 +197,10 @@ class TreeKiller(TreeFinder):
         Only live processes count as new: a zombie cannot fork. But a zombie child of ours
         born during the stop is a generation of a pid hopper that forked and exited: it is
         reaped at once (or they pile up by the thousand) and the stop turns to freezing."""
-        if procfs.HAS_PROC and self._stop_ticks is not None and freeze.reap_orphans(self._stop_ticks):
+        if self._stop_ticks is not None and freeze.reap_orphans(self._stop_ticks):
             self.hopping = True
-        found = self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
-        new = [p for p in found if _alive(p)]
-        if new and sig == signal.SIGKILL:
+        new = [p for p in self._add(self._scan_proc()) if _alive(p)]
+        if new and sig == SIGKILL:
             self.signal_all(sig)
         elif new:
             self._terminate(new, groups=True)
@@ -214,14 +210,13 @@ class TreeKiller(TreeFinder):
     @with_spare_fd  # a process out of fds must still stop the run
     def _finish(self) -> list[Survivor]:
         reap_adopted(p.pid for p in self.known.values() if p is not self.root)
-        if procfs.HAS_PROC:
-            if self._stop_ticks is not None:
-                freeze.reap_orphans(self._stop_ticks)  # born during the stop: a hopper's
-            # The run's own that died after they were last looked at (a tool whose zombie
-            # came to us only when its parent, the agent, exited).
-            known = {p.pid for p in self.known.values()}
-            freeze.reap_orphans(self._born_ticks(), lambda st: (
-                st.pid in known or st.sid in self.sessions or st.pgid in self.groups))
+        if self._stop_ticks is not None:
+            freeze.reap_orphans(self._stop_ticks)  # born during the stop: a hopper's
+        # The run's own that died after they were last looked at (a tool whose zombie came to
+        # us only when its parent, the agent, exited).
+        known = {p.pid for p in self.known.values()}
+        freeze.reap_orphans(self._born_ticks(), lambda st: (
+            st.pid in known or st.sid in self.sessions or st.pgid in self.groups))
         survivors = []
         for proc in self.alive():
             try:
@@ -232,10 +227,8 @@ class TreeKiller(TreeFinder):
 
 
 def _pgid_of(proc: psutil.Process) -> int | None:
-    try:
-        return os.getpgid(proc.pid)
-    except OSError:
-        return None
+    found = backend.current().group_and_session(proc.pid)
+    return None if found is None else found[0]
 
 
 def reap_adopted(pids: Iterable[int]) -> None:
@@ -244,13 +237,4 @@ def reap_adopted(pids: Iterable[int]) -> None:
     Only pids we did not spawn ourselves reach here (the agent process itself, which asyncio
     waits for, is excluded by the caller), so no other waiter's exit status is stolen.
     """
-    me = os.getpid()
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            if proc.ppid() != me or proc.status() != psutil.STATUS_ZOMBIE:
-                continue
-        except psutil.Error:
-            continue
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
+    backend.current().reap(list(pids))

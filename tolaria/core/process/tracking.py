@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tolaria.core.process import procfs
+from tolaria.core.process import backend
 
 if TYPE_CHECKING:
     from tolaria.core.process.treefind import TreeFinder
@@ -51,7 +51,7 @@ def path_for(stream_id: str) -> Path:
 
 
 def _leader_start(pid: int) -> int | None:
-    st = procfs.stat(pid)
+    st = backend.current().info(pid)
     return None if st is None else st.start
 
 
@@ -67,7 +67,7 @@ class RunTracker:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if procfs.HAS_PROC and self._task is None:
+        if self._task is None:
             self._task = asyncio.ensure_future(self._follow())
 
     async def stop(self) -> None:
@@ -91,8 +91,9 @@ class RunTracker:
         finder = self.finder
         finder._add(finder._scan_known())
         changed = False
+        be = backend.current()
         for proc in finder.alive():
-            st = procfs.stat(proc.pid)
+            st = be.info(proc.pid)
             if st is None or st.zombie or self.procs.get(st.pid) == st.start:
                 continue
             self.procs[st.pid] = st.start
@@ -108,7 +109,7 @@ class RunTracker:
         return changed
 
     def record(self) -> dict[str, Any]:
-        return {"format": FORMAT, "owner": procfs.owner_token(), "stream_id": self.finder.stream_id,
+        return {"format": FORMAT, "owner": backend.current().owner_token(), "stream_id": self.finder.stream_id,
                 "born": self.finder._born_ticks(), "procs": sorted(self.procs.items()),
                 "groups": sorted(self.groups.items(), key=lambda kv: kv[0]),
                 "sessions": sorted(self.sessions.items(), key=lambda kv: kv[0])}

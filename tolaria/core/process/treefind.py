@@ -19,19 +19,19 @@ never signalled.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import psutil
 
-from tolaria.core.process import procfs
+from tolaria.core.process import backend
+from tolaria.core.process.backend import ProcInfo
 from tolaria.core.process.fdspare import with_spare_fd
+from tolaria.core.process.procread import env_value
 
 ENV_MARKER = "TOLARIA_STREAM_ID"
-#: ``<pid>:<start ticks>`` of the Tolaria process that started the run (procfs.owner_token).
+#: ``<pid>:<start ticks>`` of the Tolaria process that started the run (backend.owner_token).
 OWNER_MARKER = "TOLARIA_OWNER"
 #: Set in this process's own environment once it is a subreaper, so everything it (or Qt, or a
 #: library) starts for itself inherits it; agents' environments drop it. An adopted orphan
@@ -73,33 +73,22 @@ def kept_count() -> int:
     return _kept_alive
 
 
-_PR_SET_CHILD_SUBREAPER = 36
-_subreaper_enabled: bool | None = None
-_CLK_TCK = procfs.CLK_TCK
+_CLK_TCK = backend.CLK_TCK
 _ENV_NEEDLE = ENV_MARKER.encode()
 _OWNER_NEEDLE = OWNER_MARKER.encode()
 _APP_NEEDLE = APP_CHILD_MARKER.encode()
 
 
 def enable_child_subreaper() -> bool:
-    """Make this process the reaper of orphans from its descendants (Linux only).
+    """Make this process the reaper of orphans from its descendants (the linux backend only).
 
     A tool that double-forks out of the agent's tree is then re-parented to us instead of to
     PID 1, so it stays findable as our child. Idempotent; returns whether it is in effect.
     """
-    global _subreaper_enabled
-    if _subreaper_enabled is not None:
-        return _subreaper_enabled
-    _subreaper_enabled = False
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            _subreaper_enabled = bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-            if _subreaper_enabled:
-                os.environ[APP_CHILD_MARKER] = str(os.getpid())
-        except (OSError, AttributeError):
-            _subreaper_enabled = False
-    return _subreaper_enabled
+    enabled = backend.current().enable_subreaper()
+    if enabled:
+        os.environ[APP_CHILD_MARKER] = str(os.getpid())
+    return enabled
 
 
 def mark_env(env: dict[str, str], stream_id: str) -> dict[str, str]:
@@ -110,7 +99,7 @@ def mark_env(env: dict[str, str], stream_id: str) -> dict[str, str]:
     """
     env.pop(APP_CHILD_MARKER, None)
     env[ENV_MARKER] = stream_id
-    env[OWNER_MARKER] = procfs.owner_token()
+    env[OWNER_MARKER] = backend.current().owner_token()
     return env
 
 
@@ -135,11 +124,12 @@ def _descendants(seeds: Iterable[int], children: Callable[[int], Iterable[int]])
 
 
 class _NoChildrenFile(Exception):
-    """The kernel has no /proc/PID/task/TID/children: the full scan has to do."""
+    """The backend has no cheap children lists (no /proc/PID/task/TID/children, or the
+    portable backend): the full scan has to do."""
 
 
 def _children_or_raise(pid: int) -> list[int]:
-    kids = procfs.children(pid)
+    kids = backend.current().children(pid)
     if kids is None:
         raise _NoChildrenFile
     return kids
@@ -173,14 +163,15 @@ class TreeFinder:
     @with_spare_fd  # a process out of fds must still find the run's processes
     def snapshot(self) -> list[psutil.Process]:
         """Add every currently visible process of the run to ``known``; return the live ones."""
-        self._add(self._scan_proc() if procfs.HAS_PROC else self._scan_psutil())
+        self._add(self._scan_proc())
         return self.alive()
 
     @with_spare_fd  # psutil reads /proc/stat for a create time
     def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
         """Remember ``pids`` (with their groups and sessions); return the ones new to us."""
         me = os.getpid()
-        own_pgid, own_sid = os.getpgid(0), os.getsid(0)
+        be = backend.current()
+        own_pgid, own_sid = be.group_and_session(0) or (0, 0)
         new = []
         for pid in pids:
             if pid == me:
@@ -193,12 +184,11 @@ class TreeFinder:
             if key not in self.known:
                 self.known[key] = proc
                 new.append(proc)
-            with contextlib.suppress(OSError):
-                pgid, sid = os.getpgid(pid), os.getsid(pid)
-                if pgid > 1 and pgid != own_pgid:
-                    self.groups.add(pgid)
-                if sid > 1 and sid != own_sid:
-                    self.sessions.add(sid)
+            pgid, sid = be.group_and_session(pid) or (0, 0)
+            if pgid > 1 and pgid != own_pgid:
+                self.groups.add(pgid)
+            if sid > 1 and sid != own_sid:
+                self.sessions.add(sid)
         return new
 
     def __post_init__(self) -> None:
@@ -209,7 +199,8 @@ class TreeFinder:
         if self._born is None and self.since <= 0:
             self._born = 0
         if self._born is None:
-            st = procfs.stat(self.root.pid) if self.root is not None and _alive(self.root) else None
+            alive = self.root is not None and _alive(self.root)
+            st = backend.current().info(self.root.pid) if self.root is not None and alive else None
             if st is not None:
                 self._born = st.start
             elif self.root is not None:  # gone already: psutil's clock, a tick of slack
@@ -223,10 +214,10 @@ class TreeFinder:
 
     def _marked(self, env: bytes) -> bool:
         """Whether a raw environment carries this run's stream id *and* this process's owner."""
-        return (procfs.env_value(env, _ENV_NEEDLE) == self.stream_id.encode()
-                and procfs.env_value(env, _OWNER_NEEDLE) == procfs.owner_token().encode())
+        return (env_value(env, _ENV_NEEDLE) == self.stream_id.encode()
+                and env_value(env, _OWNER_NEEDLE) == backend.current().owner_token().encode())
 
-    def _claims_orphan(self, st: procfs.Stat, env: bytes | None) -> bool:
+    def _claims_orphan(self, st: ProcInfo, env: bytes | None) -> bool:
         """Whether a child re-parented to us (we are subreaper) is one of the run's.
 
         Marked ones are found by their marker. Unmarked: one in our own session, or that
@@ -237,13 +228,14 @@ class TreeFinder:
         """
         # Agents always get a session of their own: a process in ours (what xdg-open left,
         # say) was started by the app, not by a run.
-        if (st.pid in _own_children or not _subreaper_enabled or st.zombie
-                or st.sid == os.getsid(0)):
+        be = backend.current()
+        if (st.pid in _own_children or not be.subreaper_active() or st.zombie
+                or st.sid == (be.group_and_session(0) or (0, 0))[1]):
             return False
         if env is not None:
-            if any(procfs.env_value(env, n) is not None for n in (_ENV_NEEDLE, _APP_NEEDLE)):
+            if any(env_value(env, n) is not None for n in (_ENV_NEEDLE, _APP_NEEDLE)):
                 return False
-        elif procfs.real_uid(st.pid) != os.getuid():
+        elif be.real_uid(st.pid) != be.real_uid(os.getpid()):
             return False
         if st.sid in self.sessions:
             return True
@@ -254,17 +246,19 @@ class TreeFinder:
         """The known tree, without reading all of /proc: the root, what is known, adopted
         orphans, and their descendants (from the kernel's children lists). Its cost grows with
         the tree, not with the machine's process count."""
-        if not procfs.HAS_PROC:
-            return self._scan_psutil()
+        be = backend.current()
         seeds = [p.pid for p in self.alive()]
         if self.root is not None and _alive(self.root):
             seeds.append(self.root.pid)
         try:
-            for pid in _children_or_raise(os.getpid()):
+            adopted = be.adopted()
+            if adopted is None:
+                raise _NoChildrenFile
+            for pid in adopted:
                 if pid in _own_children:
                     continue
-                st = procfs.stat(pid)
-                env = procfs.environ(pid)
+                st = be.info(pid)
+                env = be.environ(pid)
                 if st is not None and ((env is not None and self._marked(env))
                                        or self._claims_orphan(st, env)):
                     seeds.append(pid)
@@ -280,20 +274,19 @@ class TreeFinder:
         their environment read: a pass costs one small read per unrelated process.
         """
         me = os.getpid()
-        own_sid = os.getsid(0)
+        be = backend.current()
+        own_sid = (be.group_and_session(0) or (0, 0))[1]
         born = self._born_ticks()
         children: dict[int, list[int]] = {}
-        young: dict[int, procfs.Stat] = {}
+        young: dict[int, ProcInfo] = {}
         seeds: set[int] = set()
-        for pid in procfs.pids():
-            st = procfs.stat(pid)
-            if st is None:
-                continue
+        for st in be.snapshot():
+            pid = st.pid
             children.setdefault(st.ppid, []).append(pid)
             if st.zombie or pid == me or st.start < born:
                 continue
             young[pid] = st
-            env = procfs.environ(pid)
+            env = be.environ(pid)
             if ((env is not None and self._marked(env))
                     or (st.ppid == me and self._claims_orphan(st, env))):
                 seeds.add(pid)
@@ -304,15 +297,6 @@ class TreeFinder:
         sessions -= {own_sid, 0, 1}
         members = {pid for pid, st in young.items() if st.sid in sessions} - found
         return found | _descendants(members, lambda pid: children.get(pid, ()))
-
-    def _scan_psutil(self) -> set[int]:
-        """Portable fallback (no /proc): descendants of the root."""
-        found: set[int] = set()
-        if self.root is not None and _alive(self.root):
-            found.add(self.root.pid)
-            with contextlib.suppress(psutil.Error):
-                found.update(c.pid for c in self.root.children(recursive=True))
-        return found
 
     @with_spare_fd  # a process out of fds must still find the run's processes
     def alive(self) -> list[psutil.Process]:

@@ -35,6 +35,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from tolaria.core.process import backend
+
 log = logging.getLogger(__name__)
 
 #: Set in the watchdog's environment: leak checks recognise it by this.
@@ -63,32 +65,18 @@ def _marked(stream_ids: set[bytes], owner: bytes | None = None) -> list[tuple[in
     whose TOLARIA_OWNER is ``owner``, when given)."""
     prefix = ENV_MARKER.encode() + b"="
     me = os.getpid()
+    be = backend.current()  # linux: /proc read directly; portable: psutil's environ
     found: list[tuple[int, bytes]] = []
-    if os.path.isdir("/proc"):
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == me:
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as fh:
-                    env = fh.read()
-            except OSError:
-                continue
-            if prefix not in env or not _owned(env, owner):
-                continue
-            for item in env.split(b"\0"):
-                if item.startswith(prefix) and item[len(prefix):] in stream_ids:
-                    found.append((int(entry), item[len(prefix):]))
-                    break
-        return found
-    import psutil  # no /proc (macOS): slower, same answer
-
-    for proc in psutil.process_iter():
-        with contextlib.suppress(psutil.Error):
-            penv = proc.environ()
-            value = penv.get(ENV_MARKER, "").encode()
-            if (value in stream_ids and proc.pid != me
-                    and (owner is None or penv.get(OWNER_MARKER, "").encode() == owner)):
-                found.append((proc.pid, value))
+    for pid in be.pids():
+        if pid == me:
+            continue
+        env = be.environ(pid)
+        if env is None or prefix not in env or not _owned(env, owner):
+            continue
+        for item in env.split(b"\0"):
+            if item.startswith(prefix) and item[len(prefix):] in stream_ids:
+                found.append((pid, item[len(prefix):]))
+                break
     return found
 
 
@@ -99,7 +87,8 @@ def kill_marked(stream_ids: Iterable[bytes], rounds: int = KILL_ROUNDS,
     wanted = set(stream_ids)
     if not wanted:
         return 0
-    own_pgid = os.getpgid(0)
+    be = backend.current()
+    own_pgid = (be.group_and_session(0) or (0, 0))[0]
     hit: set[int] = set()
     for _ in range(rounds):
         found = _marked(wanted, owner)
@@ -107,15 +96,13 @@ def kill_marked(stream_ids: Iterable[bytes], rounds: int = KILL_ROUNDS,
             break
         pids = {pid for pid, _sid in found}
         for pid in pids:
-            with contextlib.suppress(OSError):
-                pgid = os.getpgid(pid)
-                # A group is killed only when one of the run's own processes leads it, so a
-                # stranger's group is never hit (a marked process may sit in someone's group).
-                if pgid in pids and pgid not in (own_pgid, 0, 1):
-                    os.killpg(pgid, signal.SIGKILL)
+            pgid = (be.group_and_session(pid) or (0, 0))[0]
+            # A group is killed only when one of the run's own processes leads it, so a
+            # stranger's group is never hit (a marked process may sit in someone's group).
+            if pgid in pids and pgid not in (own_pgid, 0, 1):
+                be.signal_group(pgid, backend.SIGKILL)
         for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+            be.signal_pid(pid, backend.SIGKILL)
         hit |= pids
         time.sleep(pause)
     return len(hit)
@@ -147,8 +134,10 @@ def serve(stdin: Iterable[bytes]) -> set[bytes]:
 def main() -> int:
     # Signals meant for the app's terminal or group never reach us (new session), but be sure:
     # only EOF (or SIGKILL) ends the watchdog.
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # no SIGHUP on Windows
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, signal.SIG_IGN)
     live = follow(sys.stdin.buffer)
     tracks = [path for paths in live.values() for path in paths if path]
     if tracks:
@@ -182,21 +171,23 @@ class _Client:
             return self._proc.stdin.fileno() if self._proc.stdin is not None else None
         if self._failed:
             return None
-        from tolaria.core.process import procfs
-
+        be = backend.current()
         env = dict(os.environ)
         env.pop(ENV_MARKER, None)
         env.pop(OWNER_MARKER, None)
         env[ENV_WATCHDOG] = "1"
-        env[ENV_OWNER] = procfs.owner_token()
+        env[ENV_OWNER] = be.owner_token()
+        # The app's backend, whether the environment or the setting chose it.
+        env[backend.ENV_VAR] = be.name
         # Importable from wherever the app was started (a source checkout is not on sys.path
         # of a fresh interpreter by itself).
         root = str(Path(__file__).resolve().parents[3])  # the folder that holds the tolaria package
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
         try:
-            # -S (no site-packages, on Linux where /proc does the job of psutil): the watchdog
-            # reads its pipe ~100 ms sooner, so a clean exit of the app is not held up by it.
-            fast = ["-S"] if os.path.isdir("/proc") else []
+            # -S (no site-packages, with the linux backend, where /proc does the job of
+            # psutil): the watchdog reads its pipe ~100 ms sooner, so a clean exit of the app
+            # is not held up by it.
+            fast = ["-S"] if be.name == "linux" else []
             proc = subprocess.Popen(
                 [sys.executable, *fast, "-m", "tolaria.core.process.watchdog"],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -211,7 +202,8 @@ class _Client:
             return None
         assert proc.stdin is not None
         # Never block a run's loop on a stuck watchdog: a full pipe drops the line instead.
-        os.set_blocking(proc.stdin.fileno(), False)
+        if sys.platform != "win32":  # never started there (runs are refused: ADR 0014)
+            os.set_blocking(proc.stdin.fileno(), False)
         from tolaria.core.process import proctree
 
         proctree.remember_own_child(proc.pid)

@@ -235,7 +235,7 @@ class _LeftoverKiller(proctree.TreeKiller):
                 found.update(child.pid for child in proc.children(recursive=True))
         return found
 
-    _scan_psutil = _scan_known = _scan_proc
+    _scan_known = _scan_proc
 
     def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
         new = super()._add(pids)

@@ -12,15 +12,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-import psutil
-
 from tolaria.core.adapters.manifest import substitute
 from tolaria.core.events import STOP_CANCELLED, Done, Survivor
 from tolaria.core.process import proctree, tracking, watchdog
 from tolaria.core.process.registry import RUNNING
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.keeper import Keeper, KeeperPool, signature_of
-from tolaria.core.turns.process_turn import ProcessTurn
+from tolaria.core.turns.process_turn import ProcessTurn, bind_process
 from tolaria.core.turns.spawn import build_env, spawn_agent
 
 #: A kept turn's own supervision: (the keeper, the working folder, whether it was just spawned).
@@ -117,10 +115,7 @@ class KeptProcess:
             tracking.forget(track)
             return turn._cannot_start(argv[0], exc)
         proctree.keeper_started()
-        try:
-            root: psutil.Process | None = psutil.Process(proc.pid)
-        except psutil.Error:
-            root = None
+        root = bind_process(proc.pid)
         keeper = Keeper(self.key, keeper_sid, signature,  # type: ignore[arg-type]
                         proc, protocol, transport, root, max_line=turn.max_line,
                         session_id=session, track_path=track)

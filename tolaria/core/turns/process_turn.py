@@ -32,7 +32,8 @@ from tolaria.core.events import (
     EventCallback,
     Survivor,
 )
-from tolaria.core.process import procfs, proctree, tracking
+from tolaria.core.process import backend, proctree, tracking
+from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
 from tolaria.core.turns.request import RunRequest
@@ -48,6 +49,20 @@ def exit_code_of(returncode: int | None) -> int | None:
     if returncode is None:
         return None
     return 128 - returncode if returncode < 0 else returncode
+
+
+@with_spare_fd  # out of fds, psutil's read of /proc/PID/stat fails with EMFILE (an OSError)
+def _bind_once(pid: int) -> psutil.Process:
+    return psutil.Process(pid)
+
+
+def bind_process(pid: int) -> psutil.Process | None:
+    """A ``psutil.Process`` bound to the agent (pid + create time), None when it is already
+    gone or cannot be read even with the spare fd (the stop then works by marker)."""
+    try:
+        return _bind_once(pid)
+    except (psutil.Error, OSError):
+        return None
 
 
 class ProcessTurn:
@@ -181,10 +196,7 @@ class ProcessTurn:
     def _killer(self, proc: asyncio.subprocess.Process) -> proctree.TreeKiller:
         """The run's tree killer; from here an abort is handled by the stop path (an abort
         that came during the spawn has already set stop_event, so the child goes at once)."""
-        try:
-            root: psutil.Process | None = psutil.Process(proc.pid)
-        except psutil.Error:
-            root = None
+        root = bind_process(proc.pid)
         self.registry.transition(self.run, RUNNING)
         self._proc = proc
         self._tree = proctree.TreeKiller(self.run.stream_id, root, since=self.run.started_at,
@@ -268,11 +280,13 @@ class ProcessTurn:
         the tree kill then follows at once instead of after the whole polite window."""
         if protocol.exited.is_set():
             return
-        if procfs.HAS_PROC:  # elsewhere it cannot be known: the whole window is given
-            found = procfs.stat(proc.pid)
-            if found is None or found.zombie:
-                return  # gone (its exit is being reported): nothing can answer the signal
-        if procfs.HAS_PROC and procfs.ignores_signal(proc.pid, sig):
+        be = backend.current()
+        found = be.info(proc.pid)
+        if found is None or found.zombie:
+            return  # gone (its exit is being reported): nothing can answer the signal
+        # Only where signal masks are readable (the linux backend); elsewhere the whole polite
+        # window is given.
+        if be.ignores_signal(proc.pid, sig):
             self.emit(Diagnostic(self.run.stream_id, source="tolaria",
                                  message=f"{self.manifest.name} ignores "
                                          f"{signal.Signals(sig).name}; ending its processes "
