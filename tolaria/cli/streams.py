@@ -86,7 +86,14 @@ def cmd_abort(stream_id: str) -> int:
         print(f"tolaria: {for_terminal(str(exc))}", file=sys.stderr)
         print("false")
         return EXIT_BAD_INPUT
-    stopped = control_client.abort_remote(stream_id)
+    stopped, survivors = control_client.abort_report(stream_id)
     print("true" if stopped else "false")
+    if survivors:  # stopped, but not all of it: say what still runs, as the window does
+        from tolaria.cli.terminal import for_terminal
+
+        alive = ", ".join(f"{name} ({pid})" for pid, name in survivors)
+        print(f"tolaria: the stop left {len(survivors)} process"
+              f"{'es' if len(survivors) != 1 else ''} of {stream_id} alive: "
+              f"{for_terminal(alive)}", file=sys.stderr)
     return EXIT_OK if stopped else EXIT_ERROR
 

@@ -200,6 +200,17 @@ async def test_abort_answers_false_and_names_a_survivor(tmp_path: Path) -> None:
         run, sid = second, second.stream_id
         task = asyncio.ensure_future(turn())
         assert await asyncio.to_thread(control_client.abort_remote, sid, folder, 5.0) is False
+        third = registry.reserve(new_stream_id(), "fake")
+        run, sid = third, third.stream_id
+        task = asyncio.ensure_future(turn())
+        env = {**os.environ, "TOLARIA_HOME": str(tmp_path)}  # its socket folder: tmp_path/run
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tolaria", "abort", sid, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await cli.communicate()
+        assert (cli.returncode, out.decode()) == (1, "false\n")
+        assert err.decode() == (f"tolaria: the stop left 1 process of {sid} alive: "
+                                f"sleep ({sleeper.pid})\n")
     finally:
         await task
         sleeper.kill()

@@ -340,13 +340,22 @@ def abort_remote(stream_id: str, folder: str | os.PathLike[str] | None = None,
     """Ask every Tolaria process to stop ``stream_id``; True once the owner has stopped it (its
     answer comes when the tree is gone). A ``tolaria run --stream-id STREAM_ID`` that has been
     launched but does not listen yet (found by its command line) is waited for, then asked:
-    False only when no process runs, or is about to run, that id."""
+    False only when no process runs, or is about to run, that id, or when its stop left a
+    process of the run alive (``abort_report`` says which)."""
+    return abort_report(stream_id, folder, timeout)[0]
+
+
+def abort_report(stream_id: str, folder: str | os.PathLike[str] | None = None,
+                 timeout: float = ABORT_TIMEOUT_S) -> tuple[bool, list[tuple[int, str]]]:
+    """``abort_remote``'s answer, and the (pid, name) of each process the owner's stop could
+    not end (then the answer is False)."""
     validate_stream_id(stream_id)
     deadline = time.monotonic() + timeout
     request = {"op": "abort", "stream_id": stream_id}
     replies = _ask(request, timeout, folder, None)
     if any(bool(a.get("ok") and a.get("stopped")) for _path, a in replies):
-        return True
+        return True, []
+    survivors = [s for _path, a in replies for s in _survivors(a)]
     from tolaria.core.process import claim  # only here: ``tolaria streams`` needs none of it
 
     # By their sockets' names: an abort's answer does not carry the pid (a ``list``'s does).
@@ -362,11 +371,21 @@ def abort_remote(stream_id: str, folder: str | os.PathLike[str] | None = None,
             left = deadline - time.monotonic()
             answers = ask_all(request, left, only=[path]) if left > 0 else []
             if any(bool(a.get("ok") and a.get("stopped")) for a in answers):
-                return True
+                return True, []
+            survivors += [s for a in answers for s in _survivors(a)]
             if answers or os.path.exists(path):  # it answered no, or did not in time
                 break
             # Renamed from .claim to .sock between the look and the connect: again.
-    return False
+    return False, survivors
+
+
+def _survivors(answer: dict[str, Any]) -> list[tuple[int, str]]:
+    """The ``survivors`` of an abort's answer, ``[[pid, name], ...]``, as far as well formed."""
+    found = answer.get("survivors")
+    if not isinstance(found, list):
+        return []
+    return [(int(s[0]), str(s[1])) for s in found
+            if isinstance(s, list) and len(s) == 2 and isinstance(s[0], int)]
 
 
 def _wait_for_claim(pid: int, paths: list[str], until: float) -> str | None:
