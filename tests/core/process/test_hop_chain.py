@@ -112,18 +112,28 @@ async def test_a_minutes_long_hop_chain_is_ended_by_stop(tmp_path: Path, mode: s
     try:
         done = await run.finish(within=30)
         elapsed = time.monotonic() - started
-        zombies = sorted(set(_zombie_children()) - zombies_before)
+        at_done = sorted(set(_zombie_children()) - zombies_before)
         alive = _still_hopping(log)
+        # The stop reaps the generations it killed; one SIGKILLed at the very end may become a
+        # zombie only just after ``done`` (CI saw 1-2 in ~1 of 10 runs under load; each was
+        # killed by the stop: it never forked a successor). The background reaper takes such a
+        # one within ~0.75 s: what must never happen is zombies that stay and pile up.
+        zombies = at_done
+        deadline = time.monotonic() + 1.5
+        while zombies and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            zombies = sorted(set(_zombie_children()) - zombies_before)
     finally:
         leftover = _kill_chain(log)
     generations = chain_generations(log)
-    print(f"{mode}: done {elapsed * 1000:.0f} ms after the abort, {generations} generations")
+    print(f"{mode}: done {elapsed * 1000:.0f} ms after the abort, {generations} generations, "
+          f"{len(at_done)} zombies at done")
     assert alive == [] and leftover == [], f"chain alive after done: {alive}"
     assert done.stop_reason == "cancelled"
     assert done.survivors == ()
     assert generations >= 2, "the tool never hopped: the test proves nothing"
     assert elapsed < GONE_WITHIN_S, f"the stop took {elapsed:.2f} s"
-    assert zombies == [], f"dead generations left as our zombies: {len(zombies)}"
+    assert zombies == [], f"dead generations left as our zombies 1.5 s after done: {zombies}"
     assert_run_gone(run.stream_id)
 
 

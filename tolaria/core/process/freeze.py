@@ -323,10 +323,24 @@ class Freezer:
                     os.kill(pid, signal.SIGKILL)
 
 
+#: How long a freeze waits for the processes it SIGKILLed to die, to reap them before ``done``.
+KILLED_DIE_WITHIN_S = 0.5
+
+
 async def freeze_and_kill(finder: TreeFinder, since: int, timeout: float) -> Freezer:
-    """Freeze the run's processes (at most ``timeout`` s), SIGKILL them, reap what we adopted."""
+    """Freeze the run's processes (at most ``timeout`` s), SIGKILL them, reap what we adopted.
+
+    A SIGKILL takes effect a moment after it is sent: the last frozen generations (often two,
+    one caught mid-fork with its child) are not zombies yet right after ``kill``. Wait until
+    each is dead (at most KILLED_DIE_WITHIN_S), then reap, so the stop leaves no zombie of a
+    hopper behind (CI saw two at ``done``)."""
     freezer = Freezer(finder, since)
     await freezer.freeze(timeout)
     freezer.kill()
+    deadline = time.monotonic() + KILLED_DIE_WITHIN_S
+    while any(_is_stopped(pid, start) is not None for pid, start in freezer.stopped):
+        if time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.002)
     reap_orphans(since)
     return freezer
