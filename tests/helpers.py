@@ -166,6 +166,17 @@ def marker_pids(stream_id: str) -> list[int]:
     return found
 
 
+def tool_sleeping(stream_id: str) -> bool:
+    """Whether a ``sleep`` (the fake agents' tool) of the run ``stream_id`` runs now."""
+    for pid in marker_pids(stream_id):
+        try:
+            if psutil.Process(pid).name() == "sleep":
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def is_gone(proc: psutil.Process) -> bool:
     """A process counts as gone once it has exited (a zombie has exited)."""
     try:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -203,7 +201,9 @@ async def test_abort_answers_false_and_names_a_survivor(tmp_path: Path) -> None:
 
     task = asyncio.ensure_future(turn())
     try:
-        reply = await asyncio.to_thread(_ask, folder, {"op": "abort", "stream_id": run.stream_id})
+        [reply] = await asyncio.to_thread(control_client.ask_all,
+                                           {"op": "abort", "stream_id": run.stream_id}, 10.0,
+                                           folder)
         assert reply == {"ok": True, "stopped": False, "survivors": [[sleeper.pid, "sleep"]]}
         assert sleeper.returncode is None
         second = registry.reserve(new_stream_id(), "fake")
@@ -226,18 +226,3 @@ async def test_abort_answers_false_and_names_a_survivor(tmp_path: Path) -> None:
         sleeper.kill()
         await sleeper.wait()
         await server.close()
-
-
-def _ask(folder: Path, request: dict[str, object]) -> dict[str, object]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(10)
-        sock.connect(str(next(folder.glob("*.sock"))))
-        sock.sendall(json.dumps(request).encode() + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    answer: dict[str, object] = json.loads(data)
-    return answer

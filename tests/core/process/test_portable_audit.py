@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
-from helpers import cli_env, marker_pids
+from helpers import cli_env, marker_pids, tool_sleeping
 
 from tolaria.core.stream_id import new_stream_id
 
@@ -34,16 +33,6 @@ def _report(out: Path) -> dict[str, Any]:
     return found
 
 
-def _tool_runs(stream_id: str) -> bool:
-    for pid in marker_pids(stream_id):
-        try:
-            if psutil.Process(pid).name() == "sleep":
-                return True
-        except psutil.Error:
-            continue
-    return False
-
-
 def _scenario(home: Path, work: Path, backend: str) -> dict[str, dict[str, Any]]:
     """The three paths, audited; each process's report by name."""
     env = cli_env(home, TOLARIA_PROCESS_BACKEND=backend)
@@ -58,7 +47,7 @@ def _scenario(home: Path, work: Path, backend: str) -> dict[str, dict[str, Any]]
                       sid, "--agent", "demo", "hello", env=long_env, cwd=work)
     try:
         deadline = time.monotonic() + 30
-        while not _tool_runs(sid):
+        while not tool_sleeping(sid):
             assert runner.poll() is None and time.monotonic() < deadline, "no tool ran"
             time.sleep(0.02)
         abort = _audited(work / "abort.json", "abort", sid, env=env, cwd=work)

@@ -26,6 +26,7 @@ from helpers import (
     pid_gone,
     reap_adopted,
     start_run,
+    tool_sleeping,
     watchdogs_of,
 )
 
@@ -49,16 +50,6 @@ def _wait(predicate: Callable[[], object], what: str, within: float = 30.0) -> N
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
-
-
-def _tool_sleeping(stream_id: str) -> bool:
-    for pid in marker_pids(stream_id):
-        try:
-            if psutil.Process(pid).name() == "sleep":
-                return True
-        except psutil.Error:
-            continue
-    return False
 
 
 _watchdogs_of = watchdogs_of
@@ -141,7 +132,7 @@ def test_sigkill_of_tolaria_run_takes_the_agent_tree_with_it(tolaria_home: Path,
                            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     try:
-        _wait(lambda: _tool_sleeping(sid), "the demo's tool")
+        _wait(lambda: tool_sleeping(sid), "the demo's tool")
         _kill_and_check_gone(app, sid)
     finally:
         if app.poll() is None:
@@ -179,7 +170,7 @@ def test_sigkill_of_the_window_process_keeps_the_store_and_kills_the_tree(
         assert app.stdout is not None
         sid = app.stdout.readline().decode().strip()
         assert sid.startswith("ai-agent-stream-"), sid
-        _wait(lambda: _tool_sleeping(sid), "the demo's tool", within=60)
+        _wait(lambda: tool_sleeping(sid), "the demo's tool", within=60)
         time.sleep(0.3)  # a few store flushes (every 50 ms) after the text before the tool
         _kill_and_check_gone(app, sid)
     finally:
