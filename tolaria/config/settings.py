@@ -193,7 +193,7 @@ _KEYS = (
 _TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints")
 #: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
 #: would otherwise be ignored without a word). ``agents``: tolaria/config/overrides.py.
-KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "agents")
+KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "agents", "mcp")
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 

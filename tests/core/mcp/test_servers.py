@@ -3,6 +3,8 @@ and every bad entry refused with a message that names the server and the key."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tolaria.core.mcp.servers import (
@@ -60,3 +62,35 @@ def test_references_expand_from_the_environment_and_a_missing_one_is_named() -> 
     assert expand("$HOME stays", {}) == "$HOME stays"
     with pytest.raises(McpConfigError, match=r"\$\{NOPE\} is not set"):
         expand("x${NOPE}", {})
+
+
+def test_the_settings_file_lists_good_servers_and_names_the_broken_ones(tmp_path: Path) -> None:
+    from tolaria.config.mcp import REFUSE, load_mcp
+    from tolaria.config.settings import load_settings
+
+    path = tmp_path / "settings.toml"
+    path.write_text('[mcp]\non_failure = "refuse"\n\n'
+                    '[mcp.servers.git]\ncommand = "uvx"\nargs = ["mcp-server-git"]\n\n'
+                    '[mcp.servers.broken]\ntransport = "sse"\n\n'
+                    '[mcp.servers.web]\ntransport = "http"\nurl = "http://127.0.0.1:9/mcp"\n'
+                    'agents = ["codex"]\n')
+    found = load_mcp(path)
+    assert [s.name for s in found.servers] == ["git", "web"]
+    assert found.on_failure == REFUSE
+    assert [s.name for s in found.for_agent("claude")] == ["git"]
+    assert len(found.problems) == 1
+    assert f"{path}:8: MCP server 'broken'" in found.problems[0]
+    assert "needs an http:// or https:// url; left out" in found.problems[0]
+    # The rest of the settings does not call [mcp] an unknown table.
+    assert load_settings(path)[1] == []
+
+
+def test_a_settings_file_that_does_not_parse_gives_no_servers_and_says_why(
+        tmp_path: Path) -> None:
+    from tolaria.config.mcp import load_mcp
+
+    path = tmp_path / "settings.toml"
+    path.write_text("[mcp.servers.git\n")
+    found = load_mcp(path)
+    assert found.servers == ()
+    assert "no MCP servers are used" in found.problems[0]
