@@ -115,7 +115,7 @@ async def measure_stall(megabytes: int) -> dict[str, Any]:
     from helpers import fake_manifest  # tests/helpers.py
 
     from tolaria.app.main import Tolaria
-    from tolaria.ui import blocks
+    from tolaria.ui.transcript import blocks
 
     app = Tolaria()
     await app.start()

@@ -22,7 +22,7 @@ from tolaria.chats.service import ChatService
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.events import Init, TextDelta, ToolDone, ToolStart
 from tolaria.core.store.db import Store
-from tolaria.ui.turn_model import Ending, ending_line
+from tolaria.ui.transcript.turn_model import Ending, ending_line
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "tests" / "fixtures" / "sessions"

@@ -12,8 +12,8 @@ from ui.uihelpers import StartApp
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.core.events import Error
 from tolaria.core.turns.diagnose import AUTH
-from tolaria.ui.blocks import ErrorCard, RetryNotice
-from tolaria.ui.turn_view import TurnView
+from tolaria.ui.transcript.blocks import ErrorCard, RetryNotice
+from tolaria.ui.transcript.turn_view import TurnView
 
 TESTS = Path(__file__).resolve().parents[1]
 

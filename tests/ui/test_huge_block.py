@@ -8,8 +8,8 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from tolaria.core.events import TextDelta
-from tolaria.ui import blocks
-from tolaria.ui.transcript import TranscriptView
+from tolaria.ui.transcript import blocks
+from tolaria.ui.transcript.view import TranscriptView
 
 SID = "ai-agent-stream-hugeblock01"
 MB = 1024 * 1024

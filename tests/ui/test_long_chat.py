@@ -14,9 +14,9 @@ from ui.uihelpers import AppDriver
 
 from tolaria.core.store.db import Store
 from tolaria.core.store.pages import PAGE_TURNS
-from tolaria.ui.blocks import RichText
 from tolaria.ui.chat_pane import ChatPane
-from tolaria.ui.transcript import MAX_LIVE_TURNS
+from tolaria.ui.transcript.blocks import RichText
+from tolaria.ui.transcript.view import MAX_LIVE_TURNS
 
 
 def _stored_chat(home: Path, turns: int, text_chars: int) -> list[str]:

@@ -20,7 +20,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
-from tolaria.ui.markdown import SafeTextBrowser, render_markdown
+from tolaria.ui.transcript.markdown import SafeTextBrowser, render_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ _RENDER = """
 import sys
 from PySide6.QtWidgets import QApplication, QWidget
 app = QApplication([])
-from tolaria.ui.blocks import RichText
+from tolaria.ui.transcript.blocks import RichText
 host = QWidget()
 host.resize(600, 400)
 view = RichText(host)
@@ -65,7 +65,7 @@ from PySide6.QtCore import QPoint
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QApplication, QLabel, QToolTip
 app = QApplication([])
-from tolaria.ui.markdown import plain_tooltip
+from tolaria.ui.transcript.markdown import plain_tooltip
 label = QLabel("x")
 label.show()
 tip = plain_tooltip(sys.argv[1] + "\\nyesterday · demo")
@@ -175,8 +175,8 @@ def test_every_rich_text_view_in_the_ui_is_a_safe_one() -> None:
     own QTextBrowser (it would load what agent text names)."""
     offenders = []
     for path in sorted((ROOT / "tolaria").rglob("*.py")):
-        if path.name == "markdown.py" and path.parent.name == "ui":
+        if path.name == "markdown.py" and path.parent.name == "transcript":
             continue
         if "QTextBrowser" in path.read_text(encoding="utf-8"):
             offenders.append(str(path.relative_to(ROOT)))
-    assert offenders == [], "use tolaria.ui.markdown.SafeTextBrowser instead"
+    assert offenders == [], "use tolaria.ui.transcript.markdown.SafeTextBrowser instead"

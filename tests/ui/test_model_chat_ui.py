@@ -18,7 +18,7 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
 
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.ui.turn_view import TurnView
+from tolaria.ui.transcript.turn_view import TurnView
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.store.db import Store
 from tolaria.core.turns.acp.updates import UpdateMapper
 from tolaria.ui.chat_pane import ChatPane
-from tolaria.ui.permission_card import PermissionCard
-from tolaria.ui.pretty_input import MASK, pretty_input
-from tolaria.ui.turn_view import Ending, TurnView
+from tolaria.ui.transcript.permission_card import PermissionCard
+from tolaria.ui.transcript.pretty_input import MASK, pretty_input
+from tolaria.ui.transcript.turn_view import Ending, TurnView
 
 CAPTURE = Path(__file__).resolve().parent.parent / "fixtures" / "acp" / "acp_sleep_cancel.acp.jsonl"
 SID = "ai-agent-stream-0123456789abcdef0123456789abcdef"

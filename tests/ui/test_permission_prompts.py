@@ -19,8 +19,8 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
-from tolaria.ui.permission_card import PermissionCard
-from tolaria.ui.turn_view import TurnView
+from tolaria.ui.transcript.permission_card import PermissionCard
+from tolaria.ui.transcript.turn_view import TurnView
 
 if TYPE_CHECKING:  # imported in the tests, after importorskip
     from fakes.fake_openai_server import FakeOpenAIServer

@@ -28,7 +28,7 @@ from tolaria.core.permissions import PermissionChoice, PermissionRequest, asked_
 from tolaria.core.store.db import Store
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.notices import WAITING_TEXT
-from tolaria.ui.permission_card import PermissionCard
+from tolaria.ui.transcript.permission_card import PermissionCard
 
 pytest.importorskip("acp")
 

@@ -15,7 +15,7 @@ from ui.uihelpers import AppDriver, StartApp, save_shot
 from tolaria.core.events import STOP_END_TURN, Done, TextDelta
 from tolaria.core.store.db import Store
 from tolaria.core.stream_id import new_stream_id
-from tolaria.ui.cards.style import Bubble, find_all
+from tolaria.ui.transcript.cards.style import Bubble, find_all
 
 PROMPT = "Why does <b>the BUILD</b> fail?\n  (the build log is attached)"
 

@@ -17,7 +17,7 @@ from ui.uihelpers import StartApp
 
 from tolaria.core.store.db import MARKER_MESSAGES_DELIVERED, MARKER_STOP_REQUESTED
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
-from tolaria.ui.cards.style import Bubble
+from tolaria.ui.transcript.cards.style import Bubble
 
 
 def test_send_now_stops_a_claude_stream_turn_and_sends_next_on_the_kept_agent(

@@ -13,8 +13,8 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
 
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.ui import blocks
-from tolaria.ui.blocks import MarkdownSegment, RichText
+from tolaria.ui.transcript import blocks
+from tolaria.ui.transcript.blocks import MarkdownSegment, RichText
 
 
 def test_demo_turn_renders_thinking_tool_card_and_markdown(start_app: StartApp) -> None:

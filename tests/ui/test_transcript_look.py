@@ -18,10 +18,10 @@ from ui.uihelpers import AppDriver, processes_of
 from tolaria.core.events import TextDelta, ToolDone, ToolStart, ToolUpdate
 from tolaria.core.store.db import MARKER_TURN_RESTARTED
 from tolaria.ui import theme
-from tolaria.ui.blocks import RichText
-from tolaria.ui.cards.message import relative_time
-from tolaria.ui.transcript import TranscriptView
-from tolaria.ui.turn_view import Ending, TurnView
+from tolaria.ui.transcript.blocks import RichText
+from tolaria.ui.transcript.cards.message import relative_time
+from tolaria.ui.transcript.turn_view import Ending, TurnView
+from tolaria.ui.transcript.view import TranscriptView
 
 SID = "ai-agent-stream-lookstest01"
 LONG_LINE = "x = [" + ", ".join(str(n) for n in range(400)) + "]  # the end of the line"

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tolaria.chats.history import MAX_PREAMBLE_BYTES, Exchange, build_prompt
-from tolaria.ui.markdown import split_markdown
 from tolaria.ui.sidebar import relative_time
-from tolaria.ui.turn_view import format_duration, format_usage, status_from_stop_reason
+from tolaria.ui.transcript.markdown import split_markdown
+from tolaria.ui.transcript.turn_view import format_duration, format_usage, status_from_stop_reason
 
 
 def test_split_prefers_a_blank_line_outside_code() -> None:

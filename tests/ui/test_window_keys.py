@@ -15,7 +15,7 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver
 
 from tolaria.ui.actions import PALETTE_SHORTCUT_2, plain_text, shortcut_text
-from tolaria.ui.permission_card import ANSWER_SHORTCUT
+from tolaria.ui.transcript.permission_card import ANSWER_SHORTCUT
 
 Start = Callable[..., AppDriver]
 

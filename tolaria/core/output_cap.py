@@ -3,7 +3,7 @@
 An agent may print without end (a 1 GB flood, a tool that dumps a log, stderr in a loop). The core
 streams it with bounded memory (tolaria/core/linereader.py), but the store and the transcript keep
 what they are given, so the same policy, ``OutputCap``, is applied to a turn's events by both the
-store (tolaria/core/store/db.py) and the turn view (tolaria/ui/turn_view.py): they keep the same
+store (tolaria/core/store/db.py) and the turn view (tolaria/ui/transcript/turn_view.py): they keep the same
 things and show the same notice. See docs/RELIABILITY.md, section 6.
 
 - One budget per turn, ``turn_chars`` (32 Mi characters), shared by answer text, thinking, tool

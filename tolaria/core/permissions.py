@@ -3,7 +3,7 @@
 Near the bottom of the core (it imports only the events): the ACP turn asks it for the agent's
 ``session/request_permission``, a model chat in safe mode asks it before each command
 (tolaria/core/modelchat/command_approval.py), and the window answers both with the same card
-(tolaria/qt/permissions.py, tolaria/ui/permission_card.py) through ``RunRequest.on_permission``.
+(tolaria/qt/permissions.py, tolaria/ui/transcript/permission_card.py) through ``RunRequest.on_permission``.
 A question is kept with its turn as a ``PermissionAsked`` event while it is open (and its end as
 ``PermissionSettled``): ``asked_event`` and ``request_of`` convert.
 """

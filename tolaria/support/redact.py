@@ -2,7 +2,7 @@
 
 Every place that shows or writes text a secret could reach uses this module: crash reports and
 log lines (tolaria/support/crash.py installs :class:`RedactingFilter`), permission cards
-(tolaria/ui/pretty_input.py), the Preferences environment table (which values it hides), and
+(tolaria/ui/transcript/pretty_input.py), the Preferences environment table (which values it hides), and
 the errors and stderr lines of a run (tolaria/core/events.py ``redacted``, model-chat errors).
 One policy, so a secret hidden in one place is hidden in all of them.
 

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from tolaria.config.settings import DEFAULT_PREFERENCES, DEFAULT_RESTART
 from tolaria.ui import keymap
-from tolaria.ui.permission_card import ANSWER_SHORTCUT
+from tolaria.ui.transcript.permission_card import ANSWER_SHORTCUT
 
 PALETTE_SHORTCUT = "Ctrl+K"
 #: The palette's second key, as in VS Code and Zed.

@@ -24,18 +24,18 @@ from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
-from tolaria.ui.cards.style import follow_palette, pane_button_css
 from tolaria.ui.composer import Composer
 from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.pane_questions import PaneQuestions
-from tolaria.ui.permission_card import ANSWER_SHORTCUT
 from tolaria.ui.queue_chips import QueuedChips
 from tolaria.ui.status_line import StatusLine
-from tolaria.ui.transcript import TranscriptView
+from tolaria.ui.transcript.cards.style import follow_palette, pane_button_css
+from tolaria.ui.transcript.permission_card import ANSWER_SHORTCUT
 from tolaria.ui.transcript.search_bar import SearchBar
+from tolaria.ui.transcript.turn_model import ending_summary
+from tolaria.ui.transcript.turn_view import Ending, TurnView, status_from_stop_reason
+from tolaria.ui.transcript.view import TranscriptView
 from tolaria.ui.turn_changes import TurnChangesRow
-from tolaria.ui.turn_model import ending_summary
-from tolaria.ui.turn_view import Ending, TurnView, status_from_stop_reason
 
 
 class ChatPane(QWidget):

@@ -29,8 +29,8 @@ from tolaria.ui.agent_status import (
     AgentStatus,
     agent_status,
 )
-from tolaria.ui.markdown import plain_tooltip
 from tolaria.ui.picker_rows import HINT_ROLE, NAME_ROLE, PickerRow
+from tolaria.ui.transcript.markdown import plain_tooltip
 
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")
 #: Set on a section header row of the picker (not an agent).

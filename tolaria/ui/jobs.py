@@ -18,7 +18,7 @@ from tolaria.chats.fanout import FanOutJob
 from tolaria.chats.titles import clip_line
 from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
 from tolaria.ui.fanout_view import FanOutView
-from tolaria.ui.markdown import plain_tooltip
+from tolaria.ui.transcript.markdown import plain_tooltip
 
 if TYPE_CHECKING:
     from tolaria.qt.bridge import Bridge

@@ -36,7 +36,6 @@ from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui import keymap, theme
-from tolaria.ui.cards.style import flat_button_css, follow_palette
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.chat_stack import ChatStack
 from tolaria.ui.fanout_dialog import FanOutDialog
@@ -48,6 +47,7 @@ from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.quit_prompt import QuitPrompt
 from tolaria.ui.sidebar import Sidebar
 from tolaria.ui.store_notice import StoreNotice
+from tolaria.ui.transcript.cards.style import flat_button_css, follow_palette
 from tolaria.ui.view_menu import ViewMenu
 from tolaria.ui.window_keys import WindowKeys
 

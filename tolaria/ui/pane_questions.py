@@ -14,8 +14,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.pages import TurnPage
 from tolaria.ui.notices import WatchdogNotice, open_questions
-from tolaria.ui.transcript import TranscriptView
-from tolaria.ui.turn_model import STATUS_RUNNING
+from tolaria.ui.transcript.turn_model import STATUS_RUNNING
+from tolaria.ui.transcript.view import TranscriptView
 
 
 class PaneQuestions(QObject):

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
 from tolaria.ui import theme
-from tolaria.ui.cards.style import flat_button_css, follow_palette
+from tolaria.ui.transcript.cards.style import flat_button_css, follow_palette
 
 
 def notice_text(path: str, reason: str) -> str:

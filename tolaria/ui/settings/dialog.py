@@ -32,13 +32,13 @@ from tolaria.config.settings import Settings
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
-from tolaria.ui.cards.style import follow_palette
 from tolaria.ui.settings.agents_page import AgentsPage
 from tolaria.ui.settings.behaviour_page import BehaviourPage
 from tolaria.ui.settings.checkpoints_page import CheckpointsPage
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 from tolaria.ui.settings.fields import ErrorLabel
 from tolaria.ui.settings.shortcuts_page import ShortcutsPage
+from tolaria.ui.transcript.cards.style import follow_palette
 
 
 def open_file(path: Path) -> None:

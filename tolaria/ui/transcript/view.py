@@ -27,8 +27,8 @@ from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import Turn
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, PAGE_NEWER, PAGE_OLDER, TurnPage
 from tolaria.ui import theme
-from tolaria.ui.cards.style import follow_palette, retone, scrollbar_css, set_tone
-from tolaria.ui.turn_view import STATUS_RUNNING, Ending, TurnView
+from tolaria.ui.transcript.cards.style import follow_palette, retone, scrollbar_css, set_tone
+from tolaria.ui.transcript.turn_view import STATUS_RUNNING, Ending, TurnView
 
 FRAME_MS = 16
 #: Seconds of work per tick for the visible transcript, and for hidden ones (which only need to

@@ -13,7 +13,7 @@ import json
 
 from tolaria.support.redact import MASK, redact_data, redact_text
 
-# The card's title is redacted with the same policy (tolaria/ui/permission_card.py).
+# The card's title is redacted with the same policy (tolaria/ui/transcript/permission_card.py).
 __all__ = ["MASK", "MAX_CHARS", "MAX_LINES", "pretty_input", "redact_text"]
 
 MAX_LINES = 24

@@ -1,5 +1,5 @@
 """The pieces of a turn in the transcript: answer text, thinking, error cards; tool cards and
-code blocks live in tolaria/ui/cards/ (re-exported here)."""
+code blocks live in tolaria/ui/transcript/cards/ (re-exported here)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.events import summarize_tool_input as summarize_input
 from tolaria.ui import theme
-from tolaria.ui.cards.code import CodeBlock, CodeText
-from tolaria.ui.cards.fold import Collapsible
-from tolaria.ui.cards.style import Surface, bold_font, set_tone, small_font
-from tolaria.ui.cards.tool import ToolCard, clip_tail
-from tolaria.ui.markdown import (
+from tolaria.ui.transcript.cards.code import CodeBlock, CodeText
+from tolaria.ui.transcript.cards.fold import Collapsible
+from tolaria.ui.transcript.cards.style import Surface, bold_font, set_tone, small_font
+from tolaria.ui.transcript.cards.tool import ToolCard, clip_tail
+from tolaria.ui.transcript.markdown import (
     Part,
     SafeTextBrowser,
     render_markdown,

@@ -2,7 +2,7 @@
 
 Non-modal on purpose: the composer, Stop and the other chats stay usable while the question is
 open, and several open questions simply stack in the turn. The card shows the tool's title and
-its input (pretty, cut short, secrets masked: tolaria/ui/pretty_input.py) and offers the
+its input (pretty, cut short, secrets masked: tolaria/ui/transcript/pretty_input.py) and offers the
 agent's own choices: "Allow once", "Allow always" (only when offered) and "Reject". It emits the
 choice as an intent; what it shows afterwards comes from the ``permission_settled`` fact (or
 "cancelled" when the turn ends first). Keyboard: Ctrl+Shift+A (in the chat) or Tab reaches the
@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from tolaria.core.permissions import PermissionRequest
 from tolaria.ui import theme
-from tolaria.ui.pretty_input import pretty_input, redact_text
+from tolaria.ui.transcript.pretty_input import pretty_input, redact_text
 
 #: What the card says once the question ended, by outcome (see tolaria/qt/permissions.py).
 OUTCOME_WORDS = {

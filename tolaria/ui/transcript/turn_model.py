@@ -16,7 +16,7 @@ from tolaria.core.events import (
 )
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.schema import STOP_NOT_ANSWERED
-from tolaria.ui.blocks import CHUNK_CHARS, MAX_CHUNKS
+from tolaria.ui.transcript.blocks import CHUNK_CHARS, MAX_CHUNKS
 
 #: ``Diagnostic.source`` of a note for the user (tolaria.core.modelchat.client.NOTICE), shown in the
 #: turn: "<model> does not support tools ...", "Stopped after N tool rounds ...".

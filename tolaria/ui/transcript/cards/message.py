@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QToolTip, QWidget
 
 from tolaria.ui import theme
-from tolaria.ui.cards.style import bold_font, set_tone, small_font
+from tolaria.ui.transcript.cards.style import bold_font, set_tone, small_font
 
 AVATAR_PX = 20
 #: Hues of agent avatars (a stable pick per name); "You" uses the accent colour.

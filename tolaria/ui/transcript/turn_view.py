@@ -33,7 +33,7 @@ from tolaria.core.events import (
 )
 from tolaria.core.output_cap import CAP_SOURCE, human_size
 from tolaria.core.permissions import PermissionRequest
-from tolaria.ui.blocks import (
+from tolaria.ui.transcript.blocks import (
     CHUNK_CHARS,
     CodeBlock,
     CodeText,
@@ -45,10 +45,10 @@ from tolaria.ui.blocks import (
     ThinkingBlock,
     ToolCard,
 )
-from tolaria.ui.cards.message import MessageHeader
-from tolaria.ui.cards.style import Bubble, set_tone
-from tolaria.ui.permission_card import PermissionCard
-from tolaria.ui.turn_model import (  # re-exported: the turn's vocabulary
+from tolaria.ui.transcript.cards.message import MessageHeader
+from tolaria.ui.transcript.cards.style import Bubble, set_tone
+from tolaria.ui.transcript.permission_card import PermissionCard
+from tolaria.ui.transcript.turn_model import (  # re-exported: the turn's vocabulary
     NOTICE_SOURCE,
     PENDING_TOOL,
     STATUS_CANCELLED,
@@ -66,7 +66,7 @@ from tolaria.ui.turn_model import (  # re-exported: the turn's vocabulary
     format_usage,
     status_from_stop_reason,
 )
-from tolaria.ui.turn_queue import TurnQueue
+from tolaria.ui.transcript.turn_queue import TurnQueue
 
 __all__ = [
     "NOTICE_SOURCE", "STATUS_CANCELLED", "STATUS_COMPLETED", "STATUS_FAILED",
@@ -103,7 +103,7 @@ class TurnView(QWidget):
         #: Text a search is showing in this turn (highlighted as the turn renders).
         self.needle = ""
         self.status = STATUS_RUNNING
-        #: What waits to be shown (tolaria/ui/turn_queue.py).
+        #: What waits to be shown (tolaria/ui/transcript/turn_queue.py).
         self.queue = TurnQueue(stream_id)
         self._tools: dict[str, ToolCard] = {}
         #: When this turn's live tool calls began, by tool id (monotonic), shared with the
@@ -230,7 +230,7 @@ class TurnView(QWidget):
         layout.addWidget(widget)
 
     # -- queueing (cheap, called per event) ---------------------------------------------------
-    # -- queueing (cheap, called per event; tolaria/ui/turn_queue.py) ---------------------------
+    # -- queueing (cheap, called per event; tolaria/ui/transcript/turn_queue.py) ---------------------------
     def enqueue(self, event: Event) -> None:
         self.queue.enqueue(event)
 

@@ -18,10 +18,10 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from tolaria.core.events import summarize_tool_input as summarize_input  # re-exported
 from tolaria.ui import theme
-from tolaria.ui.cards.code import CodeText
-from tolaria.ui.cards.diff import DiffHighlighter, edit_of
-from tolaria.ui.cards.fold import Collapsible
-from tolaria.ui.cards.style import Surface, bold_font, set_tone
+from tolaria.ui.transcript.cards.code import CodeText
+from tolaria.ui.transcript.cards.diff import DiffHighlighter, edit_of
+from tolaria.ui.transcript.cards.fold import Collapsible
+from tolaria.ui.transcript.cards.style import Surface, bold_font, set_tone
 
 #: Characters kept of a tool's output (the store keeps what its output cap allows).
 MAX_OUTPUT = 64 * 1024

@@ -22,7 +22,13 @@ from tolaria.core.events import (
 )
 from tolaria.core.output_cap import OutputCap, OutputLimits
 from tolaria.core.permissions import PermissionRequest, request_of
-from tolaria.ui.turn_model import MAX_PENDING_TEXT, Ending, Question, QueuedText, merge_updates
+from tolaria.ui.transcript.turn_model import (
+    MAX_PENDING_TEXT,
+    Ending,
+    Question,
+    QueuedText,
+    merge_updates,
+)
 
 Item = QueuedText | Event | Ending | Question
 

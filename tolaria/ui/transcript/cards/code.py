@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.ui import theme
-from tolaria.ui.cards.style import Surface, set_tone, small_font, thin_scrollbar_css
-from tolaria.ui.markdown import CodeHighlighter
+from tolaria.ui.transcript.cards.style import Surface, set_tone, small_font, thin_scrollbar_css
+from tolaria.ui.transcript.markdown import CodeHighlighter
 
 
 class CodeText(QPlainTextEdit):

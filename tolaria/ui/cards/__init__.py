@@ -1,5 +1,0 @@
-"""The designed pieces of a turn: code blocks, tool cards, diffs, message headers and actions.
-
-Leaf widgets (they import nothing of the transcript); tolaria/ui/blocks.py and
-tolaria/ui/turn_view.py put them together.
-"""
