@@ -18,8 +18,8 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, save_shot
 
 from tolaria.chats.review import MARKER_HUNK_ACCEPTED, MARKER_HUNK_REVERTED
-from tolaria.ui.diff_review import MAX_HEIGHT, MAX_HUNKS, FileDiffView
-from tolaria.ui.turn_changes import TurnChangesRow
+from tolaria.ui.review.diff_review import MAX_HEIGHT, MAX_HUNKS, FileDiffView
+from tolaria.ui.review.turn_changes import TurnChangesRow
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -26,7 +26,7 @@ from tolaria.core.store.db import (
     MARKER_STOP_REQUESTED,
     MARKER_TURN_RESTARTED,
 )
-from tolaria.ui.queue_chips import QueuedChip
+from tolaria.ui.composer.queue_chips import QueuedChip
 
 
 def chips(drv: AppDriver) -> list[QueuedChip]:

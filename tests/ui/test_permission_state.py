@@ -27,7 +27,7 @@ from tolaria.core.events import PermissionAsked, PermissionSettled, TextDelta, T
 from tolaria.core.permissions import PermissionChoice, PermissionRequest, asked_event
 from tolaria.core.store.db import Store
 from tolaria.ui.chat_pane import ChatPane
-from tolaria.ui.notices import WAITING_TEXT
+from tolaria.ui.composer.notices import WAITING_TEXT
 from tolaria.ui.transcript.permission_card import PermissionCard
 
 pytest.importorskip("acp")

@@ -20,7 +20,7 @@ from ui.uihelpers import AppDriver, StartApp, processes_of, window_process, wind
 
 from tolaria.core.store.db import MARKER_MESSAGES_DELIVERED
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
-from tolaria.ui.queue_chips import DRAG_MIME, QueuedChip, QueuedChips
+from tolaria.ui.composer.queue_chips import DRAG_MIME, QueuedChip, QueuedChips
 
 
 def chips(drv: AppDriver) -> list[QueuedChip]:

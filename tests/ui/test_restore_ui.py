@@ -39,7 +39,7 @@ from ui.uihelpers import row_of as changes_row
 
 from tolaria.core.stream_id import new_stream_id
 from tolaria.ui import theme
-from tolaria.ui.turn_changes import TurnChangesRow
+from tolaria.ui.review.turn_changes import TurnChangesRow
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fakes" / "fake_agent.py"

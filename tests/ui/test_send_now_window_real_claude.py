@@ -24,7 +24,7 @@ from ui.uihelpers import StartApp
 
 from tolaria.core.store.db import MARKER_MESSAGES_DELIVERED
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
-from tolaria.ui.queue_chips import QueuedChip
+from tolaria.ui.composer.queue_chips import QueuedChip
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -24,7 +24,7 @@ from tolaria.chats.checkpoints import (
     UndoRequest,
 )
 from tolaria.core import checkpoints as ck
-from tolaria.ui.turn_changes import TurnChangesRow
+from tolaria.ui.review.turn_changes import TurnChangesRow
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -19,7 +19,7 @@ from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.config.settings import Settings
 from tolaria.ui.actions import FIXED_SHORTCUTS
-from tolaria.ui.notices import silence_text
+from tolaria.ui.composer.notices import silence_text
 from tolaria.ui.quit_prompt import running_sentence
 
 Start = Callable[..., AppDriver]

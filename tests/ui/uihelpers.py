@@ -24,8 +24,8 @@ from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.store.schema import Conversation, Turn
 from tolaria.ui.chat_pane import ChatPane
 from tolaria.ui.main_window import MainWindow
+from tolaria.ui.review.turn_changes import TurnChangesRow
 from tolaria.ui.transcript.turn_view import TurnView
-from tolaria.ui.turn_changes import TurnChangesRow
 
 T = TypeVar("T")
 

@@ -24,18 +24,18 @@ from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
-from tolaria.ui.composer import Composer
-from tolaria.ui.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
+from tolaria.ui.composer.composer import Composer
+from tolaria.ui.composer.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
+from tolaria.ui.composer.queue_chips import QueuedChips
+from tolaria.ui.composer.status_line import StatusLine
 from tolaria.ui.pane_questions import PaneQuestions
-from tolaria.ui.queue_chips import QueuedChips
-from tolaria.ui.status_line import StatusLine
+from tolaria.ui.review.turn_changes import TurnChangesRow
 from tolaria.ui.transcript.cards.style import follow_palette, pane_button_css
 from tolaria.ui.transcript.permission_card import ANSWER_SHORTCUT
 from tolaria.ui.transcript.search_bar import SearchBar
 from tolaria.ui.transcript.turn_model import ending_summary
 from tolaria.ui.transcript.turn_view import Ending, TurnView, status_from_stop_reason
 from tolaria.ui.transcript.view import TranscriptView
-from tolaria.ui.turn_changes import TurnChangesRow
 
 
 class ChatPane(QWidget):
@@ -128,7 +128,7 @@ class ChatPane(QWidget):
         self.awaiting.setContentsMargins(12, 0, 12, 0)
         layout.addWidget(self.awaiting)
         self._tracker = AwaitTracker()
-        #: stream id -> the row of files that turn changed (tolaria/ui/turn_changes.py).
+        #: stream id -> the row of files that turn changed (tolaria/ui/review/turn_changes.py).
         self._change_rows: dict[str, TurnChangesRow] = {}
         #: The running turn's open permission questions, and the watchdog's waiting for them
         #: (tolaria/ui/pane_questions.py).

@@ -13,7 +13,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.pages import TurnPage
-from tolaria.ui.notices import WatchdogNotice, open_questions
+from tolaria.ui.composer.notices import WatchdogNotice, open_questions
 from tolaria.ui.transcript.turn_model import STATUS_RUNNING
 from tolaria.ui.transcript.view import TranscriptView
 

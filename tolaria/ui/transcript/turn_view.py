@@ -224,7 +224,7 @@ class TurnView(QWidget):
         self._add_block(bubble)
 
     def attach_below(self, widget: QWidget) -> None:
-        """Show ``widget`` under the turn (its changed files: tolaria/ui/turn_changes.py)."""
+        """Show ``widget`` under the turn (its changed files: tolaria/ui/review/turn_changes.py)."""
         layout = self.layout()
         assert layout is not None
         layout.addWidget(widget)

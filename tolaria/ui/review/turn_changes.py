@@ -9,7 +9,7 @@ file or the turn: which files carry later edits and what happens to them, the fi
 or why nothing can be done (a submodule, a folder). After a restore "Undo …" gives back the exact
 bytes it replaced (kept across restarts). A turn recorded after a restart says so.
 Clicking a file unfolds its diff under it, hunk by hunk with Accept / Revert
-(tolaria/ui/diff_review.py); an open diff stays open while the list is refreshed. A folder
+(tolaria/ui/review/diff_review.py); an open diff stays open while the list is refreshed. A folder
 outside git gets a muted note instead, and nothing that could lose work.
 """
 
@@ -32,7 +32,7 @@ from tolaria.chats.restore_plan import REVERT as PLAN_REVERT
 from tolaria.chats.restore_plan import RestorePlan
 from tolaria.chats.review import ACCEPT, REVERT, FileReview, ReviewRequest
 from tolaria.ui import theme
-from tolaria.ui.diff_review import FileDiffView
+from tolaria.ui.review.diff_review import FileDiffView
 
 #: Status -> its badge letter.
 _BADGES = {"added": "A", "modified": "M", "deleted": "D", "type": "T"}

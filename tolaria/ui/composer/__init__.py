@@ -1,0 +1,2 @@
+"""Where the user writes: the prompt editor, the queued messages above it, and the status line and
+calm notices under it."""

@@ -1,0 +1,2 @@
+"""Reviewing what a turn changed: its files under the turn, each diff hunk by hunk, Accept and
+Revert."""
