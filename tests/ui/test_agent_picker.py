@@ -14,9 +14,9 @@ from ui.uihelpers import AppDriver
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs import discovery
-from tolaria.ui.agent_status import NEEDS_SETUP, NOT_INSTALLED, READY
-from tolaria.ui.header import GROUP_ROLE, HEADER_ROLE
-from tolaria.ui.picker_rows import hint_parts
+from tolaria.ui.chat.agent_status import NEEDS_SETUP, NOT_INSTALLED, READY
+from tolaria.ui.chat.header import GROUP_ROLE, HEADER_ROLE
+from tolaria.ui.chat.picker_rows import hint_parts
 
 Start = Callable[..., AppDriver]
 

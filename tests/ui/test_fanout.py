@@ -12,9 +12,9 @@ from ui.uihelpers import AppDriver, StartApp, processes_of
 
 from tolaria.chats.fanout import FanOutJob, job_status
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.ui.chat_pane import ChatPane
-from tolaria.ui.fanout_dialog import FanOutDialog
-from tolaria.ui.fanout_view import FanOutView
+from tolaria.ui.chat.chat_pane import ChatPane
+from tolaria.ui.fanout.fanout_dialog import FanOutDialog
+from tolaria.ui.fanout.fanout_view import FanOutView
 
 
 def add_agent(drv: AppDriver, manifest: Manifest) -> None:

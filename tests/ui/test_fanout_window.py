@@ -15,8 +15,8 @@ from pytestqt.qtbot import QtBot
 from ui.test_fanout import add_agent, fan_out, wait_pane_done
 from ui.uihelpers import AppDriver
 
-from tolaria.ui.chat_pane import ChatPane
-from tolaria.ui.fanout_view import FanOutView
+from tolaria.ui.chat.chat_pane import ChatPane
+from tolaria.ui.fanout.fanout_view import FanOutView
 
 Start = Callable[..., AppDriver]
 

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
 
-from tolaria.ui.sidebar import COMMAND_LINE_ROLE
+from tolaria.ui.sidebar.sidebar import COMMAND_LINE_ROLE
 
 ROOT = Path(__file__).resolve().parents[2]
 

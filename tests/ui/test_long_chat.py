@@ -14,7 +14,7 @@ from ui.uihelpers import AppDriver
 
 from tolaria.core.store.db import Store
 from tolaria.core.store.pages import PAGE_TURNS
-from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.chat.chat_pane import ChatPane
 from tolaria.ui.transcript.blocks import RichText
 from tolaria.ui.transcript.view import MAX_LIVE_TURNS
 

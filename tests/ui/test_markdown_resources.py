@@ -48,7 +48,7 @@ import sys
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
 from tolaria.core.store.db import Conversation
-from tolaria.ui.header import ChatHeader
+from tolaria.ui.chat.header import ChatHeader
 header = ChatHeader()
 header.show_conversation(Conversation(1, sys.argv[1], "demo", "/", 0.0, 0.0, None))
 header.show()

@@ -18,7 +18,7 @@ from tolaria.core.events import Done, Event, ToolStart, ToolUpdate
 from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.store.db import Store
 from tolaria.core.turns.acp.updates import UpdateMapper
-from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.chat.chat_pane import ChatPane
 from tolaria.ui.transcript.permission_card import PermissionCard
 from tolaria.ui.transcript.pretty_input import MASK, pretty_input
 from tolaria.ui.transcript.turn_view import Ending, TurnView

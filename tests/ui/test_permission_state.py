@@ -26,7 +26,7 @@ from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.core.events import PermissionAsked, PermissionSettled, TextDelta, ToolStart
 from tolaria.core.permissions import PermissionChoice, PermissionRequest, asked_event
 from tolaria.core.store.db import Store
-from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.chat.chat_pane import ChatPane
 from tolaria.ui.composer.notices import WAITING_TEXT
 from tolaria.ui.transcript.permission_card import PermissionCard
 

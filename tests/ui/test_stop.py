@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication, QMenu
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
-from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.chat.chat_pane import ChatPane
 
 
 @pytest.fixture

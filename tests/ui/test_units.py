@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tolaria.chats.history import MAX_PREAMBLE_BYTES, Exchange, build_prompt
-from tolaria.ui.sidebar import relative_time
+from tolaria.ui.sidebar.sidebar import relative_time
 from tolaria.ui.transcript.markdown import split_markdown
 from tolaria.ui.transcript.turn_view import format_duration, format_usage, status_from_stop_reason
 

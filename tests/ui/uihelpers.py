@@ -22,7 +22,7 @@ from pytestqt.qtbot import QtBot
 from tolaria.app.main import Tolaria
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.store.schema import Conversation, Turn
-from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.chat.chat_pane import ChatPane
 from tolaria.ui.main_window import MainWindow
 from tolaria.ui.review.turn_changes import TurnChangesRow
 from tolaria.ui.transcript.turn_view import TurnView

@@ -36,16 +36,16 @@ from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui import keymap, theme
-from tolaria.ui.chat_pane import ChatPane
-from tolaria.ui.chat_stack import ChatStack
-from tolaria.ui.fanout_dialog import FanOutDialog
-from tolaria.ui.fanout_view import FanOutView
-from tolaria.ui.header import ChatHeader
+from tolaria.ui.chat.chat_pane import ChatPane
+from tolaria.ui.chat.chat_stack import ChatStack
+from tolaria.ui.chat.header import ChatHeader
+from tolaria.ui.fanout.fanout_dialog import FanOutDialog
+from tolaria.ui.fanout.fanout_view import FanOutView
+from tolaria.ui.fanout.jobs import JobWindows, job_label
 from tolaria.ui.import_report import ImportReportBar
-from tolaria.ui.jobs import JobWindows, job_label
 from tolaria.ui.notifier import BackgroundNotifier
 from tolaria.ui.quit_prompt import QuitPrompt
-from tolaria.ui.sidebar import Sidebar
+from tolaria.ui.sidebar.sidebar import Sidebar
 from tolaria.ui.store_notice import StoreNotice
 from tolaria.ui.transcript.cards.style import flat_button_css, follow_palette
 from tolaria.ui.view_menu import ViewMenu
@@ -441,7 +441,7 @@ class MainWindow(WindowKeys):
         return self._stop_hint
 
     def as_parent(self) -> QWidget:
-        """The window as the parent of the job windows (tolaria/ui/jobs.py JobHost)."""
+        """The window as the parent of the job windows (tolaria/ui/fanout/jobs.py JobHost)."""
         return self
 
     def bridge(self) -> Bridge | None:

@@ -28,9 +28,9 @@ from tolaria.ui.actions import (
 from tolaria.ui.palette import CommandPalette
 
 if TYPE_CHECKING:
-    from tolaria.ui.chat_stack import ChatStack
+    from tolaria.ui.chat.chat_stack import ChatStack
     from tolaria.ui.quit_prompt import QuitPrompt
-    from tolaria.ui.sidebar import Sidebar
+    from tolaria.ui.sidebar.sidebar import Sidebar
 
 
 class WindowKeys(QMainWindow):

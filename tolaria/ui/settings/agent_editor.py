@@ -29,7 +29,7 @@ from tolaria.config.probe import TEST_PROMPT
 from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
-from tolaria.ui.agent_status import READY, agent_status
+from tolaria.ui.chat.agent_status import READY, agent_status
 from tolaria.ui.settings.env_table import EnvTable
 from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color, with_error_label
 

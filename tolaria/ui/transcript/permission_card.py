@@ -28,7 +28,7 @@ OUTCOME_WORDS = {
     "cancelled": "Cancelled: the turn was stopped before you answered",
     "closed": "Closed: the turn ended before you answered",
 }
-#: Moves the focus to the oldest open question of the focused chat (tolaria/ui/chat_pane.py).
+#: Moves the focus to the oldest open question of the focused chat (tolaria/ui/chat/chat_pane.py).
 ANSWER_SHORTCUT = "Ctrl+Shift+A"
 _BUTTONS = (("allow_once", "Allow once", "allowOnceButton"),
             ("allow_always", "Allow always", "allowAlwaysButton"))

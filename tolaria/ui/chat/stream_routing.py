@@ -8,7 +8,7 @@ from tolaria.core.events import Done, Event
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import Marker
 from tolaria.core.store.pages import TurnPage
-from tolaria.ui.chat_pane import ChatPane
+from tolaria.ui.chat.chat_pane import ChatPane
 
 
 class PaneRouting:

@@ -32,8 +32,8 @@ from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation
 from tolaria.ui import theme
 from tolaria.ui.actions import DELETE_SHORTCUT, RENAME_SHORTCUT, focus_is_editable
 from tolaria.ui.inline_confirm import DeleteConfirm
-from tolaria.ui.sidebar_groups import ID_ROLE, SidebarGroups
-from tolaria.ui.sidebar_rows import (  # re-exported: the list's API
+from tolaria.ui.sidebar.sidebar_groups import ID_ROLE, SidebarGroups
+from tolaria.ui.sidebar.sidebar_rows import (  # re-exported: the list's API
     COMMAND_LINE_ROLE,
     RUNNING_ROLE,
     SUBTITLE_ROLE,

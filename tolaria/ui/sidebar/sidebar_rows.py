@@ -1,6 +1,6 @@
 """How a row of the conversation list looks: a chat's two lines (title with a running badge, last
 activity with a "command line" tag) or a fan-out job's header, and the in-place rename field
-over the title. The list itself (tolaria/ui/sidebar.py) only fills the rows' roles.
+over the title. The list itself (tolaria/ui/sidebar/sidebar.py) only fills the rows' roles.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import QLineEdit, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 from tolaria.ui import theme
-from tolaria.ui.sidebar_groups import GROUP_ROLE, ID_ROLE, MEMBER_ROLE
+from tolaria.ui.sidebar.sidebar_groups import GROUP_ROLE, ID_ROLE, MEMBER_ROLE
 
 
 class Renamer(Protocol):

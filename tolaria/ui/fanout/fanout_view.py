@@ -26,8 +26,8 @@ from tolaria.chats.fanout import JOB_RUNNING, FanOutJob
 from tolaria.core.store.db import Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui.actions import CLOSE_WINDOW_SHORTCUT
-from tolaria.ui.chat_pane import ChatPane
-from tolaria.ui.stream_routing import PaneRouting
+from tolaria.ui.chat.chat_pane import ChatPane
+from tolaria.ui.chat.stream_routing import PaneRouting
 
 _STATUS_WORDS = {"running": "Running", "completed": "Completed", "cancelled": "Stopped",
                  "failed": "Failed"}

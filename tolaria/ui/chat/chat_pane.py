@@ -24,11 +24,11 @@ from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
+from tolaria.ui.chat.pane_questions import PaneQuestions
 from tolaria.ui.composer.composer import Composer
 from tolaria.ui.composer.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.composer.queue_chips import QueuedChips
 from tolaria.ui.composer.status_line import StatusLine
-from tolaria.ui.pane_questions import PaneQuestions
 from tolaria.ui.review.turn_changes import TurnChangesRow
 from tolaria.ui.transcript.cards.style import follow_palette, pane_button_css
 from tolaria.ui.transcript.permission_card import ANSWER_SHORTCUT
@@ -131,7 +131,7 @@ class ChatPane(QWidget):
         #: stream id -> the row of files that turn changed (tolaria/ui/review/turn_changes.py).
         self._change_rows: dict[str, TurnChangesRow] = {}
         #: The running turn's open permission questions, and the watchdog's waiting for them
-        #: (tolaria/ui/pane_questions.py).
+        #: (tolaria/ui/chat/pane_questions.py).
         self.questions = PaneQuestions(self.transcript, self.watchdog, self)
         self.questions.latest_requested.connect(self._show_latest)
         self.setFocusProxy(self.composer)

@@ -22,14 +22,14 @@ from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation
 from tolaria.ui import theme
-from tolaria.ui.agent_status import (
+from tolaria.ui.chat.agent_status import (
     GROUPS,
     NOT_INSTALLED,
     READY,
     AgentStatus,
     agent_status,
 )
-from tolaria.ui.picker_rows import HINT_ROLE, NAME_ROLE, PickerRow
+from tolaria.ui.chat.picker_rows import HINT_ROLE, NAME_ROLE, PickerRow
 from tolaria.ui.transcript.markdown import plain_tooltip
 
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")

@@ -17,8 +17,8 @@ from tolaria.chats.review import FileReview
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.core.store.pages import TurnPage
-from tolaria.ui.chat_pane import ChatPane
-from tolaria.ui.stream_routing import PaneRouting
+from tolaria.ui.chat.chat_pane import ChatPane
+from tolaria.ui.chat.stream_routing import PaneRouting
 
 
 class ChatStack(PaneRouting, QStackedWidget):

@@ -16,14 +16,14 @@ from PySide6.QtWidgets import QMenu, QWidget
 
 from tolaria.chats.fanout import FanOutJob
 from tolaria.chats.titles import clip_line
-from tolaria.ui.fanout_dialog import FanOutDialog, agents_of
-from tolaria.ui.fanout_view import FanOutView
+from tolaria.ui.fanout.fanout_dialog import FanOutDialog, agents_of
+from tolaria.ui.fanout.fanout_view import FanOutView
 from tolaria.ui.transcript.markdown import plain_tooltip
 
 if TYPE_CHECKING:
     from tolaria.qt.bridge import Bridge
-    from tolaria.ui.chat_stack import ChatStack
-    from tolaria.ui.header import ChatHeader
+    from tolaria.ui.chat.chat_stack import ChatStack
+    from tolaria.ui.chat.header import ChatHeader
 
 
 class JobHost(Protocol):
