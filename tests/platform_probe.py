@@ -68,7 +68,7 @@ def probes() -> dict[str, object]:
     from PySide6.QtWidgets import QApplication
 
     from tolaria.support import platforms, sockdir
-    from tolaria.ui import actions, keymap
+    from tolaria.ui.window import actions, keymap
 
     app = QApplication.instance() or QApplication([])
     keys = keymap.current()
@@ -79,7 +79,7 @@ def probes() -> dict[str, object]:
         "next_chat": list(keys.next_chat),
         "delete_chat": list(keys.delete_chat),
         "socket_dir_fits": sockdir.fits(sockdir.socket_dir()),
-        # computed when tolaria.ui.actions was imported, under the fake
+        # computed when tolaria.ui.window.actions was imported, under the fake
         "listed_next_chat": next(f.keys for f in actions.FIXED_SHORTCUTS
                                  if f.label == "Next chat"),
     }

@@ -44,7 +44,7 @@ def test_every_module_imports_with_the_platform_faked(platform: str, tmp_path: P
     expected = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
                 for p in (ROOT / "tolaria").rglob("*.py")} - {"tolaria.__main__"}
     assert set(imported) == expected
-    assert {"tolaria.ui.main_window", "tolaria.app.main", "tolaria.qt.loop"} <= set(imported)
+    assert {"tolaria.ui.window.main_window", "tolaria.app.main", "tolaria.qt.loop"} <= set(imported)
     probes = answer["probes"]
     assert isinstance(probes, dict)
     # the fake reached Tolaria's code, at call time and at import time

@@ -18,7 +18,7 @@ from ui.uihelpers import StartApp
 from tolaria.chats.importing import ImportReport, import_sessions
 from tolaria.core.store.db import Store
 from tolaria.qt import session_import
-from tolaria.ui.actions import plain_text
+from tolaria.ui.window.actions import plain_text
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """macOS conventions in the window (issue 24 item 4), checked offscreen on Linux.
 
 Qt turns ``Ctrl`` into ⌘ on macOS by itself; what Tolaria decides is which keys differ there
-(tolaria/ui/keymap.py) and which actions go into the application menu (their menu roles). The
+(tolaria/ui/window/keymap.py) and which actions go into the application menu (their menu roles). The
 window is built with the darwin keymap as it would be on a Mac; the roles are what Qt's Cocoa
 menu bar reads to move Preferences, About and Quit.
 """
@@ -19,9 +19,9 @@ from ui.uihelpers import AppDriver
 
 from tolaria.chats.fanout import FanOutJob, JobMember
 from tolaria.config.settings import Settings
-from tolaria.ui import keymap
-from tolaria.ui.actions import fixed_shortcuts
-from tolaria.ui.main_window import MainWindow
+from tolaria.ui.window import keymap
+from tolaria.ui.window.actions import fixed_shortcuts
+from tolaria.ui.window.main_window import MainWindow
 
 Start = Callable[..., AppDriver]
 Role = QAction.MenuRole

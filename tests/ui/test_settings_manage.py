@@ -16,7 +16,7 @@ from ui.uihelpers import StartApp
 
 from tolaria.config.agents import load_overrides
 from tolaria.support import paths
-from tolaria.ui.inline_confirm import InlineConfirm
+from tolaria.ui.window.inline_confirm import InlineConfirm
 
 
 def test_duplicate_then_remove_a_custom_agent(start_app: StartApp, qtbot: QtBot) -> None:

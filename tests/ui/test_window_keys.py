@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QApplication, QInputDialog, QMessageBox, QWidget
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver
 
-from tolaria.ui.actions import PALETTE_SHORTCUT_2, plain_text, shortcut_text
 from tolaria.ui.transcript.permission_card import ANSWER_SHORTCUT
+from tolaria.ui.window.actions import PALETTE_SHORTCUT_2, plain_text, shortcut_text
 
 Start = Callable[..., AppDriver]
 

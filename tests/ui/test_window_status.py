@@ -18,9 +18,9 @@ from ui.settingshelpers import child, close_preferences, open_preferences
 from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.config.settings import Settings
-from tolaria.ui.actions import FIXED_SHORTCUTS
 from tolaria.ui.composer.notices import silence_text
-from tolaria.ui.quit_prompt import running_sentence
+from tolaria.ui.window.actions import FIXED_SHORTCUTS
+from tolaria.ui.window.quit_prompt import running_sentence
 
 Start = Callable[..., AppDriver]
 

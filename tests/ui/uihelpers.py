@@ -23,9 +23,9 @@ from tolaria.app.main import Tolaria
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.store.schema import Conversation, Turn
 from tolaria.ui.chat.chat_pane import ChatPane
-from tolaria.ui.main_window import MainWindow
 from tolaria.ui.review.turn_changes import TurnChangesRow
 from tolaria.ui.transcript.turn_view import TurnView
+from tolaria.ui.window.main_window import MainWindow
 
 T = TypeVar("T")
 

@@ -37,7 +37,7 @@ from tolaria.qt.tasks import TaskSet
 from tolaria.qt.worktree_control import WorktreeControl
 from tolaria.support import crash, platforms
 from tolaria.ui import theme
-from tolaria.ui.main_window import MainWindow
+from tolaria.ui.window.main_window import MainWindow
 
 log = logging.getLogger(__name__)
 

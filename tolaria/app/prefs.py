@@ -21,9 +21,9 @@ from tolaria.qt.checkpoint_storage_control import CheckpointStorageControl
 from tolaria.qt.controller import ChatController
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
-from tolaria.ui.main_window import MainWindow
 from tolaria.ui.settings import SettingsDialog
 from tolaria.ui.settings.dialog import open_file
+from tolaria.ui.window.main_window import MainWindow
 
 log = logging.getLogger(__name__)
 

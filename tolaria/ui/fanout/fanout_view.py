@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
 from tolaria.chats.fanout import JOB_RUNNING, FanOutJob
 from tolaria.core.store.db import Turn
 from tolaria.qt.bridge import Bridge
-from tolaria.ui.actions import CLOSE_WINDOW_SHORTCUT
 from tolaria.ui.chat.chat_pane import ChatPane
 from tolaria.ui.chat.stream_routing import PaneRouting
+from tolaria.ui.window.actions import CLOSE_WINDOW_SHORTCUT
 
 _STATUS_WORDS = {"running": "Running", "completed": "Completed", "cancelled": "Stopped",
                  "failed": "Failed"}

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 from tolaria.config.agents import AgentOverrides
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
-from tolaria.ui.inline_confirm import InlineConfirm
 from tolaria.ui.settings.agent_editor import AgentEditor
+from tolaria.ui.window.inline_confirm import InlineConfirm
 
 _ID = Qt.ItemDataRole.UserRole
 _DETECT_DELAY_MS = 400

@@ -24,9 +24,10 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.config.settings import Settings, shortcut_conflicts
-from tolaria.ui import keymap, theme
-from tolaria.ui.actions import FIXED_SHORTCUTS
+from tolaria.ui import theme
 from tolaria.ui.settings.fields import ErrorLabel
+from tolaria.ui.window import keymap
+from tolaria.ui.window.actions import FIXED_SHORTCUTS
 
 #: (Settings attribute, label, object name) of the recorded shortcuts.
 _KEYS = (("stop_shortcut", "Stop the current chat", "stopShortcut"),

@@ -30,8 +30,6 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation
 from tolaria.ui import theme
-from tolaria.ui.actions import DELETE_SHORTCUT, RENAME_SHORTCUT, focus_is_editable
-from tolaria.ui.inline_confirm import DeleteConfirm
 from tolaria.ui.sidebar.sidebar_groups import ID_ROLE, SidebarGroups
 from tolaria.ui.sidebar.sidebar_rows import (  # re-exported: the list's API
     COMMAND_LINE_ROLE,
@@ -41,6 +39,8 @@ from tolaria.ui.sidebar.sidebar_rows import (  # re-exported: the list's API
     relative_time,
 )
 from tolaria.ui.transcript.markdown import plain_tooltip
+from tolaria.ui.window.actions import DELETE_SHORTCUT, RENAME_SHORTCUT, focus_is_editable
+from tolaria.ui.window.inline_confirm import DeleteConfirm
 
 __all__ = ["COMMAND_LINE_ROLE", "RUNNING_ROLE", "SUBTITLE_ROLE", "Sidebar", "relative_time"]
 

@@ -230,7 +230,7 @@ class TurnView(QWidget):
         layout.addWidget(widget)
 
     # -- queueing (cheap, called per event) ---------------------------------------------------
-    # -- queueing (cheap, called per event; tolaria/ui/transcript/turn_queue.py) ---------------------------
+    # -- queueing (cheap, called per event; tolaria/ui/transcript/turn_queue.py) ----------------
     def enqueue(self, event: Event) -> None:
         self.queue.enqueue(event)
 

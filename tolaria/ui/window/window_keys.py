@@ -1,7 +1,7 @@
 """The main window's keyboard side: its actions (one registry for the menus and the command
 palette), the menus, chat navigation (Ctrl+Tab, Ctrl+1..9) and which run actions apply now.
 
-The base class of :class:`tolaria.ui.main_window.MainWindow`, which provides the widgets and
+The base class of :class:`tolaria.ui.window.main_window.MainWindow`, which provides the widgets and
 the few queries declared here.
 """
 
@@ -15,9 +15,9 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu
 
 from tolaria.config.settings import DEFAULT_RESTART
-from tolaria.ui import keymap
-from tolaria.ui.about import AboutBox
-from tolaria.ui.actions import (
+from tolaria.ui.window import keymap
+from tolaria.ui.window.about import AboutBox
+from tolaria.ui.window.actions import (
     FAN_OUT_SHORTCUT,
     PALETTE_SHORTCUT,
     PALETTE_SHORTCUT_2,
@@ -25,12 +25,12 @@ from tolaria.ui.actions import (
     ActionRegistry,
     keyboard_is_free,
 )
-from tolaria.ui.palette import CommandPalette
+from tolaria.ui.window.palette import CommandPalette
 
 if TYPE_CHECKING:
     from tolaria.ui.chat.chat_stack import ChatStack
-    from tolaria.ui.quit_prompt import QuitPrompt
     from tolaria.ui.sidebar.sidebar import Sidebar
+    from tolaria.ui.window.quit_prompt import QuitPrompt
 
 
 class WindowKeys(QMainWindow):

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.ui import theme
-from tolaria.ui.actions import plain_text, shortcut_text
+from tolaria.ui.window.actions import plain_text, shortcut_text
 
 _ACTION_ROLE = Qt.ItemDataRole.UserRole
 _NAME_ROLE = Qt.ItemDataRole.UserRole + 1

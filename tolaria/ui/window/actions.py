@@ -24,15 +24,15 @@ from PySide6.QtWidgets import (
 )
 
 from tolaria.config.settings import DEFAULT_PREFERENCES, DEFAULT_RESTART
-from tolaria.ui import keymap
 from tolaria.ui.transcript.permission_card import ANSWER_SHORTCUT
+from tolaria.ui.window import keymap
 
 PALETTE_SHORTCUT = "Ctrl+K"
 #: The palette's second key, as in VS Code and Zed.
 PALETTE_SHORTCUT_2 = "Ctrl+Shift+P"
 SEARCH_SHORTCUT = "Ctrl+Shift+F"
 FAN_OUT_SHORTCUT = "Ctrl+Shift+N"
-#: Next / previous chat and Delete chat differ on macOS: tolaria/ui/keymap.py.
+#: Next / previous chat and Delete chat differ on macOS: tolaria/ui/window/keymap.py.
 NEXT_CHAT_SHORTCUT = "Ctrl+Tab"
 PREVIOUS_CHAT_SHORTCUT = "Ctrl+Shift+Tab"
 RENAME_SHORTCUT = "F2"
@@ -72,7 +72,7 @@ def fixed_shortcuts(keys: keymap.Keymap) -> tuple[FixedShortcut, ...]:
     )
 
 
-#: This platform's list (tolaria/ui/keymap.py).
+#: This platform's list (tolaria/ui/window/keymap.py).
 FIXED_SHORTCUTS = fixed_shortcuts(keymap.current())
 
 

@@ -2,7 +2,7 @@
 
 It forwards the user's intents (``*_requested``) and routes the bridge's facts to the sidebar,
 the header and the chat panes. Stop shortcuts act only when no popup, menu, completer or modal
-dialog owns the keyboard. The actions live in one registry (ui/actions.py) that the menus and
+dialog owns the keyboard. The actions live in one registry (ui/window/actions.py) that the menus and
 the command palette share; Stop and Restart are enabled only while the current chat runs.
 """
 
@@ -35,21 +35,22 @@ from tolaria.core.events import Done, Event
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
-from tolaria.ui import keymap, theme
+from tolaria.ui import theme
 from tolaria.ui.chat.chat_pane import ChatPane
 from tolaria.ui.chat.chat_stack import ChatStack
 from tolaria.ui.chat.header import ChatHeader
 from tolaria.ui.fanout.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout.fanout_view import FanOutView
 from tolaria.ui.fanout.jobs import JobWindows, job_label
-from tolaria.ui.import_report import ImportReportBar
-from tolaria.ui.notifier import BackgroundNotifier
-from tolaria.ui.quit_prompt import QuitPrompt
 from tolaria.ui.sidebar.sidebar import Sidebar
-from tolaria.ui.store_notice import StoreNotice
 from tolaria.ui.transcript.cards.style import flat_button_css, follow_palette
-from tolaria.ui.view_menu import ViewMenu
-from tolaria.ui.window_keys import WindowKeys
+from tolaria.ui.window import keymap
+from tolaria.ui.window.import_report import ImportReportBar
+from tolaria.ui.window.notifier import BackgroundNotifier
+from tolaria.ui.window.quit_prompt import QuitPrompt
+from tolaria.ui.window.store_notice import StoreNotice
+from tolaria.ui.window.view_menu import ViewMenu
+from tolaria.ui.window.window_keys import WindowKeys
 
 
 def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> QKeySequence:
