@@ -1,2 +1,1 @@
-"""One conversation on screen: its pane (transcript, composer, Send/Stop), the header with the
-agent picker, its open questions, and the stack of opened chats."""
+"""One conversation on screen: its header and agent picker, transcript, composer and questions."""

@@ -1,2 +1,1 @@
-"""Where the user writes: the prompt editor, the queued messages above it, and the status line and
-calm notices under it."""
+"""Where the user writes: the prompt editor, queued messages above it, status and notices below."""

@@ -1,2 +1,1 @@
-"""Reviewing what a turn changed: its files under the turn, each diff hunk by hunk, Accept and
-Revert."""
+"""What a turn changed: its files under the turn, each diff hunk by hunk with Accept and Revert."""

@@ -1,2 +1,1 @@
-"""The main window around the chats: its menus, keys and command palette, the bars over the chat,
-the quit prompt and About."""
+"""The main window around the chats: menus, keys, command palette, bars, quit prompt and About."""
