@@ -3,8 +3,8 @@
 The palette is the system's (``system``) or one of two designed ones (``light``, ``dark``: the
 ``[appearance] theme`` setting), applied live with ``apply_theme``. Custom colours (cards, code,
 errors) are mixed from the palette when they are needed, never hard-coded for one theme; the
-transcript's look is one style sheet built from them (tolaria/ui/transcript/style.py), set again
-when the palette changes.
+transcript's cards read them at paint time (tolaria/ui/transcript/cards/style.py: no style sheets
+on its items), so a palette change needs no rebuild.
 """
 
 from __future__ import annotations
