@@ -78,6 +78,6 @@ class ChatService:
             budget = preamble_budget(prompt, agent_environment(manifest))
             full_prompt = build_prompt(exchanges(self.store, earlier), prompt, budget=budget)
         if not earlier and conversation.title == DEFAULT_TITLE and prompt.strip():
-            conversation = self.store.rename_conversation(conversation.id,
-                                                          title_from_prompt(prompt))
+            title = title_from_prompt(prompt)
+            conversation = self.store.rename_conversation(conversation.id, title)
         return NextTurn(prompt, full_prompt, resume_id, conversation)
