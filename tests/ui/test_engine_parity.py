@@ -68,10 +68,13 @@ def _through_engine(home: Path, folder: Path, names: list[str]) -> dict[str, dic
                          env=_env(home), cwd=home, capture_output=True, text=True, timeout=300,
                          check=False)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    chats = json.loads(out.read_text())
+    return {name: _stored(db, chat) for name, chat in json.loads(out.read_text()).items()}
+
+
+def _stored(db: Path, chat: int) -> dict[str, Any]:
     store = Store(db)
     try:
-        return {name: summary(store, chat) for name, chat in chats.items()}
+        return summary(store, chat)
     finally:
         store.close()
 
@@ -132,12 +135,7 @@ def test_a_real_tolaria_run_and_the_window_store_alike(
     chat = int(first.stderr.split("saved in chat ")[1].split()[0])
     second = run("--chat", str(chat), "and again")
     assert second.returncode == 0, second.stderr
-    store = Store(cli_home / "data" / "tolaria.sqlite3")
-    try:
-        cli = summary(store, chat)
-    finally:
-        store.close()
-    assert cli == window
+    assert _stored(cli_home / "data" / "tolaria.sqlite3", chat) == window
     assert window["title"] == "hello there"
     assert [t["status"] for t in window["turns"]] == ["completed", "completed"]
 
@@ -198,12 +196,7 @@ def test_crash_recovery_is_the_same_in_the_window_and_the_engine(
     drv.close()
     engine = _through_engine(engine_home, folder, [])
     assert engine == {}
-    store = Store(engine_home / "data" / "tolaria.sqlite3")
-    try:
-        recovered = summary(store, chat)
-    finally:
-        store.close()
-    assert recovered == window
+    assert _stored(engine_home / "data" / "tolaria.sqlite3", chat) == window
     assert [t["status"] for t in window["turns"]] == ["interrupted"]
     assert window["turns"][0]["text"], "the partial answer is kept"
     assert window["queue"] == {"paused": True, "reason": PAUSED_AFTER_CRASH,
