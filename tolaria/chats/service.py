@@ -1,5 +1,5 @@
-"""The application rules of one chat turn, for the window (tolaria/qt/controller.py) and
-``tolaria run`` (tolaria/chats/saved_runs.py) alike: which earlier turns count, what the agent is
+"""The application rules of one chat turn, for the window and ``tolaria run`` alike (both through
+the turn engine, tolaria/chats/engine/): which earlier turns count, what the agent is
 sent, whether its own session is resumed, and the title a chat gets from its first prompt.
 
 The resume rule: continue the agent's own session when its adapter can (Claude ``--resume``,
