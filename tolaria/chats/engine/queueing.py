@@ -17,7 +17,7 @@ starts a second turn in the same process. Stopping is prompt on every agent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 
 from tolaria.chats.engine.observer import TurnObserver
 from tolaria.chats.inflight import (
@@ -44,16 +44,10 @@ class QueuePart:
     _running: dict[int, str]
     _deleting: set[int]
 
-    def send(self, conversation_id: int, prompt: str, *,
-             delivering: Sequence[int] = ()) -> str | None:
-        raise NotImplementedError
-
-    def stop(self, conversation_id: int) -> bool:
-        raise NotImplementedError
-
-    def _mark(self, conversation_id: int, kind: str, stream_id: str | None,
-              data: object = None) -> Marker | None:
-        raise NotImplementedError
+    # The engine's own (engine.py, control.py):
+    send: Callable[..., str | None]
+    stop: Callable[[int], bool]
+    _mark: Callable[..., Marker | None]
 
     @property
     def queue_store(self) -> MessageQueues:
