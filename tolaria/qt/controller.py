@@ -12,7 +12,7 @@ review and Revert / Rewind / Undo (tolaria/qt/checkpoint_control.py), and agent 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from PySide6.QtCore import QObject
 
@@ -89,8 +89,8 @@ class ChatController(CheckpointControl, QObject):
         return self.engine.run_config
 
     @property
-    def _launches(self) -> dict[str, Launch]:
-        return self.engine._launches
+    def _launches(self) -> Mapping[str, Launch]:
+        return self.engine.launches
 
     # -- queries --------------------------------------------------------------------------------
     def running_stream(self, conversation_id: int) -> str | None:

@@ -30,7 +30,8 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 
 from tolaria.chats.checkpoints import TurnCheckpoints, until_stopped
 from tolaria.chats.engine.chatting import ConversationPart
@@ -114,8 +115,10 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
     def conversation_of(self, stream_id: str) -> int | None:
         return self._conversation_of.get(stream_id)
 
-    def launch_of(self, stream_id: str) -> Launch | None:
-        return self._launches.get(stream_id)
+    @property
+    def launches(self) -> Mapping[str, Launch]:
+        """How each live turn was launched (a restart re-runs it unchanged), by stream id."""
+        return MappingProxyType(self._launches)
 
     def answered_turns(self, conversation_id: int) -> list[Turn]:
         """The conversation's turns without the abandoned (restarted) attempts."""
