@@ -118,8 +118,9 @@ def summary(store: Store, conversation_id: int) -> dict[str, Any]:
     streams = {t.stream_id: f"turn{i}" for i, t in enumerate(turns)}
 
     def plain(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: (0 if k == "id" else plain(v)) for k, v in value.items()}
+        if isinstance(value, dict):  # queued message ids, snapshot commits: ids
+            return {k: (0 if k == "id" else "<commit>" if k in ("before", "after") else plain(v))
+                    for k, v in value.items()}
         if isinstance(value, list):
             return [plain(v) for v in value]
         return streams.get(value, value) if isinstance(value, str) else value
@@ -161,6 +162,9 @@ async def _run_engine(db: Path, folder: str, names: list[str]) -> dict[str, int]
     engine = TurnEngine(store, default_registry(), observer, TaskSet(), adapters=load_adapters(),
                         grace_s=1.0)
     engine.load()  # at start: the crash recovery of the queues
+    for conversation in store.list_conversations():  # each chat opened, as the window does
+        engine.open_changes(conversation.id)  # a turn a crash left mid-way: its late after-state
+    await engine.tasks.wait()
     chats = {}
     try:
         for name in names:

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 from chats.engine_sequences import SEQUENCES, Chat, add_broken_adapter, summary
-from helpers import cli_env, marker_pids, settle_orphans, tool_sleeping
+from helpers import cli_env, git_repo, marker_pids, settle_orphans, tool_sleeping
 from ui.uihelpers import AppDriver
 
+from tolaria.chats.checkpoints import MARKER_TURN_CHANGES
 from tolaria.chats.saved_runs import open_store
 from tolaria.core.store.db import Store
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH
@@ -143,11 +144,11 @@ def test_a_real_tolaria_run_and_the_window_store_alike(
 def test_crash_recovery_is_the_same_in_the_window_and_the_engine(
         start_app: Callable[..., AppDriver], home: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A store left by a SIGKILLed ``tolaria run``: a running turn and an unpaused queue. Opened
-    by the window and by the engine, the turn is interrupted (its partial text kept) and the
-    queue paused "after a crash", nothing sent by surprise."""
-    folder = tmp_path / "folder"
-    folder.mkdir()
+    """A store left by a SIGKILLed ``tolaria run``: a running turn (checkpointed before it, in a
+    git folder) and an unpaused queue. Opened by the window and by the engine, the turn is
+    interrupted (its partial text kept), its after-state recorded late, and the queue paused
+    "after a crash", nothing sent by surprise."""
+    folder = git_repo(tmp_path / "folder", {"a.txt": "a\n"})
     crash_home = tmp_path / "crash-home"
     crash_home.mkdir()
     sid = new_stream_id()
@@ -186,12 +187,12 @@ def test_crash_recovery_is_the_same_in_the_window_and_the_engine(
             app.kill()
             app.wait(10)
     engine_home = tmp_path / "engine-home"
-    for where in (home, engine_home):
-        (where / "data").mkdir(parents=True, exist_ok=True)
-        for suffix in ("", "-wal"):
-            if Path(f"{crash_db}{suffix}").exists():
-                shutil.copy(f"{crash_db}{suffix}", where / "data" / f"tolaria.sqlite3{suffix}")
-    drv = start_app()
+    for where in (home, engine_home):  # the store and the checkpoints' objects, as left
+        shutil.copytree(crash_home / "data", where / "data", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*-shm", "crash-reports"))
+    drv = start_app()  # opens the newest chat: its late after-state is recorded
+    drv.qtbot.waitUntil(lambda: bool(drv.app.store.markers(chat, MARKER_TURN_CHANGES)),
+                        timeout=30_000)
     window = summary(drv.app.store, chat)
     drv.close()
     engine = _through_engine(engine_home, folder, [])
@@ -199,5 +200,7 @@ def test_crash_recovery_is_the_same_in_the_window_and_the_engine(
     assert _stored(engine_home / "data" / "tolaria.sqlite3", chat) == window
     assert [t["status"] for t in window["turns"]] == ["interrupted"]
     assert window["turns"][0]["text"], "the partial answer is kept"
+    changes = [m for m in window["markers"] if m[0] == MARKER_TURN_CHANGES]
+    assert len(changes) == 1 and changes[0][2]["late"] is True
     assert window["queue"] == {"paused": True, "reason": PAUSED_AFTER_CRASH,
                                "messages": ["queued before the crash"]}
