@@ -22,7 +22,7 @@ if __name__ == "__main__":  # run as a script: this checkout and tests/ first
 
 from helpers import marker_pids, tool_sleeping, wait_until  # noqa: E402
 
-from tolaria.core.events import TextDelta  # noqa: E402
+from tolaria.core.events import TextDelta, ToolStart  # noqa: E402
 from tolaria.core.store.db import Store  # noqa: E402
 
 #: A step: (action, argument). Waits: ``tool`` (the running turn's tool sleeps), ``turns``
@@ -93,13 +93,21 @@ class Chat:
     def waiting(self, action: str, arg: str) -> Callable[[], bool] | None:
         """The condition a wait step waits for (None: not a wait)."""
         if action == "tool":
-            return lambda: self.last is not None and tool_sleeping(self.last)
+            return self._tool_running
         if action == "turns":
             return lambda: self._settled(int(arg))
         if action == "gone":
             return lambda: (self.store.get_conversation(self.id) is None and self.last is not None
                             and not marker_pids(self.last))
         return None
+
+    def _tool_running(self) -> bool:
+        """The demo's tool sleeps and its card is stored: all the text before it went by."""
+        if self.last is None or not tool_sleeping(self.last):
+            return False
+        turn = self.store.turn_by_stream(self.last)
+        return turn is not None and any(isinstance(e, ToolStart)
+                                        for e in self.store.events(turn.id))
 
     def _settled(self, turns: int) -> bool:
         if self.target.running_stream(self.id) is not None:
