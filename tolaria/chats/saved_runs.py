@@ -25,14 +25,15 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tolaria.chats.engine import QuietObserver, TurnEngine
-from tolaria.chats.inflight import Launch
 from tolaria.core.process import control
-from tolaria.core.process.registry import default_registry
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation, Store, Turn
-from tolaria.core.turns.request import RunRequest
-from tolaria.support.tasks import TaskSet
+
+if TYPE_CHECKING:
+    from tolaria.chats.engine import TurnEngine
+    from tolaria.chats.inflight import Launch
+    from tolaria.core.turns.request import RunRequest
 
 
 class ChatError(ValueError):
@@ -53,9 +54,14 @@ class SavedRun:
         self.store = store
         self.conversation = conversation
         self.stream_id: str | None = None
+        # Imported here: ``open_store`` (scripts, ``tolaria chats``, ``changes``...) stays light.
+        from tolaria.chats.engine import QuietObserver, TurnEngine
+        from tolaria.core.process.registry import default_registry
+        from tolaria.support.tasks import TaskSet
+
         #: The window's turn engine, without a queue or kept agent processes.
-        self.engine = TurnEngine(store, default_registry(), QuietObserver(), TaskSet(),
-                                 queues=False)
+        self.engine: TurnEngine = TurnEngine(store, default_registry(), QuietObserver(),
+                                             TaskSet(), queues=False)
         #: The planned turn and its stored row, once ``begin`` recorded it.
         self.launch: Launch | None = None
         self.turn: Turn | None = None
