@@ -158,7 +158,7 @@ async def _run_engine(db: Path, folder: str, names: list[str]) -> dict[str, int]
     default registry, its printer observer), with a queue."""
     from tolaria.chats.engine import TurnEngine
     from tolaria.chats.saved_runs import open_store
-    from tolaria.cli.main import _printer_observer, _RunOutput
+    from tolaria.cli.run_observer import PrinterObserver
     from tolaria.cli.tty import make_printer
     from tolaria.core.adapters.manifest import load_adapters
     from tolaria.core.process.registry import default_registry
@@ -166,7 +166,7 @@ async def _run_engine(db: Path, folder: str, names: list[str]) -> dict[str, int]
 
     store = open_store(db)
     printer = make_printer(True)
-    observer = _printer_observer(_RunOutput(printer, printer, None), asyncio.get_running_loop())
+    observer = PrinterObserver(printer, printer, asyncio.get_running_loop())
     engine = TurnEngine(store, default_registry(), observer, TaskSet(), adapters=load_adapters(),
                         grace_s=1.0)
     engine.load()  # at start: the crash recovery of the queues

@@ -22,7 +22,6 @@ from tolaria import __version__
 TYPE_CHECKING = False  # not typing's: importing typing costs ``tolaria abort`` ~3 ms
 if TYPE_CHECKING:
     import argparse
-    import asyncio
     from collections.abc import Callable
     from typing import Any
 
@@ -403,28 +402,6 @@ class _RunOutput:
         self.on_event(event)
 
 
-def _printer_observer(output: _RunOutput, loop: asyncio.AbstractEventLoop) -> Any:
-    """The turn engine's observer of ``tolaria run``: prints the events, keeps the ``Done``."""
-    from tolaria.chats.engine import QuietObserver
-
-    class PrinterObserver(QuietObserver):
-        def __init__(self) -> None:
-            self.done: Done | None = None
-
-        def event(self, event: Event) -> None:
-            output.on_event(event)
-
-        def agent_starting(self, stream_id: str) -> None:
-            output.printer.attach(loop)
-            output.printer.output.watch(loop)
-
-        def run_finished(self, stream_id: str, done: Done) -> None:
-            self.done = done
-            output.on_event(done)
-
-    return PrinterObserver()
-
-
 async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOutput,
                             grace: float, saved: SavedRun | None = None) -> Done:
     """Run the turn through the turn engine (the window's, with a printer for observer):
@@ -435,6 +412,7 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
 
     from tolaria.chats.engine import TurnEngine
     from tolaria.chats.inflight import Launch
+    from tolaria.cli.run_observer import PrinterObserver
     from tolaria.core.process import control
     from tolaria.core.process.registry import STOPPING, default_registry
     from tolaria.support import crash
@@ -445,7 +423,7 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(crash.asyncio_handler)
     registry = default_registry()
-    observer = _printer_observer(output, loop)
+    observer = PrinterObserver(output.on_event, output.printer, loop)
     if saved is not None and saved.launch is not None:
         engine, launch, turn = saved.engine, saved.launch, saved.turn
         engine.observe(observer)
@@ -483,7 +461,7 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
         await server.close()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
-    done: Done | None = observer.done
+    done = observer.done
     if done is None:
         raise RuntimeError(f"run {stream_id} ended without its Done")
     return done
