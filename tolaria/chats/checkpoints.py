@@ -15,7 +15,8 @@ so no change leaks from one turn into another's list. A failed snapshot never bl
 becomes a notice under the turn. A folder outside git gets one muted notice per chat and nothing
 that could lose work.
 
-No Qt: the window's controller (tolaria/qt/controller.py) and ``tolaria run`` use this.
+No Qt: the turn engine (tolaria/chats/engine/snapshots.py) of the window and ``tolaria run``,
+and the window's Revert / Rewind / Undo (tolaria/qt/checkpoint_control.py) use this.
 """
 
 from __future__ import annotations

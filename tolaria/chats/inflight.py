@@ -1,9 +1,9 @@
 """Operator control of in-flight turns: messages queued behind a running turn, and how a turn
 was launched (so "Restart turn" can re-run it exactly).
 
-No Qt: the controller owns one ``MessageQueues`` and a ``Launch`` per live stream. The queue
-lives in the store (tolaria/core/store/queue.py), each change committed at once, so it survives a
-quit or a crash. What is delivered when a turn ends: the message chosen by "Send now" alone if
+No Qt: the turn engine (tolaria/chats/engine/) owns one ``MessageQueues`` and a ``Launch`` per
+live stream. The queue lives in the store (tolaria/core/store/queue.py), each change committed at
+once, so it survives a quit or a crash. What is delivered when a turn ends: the message chosen by "Send now" alone if
 there is one, else nothing while the queue is paused, else every queued message as one prompt.
 """
 

@@ -2,21 +2,20 @@
 the window's sidebar afterwards.
 
 The same SQLite store as the window (tolaria/core/store/db.py): a conversation per run by default,
-titled from the prompt, or ``--chat ID`` to add a turn to an existing one. Events are appended as
-they are printed; the store's flusher commits them every 50 ms, so a SIGKILL of ``tolaria run``
-loses at most about that much, and the next ``Store()`` opened (the window's, another ``tolaria
-run``'s) reads the turn as ``interrupted`` with its partial output.
+titled from the prompt, or ``--chat ID`` to add a turn to an existing one. The turn is planned,
+recorded, checkpointed and run by the window's own turn engine (tolaria/chats/engine/), without
+a queue or a kept agent process: a new chat is named from its first prompt and a follow-up
+(``--chat``) resumes the agent's own session or sends the earlier turns along by the window's
+rules (``ChatService.next_turn``), each event is stored as it passes the engine's stream gate
+(before it is printed), and in a git folder the turn gets its snapshots before and after. The
+store's flusher commits events every 50 ms, so a SIGKILL of ``tolaria run`` loses at most about
+that much, and the next ``Store()`` opened (the window's, another ``tolaria run``'s) reads the
+turn as ``interrupted`` with its partial output.
 
-A new chat is named from its first prompt and a follow-up (``--chat``) resumes the agent's own
-session or sends the earlier turns along by the window's own rules, in one place:
-``ChatService.next_turn`` (tolaria/chats/service.py; ``tolaria run`` keeps no agent process).
-
-Opening the store marks ``running`` turns as interrupted (crash recovery), except the turns
-another Tolaria process (a window, another ``tolaria run``) is streaming right now, found through
-the control sockets (``control.live_stream_ids``).
-
-In a git folder the turn is checkpointed like a window turn (tolaria/chats/checkpoints.py): a
-snapshot before the agent starts and after it ends, the changed files recorded on the turn.
+``open_store`` is the one way for scripts and benchmarks to open the window's store: opening it
+marks ``running`` turns as interrupted (crash recovery), except the turns another Tolaria
+process (a window, another ``tolaria run``) is streaming right now, found through the control
+sockets (``control.live_stream_ids``).
 """
 
 from __future__ import annotations
@@ -24,17 +23,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tolaria.chats.checkpoints import TurnCheckpoints
-from tolaria.chats.service import ChatService
-from tolaria.chats.titles import DEFAULT_TITLE
-from tolaria.core.events import Done, Event
 from tolaria.core.process import control
-from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation, Store
-from tolaria.core.turns.request import RunRequest
+from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation, Store, Turn
+
+if TYPE_CHECKING:
+    from tolaria.chats.engine import TurnEngine
+    from tolaria.chats.inflight import Launch
+    from tolaria.core.turns.request import RunRequest
 
 
 class ChatError(ValueError):
@@ -48,16 +47,24 @@ def open_store(path: Path | None = None) -> Store:
 
 
 class SavedRun:
-    """One ``tolaria run`` turn in the store: ``open`` → ``begin`` → ``record`` → ``close``."""
+    """One ``tolaria run`` turn in the store: ``open`` → ``begin`` → the engine runs it
+    (``engine.start``, tolaria/cli/main.py) → ``close``."""
 
     def __init__(self, store: Store, conversation: Conversation | None) -> None:
         self.store = store
         self.conversation = conversation
         self.stream_id: str | None = None
-        self._done = False
-        self._checkpoints = TurnCheckpoints(store)
-        self._turn_id: int | None = None
-        self._cwd: str | None = None
+        # Imported here: ``open_store`` (scripts, ``tolaria chats``, ``changes``...) stays light.
+        from tolaria.chats.engine import QuietObserver, TurnEngine
+        from tolaria.core.process.registry import default_registry
+        from tolaria.support.tasks import TaskSet
+
+        #: The window's turn engine, without a queue or kept agent processes.
+        self.engine: TurnEngine = TurnEngine(store, default_registry(), QuietObserver(),
+                                             TaskSet(), queues=False)
+        #: The planned turn and its stored row, once ``begin`` recorded it.
+        self.launch: Launch | None = None
+        self.turn: Turn | None = None
 
     @classmethod
     def open(cls, chat_id: int | None, path: Path | None = None) -> SavedRun:
@@ -89,54 +96,32 @@ class SavedRun:
         conversation = self.conversation
         if conversation is None:
             cwd = os.path.abspath(request.cwd or os.getcwd())
-            conversation = self.store.create_conversation(DEFAULT_TITLE, agent, cwd,
-                                                          origin=ORIGIN_COMMAND_LINE)
+            conversation = self.engine.new_conversation(agent, cwd, origin=ORIGIN_COMMAND_LINE)
         else:
             cwd = os.path.abspath(explicit_cwd) if explicit_cwd else (
                 conversation.cwd or os.path.abspath(request.cwd or os.getcwd()))
             if conversation.agent != agent or conversation.cwd != cwd:
                 conversation = self.store.update_conversation(conversation.id, agent=agent,
                                                               cwd=cwd)
-        turn = ChatService(self.store).next_turn(conversation, request.prompt, request.manifest)
-        self.conversation = turn.conversation
-        started = self.store.start_turn(conversation.id, stream_id, agent, request.prompt)
+        launch = self.engine.plan(conversation, request.prompt, manifest=request.manifest,
+                                  cwd=cwd)
+        self.conversation = self.store.get_conversation(conversation.id) or conversation
+        self.turn = self.engine.record(launch, stream_id)
         self.stream_id = stream_id
-        self._turn_id = started.id
-        self._cwd = cwd
-        return dataclasses.replace(request, prompt=turn.full_prompt, session_id=turn.resume_id,
-                                   cwd=cwd)
-
-    def snapshot_before(self) -> None:
-        """The folder's state before the agent touches it (a git folder only), as in the window:
-        blocking, run in a thread once ``tolaria abort`` can reach the run; ``stop_snapshot``
-        (a Stop meanwhile) kills it."""
-        if self._turn_id is not None and self.conversation is not None and self._cwd:
-            self._checkpoints.take_before(self.conversation, self._turn_id, self._cwd)
-
-    def stop_snapshot(self) -> None:
-        if self._turn_id is not None:
-            self._checkpoints.cancel_before(self._turn_id)
-
-    def record(self, on_event: Callable[[Event], None]) -> Callable[[Event], None]:
-        """``on_event`` that also stores each event (before passing it on)."""
-
-        def store_then(event: Event) -> None:
-            self.store.append_event(event)
-            if isinstance(event, Done):
-                self._done = True
-            on_event(event)
-
-        return store_then
+        self.launch = launch
+        return dataclasses.replace(request, prompt=launch.full_prompt,
+                                   session_id=launch.resume_id, cwd=cwd)
 
     def close(self) -> None:
         """A turn that never got its ``Done`` (a bug, an interrupt before the run started) is
-        marked interrupted; what the turn changed in a git folder is recorded (the window shows
-        it under the turn); then the store is flushed and closed."""
+        marked interrupted; what the turn changed in a git folder is recorded if the engine
+        could not (the window shows it under the turn); then the store is flushed and closed."""
         try:
-            if self.stream_id is not None and not self._done:
-                self.store.mark_interrupted(self.stream_id)
-            if self._turn_id is not None and self.conversation is not None:
-                self._checkpoints.record_after(self.conversation, self._turn_id)  # any end
+            self.engine.mark_unfinished_interrupted()
+            checkpoints = self.engine.checkpoints
+            if self.turn is not None and self.conversation is not None \
+                    and checkpoints is not None:  # a no-op once the engine recorded it
+                checkpoints.record_after(self.conversation, self.turn.id)
         finally:
             self.store.close()
 

@@ -1,5 +1,5 @@
-"""The application rules of one chat turn, for the window (tolaria/qt/controller.py) and
-``tolaria run`` (tolaria/chats/saved_runs.py) alike: which earlier turns count, what the agent is
+"""The application rules of one chat turn, for the window and ``tolaria run`` alike (both through
+the turn engine, tolaria/chats/engine/): which earlier turns count, what the agent is
 sent, whether its own session is resumed, and the title a chat gets from its first prompt.
 
 The resume rule: continue the agent's own session when its adapter can (Claude ``--resume``,
@@ -78,6 +78,6 @@ class ChatService:
             budget = preamble_budget(prompt, agent_environment(manifest))
             full_prompt = build_prompt(exchanges(self.store, earlier), prompt, budget=budget)
         if not earlier and conversation.title == DEFAULT_TITLE and prompt.strip():
-            conversation = self.store.rename_conversation(conversation.id,
-                                                          title_from_prompt(prompt))
+            title = title_from_prompt(prompt)
+            conversation = self.store.rename_conversation(conversation.id, title)
         return NextTurn(prompt, full_prompt, resume_id, conversation)

@@ -377,7 +377,7 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
             return EXIT_BAD_INPUT
     grace = prepared.grace_s if args.grace is None else args.grace
     printer = make_printer(args.json)
-    output = _RunOutput(printer if saved is None else saved.record(printer), printer,
+    output = _RunOutput(printer, printer,
                         saved.conversation.title if saved and saved.conversation else None)
     done = asyncio.run(_run_with_control(request, stream_id, output, grace, saved))
     if printer.output.closed:  # the reader went away: the run was stopped for that
@@ -390,9 +390,9 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
 
 
 class _RunOutput:
-    """Where a run's events go (``on_event``: the printer, behind the store's recorder), with
-    the printer itself (to wire its spinner and closed-pipe stop) and the chat's title (listed
-    by ``tolaria streams``)."""
+    """Where a run's events go (``on_event``: the printer; the engine's gate stores each one
+    first), with the printer itself (to wire its spinner and closed-pipe stop) and the chat's
+    title (listed by ``tolaria streams``)."""
 
     def __init__(self, on_event: Callable[[Event], None], printer: Printer,
                  chat: str | None) -> None:
@@ -404,44 +404,56 @@ class _RunOutput:
 
 async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOutput,
                             grace: float, saved: SavedRun | None = None) -> Done:
+    """Run the turn through the turn engine (the window's, with a printer for observer):
+    ``saved``'s, which stored and planned it, or a storeless one (``--no-save``)."""
     import asyncio
+    import os
     import signal
 
+    from tolaria.chats.engine import TurnEngine
+    from tolaria.chats.inflight import Launch
+    from tolaria.cli.run_observer import PrinterObserver
     from tolaria.core.process import control
     from tolaria.core.process.registry import STOPPING, default_registry
-    from tolaria.core.turns.runner import stream_ai_agent
     from tolaria.support import crash
+    from tolaria.support.tasks import TaskSet
 
     if sys.platform == "win32":  # refused in _cmd_run already: no SIGHUP, no signal handlers
         raise NotImplementedError("runs on Windows (docs/adr/0014-windows-job-objects.md)")
     loop = asyncio.get_running_loop()
     loop.set_exception_handler(crash.asyncio_handler)
     registry = default_registry()
+    observer = PrinterObserver(output.on_event, output.printer, loop)
+    if saved is not None and saved.launch is not None:
+        engine, launch, turn = saved.engine, saved.launch, saved.turn
+        engine.observe(observer)
+    else:
+        engine = TurnEngine(None, registry, observer, TaskSet(), queues=False)
+        launch = Launch(0, request.prompt, request.prompt, request.session_id,
+                        request.manifest.id, request.cwd or os.getcwd())
+        turn = None
+    engine.grace_s = grace
     # Reserved before the signal handlers go in: a Ctrl+C or SIGTERM from here on (while the
     # control socket starts, before the agent is spawned) stops the run, which ends cancelled.
     run = registry.reserve(stream_id, request.manifest.id, request.cwd)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(sig, registry.abort, stream_id)
+        loop.add_signal_handler(sig, engine.stop_stream, stream_id)
     if _early_signals:  # one came while the run started
-        registry.abort(stream_id)
+        engine.stop_stream(stream_id)
     printer = output.printer
-    printer.output.on_closed = lambda: registry.abort(stream_id)
+    printer.output.on_closed = lambda: engine.stop_stream(stream_id)
     printer.stopping = lambda: any(r["stream_id"] == stream_id and r["state"] == STOPPING
                                    for r in registry.live())
     chat = {"chat": output.chat} if output.chat is not None else {}
     server = control.ControlServer(registry, details=lambda _stream_id: chat)
     try:
         await server.start()
-        if saved is not None:  # the checkpoint before the turn; a stop kills it at once (the
-            from tolaria.chats.checkpoints import until_stopped  # run then ends cancelled)
-
-            await until_stopped(asyncio.to_thread(saved.snapshot_before), run)
-            if run.stop_requested:
-                saved.stop_snapshot()
-        printer.attach(loop)
-        printer.output.watch(loop)
-        return await stream_ai_agent(request, stream_id, output, registry=registry,
-                                     grace_s=grace, run=run)
+        # The checkpoint before the turn (a stop kills it at once: the run then ends
+        # cancelled), the agent, its Done, the checkpoint after: the engine's.
+        task = engine.start(launch, stream_id, turn, request=request, run=run)
+        if task is not None:
+            await task
+        await engine.tasks.wait()
     finally:
         registry.unregister(run)  # a no-op once the runner ran it
         printer.output.unwatch()
@@ -449,6 +461,10 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
         await server.close()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(sig)
+    done = observer.done
+    if done is None:
+        raise RuntimeError(f"run {stream_id} ended without its Done")
+    return done
 
 
 def _cmd_chats(as_json: bool) -> int:

@@ -1,55 +1,25 @@
-"""The whole backend -> UI signal surface: core callbacks in, Qt signals out.
+"""The whole backend -> UI signal surface: the turn engine's facts in, Qt signals out.
 
-Run signals carry the ``stream_id`` first. The bridge is also the gate that keeps late events out
-of the views: it forwards events only for streams it has opened and not yet seen finish, and once
-a stop was requested it forwards no more conversation content (text, thinking, tools) of that
-stream, only what explains the ending (errors, diagnostics, usage) and the final ``Done``.
-
-Events are forwarded in batches, once per event-loop turn: the core may hand over hundreds of
-deltas from one read of the agent's pipe, and consecutive text (or thinking) deltas are merged
-into one event, so a flood costs one signal per read instead of one per line. Order is kept, and
-a pending batch is always flushed before ``run_stopping`` and ``run_finished``.
+Run signals carry the ``stream_id`` first. The engine's stream gate (tolaria/chats/engine/gate.py)
+keeps late events out of the views and drops what a stopped run still says; the bridge owns the
+window's gate, made to batch: events are forwarded once per event-loop turn (a zero timer), the
+consecutive text (or thinking) deltas merged, so a flood costs one signal per read instead of one
+per line. Order is kept, and a pending batch is always flushed before ``run_stopping`` and
+``run_finished``. ``BridgeObserver`` is the engine's observer: each fact becomes the signal of the
+same name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from tolaria.core.events import (
-    Done,
-    Event,
-    TextDelta,
-    ThinkingDelta,
-    ToolDone,
-    ToolStart,
-    ToolUpdate,
-)
-from tolaria.core.store.db import Store
-
-_OPEN = "open"
-_STOPPING = "stopping"
-#: What a stopped run may still say: the rest is the agent talking after the user said stop.
-_CONTENT = (TextDelta, ThinkingDelta, ToolStart, ToolUpdate, ToolDone)
-_DELTAS = (TextDelta, ThinkingDelta)
-#: A merged delta is cut at about this many characters (views chunk their text anyway).
-_MERGE_LIMIT = 256 * 1024
-
-
-class _Merged:
-    """Consecutive deltas of one kind, joined once when the batch is flushed."""
-
-    __slots__ = ("cls", "parts", "size", "stream_id")
-
-    def __init__(self, event: TextDelta | ThinkingDelta) -> None:
-        self.cls = type(event)
-        self.stream_id = event.stream_id
-        self.parts = [event.text]
-        self.size = len(event.text)
-
-    def event(self) -> Event:
-        return self.cls(self.stream_id, text="".join(self.parts))
+from tolaria.chats.engine.gate import StreamGate
+from tolaria.core.events import Done, Event
+from tolaria.core.store.db import Conversation, Store, Turn
+from tolaria.core.store.queue import QueueState
 
 
 class Bridge(QObject):
@@ -114,81 +84,59 @@ class Bridge(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._streams: dict[str, str] = {}
-        self._pending: dict[str, list[Event | _Merged]] = {}
         self._flusher = QTimer(self)
         self._flusher.setSingleShot(True)
         self._flusher.setInterval(0)
-        self._flusher.timeout.connect(self.flush)
+        #: The window's stream gate; the turn engine takes it over (``TurnEngine(gate=...)``).
+        self.gate = StreamGate(batch=True, schedule=self._flusher.start)
+        self._flusher.timeout.connect(self.gate.flush)
+        self.gate.on_event = self._emit_event
+        self.gate.on_stopping = self.run_stopping.emit
+        self.gate.on_finished = self.run_finished.emit
 
+    def _emit_event(self, event: Event) -> None:
+        self.event_received.emit(event.stream_id, event)
+
+    # The gate's own calls, kept here for the window's parts and tests that hold the bridge.
     def open_stream(self, stream_id: str) -> Callable[[Event], None]:
         """Start accepting events of ``stream_id``; returns the callback for the runner."""
-        self._streams[stream_id] = _OPEN
-        return self.deliver
+        return self.gate.open_stream(stream_id)
 
     def mark_stopping(self, stream_id: str) -> bool:
         """Stop forwarding content of ``stream_id``; False if the stream is not live."""
-        if not self.hold(stream_id):
-            return False
-        self.run_stopping.emit(stream_id)
-        return True
+        return self.gate.mark_stopping(stream_id)
 
     def stop(self, stream_id: str, abort: Callable[[], bool]) -> bool:
-        """Run ``abort`` (the registry's) with ``stream_id``'s content held back, and keep it
-        held (``run_stopping``) only if the abort took effect.
-
-        An abort that comes too late (the agent already exited by itself: the run is finishing
-        and only its pipes are draining) returns False; the stream is then open again, so the
-        tail of the answer still reaches the views and the store, and nobody is told "stopping".
-        Held during the call, so nothing the run says after the stop is shown either way."""
-        held = self.hold(stream_id)
-        took = False
-        try:
-            took = abort()
-        finally:
-            if held and not took:
-                self.release(stream_id)
-        if held and took and self._streams.get(stream_id) == _STOPPING:
-            self.run_stopping.emit(stream_id)
-        return took
+        """``StreamGate.stop``: ``abort`` with the content held, kept held if it took."""
+        return self.gate.stop(stream_id, abort)
 
     def stop_all(self, stream_ids: Iterable[str],
                  abort_all: Callable[[], list[str]]) -> list[str]:
-        """``stop`` for many streams at once: ``abort_all`` (the registry's) runs with their
-        content held back; the aborted ones say "stopping", the others (already finishing by
-        themselves) are forwarded again, their tails kept. The aborted stream ids."""
-        held = [stream_id for stream_id in stream_ids if self.hold(stream_id)]
-        aborted: list[str] = []
-        try:
-            aborted = abort_all()
-        finally:
-            for stream_id in held:
-                if stream_id in aborted:
-                    self.run_stopping.emit(stream_id)
-                else:
-                    self.release(stream_id)
-        return aborted
+        return self.gate.stop_all(stream_ids, abort_all)
 
     def hold(self, stream_id: str) -> bool:
-        """Stop forwarding content of ``stream_id`` without telling anyone yet (``stop``,
-        ``mark_stopping``); False if the stream is not open."""
-        if self._streams.get(stream_id) != _OPEN:
-            return False
-        self._flush_stream(stream_id)  # what arrived before the stop is still shown
-        self._streams[stream_id] = _STOPPING
-        return True
+        return self.gate.hold(stream_id)
 
     def release(self, stream_id: str) -> None:
-        """Forward ``stream_id``'s content again after ``hold``: its stop did not take."""
-        if self._streams.get(stream_id) == _STOPPING:
-            self._streams[stream_id] = _OPEN
+        self.gate.release(stream_id)
+
+    def deliver(self, event: Event) -> None:
+        """The runner's ``on_event``: filter and batch. Called on the loop (GUI) thread."""
+        self.gate.deliver(event)
+
+    def flush(self) -> None:
+        """Emit every pending batch now (normally done once per event-loop turn)."""
+        self.gate.flush()
+
+    def is_live(self, stream_id: str) -> bool:
+        return self.gate.is_live(stream_id)
 
     def show_permission(self, stream_id: str, key: str, request: object) -> bool:
         """Emit ``permission_requested`` after what the run said before it (its tool card);
         False when the stream is not open (stopping or over): nobody is asked then."""
-        if self._streams.get(stream_id) != _OPEN:
+        if not self.gate.is_open(stream_id):
             return False
-        self._flush_stream(stream_id)
+        self.gate.flush_stream(stream_id)
         self.permission_requested.emit(stream_id, key, request)
         return True
 
@@ -205,42 +153,46 @@ class Bridge(QObject):
 
         store.write_listener = tell
 
-    def is_live(self, stream_id: str) -> bool:
-        return stream_id in self._streams
 
-    def deliver(self, event: Event) -> None:
-        """The runner's ``on_event``: filter and batch. Called on the loop (GUI) thread."""
-        stream_id = event.stream_id
-        state = self._streams.get(stream_id)
-        if state is None:
-            return  # late: the stream finished (or was never opened here)
-        if isinstance(event, Done):
-            self._flush_stream(stream_id)
-            del self._streams[stream_id]
-            self.run_finished.emit(stream_id, event)
-            return
-        if state == _STOPPING and isinstance(event, _CONTENT):
-            return
-        batch = self._pending.setdefault(stream_id, [])
-        last = batch[-1] if batch else None
-        if isinstance(event, _DELTAS):
-            if isinstance(last, _Merged) and last.cls is type(event) and last.size < _MERGE_LIMIT:
-                last.parts.append(event.text)
-                last.size += len(event.text)
-            else:
-                batch.append(_Merged(event))
-        else:
-            batch.append(event)
-        if not self._flusher.isActive():
-            self._flusher.start()
+class BridgeObserver:
+    """The turn engine's observer in the window: each fact is the bridge's signal."""
 
-    def flush(self) -> None:
-        """Emit every pending batch now (normally done once per event-loop turn)."""
-        for stream_id in list(self._pending):
-            self._flush_stream(stream_id)
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
 
-    def _flush_stream(self, stream_id: str) -> None:
-        batch = self._pending.pop(stream_id, None)
-        for item in batch or ():
-            self.event_received.emit(stream_id,
-                                     item.event() if isinstance(item, _Merged) else item)
+    def event(self, event: Event) -> None:
+        self.bridge.event_received.emit(event.stream_id, event)
+
+    def run_started(self, stream_id: str, conversation_id: int, turn: Turn) -> None:
+        self.bridge.run_started.emit(stream_id, conversation_id, turn)
+
+    def agent_starting(self, stream_id: str) -> None:
+        return None
+
+    def run_stopping(self, stream_id: str) -> None:
+        self.bridge.run_stopping.emit(stream_id)
+
+    def run_finished(self, stream_id: str, done: Done) -> None:
+        self.bridge.run_finished.emit(stream_id, done)
+
+    def conversation_saved(self, conversation: Conversation) -> None:
+        self.bridge.conversation_saved.emit(conversation)
+
+    def conversation_deleted(self, conversation_id: int) -> None:
+        self.bridge.conversation_deleted.emit(conversation_id)
+
+    def queue_changed(self, conversation_id: int, state: QueueState) -> None:
+        self.bridge.queue_changed.emit(conversation_id, state)
+
+    def messages_delivered(self, conversation_id: int, stream_id: str,
+                           message_ids: Sequence[int]) -> None:
+        self.bridge.messages_delivered.emit(conversation_id, stream_id, list(message_ids))
+
+    def turn_restarted(self, conversation_id: int, old_stream: str, new_stream: str) -> None:
+        self.bridge.turn_restarted.emit(conversation_id, old_stream, new_stream)
+
+    def turn_changes_changed(self, conversation_id: int, changes: list[Any]) -> None:
+        self.bridge.turn_changes_changed.emit(conversation_id, changes)
+
+    def problem_reported(self, message: str) -> None:
+        self.bridge.problem_reported.emit(message)

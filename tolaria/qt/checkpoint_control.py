@@ -1,10 +1,9 @@
-"""The controller's part for checkpoints: a snapshot of the chat's git folder before and after
-each turn, and the user's "Revert file" / "Rewind to before this turn" (tolaria/chats/checkpoints.py).
+"""The controller's part for what a turn changed in its git folder: the user's "Revert file" /
+"Rewind to before this turn" / Undo and a file's diff review (tolaria/chats/checkpoints.py).
 
-The ``before`` snapshot is awaited by the run's task before the agent starts (a Stop meanwhile
-ends the turn without starting it: see ``ChatController._run``); the ``after`` one is asked for
-the moment the run ends, whatever the end. Each change of what a chat's turns changed is
-announced with ``turn_changes_changed`` (conversation id, list[TurnChanges]). Revert / Rewind /
+The snapshots before and after each turn are the turn engine's (tolaria/chats/engine/
+snapshots.py), which announces each change with ``turn_changes_changed`` (conversation id,
+list[TurnChanges]). Revert / Rewind /
 Undo (tolaria/chats/restore.py) are refused while the chat runs a turn (the agent could be
 writing those files); one that needs a yes (later edits, another agent writing in the
 repository, a turn recorded after a restart) or is blocked is kept as the turn's ``confirm``
@@ -17,23 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from tolaria.chats.checkpoints import (
     CANCEL,
-    MARKER_TURN_BEFORE,
     UNDO_LAST,
     TurnCheckpoints,
     UndoRequest,
 )
-from tolaria.chats.inflight import Launch
+from tolaria.chats.engine import TurnEngine
 from tolaria.chats.restore import TurnRestore, describe_runs, other_process_writers
 from tolaria.chats.restore_plan import RestoreResult
 from tolaria.chats.review import REVERT, FileReview, ReviewRequest, TurnReview
 from tolaria.core.checkpoints import CheckpointError
-from tolaria.core.process.control_client import live_stream_ids
+from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.restore import runs_in
-from tolaria.core.store.db import Conversation, Store
+from tolaria.core.store.db import Store
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.tasks import TaskSet
 
@@ -46,31 +43,8 @@ class CheckpointControl:
     tasks: TaskSet
     checkpoints: TurnCheckpoints
     review: TurnReview
-    registry: Any
-    _running: dict[int, str]
-    _conversation_of: dict[str, int]
-
-    def _snapshot_before(self, launch: Launch, turn_id: int) -> Awaitable[None] | None:
-        conversation = self.store.get_conversation(launch.conversation_id)
-        if conversation is None:
-            return None
-        return self.checkpoints.before_turn(conversation, turn_id, launch.cwd)
-
-    def _snapshot_after(self, conversation_id: int, turn_id: int) -> None:
-        conversation = self.store.get_conversation(conversation_id)
-        if conversation is None:
-            return
-        pending = self.checkpoints.after_turn(conversation, turn_id)
-        self.tasks.spawn(self._announce_after(conversation_id, pending),
-                         name=f"checkpoint-after-{turn_id}")
-
-    @staticmethod
-    async def _await(pending: Awaitable[object]) -> None:
-        await pending
-
-    async def _announce_after(self, conversation_id: int, pending: Awaitable[object]) -> None:
-        await pending
-        self._announce_changes(conversation_id)
+    registry: ProcessRegistry
+    engine: TurnEngine
 
     def undo(self, conversation_id: int, request: object) -> bool:
         """Revert a file of a turn, rewind to before it, undo its last restore, drop a shown
@@ -84,7 +58,7 @@ class CheckpointControl:
             self.checkpoints.pending.pop((conversation_id, request.turn_id), None)
             self._announce_changes(conversation_id)
             return True
-        if conversation_id in self._running:
+        if self.engine.running_stream(conversation_id) is not None:
             return False
         restore = TurnRestore(self.checkpoints, writers=self._writers_now(conversation_id))
         work = self.checkpoints.in_order(conversation_id, restore.handle, conversation_id,
@@ -99,7 +73,7 @@ class CheckpointControl:
         titles = {c.id: c.title for c in self.store.list_conversations()}
         local = []
         for run in self.registry.live():
-            chat = self._conversation_of.get(str(run["stream_id"]))
+            chat = self.engine.conversation_of(str(run["stream_id"]))
             if chat != conversation_id:
                 local.append({**run, "chat": titles.get(chat, "") if chat else ""})
 
@@ -109,7 +83,7 @@ class CheckpointControl:
         return writers
 
     def _review(self, conversation_id: int, request: ReviewRequest) -> bool:
-        if request.action == REVERT and conversation_id in self._running:
+        if request.action == REVERT and self.engine.running_stream(conversation_id) is not None:
             return False
         self.tasks.spawn(self._announce_review(conversation_id, request),
                          name=f"review-{conversation_id}-{request.turn_id}")
@@ -142,28 +116,5 @@ class CheckpointControl:
                 self.checkpoints.pending[key] = result.plan
         self._announce_changes(conversation_id)
 
-    def _open_changes(self, conversation_id: int) -> None:
-        """A chat opened: show its turns' changes; a turn whose process ended mid-turn (a
-        crash, a quit) gets its after-state recorded now (``late``), then shown too."""
-        self._announce_changes(conversation_id)
-        conversation = self.store.get_conversation(conversation_id)
-        if conversation is not None and self.store.markers(conversation_id, MARKER_TURN_BEFORE):
-            pending = self.checkpoints.in_order(conversation_id, self._recover, conversation)
-            self.tasks.spawn(self._announce_after(conversation_id, pending),
-                             name=f"checkpoint-recover-{conversation_id}")
-
-    def _recover(self, conversation: Conversation) -> list[int]:
-        return self.checkpoints.recover(conversation, live_stream_ids())
-
     def _announce_changes(self, conversation_id: int) -> None:
-        if self.store.get_conversation(conversation_id) is not None:
-            self.bridge.turn_changes_changed.emit(conversation_id,
-                                                  self.checkpoints.changes(conversation_id))
-
-    def _forget_checkpoints(self, conversation_id: int) -> None:
-        """Before the chat is deleted: delete its refs in the background."""
-        conversation = self.store.get_conversation(conversation_id)
-        if conversation is not None:
-            repos = self.checkpoints.repos(conversation)
-            self.tasks.spawn(self._await(self.checkpoints.delete_chat(conversation, repos)),
-                             name=f"checkpoints-delete-{conversation_id}")
+        self.engine.announce_changes(conversation_id)

@@ -54,9 +54,9 @@ class FanOutController(QObject):
         job_id = new_job_id()
         members = []
         for agent in agents:
-            conversation = self.store.create_conversation(
-                member_title(prompt, names.get(agent, agent)), agent, cwd or os.getcwd())
-            self.bridge.conversation_saved.emit(conversation)
+            title = member_title(prompt, names.get(agent, agent))
+            conversation = self.chats.engine.new_conversation(agent, cwd or os.getcwd(),
+                                                              title=title)
             members.append(JobMember(conversation.id, agent))
         job = FanOutJob(job_id, prompt, tuple(members))
         self._jobs[job_id] = job

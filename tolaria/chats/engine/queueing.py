@@ -1,4 +1,4 @@
-"""The controller's part for queued messages: queue, take back, edit, reorder, pause/resume,
+"""The engine's part for queued messages: queue, take back, edit, reorder, pause/resume,
 "Send now", and delivery when a turn ends.
 
 A message sent while a turn runs is stored (``MessageQueues``, tolaria/chats/inflight.py) and
@@ -6,7 +6,8 @@ becomes the next turn's prompt when the running one ends. "Send now" stops the r
 normal way (``stop``: the cancelled turn keeps its partial output) and sends that message alone
 next; a paused queue is not delivered. Each action is a store marker (``message_queued``,
 ``message_unqueued``, ``messages_delivered``) and every change is announced with
-``queue_changed`` carrying the conversation's ``QueueState``.
+``queue_changed`` carrying the conversation's ``QueueState``. At start, queues left unpaused by a
+run that ended without shutting down (a crash) are paused; at quit, every queue is.
 
 "Send now" never steers (writes the message into the running turn), not even on Claude's
 stream-json input, which could take it: measured with the real Claude (ADR 0007), such a message
@@ -16,8 +17,9 @@ starts a second turn in the same process. Stopping is prompt on every agent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
 
+from tolaria.chats.engine.observer import TurnObserver
 from tolaria.chats.inflight import (
     EDIT,
     MOVE,
@@ -29,78 +31,73 @@ from tolaria.chats.inflight import (
     QueuedMessage,
     join_messages,
 )
-from tolaria.core.store.db import (
-    MARKER_MESSAGE_QUEUED,
-    MARKER_MESSAGE_UNQUEUED,
-    Store,
-)
+from tolaria.core.store.db import MARKER_MESSAGE_QUEUED, MARKER_MESSAGE_UNQUEUED
 from tolaria.core.store.markers import Marker
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_AT_QUIT
-from tolaria.qt.bridge import Bridge
 
 
-class QueueControl:
-    """Mixed into ``ChatController``, which provides the store, the bridge and the runs."""
+class QueuePart:
+    """Mixed into ``TurnEngine``, which provides the store, the observer and the runs."""
 
-    bridge: Bridge
-    store: Store
-    queues: MessageQueues
+    observer: TurnObserver
+    queues: MessageQueues | None
     _running: dict[int, str]
     _deleting: set[int]
 
-    def send(self, conversation_id: int, prompt: str, *,
-             delivering: Sequence[int] = ()) -> str | None:
-        raise NotImplementedError
+    # The engine's own (engine.py, control.py):
+    send: Callable[..., str | None]
+    stop: Callable[[int], bool]
+    _mark: Callable[..., Marker | None]
 
-    def stop(self, conversation_id: int) -> bool:
-        raise NotImplementedError
-
-    def _mark(self, conversation_id: int, kind: str, stream_id: str | None,
-              data: object = None) -> Marker | None:
-        raise NotImplementedError
+    @property
+    def queue_store(self) -> MessageQueues:
+        if self.queues is None:
+            raise RuntimeError("this turn engine keeps no queues (tolaria run)")
+        return self.queues
 
     def queue(self, conversation_id: int, text: str) -> QueuedMessage | None:
         """Queue ``text`` behind the running turn (sent at once if none runs and the queue is
         not paused). Stored before this returns."""
         if not text.strip() or conversation_id in self._deleting:
             return None
-        message = self.queues.add(conversation_id, text)
+        message = self.queue_store.add(conversation_id, text)
         if message is None:
             return None
         self._mark(conversation_id, MARKER_MESSAGE_QUEUED, None,
                    {"id": message.id, "text": text})
-        self._announce_queue(conversation_id)
+        self.announce_queue(conversation_id)
         if conversation_id not in self._running:
             self._deliver(conversation_id)
         return message
 
     def unqueue(self, conversation_id: int, message_id: int) -> QueuedMessage | None:
         """Take a queued message back before delivery (to remove or edit it)."""
-        message = self.queues.remove(conversation_id, message_id)
+        message = self.queue_store.remove(conversation_id, message_id)
         if message is not None:
             self._mark(conversation_id, MARKER_MESSAGE_UNQUEUED, None,
                        {"id": message.id, "text": message.text})
-            self._announce_queue(conversation_id)
+            self.announce_queue(conversation_id)
         return message
 
     def change_queue(self, conversation_id: int, change: object) -> bool:
         """Apply a ``QueueChange`` from the window; False when it no longer applies."""
         if not isinstance(change, QueueChange) or conversation_id in self._deleting:
             return False
+        queues = self.queue_store
         done = False
         if change.action == MOVE:
-            done = self.queues.move(conversation_id, change.message_id, change.offset)
+            done = queues.move(conversation_id, change.message_id, change.offset)
         elif change.action == EDIT and change.text.strip():
-            done = self.queues.edit(conversation_id, change.message_id, change.text) is not None
+            done = queues.edit(conversation_id, change.message_id, change.text) is not None
         elif change.action in (PAUSE, RESUME):
-            self.queues.set_paused(conversation_id, change.action == PAUSE)
+            queues.set_paused(conversation_id, change.action == PAUSE)
             done = True
         elif change.action == SEND_NOW:
-            done = self.queues.send_next(conversation_id, change.message_id)
+            done = queues.send_next(conversation_id, change.message_id)
         if done:
-            self._announce_queue(conversation_id)
+            self.announce_queue(conversation_id)
             if change.action == SEND_NOW and conversation_id in self._running:
-                self.stop(conversation_id)  # run_finished then delivers the chosen message
+                self.stop(conversation_id)  # the run's end then delivers the chosen message
             elif change.action in (SEND_NOW, RESUME) and conversation_id not in self._running:
                 self._deliver(conversation_id)
         return done
@@ -108,16 +105,21 @@ class QueueControl:
     def restore_queues(self) -> list[int]:
         """At start: queues left unpaused by a run that ended without shutting down (a crash)
         are paused, so nothing is sent by surprise; the chats show them when opened."""
+        if self.queues is None:
+            return []
         return self.queues.pause_leftovers(PAUSED_AFTER_CRASH)
 
     def pause_queues_at_quit(self) -> None:
-        self.queues.pause_leftovers(PAUSED_AT_QUIT)
+        if self.queues is not None:
+            self.queues.pause_leftovers(PAUSED_AT_QUIT)
 
-    def _announce_queue(self, conversation_id: int) -> None:
-        self.bridge.queue_changed.emit(conversation_id, self.queues.state(conversation_id))
+    def announce_queue(self, conversation_id: int) -> None:
+        if self.queues is not None:
+            self.observer.queue_changed(conversation_id, self.queues.state(conversation_id))
 
     def _deliver(self, conversation_id: int) -> str | None:
-        messages = self.queues.deliverable(conversation_id)
+        queues = self.queue_store
+        messages = queues.deliverable(conversation_id)
         if not messages:
             return None
         # The turn is recorded, the messages leave the queue and the messages_delivered marker
@@ -128,7 +130,7 @@ class QueueControl:
                               delivering=[m.id for m in messages])
         if stream_id is None:
             return None
-        self.queues.taken(conversation_id, messages)
-        self._announce_queue(conversation_id)
-        self.bridge.messages_delivered.emit(conversation_id, stream_id, [m.id for m in messages])
+        queues.taken(conversation_id, messages)
+        self.announce_queue(conversation_id)
+        self.observer.messages_delivered(conversation_id, stream_id, [m.id for m in messages])
         return stream_id

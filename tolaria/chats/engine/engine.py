@@ -1,0 +1,326 @@
+"""The turn engine: one chat turn's whole life, for the window and ``tolaria run`` alike.
+
+A turn is planned (``ChatService``: history or the session to resume, the chat's title),
+recorded (``Store.start_turn``), reserved in the process registry the moment its stream id is
+handed out (every stop from then on reaches it: Stop, Esc, Stop all, ``tolaria abort``, Ctrl+C,
+deleting the chat, quitting), checkpointed before the agent starts (a stop meanwhile ends the turn
+without starting it), run by ``stream_ai_agent`` in a task, and checkpointed again when it ends,
+whatever the end. Its events pass the stream gate (tolaria/chats/engine/gate.py), which stores
+each one and drops what a stopped run still says. The front end hears facts through a
+``TurnObserver``: the window's bridge turns them into signals, ``tolaria run``'s printer prints.
+
+Each conversation runs at most one turn at a time; several conversations may run at once. A
+message sent while a turn runs is queued (tolaria/chats/engine/queueing.py) and becomes the next
+turn's prompt when the running one ends; "Restart turn" stops the running turn the normal way and
+re-runs its ``Launch`` unchanged. Both happen one event-loop turn after the run's end, so every
+view has seen the old run end first. Each such action is a store marker (``message_queued``,
+``messages_delivered``, ``stop_requested``, ``turn_restarted``). A stopped turn stays in the
+next prompt's history, marked "[stopped by the user]"; a restarted (abandoned) one is left out.
+
+``tolaria run`` drives the same engine with no agent process kept (no ``keepers``), no queue
+(``queues=False``) and, with ``--no-save``, no store at all (nothing planned, recorded or
+checkpointed: the request goes as it is).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
+
+from tolaria.chats.checkpoints import TurnCheckpoints, until_stopped
+from tolaria.chats.engine.chatting import ConversationPart
+from tolaria.chats.engine.control import ControlPart
+from tolaria.chats.engine.gate import StreamGate
+from tolaria.chats.engine.observer import PermissionDesk, TurnObserver
+from tolaria.chats.engine.queueing import QueuePart
+from tolaria.chats.engine.snapshots import SnapshotPart
+from tolaria.chats.inflight import Launch, MessageQueues
+from tolaria.chats.run_config import RunConfig
+from tolaria.chats.service import ChatService
+from tolaria.core.adapters.manifest import AdapterSet, Manifest
+from tolaria.core.events import STOP_CANCELLED, STOP_ERROR, Done, Error, Event
+from tolaria.core.process.registry import ProcessRegistry, Run
+from tolaria.core.store.db import Conversation, Marker, Store, Turn
+from tolaria.core.stream_id import new_stream_id
+from tolaria.core.turns.keeper import KeeperPool
+from tolaria.core.turns.runner import DEFAULT_GRACE_S, RunRequest, stream_ai_agent
+from tolaria.support import platforms
+from tolaria.support.tasks import TaskSet
+
+log = logging.getLogger(__name__)
+
+
+class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
+    """Owns every turn of one front end (see the module docstring). No Qt; asyncio."""
+
+    def __init__(self, store: Store | None, registry: ProcessRegistry, observer: TurnObserver,
+                 tasks: TaskSet, *, adapters: AdapterSet | None = None,
+                 gate: StreamGate | None = None, grace_s: float = DEFAULT_GRACE_S,
+                 retry_limit_s: float | None = None, keepers: KeeperPool | None = None,
+                 permissions: PermissionDesk | None = None, queues: bool = True) -> None:
+        self.store = store
+        self.registry = registry
+        self.observer = observer
+        self.tasks = tasks
+        self.adapters = adapters
+        self.grace_s = grace_s
+        #: Overrides the settings' retry limit when set (the window's Preferences and tests).
+        self.retry_limit_s = retry_limit_s
+        #: Preferences (agent overrides, polite window) applied to each new run.
+        self.run_config = RunConfig()
+        #: Each chat's kept agent process (docs/adr/0009); ``tolaria run`` keeps none.
+        self.keepers = keepers
+        self.permissions = permissions
+        #: The chat rules: titles, history, the resume decision.
+        self.chats = ChatService(store) if store is not None else None
+        #: Messages queued behind running turns, kept in the store (queueing.py).
+        self.queues = MessageQueues(store) if store is not None and queues else None
+        #: Git snapshots before and after each turn (snapshots.py).
+        self.checkpoints = TurnCheckpoints(store) if store is not None else None
+        self.gate = gate if gate is not None else StreamGate()
+        self.gate.record = store.append_event if store is not None else None
+        self.gate.on_finished = self._run_ended
+        self.observe(observer)
+        #: conversation id -> stream id of its running turn
+        self._running: dict[int, str] = {}
+        self._conversation_of: dict[str, int] = {}
+        self._deleting: set[int] = set()
+        self._launches: dict[str, Launch] = {}
+        self._turn_ids: dict[str, int] = {}
+        #: streams being stopped to be re-run (stream id -> its launch)
+        self._restarting: dict[str, Launch] = {}
+        #: streams whose turn is stored and whose ``Done`` has not passed the gate yet
+        self._unfinished: set[str] = set()
+        self._closing = False
+
+    def observe(self, observer: TurnObserver) -> None:
+        """Tell the facts to ``observer`` from now on."""
+        self.observer = observer
+        self.gate.on_event = observer.event
+        self.gate.on_stopping = observer.run_stopping
+
+    # -- queries --------------------------------------------------------------------------------
+    def running_stream(self, conversation_id: int) -> str | None:
+        return self._running.get(conversation_id)
+
+    def running_count(self) -> int:
+        return len(self._running)
+
+    def conversation_of(self, stream_id: str) -> int | None:
+        return self._conversation_of.get(stream_id)
+
+    @property
+    def launches(self) -> Mapping[str, Launch]:
+        """How each live turn was launched (a restart re-runs it unchanged), by stream id."""
+        return MappingProxyType(self._launches)
+
+    def answered_turns(self, conversation_id: int) -> list[Turn]:
+        """The conversation's turns without the abandoned (restarted) attempts."""
+        return self.service.answered_turns(conversation_id)
+
+    @property
+    def db(self) -> Store:
+        if self.store is None:
+            raise RuntimeError("this turn engine keeps no store (tolaria run --no-save)")
+        return self.store
+
+    @property
+    def service(self) -> ChatService:
+        if self.chats is None:
+            raise RuntimeError("this turn engine keeps no store (tolaria run --no-save)")
+        return self.chats
+
+    @staticmethod
+    def keep_key(conversation_id: int) -> str:
+        """The key of a conversation's kept agent process."""
+        return f"conversation-{conversation_id}"
+
+    # -- a turn -------------------------------------------------------------------------------
+    def send(self, conversation_id: int, prompt: str, *,
+             delivering: Sequence[int] = ()) -> str | None:
+        """Start a turn; returns its stream id (None if the conversation is busy or gone, or
+        this platform cannot stop a run as promised: Windows, ADR 0014). ``delivering``: the
+        queued messages ``prompt`` is made of, delivered in the store transaction that records
+        the turn (``Store.start_turn``)."""
+        if conversation_id in self._running or conversation_id in self._deleting:
+            return None
+        refusal = platforms.run_refusal()
+        if refusal is not None:  # said to the user; the prompt stays in the composer
+            self.observer.problem_reported(refusal)
+            return None
+        conversation = self.db.get_conversation(conversation_id)
+        if conversation is None:
+            return None
+        launch = self.plan(conversation, prompt)
+        try:
+            return self._launch(launch, delivering=delivering)
+        except (sqlite3.Error, OSError) as exc:  # the turn could not be stored: not started
+            # The window's store notice says why (Store.write_listener); the prompt stays in
+            # the composer, which empties only when a run starts.
+            log.warning("could not start a turn of conversation %s: %s", conversation_id, exc)
+            return None
+
+    def plan(self, conversation: Conversation, prompt: str, *, manifest: Manifest | None = None,
+             cwd: str | None = None) -> Launch:
+        """What the next turn of ``conversation`` sends (``ChatService.next_turn``: history or
+        the session to resume, the title of a new chat), in ``cwd`` (default: the chat's)."""
+        if manifest is None and self.adapters is not None:
+            manifest = self.adapters.manifests.get(conversation.agent)
+        kept = (self.keepers.session_id(self.keep_key(conversation.id))
+                if self.keepers is not None else None)
+        turn = self.service.next_turn(conversation, prompt, manifest, kept_session=kept)
+        cwd = cwd or (conversation.cwd if conversation.cwd else os.getcwd())
+        return Launch(conversation.id, prompt, turn.full_prompt, turn.resume_id,
+                      conversation.agent, cwd)
+
+    def record(self, launch: Launch, stream_id: str, *, delivering: Sequence[int] = ()) -> Turn:
+        """Store the turn as running (raises sqlite3.Error/OSError when it cannot be, and
+        ValueError when ``stream_id`` already has a turn)."""
+        turn = self.db.start_turn(launch.conversation_id, stream_id, launch.agent, launch.prompt,
+                                  delivering=delivering)
+        self._launches[stream_id] = launch
+        self._turn_ids[stream_id] = turn.id
+        self._unfinished.add(stream_id)
+        return turn
+
+    def _launch(self, launch: Launch, *, delivering: Sequence[int] = ()) -> str:
+        stream_id = new_stream_id()
+        turn = self.record(launch, stream_id, delivering=delivering)
+        self.start(launch, stream_id, turn)
+        return stream_id
+
+    def start(self, launch: Launch, stream_id: str, turn: Turn | None, *,
+              request: RunRequest | None = None, run: Run | None = None
+              ) -> asyncio.Task[None] | None:
+        """Run a recorded turn (``turn``; None: nothing stored) in a task; the ``Done`` comes
+        through the gate whatever happens. ``request``: as it is (``tolaria run``: its own
+        settings already applied), else built from the launch and the current settings.
+        ``run``: reserved by the caller already (``tolaria run`` does it before its signal
+        handlers go in). None when the turn ended at once (an unknown or disabled agent)."""
+        conversation_id = launch.conversation_id
+        on_event = self.gate.open_stream(stream_id)
+        self._running[conversation_id] = stream_id
+        self._conversation_of[stream_id] = conversation_id
+        if turn is not None:
+            self.observer.run_started(stream_id, conversation_id, turn)
+            saved = self.db.get_conversation(conversation_id)
+            if saved is not None:
+                self.observer.conversation_saved(saved)
+        if request is None:
+            built = self._request(launch)
+            if isinstance(built, str):
+                on_event(Error(stream_id, message=built))
+                on_event(Done(stream_id, stop_reason=STOP_ERROR))
+                return None
+            request = built
+        if run is None:
+            # Known to the registry from now on: a stop in this very loop iteration, during
+            # the snapshot or the spawn reaches the run (it then ends without starting).
+            run = self.registry.reserve(stream_id, request.manifest.id, launch.cwd)
+        before = self._snapshot_before(launch, turn.id) if turn is not None else None
+        task = self.tasks.spawn(self._run(request, run, on_event, before,
+                                          turn.id if turn is not None else 0),
+                                name=stream_id)
+        task.add_done_callback(lambda t: self._on_run_task_done(t, run, on_event))
+        return task
+
+    def _request(self, launch: Launch) -> RunRequest | str:
+        """The run's request with the current settings, or why it cannot run."""
+        manifest = self.adapters.manifests.get(launch.agent) if self.adapters else None
+        if manifest is None:
+            known = ", ".join(sorted(self.adapters.manifests if self.adapters else ())) or "none"
+            return f"Unknown agent {launch.agent!r} (known: {known}). Pick another agent."
+        try:
+            options = self.run_config.configure(manifest)
+        except ValueError as exc:  # disabled in Preferences, or overrides that cannot apply
+            return str(exc)
+        if self.retry_limit_s is not None:
+            options = dataclasses.replace(options, retry_limit_s=self.retry_limit_s)
+        conversation_id = launch.conversation_id
+        return options.request(
+            launch.full_prompt, cwd=launch.cwd, session_id=launch.resume_id,
+            on_permission=(self.permissions.hook(conversation_id)
+                           if self.permissions is not None else None),
+            keep_key=self.keep_key(conversation_id) if self.keepers is not None else None)
+
+    async def _run(self, request: RunRequest, run: Run, on_event: Callable[[Event], None],
+                   before: Awaitable[None] | None, turn_id: int = 0) -> None:
+        stream_id = run.stream_id
+        started = time.monotonic()
+        try:
+            if before is not None:
+                # The folder's state before the agent touches it (never raises); a Stop
+                # meanwhile kills the snapshot's git at once instead of waiting for it.
+                await until_stopped(before, run)
+                self.observer.agent_starting(stream_id)
+                if run.stop_requested or self._closing:
+                    if self.checkpoints is not None:
+                        self.checkpoints.cancel_before(turn_id)
+                    # Stopped (or quitting) while the snapshot was taken: the agent never starts.
+                    on_event(Done(stream_id, stop_reason=STOP_CANCELLED, duration_ms=0))
+                    return
+            else:
+                self.observer.agent_starting(stream_id)
+            await stream_ai_agent(request, stream_id, on_event, registry=self.registry,
+                                  grace_s=self.grace_s, keepers=self.keepers, run=run)
+        except Exception as exc:
+            # The runner reports what goes wrong in a run as events; this is a bug or a bad
+            # request. The front end must still leave the running state.
+            log.exception("run %s failed", stream_id)
+            on_event(Error(stream_id, message=f"Tolaria could not run the agent: {exc}"))
+            on_event(Done(stream_id, stop_reason=STOP_ERROR,
+                          duration_ms=int((time.monotonic() - started) * 1000)))
+
+    def _on_run_task_done(self, task: asyncio.Task[None], run: Run,
+                          on_event: Callable[[Event], None]) -> None:
+        """The run's task ended: a task cancelled before it reported (quitting while it waited
+        for the snapshot, or before it ever ran) still ends its turn, and its reserved run."""
+        if task.cancelled() and not run.finished.done():
+            on_event(Done(run.stream_id, stop_reason=STOP_CANCELLED))  # dropped if already done
+        self.registry.unregister(run)  # idempotent: the runner has done it for a run it ran
+
+    def _run_ended(self, stream_id: str, done: Done) -> None:
+        """The gate let the run's ``Done`` through (stored already)."""
+        self._unfinished.discard(stream_id)
+        if self.permissions is not None:
+            self.permissions.close_stream(stream_id)
+        conversation_id = self._conversation_of.pop(stream_id, None)
+        self._launches.pop(stream_id, None)
+        turn_id = self._turn_ids.pop(stream_id, None)
+        if conversation_id is not None:
+            if turn_id is not None:
+                self._snapshot_after(conversation_id, turn_id)  # now: before any next turn's
+            if self._running.get(conversation_id) == stream_id:
+                del self._running[conversation_id]
+            if stream_id in self._restarting or (self.queues is not None
+                                                 and self.queues.get(conversation_id)):
+                # After every view has seen this run end (the next loop turn).
+                asyncio.get_running_loop().call_soon(self._after_finish, conversation_id,
+                                                     stream_id)
+            if conversation_id not in self._deleting and self.store is not None:
+                conversation = self.store.get_conversation(conversation_id)
+                if conversation is not None:
+                    self.observer.conversation_saved(conversation)
+        self.observer.run_finished(stream_id, done)
+
+    def _mark(self, conversation_id: int, kind: str, stream_id: str | None,
+              data: object = None) -> Marker | None:
+        turn_id = self._turn_ids.get(stream_id) if stream_id is not None else None
+        if turn_id is None and stream_id is not None:
+            turn = self.db.turn_by_stream(stream_id)
+            turn_id = turn.id if turn is not None else None
+        return self.db.add_marker(conversation_id, kind, turn_id=turn_id,
+                                  data=data if data is not None else {"stream_id": stream_id})
+
+    def mark_unfinished_interrupted(self) -> None:
+        """A stored turn that never got its ``Done`` (a bug, an interrupt before the run
+        started) is marked interrupted, with what it said."""
+        for stream_id in sorted(self._unfinished):
+            self.db.mark_interrupted(stream_id)
+        self._unfinished.clear()
