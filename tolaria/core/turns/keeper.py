@@ -30,7 +30,9 @@ import psutil
 from tolaria.core.adapters.manifest import ACP, Manifest
 from tolaria.core.events import Survivor
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
+from tolaria.core.mcp.servers import McpServer
 from tolaria.core.process import proctree, tracking, watchdog
+from tolaria.core.turns.mcp_setup import McpSetup
 from tolaria.core.turns.request import DEFAULT_GRACE_S
 from tolaria.core.turns.spawn import ExitProtocol
 from tolaria.support import platforms
@@ -70,8 +72,9 @@ class Keeper:
 
     key: str
     stream_id: str
-    #: (manifest, cwd, extra env): a turn asking for anything else gets a fresh process.
-    signature: tuple[Manifest, str, dict[str, str]]
+    #: (manifest, cwd, extra env, MCP servers): a turn asking for anything else gets a fresh
+    #: process.
+    signature: tuple[object, ...]
     proc: asyncio.subprocess.Process
     protocol: ExitProtocol
     transport: asyncio.SubprocessTransport
@@ -93,6 +96,8 @@ class Keeper:
     #: Its tracking file (tracking.py): what the watchdog ends after a crash, marker or not.
     track_path: str | None = None
     tracker: tracking.RunTracker | None = None
+    #: Its MCP servers (their private files go when the keeper ends; ADR 0019).
+    mcp: McpSetup = field(default_factory=McpSetup)
 
     @property
     def alive(self) -> bool:
@@ -204,6 +209,7 @@ class Keeper:
             watchdog.run_ended(self.stream_id)
             if self.track_path is not None:
                 tracking.forget(self.track_path)
+            self.mcp.close()
             self.closed.set()
 
     async def _leave_politely(self) -> None:
@@ -360,9 +366,9 @@ class KeeperPool:
             log.error("keeper task %s failed", task.get_name(), exc_info=task.exception())
 
 
-def signature_of(manifest: Manifest, cwd: str, env: Mapping[str, str]
-                 ) -> tuple[Manifest, str, dict[str, str]]:
-    return (manifest, cwd, dict(env))
+def signature_of(manifest: Manifest, cwd: str, env: Mapping[str, str],
+                 mcp_servers: tuple[McpServer, ...] = ()) -> tuple[object, ...]:
+    return (manifest, cwd, dict(env), mcp_servers)
 
 
 _default: KeeperPool | None = None
