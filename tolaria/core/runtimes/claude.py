@@ -19,10 +19,10 @@ from tolaria.core.events import (
     TextDelta,
     ThinkingDelta,
     ToolDone,
-    ToolStart,
     ToolUpdate,
     Usage,
 )
+from tolaria.core.mcp.toolnames import tool_start
 from tolaria.core.runtimes.base import Outcome
 from tolaria.core.runtimes.jsonl import JsonLinesRuntime, int_or_none, preview
 
@@ -106,8 +106,8 @@ class ClaudeStreamJson(JsonLinesRuntime):
             elif btype == "thinking" and not streamed:
                 out.append(ThinkingDelta(self.stream_id, text=str(block.get("thinking", ""))))
             elif btype == "tool_use":
-                out.append(ToolStart(self.stream_id, tool_id=str(block.get("id", "")),
-                                     name=str(block.get("name", "")), input=block.get("input")))
+                out.append(tool_start(self.stream_id, str(block.get("id", "")),
+                                      str(block.get("name", "")), block.get("input")))
         return out
 
     def _user(self, message: dict[str, Any]) -> list[Event]:
