@@ -7,14 +7,18 @@ sleep gives a Stop something to interrupt. ``$TOLARIA_TEST_MCP_STARTED`` (option
 when the server starts, so a test knows the agent started it.
 
 Switches (argv), for the bad-input cases: ``--hang-at-initialize`` (reads stdin and never
-answers), ``--garbage`` (prints non-JSON on stdout), ``--exit`` (exits at once with an error).
+answers), ``--garbage`` (prints non-JSON on stdout), ``--exit`` (exits at once with an error);
+and for the stop zoo ``--daemon``: leaves the tree (setsid + double fork), ignores SIGTERM,
+writes its pid and its environment to ``$TOLARIA_TEST_MCP_DAEMON`` and sleeps.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
 
@@ -28,12 +32,33 @@ def _note(variable: str, what: dict[str, object]) -> None:
                       + "\n")
 
 
+def _daemonize() -> None:
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    path = os.environ["TOLARIA_TEST_MCP_DAEMON"]
+    with open(path + ".tmp", "w", encoding="utf-8") as out:
+        json.dump({"pid": os.getpid(), "environ": dict(os.environ)}, out)
+    os.replace(path + ".tmp", path)
+    for fd in (0, 1, 2):  # let go of the agent's pipes, as a daemon does
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    while True:
+        time.sleep(60)
+
+
 def main() -> None:
     args = sys.argv[1:]
     _note("TOLARIA_TEST_MCP_STARTED", {"argv": args})
     if "--exit" in args:
         print("probe: refusing to start (--exit)", file=sys.stderr)
         sys.exit(3)
+    if "--daemon" in args:
+        _daemonize()
+        return
     if "--garbage" in args:
         sys.stdout.write("this is not JSON-RPC\n{{{ nor this\n")
         sys.stdout.flush()
