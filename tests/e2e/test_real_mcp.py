@@ -222,6 +222,10 @@ async def test_broken_servers_do_not_hang_the_run(agent: str, model_server: Fake
     assert marks(turn.marker), f"the good server's tool did not run\n{turn.explain()}"
     assert took < 75, f"the broken servers held the run for {took:.0f} s"
     assert not marker_pids(turn.stream_id), "a broken server outlived the run"
+    said = "\n".join(e.message for e in turn.events.events if isinstance(e, Diagnostic))
+    print(f"{agent}: {took:.1f} s; said:\n{said}")
+    if agent == "claude":  # its init names the servers it could not connect to
+        assert "'quits'" in said and "'refused'" in said, said
 
 
 @async_test

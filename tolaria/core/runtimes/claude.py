@@ -14,6 +14,7 @@ from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
     STOP_ERROR,
+    Diagnostic,
     Event,
     Init,
     TextDelta,
@@ -63,7 +64,8 @@ class ClaudeStreamJson(JsonLinesRuntime):
         if subtype == "init":
             sid = data.get("session_id")
             self.session_id = sid if isinstance(sid, str) else None
-            return [Init(self.stream_id, agent=self.agent, session_id=self.session_id)]
+            return [Init(self.stream_id, agent=self.agent, session_id=self.session_id),
+                    *self._mcp_status(data.get("mcp_servers"))]
         if subtype == "api_retry":
             # Seen for a refused connection: attempt 1..10 of max_retries 10, error "unknown",
             # error_status null, delays doubling up to ~35 s (docs/retries.md).
@@ -73,6 +75,18 @@ class ClaudeStreamJson(JsonLinesRuntime):
                                + (f", HTTP {status}" if isinstance(status, int) else ""))
             return [self.diag(f"API retry: {preview(json.dumps(data))}")]
         return []
+
+    def _mcp_status(self, servers: object) -> list[Event]:
+        """A server Claude could not connect to is said in the chat, not dropped silently (the
+        run goes on without it; a slow one may still connect later)."""
+        out: list[Event] = []
+        for server in servers if isinstance(servers, list) else []:
+            if not isinstance(server, dict) or server.get("status") in ("connected", None):
+                continue
+            out.append(Diagnostic(self.stream_id, source="mcp",
+                                  message=f"MCP server {str(server.get('name'))!r}: "
+                                          f"{server.get('status')} at start (Claude Code)"))
+        return out
 
     def _stream_event(self, event: object) -> list[Event]:
         if not isinstance(event, dict):
