@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from e2e.clis import run_env
+from e2e.clis import cache_root, run_env
 from e2e.e2ehelpers import TURN_S, installed_cli, manifest
 from e2e.fake_model import MCP_TOOL, FakeModelServer
 from helpers import Collector, async_test, marker_pids, pid_gone, wait_until
@@ -35,6 +38,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 PROBE = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_probe_server.py")
 AGENTS = ["claude", "codex"]
+#: The same through ACP (session/new mcpServers).
+ACP_AGENTS = ["claude-acp"]
 STOP_S = 8.0
 
 
@@ -89,7 +94,7 @@ class McpTurn:
         return names
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", AGENTS + ACP_AGENTS)
 @async_test
 async def test_mcp_tool_runs_through_the_agent(agent: str, model_server: FakeModelServer,
                                                tmp_path: Path) -> None:
@@ -112,8 +117,35 @@ async def test_mcp_tool_runs_through_the_agent(agent: str, model_server: FakeMod
     assert pid_gone(int(str(found[0]["pid"])))
 
 
+@pytest.fixture
+def home_outside_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Gemini CLI refuses a settings file under a folder others can write to (/tmp, where the
+    tests' TOLARIA_HOME lives): this test's Tolaria home is in the user's cache instead."""
+    home = Path(tempfile.mkdtemp(prefix="mcp-home-", dir=cache_root()))
+    monkeypatch.setenv("TOLARIA_HOME", str(home))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.usefixtures("home_outside_tmp")
+@async_test
+async def test_gemini_gets_the_server_through_its_settings_file(model_server: FakeModelServer,
+                                                                 tmp_path: Path) -> None:
+    turn = McpTurn("gemini", model_server, tmp_path)
+    done = await asyncio.wait_for(turn.start("E2E-MCP-MARK: call the probe",
+                                             (probe(turn.marker),)), TURN_S)
+    assert done.stop_reason == "end_turn", turn.explain()
+    found = marks(turn.marker)
+    assert found and found[0]["stream_id"] == turn.stream_id, turn.explain()
+    starts = [e for e in turn.events.events if isinstance(e, ToolStart)]
+    assert any(e.server == "probe" and e.name == f"probe · {MCP_TOOL}" for e in starts), (
+        turn.explain())
+    assert not Path(run_folder(turn.stream_id)).exists()
+    assert not marker_pids(turn.stream_id)
+
+
 @pytest.mark.usefixtures("process_backend")
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", AGENTS + ACP_AGENTS)
 @async_test
 async def test_stop_during_the_mcp_tool_leaves_nothing(agent: str, model_server: FakeModelServer,
                                                        tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from tolaria.core.adapters.manifest import (
 from tolaria.core.adapters.mcp_spec import McpSpec
 from tolaria.core.mcp.forms import acp_servers, launch, plan
 from tolaria.core.mcp.servers import HTTP, SSE, McpServer
-from tolaria.core.mcp.toolnames import split_prefixed, tool_start
+from tolaria.core.mcp.toolnames import split_prefixed, tool_start, with_server
 
 MARKER = {"TOLARIA_STREAM_ID": "ai-agent-stream-" + "1" * 32, "TOLARIA_OWNER": "owner-1"}
 ENV = {"PATH": str(Path(sys.executable).parent), "GIT_TOKEN": "s3cret"}
@@ -204,3 +204,6 @@ def test_mcp_tool_names_show_their_server() -> None:
     assert tool_start("sid", "t2", "Bash", {}).server == ""
     codexish = tool_start("sid", "t3", "log", {}, server="git")
     assert codexish.name == "git · log"
+    gemini = with_server(tool_start("sid", "t4", "mcp_my_git_log_all", {}), ("my", "my_git"))
+    assert (gemini.name, gemini.server) == ("my_git · log_all", "my_git")
+    assert with_server(tool_start("sid", "t5", "read_file", {}), ("git",)).server == ""

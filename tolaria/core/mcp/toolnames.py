@@ -8,6 +8,7 @@ into one ``ToolStart`` with ``server`` set and ``name`` = ``"<server> · <tool>"
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tolaria.core.events import ToolStart
@@ -40,3 +41,17 @@ def tool_start(stream_id: str, tool_id: str, name: str, tool_input: Any,
         return ToolStart(stream_id, tool_id=tool_id, name=name, input=tool_input)
     return ToolStart(stream_id, tool_id=tool_id, name=display(*split), input=tool_input,
                      server=split[0])
+
+
+def with_server(event: ToolStart, servers: tuple[str, ...]) -> ToolStart:
+    """``event`` with its server named when the CLI's spelling is only clear once the run's
+    server names are known (Gemini and Qwen: ``mcp_<server>_<tool>``, server names may hold
+    ``_``); unchanged otherwise."""
+    if event.server or not servers:
+        return event
+    for server in sorted(servers, key=len, reverse=True):
+        for prefix in (f"mcp_{server}_", f"{server}__"):
+            if event.name.startswith(prefix) and len(event.name) > len(prefix):
+                return replace(event, name=display(server, event.name[len(prefix):]),
+                               server=server)
+    return event

@@ -19,8 +19,10 @@ from tolaria.core.events import (
     Done,
     Error,
     EventCallback,
+    ToolStart,
 )
 from tolaria.core.linereader import read_lines
+from tolaria.core.mcp.toolnames import with_server
 from tolaria.core.process.registry import ProcessRegistry, Run
 from tolaria.core.runtimes import make_runtime
 from tolaria.core.turns.diagnose import Agent, Diagnosis, diagnose, retry_cutoff
@@ -179,6 +181,8 @@ class CliTurn(ProcessTurn):
     # -- readers -------------------------------------------------------------------------------
     def _on_stdout(self, line: str) -> None:
         for event in self.runtime.feed(line):
+            if isinstance(event, ToolStart) and self.mcp.plan.passed:
+                event = with_server(event, tuple(s.name for s in self.mcp.plan.passed))
             self.emit(event)
         self._watch_retries()
 
