@@ -63,6 +63,10 @@ class McpTurn:
         # Claude defers MCP tools behind its ToolSearch tool, which the scripted model does not
         # use: offered directly, the model calls the tool at once.
         self.env["ENABLE_TOOL_SEARCH"] = "false"
+        if agent == "qwen":  # likewise, in the user's own settings of the throwaway HOME
+            (tmp / "home" / ".qwen").mkdir(exist_ok=True)
+            (tmp / "home" / ".qwen" / "settings.json").write_text(
+                json.dumps({"tools": {"toolSearch": {"enabled": False}}}))
         self.home = tmp / "home"
         self.cwd = tmp / "work"
         self.cwd.mkdir()
@@ -128,10 +132,12 @@ def home_outside_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.mark.usefixtures("home_outside_tmp")
+@pytest.mark.parametrize("agent", ["gemini", "qwen", "opencode"])
 @async_test
-async def test_gemini_gets_the_server_through_its_settings_file(model_server: FakeModelServer,
-                                                                 tmp_path: Path) -> None:
-    turn = McpTurn("gemini", model_server, tmp_path)
+async def test_settings_file_forms_pass_the_server(agent: str, model_server: FakeModelServer,
+                                                   tmp_path: Path) -> None:
+    """Gemini and Qwen: a system-defaults settings file; opencode: its config content."""
+    turn = McpTurn(agent, model_server, tmp_path)
     done = await asyncio.wait_for(turn.start("E2E-MCP-MARK: call the probe",
                                              (probe(turn.marker),)), TURN_S)
     assert done.stop_reason == "end_turn", turn.explain()

@@ -2,7 +2,7 @@
 
 Each CLI spells an MCP tool its own way: Claude Code (and Claude through ACP)
 ``mcp__<server>__<tool>``, Codex an ``mcp_tool_call`` item with ``server`` and ``tool``, Gemini
-and Qwen ``<tool>`` or ``<server>__<tool>`` with the server in the event. The runtimes turn them
+and Qwen ``mcp_<server>_<tool>``, opencode ``<server>_<tool>``. The runtimes turn them
 into one ``ToolStart`` with ``server`` set and ``name`` = ``"<server> · <tool>"``.
 """
 
@@ -45,12 +45,12 @@ def tool_start(stream_id: str, tool_id: str, name: str, tool_input: Any,
 
 def with_server(event: ToolStart, servers: tuple[str, ...]) -> ToolStart:
     """``event`` with its server named when the CLI's spelling is only clear once the run's
-    server names are known (Gemini and Qwen: ``mcp_<server>_<tool>``, server names may hold
-    ``_``); unchanged otherwise."""
+    server names are known (Gemini and Qwen: ``mcp_<server>_<tool>``, opencode
+    ``<server>_<tool>``; server names may hold ``_``); unchanged otherwise."""
     if event.server or not servers:
         return event
     for server in sorted(servers, key=len, reverse=True):
-        for prefix in (f"mcp_{server}_", f"{server}__"):
+        for prefix in (f"mcp_{server}_", f"{server}__", f"{server}_"):
             if event.name.startswith(prefix) and len(event.name) > len(prefix):
                 return replace(event, name=display(server, event.name[len(prefix):]),
                                server=server)
