@@ -5,7 +5,7 @@ do (tests/fakes/fake_mcp_client.py), through the configuration Tolaria generated
 The server carries the run's marker only because Tolaria wrote it into the server's own ``env``:
 a Stop ends it with both process backends (the portable one has no subreaper, so the marker is
 all it has), an app crash (SIGKILL of ``tolaria run``) leaves none either (the watchdog), and
-the private configuration file goes with the run.
+the private configuration file goes with the run (after a crash: with the watchdog).
 """
 
 from __future__ import annotations
@@ -169,6 +169,8 @@ def test_app_crash_leaves_no_mcp_server(tolaria_home: Path, tmp_path: Path) -> N
         daemon = psutil.Process(json.loads(pidfile.read_text())["pid"])
         environ = daemon.environ()
         assert environ.get("TOLARIA_STREAM_ID") == sid
+        files = tolaria_home / "data" / "run" / f"{app.pid}-{sid}.files"
+        assert (files / "claude-mcp.json").exists(), "the generated config is not where expected"
         dogs = watchdogs_of(app.pid)
         assert len(dogs) == 1
         app.send_signal(signal.SIGKILL)
@@ -178,6 +180,8 @@ def test_app_crash_leaves_no_mcp_server(tolaria_home: Path, tmp_path: Path) -> N
             assert time.monotonic() - killed < 3, "the MCP server outlived the killed app"
             time.sleep(0.02)
         reap_after_watchdog(dogs)
+        # The private configuration (it may hold a server's token) went with the tracking file.
+        assert not files.exists(), "the watchdog left the run's MCP configuration behind"
     finally:
         if app.poll() is None:
             app.kill()

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from tolaria.core.events import Diagnostic, EventCallback
 from tolaria.core.mcp.forms import McpLaunch, McpPlan, launch, marker_of, plan
+from tolaria.core.process import tracking
 from tolaria.core.turns.request import RunRequest
-from tolaria.support import paths
 
 REFUSE = "refuse"
 
@@ -33,8 +33,9 @@ class McpSetup:
 
 
 def run_folder(stream_id: str) -> str:
-    """The private folder of one agent process's MCP files (removed when it ends)."""
-    return str(paths.data_dir() / "mcp" / stream_id)
+    """The private folder of one agent process's MCP files: removed when it ends, or by the
+    watchdog with its tracking file after a crash (tracking.files_for)."""
+    return str(tracking.files_for(stream_id))
 
 
 def prepare(request: RunRequest, env: Mapping[str, str], stream_id: str, mode: str,
