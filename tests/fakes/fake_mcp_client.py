@@ -25,21 +25,29 @@ def emit(data: dict[str, object]) -> None:
     print(json.dumps(data), flush=True)
 
 
-def main() -> int:
-    config = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--mcp-config=")),
-                  None)
+def start_servers(argv: list[str]) -> dict[str, dict[str, Any]]:
+    """Start the stdio servers of ``--mcp-config=PATH`` in ``argv`` as the MCP SDK does."""
+    config = next((a.split("=", 1)[1] for a in argv if a.startswith("--mcp-config=")), None)
     servers: dict[str, dict[str, Any]] = {}
     if config:
         with open(config, encoding="utf-8") as fh:
             servers = json.load(fh)["mcpServers"]
-    children = []
     for entry in servers.values():
         if entry.get("type", "stdio") != "stdio":
             continue
         env = {k: os.environ[k] for k in KEPT if k in os.environ}
         env.update(entry.get("env", {}))
-        children.append(subprocess.Popen([str(entry["command"]), *entry.get("args", [])], env=env,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+        _children.append(subprocess.Popen([str(entry["command"]), *entry.get("args", [])],
+                                          env=env, stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE))
+    return servers
+
+
+_children: list[subprocess.Popen[bytes]] = []
+
+
+def main() -> int:
+    servers = start_servers(sys.argv[1:])
     emit({"type": "system", "subtype": "init", "session_id": "fake-mcp-session",
           "mcp_servers": [{"name": n, "status": "connected"} for n in servers]})
     emit({"type": "assistant", "message": {"content": [

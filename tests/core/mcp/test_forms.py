@@ -88,7 +88,7 @@ def test_claude_gets_a_private_file_with_the_marker(tmp_path: Path) -> None:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
         data = json.loads(path.read_text())["mcpServers"]
-        assert data["git"]["env"] == {"TOKEN": "s3cret", **MARKER}
+        assert data["git"]["env"] == {"TOKEN": "s3cret", **MARKER, "TOLARIA_MCP_SERVER": "git"}
         assert data["git"]["args"] == ["-m", "server", "{prompt}"]
         assert data["web"] == {"type": "http", "url": "https://x.test/mcp",
                                "headers": {"Authorization": "Bearer t"}}
@@ -128,7 +128,8 @@ def test_codex_overrides_parse_as_toml_and_keep_secrets_off_the_command_line(
     assert out.env["TOKEN"] == "s3cret" and out.env["TOLARIA_STREAM_ID"] == MARKER[
         "TOLARIA_STREAM_ID"]
     # The same variable with another value for a second server: inline for that one.
-    assert tables["mcp_servers.odd"]["env"] == {"TOKEN": "other"}
+    assert tables["mcp_servers.odd"]["env"] == {"TOLARIA_MCP_SERVER": "odd", "TOKEN": "other"}
+    assert tables["mcp_servers.git"]["env"] == {"TOLARIA_MCP_SERVER": "git"}
     assert tables["mcp_servers.odd"]["args"] == ['quote " and \\ backslash', "ünï"]
     header_var = tables["mcp_servers.web"]["env_http_headers"]["Authorization"]
     assert out.env[header_var] == "Bearer t"

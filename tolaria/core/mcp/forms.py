@@ -37,6 +37,9 @@ from tolaria.core.mcp.servers import HTTP, SSE, STDIO, McpConfigError, McpServer
 from tolaria.core.process.treefind import ENV_MARKER, OWNER_MARKER
 from tolaria.support import paths
 
+#: In each stdio server's env: its name. A kept agent's Stop spares the topmost process that
+#: carries it (keeper.mcp_server_top) even when it left the agent's process group.
+SERVER_MARKER = "TOLARIA_MCP_SERVER"
 #: Permission mode in which the tools of the servers Tolaria passes are allowed without asking
 #: (in "safe" the agent's own rules apply: it asks, or a headless agent refuses).
 TRUSTING_MODE = "full"
@@ -196,7 +199,7 @@ def _json_text(text: str) -> dict[str, Any]:
 
 
 def _stdio_env(server: McpServer, marker: Mapping[str, str]) -> dict[str, str]:
-    return {**dict(server.env), **marker}
+    return {**dict(server.env), **marker, SERVER_MARKER: server.name}
 
 
 def _claude_entry(server: McpServer, marker: Mapping[str, str]) -> dict[str, Any]:
@@ -253,7 +256,7 @@ def _codex(servers: Sequence[McpServer], marker: Mapping[str, str]) -> McpLaunch
     for server in servers:
         table: dict[str, object]
         if server.transport == STDIO:
-            inline: dict[str, str] = {}
+            inline: dict[str, str] = {SERVER_MARKER: server.name}
             forwarded = list(marker)
             for key, value in server.env:
                 if out.env.get(key, value) == value and key not in marker:
@@ -262,9 +265,7 @@ def _codex(servers: Sequence[McpServer], marker: Mapping[str, str]) -> McpLaunch
                 else:
                     inline[key] = value
             table = {"command": server.command, "args": list(server.args),
-                     "env_vars": forwarded}
-            if inline:
-                table["env"] = inline
+                     "env_vars": forwarded, "env": inline}
         else:
             headers: dict[str, str] = {}
             for i, (key, value) in enumerate(server.headers):

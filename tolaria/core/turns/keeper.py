@@ -31,7 +31,8 @@ from tolaria.core.adapters.manifest import ACP, Manifest
 from tolaria.core.events import Survivor
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
 from tolaria.core.mcp.servers import McpServer
-from tolaria.core.process import proctree, tracking, watchdog
+from tolaria.core.mcp.forms import SERVER_MARKER
+from tolaria.core.process import backend, proctree, tracking, watchdog
 from tolaria.core.turns.mcp_setup import McpSetup
 from tolaria.core.turns.request import DEFAULT_GRACE_S
 from tolaria.core.turns.spawn import ExitProtocol
@@ -45,6 +46,23 @@ IDLE_TIMEOUT_S = 600.0
 #: saves its session and exits in 0.1-1 s) before its tree is killed.
 CLOSE_WINDOW_S = 1.0
 _DRAIN_S = 1.0
+
+
+def mcp_server_top(pid: int) -> bool:
+    """Whether ``pid`` is an MCP server Tolaria passed to the agent: it carries
+    ``TOLARIA_MCP_SERVER`` (forms.SERVER_MARKER, in the generated config) and its parent does
+    not (the server's own children, a tool call's processes, carry it too)."""
+    be = backend.current()
+    env = be.environ(pid)
+    if env is None or not _has(env, SERVER_MARKER):
+        return False
+    info = be.info(pid)
+    parent = be.environ(info.ppid) if info is not None else None
+    return parent is None or not _has(parent, SERVER_MARKER)
+
+
+def _has(environ: bytes, name: str) -> bool:
+    return (b"\0" + environ).find(b"\0" + name.encode() + b"=") >= 0
 
 
 def keepable(manifest: Manifest) -> bool:
@@ -162,6 +180,7 @@ class Keeper:
         own_group = self.root.pid if self.root is not None else None
         with contextlib.suppress(OSError):
             own_group = os.getpgid(self.proc.pid)
+        spared = {own_group}
         seeds = []
         for key, proc in killer.known.items():
             if key in before or proc is self.root or not proctree._alive(proc):
@@ -169,10 +188,16 @@ class Keeper:
             with contextlib.suppress(OSError):
                 if os.getpgid(proc.pid) == own_group:
                     continue
+            if mcp_server_top(proc.pid):
+                # The agent's MCP server, left the group (daemonized): it belongs to the kept
+                # agent, not to the turn (ADR 0019). Its own new children are still ended.
+                with contextlib.suppress(OSError):
+                    spared.add(os.getpgid(proc.pid))
+                continue
             seeds.append(proc)
         if not seeds:
             return []
-        leftovers = _LeftoverKiller(self.stream_id, None, seeds=seeds, spare_group=own_group)
+        leftovers = _LeftoverKiller(self.stream_id, None, seeds=seeds, spare_groups=spared)
         return await leftovers.kill(grace_s)
 
     # -- the end -------------------------------------------------------------------------------
@@ -229,7 +254,8 @@ class _LeftoverKiller(proctree.TreeKiller):
     """A tree kill limited to some processes of a keeper and their descendants."""
 
     seeds: list[psutil.Process] = field(default_factory=list)
-    spare_group: int | None = None
+    #: Never signalled as groups: the agent's own, its daemonized MCP servers'.
+    spare_groups: set[int | None] = field(default_factory=set)
 
     def _scan_proc(self) -> set[int]:
         found: set[int] = set()
@@ -245,7 +271,7 @@ class _LeftoverKiller(proctree.TreeKiller):
 
     def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
         new = super()._add(pids)
-        self.groups.discard(self.spare_group or -1)  # never the agent's own group
+        self.groups.difference_update(g for g in self.spare_groups if g is not None)
         return new
 
 
