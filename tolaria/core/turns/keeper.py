@@ -30,8 +30,8 @@ import psutil
 from tolaria.core.adapters.manifest import ACP, Manifest
 from tolaria.core.events import Survivor
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
-from tolaria.core.mcp.servers import McpServer
 from tolaria.core.mcp.forms import SERVER_MARKER
+from tolaria.core.mcp.servers import McpServer
 from tolaria.core.process import backend, proctree, tracking, watchdog
 from tolaria.core.turns.mcp_setup import McpSetup
 from tolaria.core.turns.request import DEFAULT_GRACE_S
