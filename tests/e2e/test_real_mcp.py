@@ -27,7 +27,7 @@ from e2e.fake_model import MCP_TOOL, FakeModelServer
 from helpers import Collector, async_test, marker_pids, pid_gone, wait_until
 
 from tolaria.core.events import Diagnostic, Done, ToolDone, ToolStart
-from tolaria.core.mcp.servers import HTTP, McpServer
+from tolaria.core.mcp.servers import HTTP, NOTE, McpServer
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.keeper import KeeperPool
@@ -275,6 +275,6 @@ async def test_a_missing_command_is_said_and_the_run_goes_on(model_server: FakeM
                                              (missing, probe(turn.marker))), TURN_S)
     assert done.stop_reason == "end_turn", turn.explain()
     notes = [e.message for e in turn.events.events
-             if isinstance(e, Diagnostic) and e.source == "mcp"]
+             if isinstance(e, Diagnostic) and e.source == NOTE]
     assert any("'ghost'" in n and "not found" in n for n in notes), notes
     assert marks(turn.marker)

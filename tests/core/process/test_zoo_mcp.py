@@ -35,7 +35,7 @@ from helpers import (
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.adapters.mcp_spec import McpSpec
 from tolaria.core.events import Diagnostic, Error
-from tolaria.core.mcp.servers import McpServer
+from tolaria.core.mcp.servers import NOTE, McpServer
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.mcp_setup import run_folder
@@ -78,7 +78,8 @@ async def test_stop_ends_a_daemonized_mcp_server_that_ignores_sigterm(tmp_path: 
         assert environ.get("TOLARIA_STREAM_ID") == sid
         assert "TOLARIA_OWNER" in environ
         assert set(environ) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LC_CTYPE",
-                                "TOLARIA_STREAM_ID", "TOLARIA_OWNER", "TOLARIA_TEST_MCP_DAEMON"}
+                                "TOLARIA_STREAM_ID", "TOLARIA_OWNER", "TOLARIA_MCP_SERVER",
+                                "TOLARIA_TEST_MCP_DAEMON"}
         assert Path(run_folder(sid)).is_dir()
         assert registry.abort(sid)
         done = await asyncio.wait_for(task, 15)
@@ -130,7 +131,7 @@ async def test_missing_variable_refuses_or_continues_as_set(tmp_path: Path,
                          mcp_servers=(broken, good))
     done = await stream_ai_agent(request, new_stream_id(), events, registry=ProcessRegistry())
     assert done.stop_reason == "end_turn"
-    notes = [e.message for e in events.events if isinstance(e, Diagnostic) and e.source == "mcp"]
+    notes = [e.message for e in events.events if isinstance(e, Diagnostic) and e.source == NOTE]
     assert len(notes) == 1 and "needs-token" in notes[0] and "goes on" in notes[0], notes
     assert "servers: good" in events.text()
 
@@ -191,3 +192,24 @@ def test_app_crash_leaves_no_mcp_server(tolaria_home: Path, tmp_path: Path) -> N
         if daemon is not None and not is_gone(daemon):
             with contextlib.suppress(psutil.Error):
                 daemon.kill()
+
+
+def test_tolaria_run_says_which_server_it_left_out(tolaria_home: Path, tmp_path: Path) -> None:
+    """The settings' servers reach ``tolaria run`` (prepare_run); one whose command is missing
+    is named on stderr and the run goes on; with on_failure = "refuse" it does not start."""
+    _settings(tolaria_home, tmp_path / "unused.json")
+    settings = tolaria_home / "settings.toml"
+    settings.write_text('[mcp.servers.ghost]\ncommand = "tolaria-no-such-mcp-server"\n')
+    env = cli_env(tolaria_home, FAKE_MCP_FINISH="1")
+    argv = [sys.executable, "-m", "tolaria", "run", "--agent", "fake-mcp", "go"]
+    done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert "MCP server 'ghost' is not passed to Fake MCP client" in done.stderr
+    assert "not found" in done.stderr and "servers: " in done.stdout
+    settings.write_text('[mcp]\non_failure = "refuse"\n' + settings.read_text())
+    refused = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+    assert refused.returncode != 0
+    assert "'ghost'" in refused.stderr and "refused" in refused.stderr
+    assert "servers: " not in refused.stdout, "the agent ran although the run was refused"

@@ -23,6 +23,7 @@ from tolaria.core.events import (
     ToolUpdate,
     Usage,
 )
+from tolaria.core.mcp.servers import NOTE
 from tolaria.core.mcp.toolnames import tool_start
 from tolaria.core.runtimes.base import Outcome
 from tolaria.core.runtimes.jsonl import JsonLinesRuntime, int_or_none, preview
@@ -83,7 +84,7 @@ class ClaudeStreamJson(JsonLinesRuntime):
         for server in servers if isinstance(servers, list) else []:
             if not isinstance(server, dict) or server.get("status") in ("connected", None):
                 continue
-            out.append(Diagnostic(self.stream_id, source="mcp",
+            out.append(Diagnostic(self.stream_id, source=NOTE,
                                   message=f"MCP server {str(server.get('name'))!r}: "
                                           f"{server.get('status')} at start (Claude Code)"))
         return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tolaria.core.events import Diagnostic, EventCallback
 from tolaria.core.mcp.forms import McpLaunch, McpPlan, launch, marker_of, plan
+from tolaria.core.mcp.servers import NOTE
 from tolaria.core.process import tracking
 from tolaria.core.turns.request import RunRequest
 
@@ -54,7 +55,7 @@ def prepare(request: RunRequest, env: Mapping[str, str], stream_id: str, mode: s
         return ("; ".join(notes) + ". The run is refused (settings: [mcp] on_failure = "
                 "\"refuse\"; use \"continue\" to run without such servers)")
     for note in notes:
-        emit(Diagnostic(run_stream_id, source="mcp", message=note + "; the run goes on without it"))
+        emit(Diagnostic(run_stream_id, source=NOTE, message=note + "; the run goes on without it"))
     try:
         setup.launched = launch(manifest, setup.plan.passed, setup.marker, mode=mode,
                                 folder=Path(run_folder(stream_id)), environ=env)

@@ -29,6 +29,7 @@ from tolaria.core.events import (
 )
 from tolaria.core.linereader import read_lines
 from tolaria.core.mcp.forms import acp_servers
+from tolaria.core.mcp.servers import NOTE
 from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.process.registry import ProcessRegistry, Run
 from tolaria.core.turns.acp.updates import UpdateMapper, result_usage, stop_reason
@@ -161,7 +162,7 @@ class AcpTurn(ProcessTurn):
             self.mcp.plan.passed, self.mcp.marker,
             http=bool(getattr(mcp_caps, "http", False)), sse=bool(getattr(mcp_caps, "sse", False)))
         for name, why in left_out:
-            self.emit(Diagnostic(self.run.stream_id, source="mcp",
+            self.emit(Diagnostic(self.run.stream_id, source=NOTE,
                                  message=f"MCP server {name!r} is not passed to "
                                          f"{self.manifest.name}: {why}"))
         out: list[Any] = []
