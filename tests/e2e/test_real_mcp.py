@@ -278,3 +278,18 @@ async def test_a_missing_command_is_said_and_the_run_goes_on(model_server: FakeM
              if isinstance(e, Diagnostic) and e.source == NOTE]
     assert any("'ghost'" in n and "not found" in n for n in notes), notes
     assert marks(turn.marker)
+
+
+@async_test
+async def test_a_name_in_both_places_runs_tolarias_server(model_server: FakeModelServer,
+                                                          tmp_path: Path) -> None:
+    """The precedence docs/SETTINGS.md states for Claude: --mcp-config over ~/.claude.json."""
+    turn = McpTurn("claude", model_server, tmp_path)
+    theirs = tmp_path / "theirs.jsonl"
+    (turn.home / ".claude.json").write_text(json.dumps({"mcpServers": {"probe": {
+        "type": "stdio", "command": sys.executable, "args": [PROBE],
+        "env": {"TOLARIA_TEST_MCP_MARKER": str(theirs)}}}}))
+    done = await asyncio.wait_for(turn.start("E2E-MCP-MARK: call the probe",
+                                             (probe(turn.marker),)), TURN_S)
+    assert done.stop_reason == "end_turn", turn.explain()
+    assert marks(turn.marker) and not marks(theirs)
