@@ -98,11 +98,7 @@ class McpTurn:
         return names
 
 
-@pytest.mark.parametrize("agent", AGENTS + ACP_AGENTS)
-@async_test
-async def test_mcp_tool_runs_through_the_agent(agent: str, model_server: FakeModelServer,
-                                               tmp_path: Path) -> None:
-    turn = McpTurn(agent, model_server, tmp_path)
+async def assert_the_tool_runs_through(turn: McpTurn) -> None:
     done = await asyncio.wait_for(turn.start("E2E-MCP-MARK: call the probe",
                                              (probe(turn.marker),)), TURN_S)
     assert done.stop_reason == "end_turn", turn.explain()
@@ -121,6 +117,13 @@ async def test_mcp_tool_runs_through_the_agent(agent: str, model_server: FakeMod
     assert pid_gone(int(str(found[0]["pid"])))
 
 
+@pytest.mark.parametrize("agent", AGENTS + ACP_AGENTS)
+@async_test
+async def test_mcp_tool_runs_through_the_agent(agent: str, model_server: FakeModelServer,
+                                               tmp_path: Path) -> None:
+    await assert_the_tool_runs_through(McpTurn(agent, model_server, tmp_path))
+
+
 @pytest.fixture
 def home_outside_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Gemini CLI refuses a settings file under a folder others can write to (/tmp, where the
@@ -137,17 +140,7 @@ def home_outside_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 async def test_settings_file_forms_pass_the_server(agent: str, model_server: FakeModelServer,
                                                    tmp_path: Path) -> None:
     """Gemini and Qwen: a system-defaults settings file; opencode: its config content."""
-    turn = McpTurn(agent, model_server, tmp_path)
-    done = await asyncio.wait_for(turn.start("E2E-MCP-MARK: call the probe",
-                                             (probe(turn.marker),)), TURN_S)
-    assert done.stop_reason == "end_turn", turn.explain()
-    found = marks(turn.marker)
-    assert found and found[0]["stream_id"] == turn.stream_id, turn.explain()
-    starts = [e for e in turn.events.events if isinstance(e, ToolStart)]
-    assert any(e.server == "probe" and e.name == f"probe · {MCP_TOOL}" for e in starts), (
-        turn.explain())
-    assert not Path(run_folder(turn.stream_id)).exists()
-    assert not marker_pids(turn.stream_id)
+    await assert_the_tool_runs_through(McpTurn(agent, model_server, tmp_path))
 
 
 @pytest.mark.usefixtures("process_backend")
