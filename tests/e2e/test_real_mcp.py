@@ -30,7 +30,7 @@ from tolaria.core.events import Diagnostic, Done, ToolDone, ToolStart
 from tolaria.core.mcp.servers import HTTP, NOTE, McpServer
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
-from tolaria.core.turns.keeper import KeeperPool
+from tolaria.core.turns.keeper import KeeperPool, close_kept
 from tolaria.core.turns.mcp_setup import run_folder
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
@@ -200,9 +200,10 @@ async def test_kept_claude_keeps_its_server_over_a_stop_and_closing_ends_it(
             "the kept agent's MCP server was ended by a stop that kept the agent")
         assert kept_sid is not None and Path(run_folder(kept_sid)).exists()
     finally:
+        await close_kept(key, pool)  # what deleting the chat does
         await pool.close_all()
     assert kept_sid is not None
-    assert pid_gone(server_pid), "closing the chat left its MCP server running"
+    assert pid_gone(server_pid), "deleting the chat left its MCP server running"
     assert not marker_pids(kept_sid)
     assert not Path(run_folder(kept_sid)).exists()
 
