@@ -164,10 +164,11 @@ async def test_stop_during_the_mcp_tool_leaves_nothing(agent: str, model_server:
     assert not marker_pids(turn.stream_id)
 
 
+@pytest.mark.parametrize("agent", ["claude", *ACP_AGENTS])
 @async_test
-async def test_kept_claude_keeps_its_server_over_a_stop_and_closing_ends_it(
-        model_server: FakeModelServer, tmp_path: Path) -> None:
-    turn = McpTurn("claude", model_server, tmp_path)
+async def test_a_kept_agent_keeps_its_server_over_a_stop_and_deleting_the_chat_ends_it(
+        agent: str, model_server: FakeModelServer, tmp_path: Path) -> None:
+    turn = McpTurn(agent, model_server, tmp_path)
     pool, key = KeeperPool(), "conversation-mcp"
     servers = (probe(turn.marker),)
 
@@ -198,7 +199,9 @@ async def test_kept_claude_keeps_its_server_over_a_stop_and_closing_ends_it(
         assert pool.stream_id(key) == kept_sid, "the agent answered the stop and is kept"
         assert psutil.pid_exists(server_pid) and not pid_gone(server_pid), (
             "the kept agent's MCP server was ended by a stop that kept the agent")
-        assert kept_sid is not None and Path(run_folder(kept_sid)).exists()
+        assert kept_sid is not None
+        # Claude's --mcp-config file lives as long as the kept agent (ACP: no file).
+        assert Path(run_folder(kept_sid)).exists() == (agent == "claude")
     finally:
         await close_kept(key, pool)  # what deleting the chat does
         await pool.close_all()
