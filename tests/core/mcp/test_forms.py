@@ -61,6 +61,7 @@ def test_plan_says_why_each_server_is_left_out() -> None:
     assert result.passed[0].env == (("TOKEN", "s3cret"),)  # ${VAR} expanded at run time
     why = dict(result.left_out)
     assert set(why) == {"ghost", "tokenless", "events"}  # not for codex / disabled: not listed
+    assert set(result.broken) == {"ghost", "tokenless"}  # "events": codex cannot take it
     assert "not found" in why["ghost"]
     assert "TOLARIA_UNSET_VAR" in why["tokenless"]
     assert "stdio and http" in why["events"] and "sse" in why["events"]
@@ -73,6 +74,7 @@ def test_an_agent_without_a_form_gets_none_and_says_so() -> None:
     result = plan(aider, (stdio(),), ENV)
     assert not result.passed
     assert "cannot be given MCP servers by Tolaria" in result.left_out[0][1]
+    assert result.broken == ()  # said, never a reason to refuse a run of this agent
 
 
 def test_claude_gets_a_private_file_with_the_marker(tmp_path: Path) -> None:

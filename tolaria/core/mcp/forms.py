@@ -55,6 +55,9 @@ class McpPlan:
     passed: tuple[McpServer, ...] = ()
     #: (server name, why it is not passed).
     left_out: tuple[tuple[str, str], ...] = ()
+    #: The left-out servers that are broken (``${VAR}`` unset, command missing), as opposed to
+    #: ones this agent cannot take: only these make ``on_failure = "refuse"`` refuse the run.
+    broken: tuple[str, ...] = ()
 
     def notes(self, agent: str) -> list[str]:
         """One sentence per server left out, for the chat and ``tolaria run``."""
@@ -75,21 +78,25 @@ def plan(manifest: Manifest, servers: Sequence[McpServer], environ: Mapping[str,
         return McpPlan(left_out=tuple((s.name, why) for s in mine))
     passed: list[McpServer] = []
     left_out: list[tuple[str, str]] = []
+    broken: list[str] = []
     for server in mine:
-        verdict = _why_not(manifest, server, environ, check_commands)
+        if server.transport not in manifest.mcp.transports:
+            left_out.append((server.name, f"{manifest.name} takes only "
+                                          f"{' and '.join(manifest.mcp.transports)} servers, "
+                                          f"this one is {server.transport}"))
+            continue
+        verdict = _why_not(server, environ, check_commands)
         if isinstance(verdict, str):
             left_out.append((server.name, verdict))
+            broken.append(server.name)
         else:
             passed.append(verdict)
-    return McpPlan(tuple(passed), tuple(left_out))
+    return McpPlan(tuple(passed), tuple(left_out), tuple(broken))
 
 
-def _why_not(manifest: Manifest, server: McpServer, environ: Mapping[str, str],
+def _why_not(server: McpServer, environ: Mapping[str, str],
              check_commands: bool) -> McpServer | str:
-    spec = manifest.mcp
-    if server.transport not in spec.transports:
-        return (f"{manifest.name} takes only {' and '.join(spec.transports)} servers, this one "
-                f"is {server.transport}")
+    """``server`` ready to pass (``${VAR}`` expanded), or why it cannot start."""
     try:
         resolved = replace(
             server, env=tuple((k, expand(v, environ)) for k, v in server.env),

@@ -3,8 +3,8 @@
 Used where an agent process is spawned (``ProcessTurn.execute`` for a process per turn,
 ``KeptProcess._spawn`` for a kept agent): the servers of the request are checked against the
 run's environment (``${VAR}`` set, the command found), what cannot go is said in the chat
-(``Diagnostic`` from "mcp") or, with ``on_failure = "refuse"``, ends the turn before the agent
-starts; the rest is rendered in the agent's form with the marker of the process's stream id.
+(a notice) or, for a broken server (``${VAR}`` unset, command missing) with
+``on_failure = "refuse"``, ends the turn before the agent starts; the rest is rendered in the agent's form with the marker of the process's stream id.
 """
 
 from __future__ import annotations
@@ -51,8 +51,10 @@ def prepare(request: RunRequest, env: Mapping[str, str], stream_id: str, mode: s
         return setup
     setup.plan = plan(manifest, request.mcp_servers, env)
     notes = setup.plan.notes(manifest.name)
-    if notes and request.mcp_on_failure == REFUSE:
-        return ("; ".join(notes) + ". The run is refused (settings: [mcp] on_failure = "
+    if setup.plan.broken and request.mcp_on_failure == REFUSE:
+        broken = [n for n, (name, _) in zip(notes, setup.plan.left_out, strict=True)
+                  if name in setup.plan.broken]
+        return ("; ".join(broken) + ". The run is refused (settings: [mcp] on_failure = "
                 "\"refuse\"; use \"continue\" to run without such servers)")
     for note in notes:
         emit(Diagnostic(run_stream_id, source=NOTE, message=note + "; the run goes on without it"))
