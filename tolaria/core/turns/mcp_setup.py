@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tolaria.core.events import Diagnostic, EventCallback
 from tolaria.core.mcp.forms import McpLaunch, McpPlan, launch, marker_of, plan
@@ -43,8 +44,6 @@ def prepare(request: RunRequest, env: Mapping[str, str], stream_id: str, mode: s
             emit: EventCallback, run_stream_id: str) -> McpSetup | str:
     """The setup of the process whose environment is ``env`` (its marker: ``stream_id``'s),
     or the error that refuses the run. Left-out servers are said on ``run_stream_id``."""
-    from pathlib import Path
-
     manifest = request.manifest
     setup = McpSetup(marker=marker_of(env))
     if not request.mcp_servers:
