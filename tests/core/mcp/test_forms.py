@@ -210,3 +210,6 @@ def test_mcp_tool_names_show_their_server() -> None:
     gemini = with_server(tool_start("sid", "t4", "mcp_my_git_log_all", {}), ("my", "my_git"))
     assert (gemini.name, gemini.server) == ("my_git · log_all", "my_git")
     assert with_server(tool_start("sid", "t5", "read_file", {}), ("git",)).server == ""
+    # A bare <server>_<tool> (opencode) only where the CLI spells it so: not Gemini's web_fetch.
+    assert with_server(tool_start("sid", "t6", "web_fetch", {}), ("web",)).server == ""
+    assert with_server(tool_start("sid", "t7", "web_get", {}), ("web",), bare=True).server == "web"

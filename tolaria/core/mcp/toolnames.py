@@ -43,14 +43,15 @@ def tool_start(stream_id: str, tool_id: str, name: str, tool_input: Any,
                      server=split[0])
 
 
-def with_server(event: ToolStart, servers: tuple[str, ...]) -> ToolStart:
+def with_server(event: ToolStart, servers: tuple[str, ...], *, bare: bool = False) -> ToolStart:
     """``event`` with its server named when the CLI's spelling is only clear once the run's
     server names are known (Gemini and Qwen: ``mcp_<server>_<tool>``, opencode
-    ``<server>_<tool>``; server names may hold ``_``); unchanged otherwise."""
+    ``<server>_<tool>``: only with ``bare``, since another CLI's own tool may start so, Gemini's
+    ``web_fetch`` with a server "web"; server names may hold ``_``); unchanged otherwise."""
     if event.server or not servers:
         return event
     for server in sorted(servers, key=len, reverse=True):
-        for prefix in (f"mcp_{server}_", f"{server}__", f"{server}_"):
+        for prefix in (f"mcp_{server}_", f"{server}__", *([f"{server}_"] if bare else [])):
             if event.name.startswith(prefix) and len(event.name) > len(prefix):
                 return replace(event, name=display(server, event.name[len(prefix):]),
                                server=server)

@@ -11,6 +11,7 @@ import contextlib
 import signal
 import time
 
+from tolaria.core.adapters.mcp_spec import OPENCODE_CONFIG
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -182,7 +183,8 @@ class CliTurn(ProcessTurn):
     def _on_stdout(self, line: str) -> None:
         for event in self.runtime.feed(line):
             if isinstance(event, ToolStart) and self.mcp.plan.passed:
-                event = with_server(event, tuple(s.name for s in self.mcp.plan.passed))
+                event = with_server(event, tuple(s.name for s in self.mcp.plan.passed),
+                                    bare=self.manifest.mcp.form == OPENCODE_CONFIG)
             self.emit(event)
         self._watch_retries()
 
