@@ -213,3 +213,38 @@ def test_tolaria_run_says_which_server_it_left_out(tolaria_home: Path, tmp_path:
     assert refused.returncode != 0
     assert "'ghost'" in refused.stderr and "refused" in refused.stderr
     assert "servers: " not in refused.stdout, "the agent ran although the run was refused"
+
+
+def test_tolaria_abort_from_another_process_ends_the_mcp_server(tolaria_home: Path,
+                                                                tmp_path: Path) -> None:
+    """``tolaria abort`` from a second process: the run's daemonized, SIGTERM-ignoring server
+    goes with it, and ``tolaria run`` reports no survivor."""
+    pidfile = tmp_path / "daemon.json"
+    _settings(tolaria_home, pidfile)
+    sid = new_stream_id()
+    env = cli_env(tolaria_home)
+    app = subprocess.Popen([sys.executable, "-m", "tolaria", "run", "--stream-id", sid,
+                            "--agent", "fake-mcp", "go"], env=env, cwd=tmp_path,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    daemon = None
+    try:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists():
+            assert time.monotonic() < deadline and app.poll() is None, "no server"
+            time.sleep(0.02)
+        time.sleep(0.05)
+        daemon = psutil.Process(json.loads(pidfile.read_text())["pid"])
+        abort = subprocess.run([sys.executable, "-m", "tolaria", "abort", sid], env=env,
+                               capture_output=True, text=True, timeout=30)
+        assert abort.returncode == 0, abort.stderr
+        _, err = app.communicate(timeout=30)
+        assert is_gone(daemon), "the MCP server outlived tolaria abort"
+        assert "left alive" not in err and "survivor" not in err.lower(), err
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.communicate(timeout=10)
+        if daemon is not None and not is_gone(daemon):
+            with contextlib.suppress(psutil.Error):
+                daemon.kill()
