@@ -30,9 +30,9 @@ import psutil
 from tolaria.core.adapters.manifest import ACP, Manifest
 from tolaria.core.events import Survivor
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
-from tolaria.core.mcp.forms import SERVER_MARKER
+from tolaria.core.mcp.procs import mcp_server_top
 from tolaria.core.mcp.servers import McpServer
-from tolaria.core.process import backend, proctree, tracking, watchdog
+from tolaria.core.process import proctree, tracking, watchdog
 from tolaria.core.turns.mcp_setup import McpSetup
 from tolaria.core.turns.request import DEFAULT_GRACE_S
 from tolaria.core.turns.spawn import ExitProtocol
@@ -46,23 +46,6 @@ IDLE_TIMEOUT_S = 600.0
 #: saves its session and exits in 0.1-1 s) before its tree is killed.
 CLOSE_WINDOW_S = 1.0
 _DRAIN_S = 1.0
-
-
-def mcp_server_top(pid: int) -> bool:
-    """Whether ``pid`` is an MCP server Tolaria passed to the agent: it carries
-    ``TOLARIA_MCP_SERVER`` (forms.SERVER_MARKER, in the generated config) and its parent does
-    not (the server's own children, a tool call's processes, carry it too)."""
-    be = backend.current()
-    env = be.environ(pid)
-    if env is None or not _has(env, SERVER_MARKER):
-        return False
-    info = be.info(pid)
-    parent = be.environ(info.ppid) if info is not None else None
-    return parent is None or not _has(parent, SERVER_MARKER)
-
-
-def _has(environ: bytes, name: str) -> bool:
-    return (b"\0" + environ).find(b"\0" + name.encode() + b"=") >= 0
 
 
 def keepable(manifest: Manifest) -> bool:
