@@ -10,7 +10,9 @@ One server speaks the four wire APIs the CLIs use, each streamed as server-sent 
 The script is chosen by a keyword in the latest user text, so a test picks the behaviour with its
 prompt: ``E2E-ECHO`` asks for one shell call ``echo hi``; ``E2E-SLEEP`` asks for one shell call
 ``echo started; sleep 300; echo finished`` (to be stopped); ``E2E-WAIT`` one that ends by itself
-after 8 s (``sleep 8``: something can be sent while it runs); anything else gets a plain text answer.
+after 8 s (``sleep 8``: something can be sent while it runs); ``E2E-MCP-MARK`` and
+``E2E-MCP-SLEEP`` call the test MCP server's tool (``mark_and_sleep``, 0 or 300 s); anything
+else gets a plain text answer.
 Once a tool result comes back the model answers with text quoting it. A request without the good
 key (``GOOD_KEY``) gets the API's own 401 error. The shell tool is found in the tools the CLI
 offered (its name and argument schema differ per CLI), so the server follows the real CLI rather
@@ -33,6 +35,10 @@ ECHO_COMMAND = "echo hi"
 SLEEP_COMMAND = "echo started; sleep 300; echo finished"
 #: A tool that ends by itself after a while (a message can be sent while it runs).
 WAIT_COMMAND = "echo started; sleep 8; echo finished"
+#: The tool of the test MCP server (E2E-MCP-MARK: call it; E2E-MCP-SLEEP: call it to sleep 300 s).
+MCP_TOOL = "mark_and_sleep"
+#: How a Responses "namespace" tool (Codex: one per MCP server) and its function are joined here.
+NAMESPACE_SEP = "::"
 #: Shell tools of the CLIs we know, most specific first.
 SHELL_TOOLS = ("Bash", "run_shell_command", "exec_command", "shell_command", "shell", "bash")
 
@@ -81,6 +87,9 @@ def _shell_args(schema: dict[str, Any], command: str) -> dict[str, Any]:
 def plan(user_text: str, tool_result: str | None, tools: dict[str, dict[str, Any]]) -> Plan:
     if tool_result is not None:
         return Plan(text=f"The command printed: {tool_result.strip()[:200]}")
+    mcp = max(user_text.rfind("E2E-MCP-SLEEP"), user_text.rfind("E2E-MCP-MARK"))
+    if mcp >= 0 and mcp >= max(user_text.rfind(k) for k in ("E2E-ECHO", "E2E-SLEEP", "E2E-TEXT")):
+        return _mcp_plan(user_text[mcp:].startswith("E2E-MCP-SLEEP"), tools)
     wanted = None
     last = max((user_text.rfind(k), k) for k in ("E2E-ECHO", "E2E-SLEEP", "E2E-WAIT", "E2E-TEXT"))
     if last[0] >= 0 and last[1] == "E2E-ECHO":
@@ -95,6 +104,16 @@ def plan(user_text: str, tool_result: str | None, tools: dict[str, dict[str, Any
         if name in tools:
             return Plan(text="I'll run it.", tool=name, args=_shell_args(tools[name], wanted))
     return Plan(text=f"No shell tool was offered (tools: {', '.join(sorted(tools)) or 'none'})")
+
+
+def _mcp_plan(sleep: bool, tools: dict[str, dict[str, Any]]) -> Plan:
+    """Call the test MCP server's tool (tests/fakes/mcp_probe_server.py), by whatever name the
+    CLI gave it (Claude ``mcp__probe__mark_and_sleep``, Codex and Gemini their own spelling)."""
+    for name in sorted(tools):
+        if name.endswith(MCP_TOOL):
+            return Plan(text="I'll call the probe.", tool=name,
+                        args={"seconds": 300.0 if sleep else 0.0})
+    return Plan(text=f"No MCP probe tool was offered (tools: {', '.join(sorted(tools)) or 'none'})")
 
 
 def _text_of(content: Any) -> str:
@@ -134,7 +153,12 @@ def _plain(content: Any) -> str:
 
 
 def read_responses(body: dict[str, Any]) -> tuple[str, str | None, dict[str, Any]]:
-    tools = {t["name"]: t.get("parameters", {}) for t in body.get("tools", []) if "name" in t}
+    tools = {t["name"]: t.get("parameters", {}) for t in body.get("tools", [])
+             if "name" in t and t.get("type") != "namespace"}
+    for group in body.get("tools", []):
+        if group.get("type") == "namespace":  # Codex's MCP tools: one namespace per server
+            for t in group.get("tools", []):
+                tools[f"{group['name']}{NAMESPACE_SEP}{t['name']}"] = t.get("parameters", {})
     items = body.get("input", [])
     if isinstance(items, str):
         return items, None, tools
@@ -359,9 +383,11 @@ def _handler(owner: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                       "response.output_item.done")
             output.append(message)
             if p.tool:
+                namespace, _, name = p.tool.rpartition(NAMESPACE_SEP)
                 call = {"type": "function_call", "id": f"fc_fake_{uuid.uuid4().hex[:12]}",
-                        "call_id": f"call_fake_{uuid.uuid4().hex[:12]}", "name": p.tool,
-                        "arguments": json.dumps(p.args), "status": "completed"}
+                        "call_id": f"call_fake_{uuid.uuid4().hex[:12]}", "name": name,
+                        "arguments": json.dumps(p.args), "status": "completed",
+                        **({"namespace": namespace} if namespace else {})}
                 self._sse({"type": "response.output_item.added", "output_index": 1,
                            "item": {**call, "arguments": "", "status": "in_progress"}},
                           "response.output_item.added")

@@ -19,6 +19,9 @@ real capture tests/fixtures/claude/claude_streamin.jsonl (only the model text an
   background); ``START_HELPER`` starts a ``sleep 300`` in the agent's own process group (a
   helper like an MCP server) and ends the turn. Their pids go to ``$FAKE_PIDFILE`` as well.
 
+With ``--mcp-config=PATH`` (Tolaria's generated file) it starts the stdio MCP servers in it at
+once, with a cleaned environment as Claude does (tests/fakes/fake_mcp_client.py).
+
 Misbehaving on purpose: ``--ignore-interrupt`` never answers an interrupt, ``--refuse-interrupt``
 answers it with an error ``control_response``, ``--ignore-sigint`` ignores SIGINT, ``--crash``
 exits 3 right after ``system/init``.
@@ -38,7 +41,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # mypy knows this folder as ``fakes`` under tests/, the tests' import root
+    from fakes.fake_mcp_client import start_servers
+else:
+    from fake_mcp_client import start_servers  # (this folder is on sys.path: the script's own)
 
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "claude" / "claude_streamin.jsonl"
 SESSION = "f01a032f-daed-4fdc-bf93-95fc1f53f8d3"  # the capture's session id
@@ -168,6 +176,7 @@ def main(argv: list[str]) -> int:
         os._exit(0)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN if "--ignore-sigint" in argv else on_sigint)
+    start_servers(argv)  # --mcp-config=PATH: its stdio servers, as Claude starts them
     for raw in sys.stdin.buffer:
         if log_dir:
             with open(Path(log_dir, "stdin.jsonl"), "ab") as fh:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tolaria.config.mcp import McpSettings, load_mcp
 from tolaria.config.overrides import (
     AgentOverrides,
     AgentSettingsError,
@@ -55,6 +56,8 @@ class RunOptions:
     retry_limit_s: float
     #: Problems in the settings files that do not stop this run (shown as warnings).
     warnings: tuple[str, ...] = ()
+    #: ``[mcp]``: the servers (all of them; each run takes the ones for its agent, ADR 0019).
+    mcp: McpSettings = field(default_factory=McpSettings)
 
     def request(self, prompt: str, *, cwd: str | None = None, session_id: str | None = None,
                 on_permission: PermissionCallback | None = None,
@@ -63,12 +66,14 @@ class RunOptions:
         return RunRequest(manifest=self.manifest, prompt=prompt, cwd=cwd or self.cwd,
                           session_id=session_id, on_permission=on_permission,
                           retry_limit_s=self.retry_limit_s, permission_mode=self.permission_mode,
-                          model=self.model, keep_key=keep_key)
+                          model=self.model, keep_key=keep_key,
+                          mcp_servers=self.mcp.for_agent(self.manifest.id),
+                          mcp_on_failure=self.mcp.on_failure)
 
 
 def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
                 overrides: Mapping[str, AgentOverrides] | None = None,
-                path: Path | None = None) -> RunOptions:
+                path: Path | None = None, mcp: McpSettings | None = None) -> RunOptions:
     """Apply the settings to ``manifest`` for one run (the window and ``tolaria run`` alike).
 
     Reads ``settings.toml`` for what is not passed in. Raises AgentSettingsError when the
@@ -102,8 +107,11 @@ def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
                                                polite_window_ms=settings.polite_window_ms)
         applied = dataclasses.replace(applied, stop=stop)
     cwd = os.path.expanduser(o.cwd) if o.cwd else None
+    if mcp is None:  # read with the run: the servers saved now (Preferences writes the file)
+        mcp = load_mcp(path)
+        warnings += [p for p in mcp.problems if p not in warnings]
     return RunOptions(applied, o, o.permission_mode, o.model, cwd, settings.grace_seconds,
-                      settings.retry_limit_seconds, tuple(warnings))
+                      settings.retry_limit_seconds, tuple(warnings), mcp)
 
 
 def _apply_backend(choice: str) -> list[str]:
@@ -128,6 +136,8 @@ class RunConfig:
 
     settings: Settings = field(default_factory=Settings)
     overrides: Mapping[str, AgentOverrides] = field(default_factory=dict)
+    #: ``[mcp]``; None: read from settings.toml at each ``configure`` (what is saved now).
+    mcp: McpSettings | None = None
 
     def configure(self, manifest: Manifest) -> RunOptions:
         """The options of the next run of ``manifest``.
@@ -135,4 +145,5 @@ class RunConfig:
         Raises ``AgentSettingsError`` (a ValueError) when the agent is disabled or its
         overrides cannot be used: a run never runs differently than configured.
         """
-        return prepare_run(manifest, settings=self.settings, overrides=self.overrides)
+        return prepare_run(manifest, settings=self.settings, overrides=self.overrides,
+                           mcp=self.mcp)

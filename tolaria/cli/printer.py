@@ -204,8 +204,8 @@ class PlainPrinter(Printer):
             self._err_line(f"\nerror: {event.message}")
             if event.hint:
                 self._err_line(f"hint: {event.hint}")
-        elif isinstance(event, Diagnostic) and event.source == "retry":
-            self._err_line(f"[{event.message}]")
+        elif isinstance(event, Diagnostic) and event.source in ("retry", "notice"):
+            self._err_line(f"[{event.message}]")  # notice: an MCP server left out, a tool limit
         elif isinstance(event, Done):
             for _ in self.open_tools:
                 self._err_line(f"[tool {self.unfinished_status(event)}]")

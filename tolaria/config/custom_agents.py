@@ -210,6 +210,10 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
         data["permissions"] = manifest.permissions
     if manifest.input != "text":
         data["input"] = manifest.input
+    if manifest.protocol != OPENAI_CHAT and manifest.mcp.takes_servers:  # ADR 0019
+        data["mcp"] = {"form": manifest.mcp.form, "transports": list(manifest.mcp.transports)}
+        if manifest.mcp.settings_env:
+            data["mcp"]["settings_env"] = manifest.mcp.settings_env
     data["stop"] = {"polite": manifest.stop.polite,
                     "polite_window_ms": manifest.stop.polite_window_ms}
     return data

@@ -49,6 +49,9 @@ class ToolStart(Event):
     tool_id: str = ""
     name: str = ""
     input: Any = None
+    #: The MCP server whose tool this is ("" for the agent's own tools); ``name`` then shows
+    #: it too ("<server> · <tool>", tolaria/core/mcp/toolnames.py).
+    server: str = ""
 
 
 @dataclass(frozen=True)

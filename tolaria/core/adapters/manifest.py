@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tolaria.core.adapters.mcp_spec import McpSpec, parse_mcp_spec
+from tolaria.core.mcp.servers import TRANSPORTS
 from tolaria.support import paths, tomlfile
 
 #: ``openai-chat`` is not a CLI: Tolaria itself talks to an OpenAI-compatible endpoint
@@ -51,6 +53,8 @@ _PROCESS_KEYS = {"permissions", "permission_args", "permission_env", "resume_com
 _STOP_KEYS = {"polite", "polite_window_ms"}
 #: ``model_args``: how a CLI is told which model to use (an argv fragment with ``{model}``).
 _KNOWN_KEYS |= {"model_args"}
+#: ``mcp``: in which form the agent takes Tolaria's MCP servers (mcp_spec.py, ADR 0019).
+_PROCESS_KEYS |= {"mcp"}
 
 
 class ManifestError(ValueError):
@@ -110,6 +114,8 @@ class Manifest:
     #: ``command`` to continue a session, for CLIs whose resume is a subcommand
     #: (``codex exec resume ID PROMPT``). Exclusive with ``resume``.
     resume_command: tuple[str, ...] = ()
+    #: How MCP servers reach this agent at run time (``[mcp]``; none without the table).
+    mcp: McpSpec = field(default_factory=McpSpec)
 
     @property
     def can_resume(self) -> bool:
@@ -166,6 +172,10 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
     else:
         command = _argv(data.get("command"), "command", fail)
         extra = _permission_keys(data, fail)
+        if "mcp" in data:
+            extra["mcp"] = parse_mcp_spec(data["mcp"], fail)
+        elif protocol == ACP:  # the protocol itself carries them (session/new mcpServers)
+            extra["mcp"] = parse_mcp_spec({"form": "acp", "transports": list(TRANSPORTS)}, fail)
     if protocol == OPENAI_CHAT:
         permissions = data.get("permissions", "safe")
         if permissions not in PERMISSION_MODES:
@@ -285,9 +295,10 @@ def _resume_command(value: object, command: tuple[str, ...], fail: Any) -> tuple
 
 
 def build_argv(manifest: Manifest, *, prompt: str, cwd: str = "", session_id: str | None = None,
-               mode: str | None = None) -> list[str]:
+               mode: str | None = None, extra: tuple[str, ...] = ()) -> list[str]:
     """The argv of one run: ``command`` (or ``resume_command`` when a session continues),
-    the permission mode's arguments and ``resume``'s arguments.
+    the permission mode's arguments, ``extra`` (the run's MCP servers) and ``resume``'s
+    arguments.
 
     Added arguments go before the template's end-of-options ``--`` when it has one, else at
     the end: a command ending ``-- {prompt}`` keeps the prompt after the ``--`` (so a prompt
@@ -295,17 +306,19 @@ def build_argv(manifest: Manifest, *, prompt: str, cwd: str = "", session_id: st
     the prompt is filled in, so no prompt can move it.
     """
     mode = mode or manifest.permissions
+    permission = manifest.permission_args.get(mode, ())
+    tail: tuple[str, ...] = ()
     if session_id and manifest.resume_command:
-        template, added = manifest.resume_command, manifest.permission_args.get(mode, ())
+        template = manifest.resume_command
     else:
-        template = manifest.command
-        added = manifest.permission_args.get(mode, ()) + (manifest.resume if session_id else ())
-    if "--" in template:
-        cut = template.index("--")
-        template = template[:cut] + added + template[cut:]
-    else:
-        template = template + added
-    return substitute(template, prompt=prompt, cwd=cwd, session_id=session_id or "")
+        template, tail = manifest.command, (manifest.resume if session_id else ())
+    cut = template.index("--") if "--" in template else len(template)
+    argv = substitute(template[:cut] + permission, prompt=prompt, cwd=cwd,
+                      session_id=session_id or "")
+    # ``extra`` is never filled in: a server's argument may well contain "{prompt}".
+    return (argv + [no_nul(part) for part in extra]
+            + substitute(tail + template[cut:], prompt=prompt, cwd=cwd,
+                         session_id=session_id or ""))
 
 
 def _argv(value: object, key: str, fail: Any) -> tuple[str, ...]:

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 STDIO, HTTP, SSE = "stdio", "http", "sse"
+#: ``Diagnostic.source`` of what a run says about its MCP servers (left out, failed to start):
+#: a note the window shows in the turn (ui NOTICE_SOURCE) and ``tolaria run`` prints.
+NOTE = "notice"
 TRANSPORTS = (STDIO, HTTP, SSE)
 
 #: A server's name: a key in every CLI's own format (Codex's ``-c mcp_servers.<name>``, Claude's

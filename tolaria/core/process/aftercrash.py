@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -143,4 +144,15 @@ def end(paths: Iterable[str | bytes], timeout: float = SWEEP_TIMEOUT_S) -> int:
     for path in paths:
         with contextlib.suppress(OSError):
             os.unlink(path)
+        _remove_files(os.fsdecode(path))
     return len(stopped)
+
+
+def _remove_files(track: str) -> None:
+    """The run's private files (tracking.FILES_SUFFIX, next to its tracking file): an MCP
+    configuration may hold a server's token."""
+    if not track.endswith(".track.json"):
+        return
+    folder = track[: -len(".track.json")] + ".files"
+    if os.path.isdir(folder) and not os.path.islink(folder):
+        shutil.rmtree(folder, ignore_errors=True)

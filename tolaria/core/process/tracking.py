@@ -45,9 +45,20 @@ def folder() -> Path:
     return paths.data_dir() / "run"
 
 
+TRACK_SUFFIX = ".track.json"
+#: A run's private files (its agent's MCP configuration, ADR 0019) sit next to its tracking file,
+#: so the watchdog removes them with it after a crash (aftercrash.end).
+FILES_SUFFIX = ".files"
+
+
 def path_for(stream_id: str) -> Path:
     """The file of this process's run ``stream_id``."""
-    return folder() / f"{os.getpid()}-{stream_id}.track.json"
+    return folder() / f"{os.getpid()}-{stream_id}{TRACK_SUFFIX}"
+
+
+def files_for(stream_id: str) -> Path:
+    """The private folder of this process's run ``stream_id`` (not created here)."""
+    return folder() / f"{os.getpid()}-{stream_id}{FILES_SUFFIX}"
 
 
 def _leader_start(pid: int) -> int | None:

@@ -14,15 +14,17 @@ from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
     STOP_ERROR,
+    Diagnostic,
     Event,
     Init,
     TextDelta,
     ThinkingDelta,
     ToolDone,
-    ToolStart,
     ToolUpdate,
     Usage,
 )
+from tolaria.core.mcp.servers import NOTE
+from tolaria.core.mcp.toolnames import tool_start
 from tolaria.core.runtimes.base import Outcome
 from tolaria.core.runtimes.jsonl import JsonLinesRuntime, int_or_none, preview
 
@@ -63,7 +65,8 @@ class ClaudeStreamJson(JsonLinesRuntime):
         if subtype == "init":
             sid = data.get("session_id")
             self.session_id = sid if isinstance(sid, str) else None
-            return [Init(self.stream_id, agent=self.agent, session_id=self.session_id)]
+            return [Init(self.stream_id, agent=self.agent, session_id=self.session_id),
+                    *self._mcp_status(data.get("mcp_servers"))]
         if subtype == "api_retry":
             # Seen for a refused connection: attempt 1..10 of max_retries 10, error "unknown",
             # error_status null, delays doubling up to ~35 s (docs/retries.md).
@@ -73,6 +76,18 @@ class ClaudeStreamJson(JsonLinesRuntime):
                                + (f", HTTP {status}" if isinstance(status, int) else ""))
             return [self.diag(f"API retry: {preview(json.dumps(data))}")]
         return []
+
+    def _mcp_status(self, servers: object) -> list[Event]:
+        """A server Claude could not connect to is said in the chat, not dropped silently (the
+        run goes on without it; a slow one may still connect later)."""
+        out: list[Event] = []
+        for server in servers if isinstance(servers, list) else []:
+            if not isinstance(server, dict) or server.get("status") in ("connected", None):
+                continue
+            out.append(Diagnostic(self.stream_id, source=NOTE,
+                                  message=f"MCP server {str(server.get('name'))!r}: "
+                                          f"{server.get('status')} at start (Claude Code)"))
+        return out
 
     def _stream_event(self, event: object) -> list[Event]:
         if not isinstance(event, dict):
@@ -106,8 +121,8 @@ class ClaudeStreamJson(JsonLinesRuntime):
             elif btype == "thinking" and not streamed:
                 out.append(ThinkingDelta(self.stream_id, text=str(block.get("thinking", ""))))
             elif btype == "tool_use":
-                out.append(ToolStart(self.stream_id, tool_id=str(block.get("id", "")),
-                                     name=str(block.get("name", "")), input=block.get("input")))
+                out.append(tool_start(self.stream_id, str(block.get("id", "")),
+                                      str(block.get("name", "")), block.get("input")))
         return out
 
     def _user(self, message: dict[str, Any]) -> list[Event]:

@@ -26,6 +26,7 @@ from tolaria.core.events import (
     ToolStart,
     Usage,
 )
+from tolaria.core.mcp.toolnames import tool_start
 from tolaria.core.runtimes.base import Outcome
 from tolaria.core.runtimes.jsonl import JsonLinesRuntime, as_dict, int_or_none, str_or_none
 
@@ -94,7 +95,7 @@ class CodexExecJson(JsonLinesRuntime):
             return []
         tool_id = str(item.get("id", ""))
         self._started_tools.add(tool_id)
-        return [ToolStart(self.stream_id, tool_id=tool_id, name=str(itype), input=_tool_input(item))]
+        return [_tool_start(self.stream_id, tool_id, item)]
 
     def _item_completed(self, item: dict[str, Any]) -> list[Event]:
         itype = item.get("type")
@@ -107,14 +108,23 @@ class CodexExecJson(JsonLinesRuntime):
         tool_id = str(item.get("id", ""))
         out: list[Event] = []
         if tool_id not in self._started_tools:
-            out.append(ToolStart(self.stream_id, tool_id=tool_id, name=str(itype),
-                                 input=_tool_input(item)))
+            out.append(_tool_start(self.stream_id, tool_id, item))
         self._started_tools.discard(tool_id)
         exit_code = item.get("exit_code")
         is_error = item.get("status") in _FAILED or (exit_code is not None and exit_code != 0)
         out.append(ToolDone(self.stream_id, tool_id=tool_id, output=_tool_output(item),
                             is_error=bool(is_error)))
         return out
+
+
+def _tool_start(stream_id: str, tool_id: str, item: dict[str, Any]) -> ToolStart:
+    """An ``mcp_tool_call`` names its server and tool: the card shows both."""
+    server, tool = item.get("server"), item.get("tool")
+    if item.get("type") == "mcp_tool_call" and isinstance(server, str) and server:
+        return tool_start(stream_id, tool_id, str(tool or "tool"), item.get("arguments"),
+                          server=server)
+    return ToolStart(stream_id, tool_id=tool_id, name=str(item.get("type")),
+                     input=_tool_input(item))
 
 
 def _tool_input(item: dict[str, Any]) -> Any:

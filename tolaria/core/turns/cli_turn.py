@@ -11,6 +11,7 @@ import contextlib
 import signal
 import time
 
+from tolaria.core.adapters.mcp_spec import OPENCODE_CONFIG
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -19,8 +20,10 @@ from tolaria.core.events import (
     Done,
     Error,
     EventCallback,
+    ToolStart,
 )
 from tolaria.core.linereader import read_lines
+from tolaria.core.mcp.toolnames import with_server
 from tolaria.core.process.registry import ProcessRegistry, Run
 from tolaria.core.runtimes import make_runtime
 from tolaria.core.turns.diagnose import Agent, Diagnosis, diagnose, retry_cutoff
@@ -179,6 +182,9 @@ class CliTurn(ProcessTurn):
     # -- readers -------------------------------------------------------------------------------
     def _on_stdout(self, line: str) -> None:
         for event in self.runtime.feed(line):
+            if isinstance(event, ToolStart) and self.mcp.plan.passed:
+                event = with_server(event, tuple(s.name for s in self.mcp.plan.passed),
+                                    bare=self.manifest.mcp.form == OPENCODE_CONFIG)
             self.emit(event)
         self._watch_retries()
 

@@ -30,7 +30,10 @@ import psutil
 from tolaria.core.adapters.manifest import ACP, Manifest
 from tolaria.core.events import Survivor
 from tolaria.core.linereader import DEFAULT_MAX_LINE, read_lines
+from tolaria.core.mcp.procs import mcp_server_top
+from tolaria.core.mcp.servers import McpServer
 from tolaria.core.process import proctree, tracking, watchdog
+from tolaria.core.turns.mcp_setup import McpSetup
 from tolaria.core.turns.request import DEFAULT_GRACE_S
 from tolaria.core.turns.spawn import ExitProtocol
 from tolaria.support import platforms
@@ -70,8 +73,9 @@ class Keeper:
 
     key: str
     stream_id: str
-    #: (manifest, cwd, extra env): a turn asking for anything else gets a fresh process.
-    signature: tuple[Manifest, str, dict[str, str]]
+    #: (manifest, cwd, extra env, MCP servers): a turn asking for anything else gets a fresh
+    #: process.
+    signature: tuple[object, ...]
     proc: asyncio.subprocess.Process
     protocol: ExitProtocol
     transport: asyncio.SubprocessTransport
@@ -93,6 +97,8 @@ class Keeper:
     #: Its tracking file (tracking.py): what the watchdog ends after a crash, marker or not.
     track_path: str | None = None
     tracker: tracking.RunTracker | None = None
+    #: Its MCP servers (their private files go when the keeper ends; ADR 0019).
+    mcp: McpSetup = field(default_factory=McpSetup)
 
     @property
     def alive(self) -> bool:
@@ -157,6 +163,7 @@ class Keeper:
         own_group = self.root.pid if self.root is not None else None
         with contextlib.suppress(OSError):
             own_group = os.getpgid(self.proc.pid)
+        spared = {own_group}
         seeds = []
         for key, proc in killer.known.items():
             if key in before or proc is self.root or not proctree._alive(proc):
@@ -164,10 +171,16 @@ class Keeper:
             with contextlib.suppress(OSError):
                 if os.getpgid(proc.pid) == own_group:
                     continue
+            if mcp_server_top(proc.pid):
+                # The agent's MCP server, left the group (daemonized): it belongs to the kept
+                # agent, not to the turn (ADR 0019). Its own new children are still ended.
+                with contextlib.suppress(OSError):
+                    spared.add(os.getpgid(proc.pid))
+                continue
             seeds.append(proc)
         if not seeds:
             return []
-        leftovers = _LeftoverKiller(self.stream_id, None, seeds=seeds, spare_group=own_group)
+        leftovers = _LeftoverKiller(self.stream_id, None, seeds=seeds, spare_groups=spared)
         return await leftovers.kill(grace_s)
 
     # -- the end -------------------------------------------------------------------------------
@@ -204,6 +217,7 @@ class Keeper:
             watchdog.run_ended(self.stream_id)
             if self.track_path is not None:
                 tracking.forget(self.track_path)
+            self.mcp.close()
             self.closed.set()
 
     async def _leave_politely(self) -> None:
@@ -223,7 +237,8 @@ class _LeftoverKiller(proctree.TreeKiller):
     """A tree kill limited to some processes of a keeper and their descendants."""
 
     seeds: list[psutil.Process] = field(default_factory=list)
-    spare_group: int | None = None
+    #: Never signalled as groups: the agent's own, its daemonized MCP servers'.
+    spare_groups: set[int | None] = field(default_factory=set)
 
     def _scan_proc(self) -> set[int]:
         found: set[int] = set()
@@ -239,7 +254,7 @@ class _LeftoverKiller(proctree.TreeKiller):
 
     def _add(self, pids: Iterable[int]) -> list[psutil.Process]:
         new = super()._add(pids)
-        self.groups.discard(self.spare_group or -1)  # never the agent's own group
+        self.groups.difference_update(g for g in self.spare_groups if g is not None)
         return new
 
 
@@ -360,9 +375,9 @@ class KeeperPool:
             log.error("keeper task %s failed", task.get_name(), exc_info=task.exception())
 
 
-def signature_of(manifest: Manifest, cwd: str, env: Mapping[str, str]
-                 ) -> tuple[Manifest, str, dict[str, str]]:
-    return (manifest, cwd, dict(env))
+def signature_of(manifest: Manifest, cwd: str, env: Mapping[str, str],
+                 mcp_servers: tuple[McpServer, ...] = ()) -> tuple[object, ...]:
+    return (manifest, cwd, dict(env), mcp_servers)
 
 
 _default: KeeperPool | None = None

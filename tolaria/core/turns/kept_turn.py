@@ -17,6 +17,7 @@ from tolaria.core.events import STOP_CANCELLED, Done, Survivor
 from tolaria.core.process import proctree, tracking, watchdog
 from tolaria.core.process.registry import RUNNING
 from tolaria.core.stream_id import new_stream_id
+from tolaria.core.turns import mcp_setup
 from tolaria.core.turns.keeper import Keeper, KeeperPool, signature_of
 from tolaria.core.turns.process_turn import ProcessTurn, bind_process
 from tolaria.core.turns.spawn import build_env, spawn_agent
@@ -55,7 +56,7 @@ class KeptProcess:
         cwd = turn._start()
         if isinstance(cwd, Done):
             return cwd
-        signature = signature_of(turn.manifest, cwd, turn.request.env)
+        signature = signature_of(turn.manifest, cwd, turn.request.env, turn.request.mcp_servers)
         keeper = self.keepers.get(self.key)
         if keeper is not None and keeper.busy:
             return turn._fail(f"the conversation {self.key} already has a turn running on its "
@@ -68,6 +69,8 @@ class KeptProcess:
             else:
                 await asyncio.shield(self.keepers.kill(keeper, turn.grace_s))
             keeper = None
+        if keeper is not None:
+            turn.mcp = keeper.mcp  # (ACP: a fresh session on it needs the keeper's servers)
         fresh = keeper is None
         if keeper is None:
             spawned = await self._spawn(cwd, signature)
@@ -89,15 +92,30 @@ class KeptProcess:
         finally:
             self.keepers.release(keeper)
 
-    async def _spawn(self, cwd: str,
-                     signature: tuple[object, str, dict[str, str]]) -> Keeper | Done:
+    async def _spawn(self, cwd: str, signature: tuple[object, ...]) -> Keeper | Done:
         turn, manifest = self.turn, self.turn.manifest
         keeper_sid = new_stream_id()
+        env = build_env(manifest, keeper_sid, turn.request.env)
+        # The servers belong to the kept process: its marker, its life (ADR 0019).
+        mcp = mcp_setup.prepare(turn.request, env, keeper_sid, turn.permission_mode, turn.emit,
+                                turn.run.stream_id)
+        if isinstance(mcp, str):
+            return turn._fail(mcp)
+        spawned = await self._spawn_with(cwd, signature, keeper_sid, env, mcp)
+        if isinstance(spawned, Done):
+            mcp.close()
+        return spawned
+
+    async def _spawn_with(self, cwd: str, signature: tuple[object, ...], keeper_sid: str,
+                          env: dict[str, str], mcp: mcp_setup.McpSetup) -> Keeper | Done:
+        turn, manifest = self.turn, self.turn.manifest
         argv = substitute(manifest.command, prompt=turn.request.prompt, cwd=cwd)
+        argv += mcp.launched.args
         session = self.resume_session()
         if session and manifest.resume:
             argv += substitute(manifest.resume, session_id=session)
-        env = build_env(manifest, keeper_sid, turn.request.env)
+        env.update(mcp.launched.env)
+        turn.mcp = mcp
         found = await turn._find_program(argv[0], env)
         if isinstance(found, Done):
             return found
@@ -116,9 +134,9 @@ class KeptProcess:
             return turn._cannot_start(argv[0], exc)
         proctree.keeper_started()
         root = bind_process(proc.pid)
-        keeper = Keeper(self.key, keeper_sid, signature,  # type: ignore[arg-type]
+        keeper = Keeper(self.key, keeper_sid, signature,
                         proc, protocol, transport, root, max_line=turn.max_line,
-                        session_id=session, track_path=track)
+                        session_id=session, track_path=track, mcp=mcp)
         keeper.start_tracking()
         keeper.start_readers(stdout=self.reads_stdout)
         self.keepers.add(keeper)

@@ -36,6 +36,7 @@ from tolaria.core.process import backend, proctree, tracking
 from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
+from tolaria.core.turns import mcp_setup
 from tolaria.core.turns.request import RunRequest
 from tolaria.core.turns.spawn import ExitProtocol, build_env, spawn_agent
 
@@ -93,6 +94,8 @@ class ProcessTurn:
         #: Writes the run's processes down for the watchdog while it lives (tracking.py).
         self._tracker: tracking.RunTracker | None = None
         self._readers: list[asyncio.Task[None]] = []
+        #: The MCP servers of the agent process this turn talks to (ACP: for session/new).
+        self.mcp = mcp_setup.McpSetup()
 
     def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
         return Done(self.run.stream_id, stop_reason=stop_reason, exit_code=exit_code,
@@ -147,25 +150,34 @@ class ProcessTurn:
         if mode not in PERMISSION_MODES:
             return self._fail(f"unknown permission mode {mode!r} "
                               f"(known: {', '.join(PERMISSION_MODES)})")
-        argv = build_argv(manifest, prompt=self.request.prompt, cwd=cwd,
-                          session_id=self.request.session_id, mode=mode)
         env = build_env(manifest, sid, {**manifest.permission_env.get(mode, {}),
                                         **self.request.env})
-        found = await self._find_program(argv[0], env)
-        if isinstance(found, Done):
-            return found
-        argv, env = found.argv(argv[1:]), found.environment(env)
+        mcp = mcp_setup.prepare(self.request, env, sid, mode, self.emit, sid)
+        if isinstance(mcp, str):
+            return self._fail(mcp)
+        self.mcp = mcp
         try:
-            proc, protocol, transport = await spawn_agent(argv, cwd=cwd, env=env,
-                                                          stdin=self._stdin())
-        except OSError as exc:
-            return self._cannot_start(argv[0], exc)
-        try:
-            return await self._supervise(proc, protocol, cwd)
+            argv = build_argv(manifest, prompt=self.request.prompt, cwd=cwd,
+                              session_id=self.request.session_id, mode=mode,
+                              extra=mcp.launched.args)
+            env.update(mcp.launched.env)
+            found = await self._find_program(argv[0], env)
+            if isinstance(found, Done):
+                return found
+            argv, env = found.argv(argv[1:]), found.environment(env)
+            try:
+                proc, protocol, transport = await spawn_agent(argv, cwd=cwd, env=env,
+                                                              stdin=self._stdin())
+            except OSError as exc:
+                return self._cannot_start(argv[0], exc)
+            try:
+                return await self._supervise(proc, protocol, cwd)
+            finally:
+                await self._stop_tracking()
+                proctree.forget_own_child(proc.pid)
+                transport.close()
         finally:
-            await self._stop_tracking()
-            proctree.forget_own_child(proc.pid)
-            transport.close()
+            mcp.close()  # the agent (and so its servers) is gone: its private files go too
 
     async def _find_program(self, program: str, env: Mapping[str, str]
                             ) -> locate.Location | Done:

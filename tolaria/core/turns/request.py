@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.mcp.servers import McpServer
 from tolaria.core.permissions import PermissionCallback
 
 #: Seconds to wait for a stopped agent's tree to go before SIGKILL.
@@ -44,3 +45,9 @@ class RunRequest:
     #: for agents that can end a turn without exiting (ACP, Claude's stream-json input with the
     #: interrupt). None (one-shot callers: ``tolaria run``, fan-out): one process per turn.
     keep_key: str | None = None
+    #: The MCP servers meant for this agent (settings ``[mcp.servers.*]``), passed in its own
+    #: form at spawn (tolaria/core/mcp/forms.py, ADR 0019); ``${VAR}`` is expanded then.
+    mcp_servers: tuple[McpServer, ...] = ()
+    #: A server that cannot be passed: "continue" (said in the chat, the run goes on without
+    #: it) or "refuse" (the turn ends with an error, the agent is not started).
+    mcp_on_failure: str = "continue"

@@ -28,6 +28,8 @@ from tolaria.core.events import (
     Survivor,
 )
 from tolaria.core.linereader import read_lines
+from tolaria.core.mcp.forms import acp_servers
+from tolaria.core.mcp.servers import NOTE
 from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.process.registry import ProcessRegistry, Run
 from tolaria.core.turns.acp.updates import UpdateMapper, result_usage, stop_reason
@@ -132,7 +134,8 @@ class AcpTurn(ProcessTurn):
             # The agent replays the old conversation as updates: not news for this turn.
             self.mapper.muted = True
             try:
-                await conn.load_session(cwd=cwd, session_id=wanted, mcp_servers=[])
+                await conn.load_session(cwd=cwd, session_id=wanted,
+                                        mcp_servers=self._mcp_servers(caps))
                 session = wanted
             except RequestError as exc:
                 self.emit(Diagnostic(sid, source="acp", message=f"could not load session "
@@ -143,10 +146,32 @@ class AcpTurn(ProcessTurn):
             self.emit(Diagnostic(sid, source="acp", message="the agent cannot load an earlier "
                                                             "session; starting a new one"))
         if session is None:
-            session = (await conn.new_session(cwd=cwd, mcp_servers=[])).session_id
+            session = (await conn.new_session(cwd=cwd,
+                                              mcp_servers=self._mcp_servers(caps))).session_id
         self.session_id = session
         self.emit(Init(sid, agent=self.manifest.id, session_id=session))
         return session
+
+    def _mcp_servers(self, caps: Any) -> list[Any]:
+        """The run's MCP servers as the agent's ``mcpCapabilities`` allow (stdio always); the
+        others are said in the chat (ADR 0019)."""
+        from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
+
+        mcp_caps = getattr(caps, "mcp_capabilities", None)
+        entries, left_out = acp_servers(
+            self.mcp.plan.passed, self.mcp.marker,
+            http=bool(getattr(mcp_caps, "http", False)), sse=bool(getattr(mcp_caps, "sse", False)))
+        for name, why in left_out:
+            self.emit(Diagnostic(self.run.stream_id, source=NOTE,
+                                 message=f"MCP server {name!r} is not passed to "
+                                         f"{self.manifest.name}: {why}"))
+        out: list[Any] = []
+        for entry in entries:
+            kind = entry.get("type")
+            model = HttpMcpServer if kind == "http" else SseMcpServer if kind == "sse" else None
+            out.append(model.model_validate(entry) if model is not None
+                       else McpServerStdio.model_validate(entry))
+        return out
 
     async def _send_prompt(self, conn: Any, session: str) -> dict[str, Any]:
         """session/prompt with the request's text: the prompt's result."""

@@ -18,10 +18,10 @@ from tolaria.core.events import (
     TextDelta,
     ThinkingDelta,
     ToolDone,
-    ToolStart,
     ToolUpdate,
     Usage,
 )
+from tolaria.core.mcp.toolnames import tool_start
 
 #: Stop reasons of ``session/prompt`` (ACP v1); any other value is passed through as given.
 STOP_REASONS = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled")
@@ -122,7 +122,7 @@ class UpdateMapper:
             raw_input = update.get("rawInput")
             state = self._state[tool_id] = _ToolState(title, raw_input)
             self.open_tools[tool_id] = title
-            events.append(ToolStart(self.stream_id, tool_id=tool_id, name=title, input=raw_input))
+            events.append(tool_start(self.stream_id, tool_id, title, raw_input))
         status = update.get("status")
         finished = status in ("completed", "failed")
         change = state.change(update, finished)
