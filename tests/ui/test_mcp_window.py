@@ -12,7 +12,7 @@ from ui.uihelpers import StartApp, save_shot
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.adapters.mcp_spec import McpSpec
-from tolaria.ui.cards.tool import ToolCard
+from tolaria.ui.transcript.cards.tool import ToolCard
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
