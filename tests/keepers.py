@@ -34,10 +34,12 @@ class Chat:
         self.env = {"FAKE_LOG": str(tmp_path), "FAKE_PIDFILE": str(tmp_path / "pids")}
 
     def start(self, prompt: str, session_id: str | None = None, manifest: Manifest | None = None,
-              cwd: Path | None = None) -> tuple[str, Collector, asyncio.Task[Done]]:
+              cwd: Path | None = None, permission_mode: str | None = None,
+              ) -> tuple[str, Collector, asyncio.Task[Done]]:
         sid, collector = new_stream_id(), Collector()
         request = RunRequest(manifest or self.manifest, prompt, str(cwd or self.tmp_path),
-                             self.env, session_id=session_id, keep_key=self.key)
+                             self.env, session_id=session_id, keep_key=self.key,
+                             permission_mode=permission_mode)
         task = asyncio.ensure_future(stream_ai_agent(request, sid, collector,
                                                      registry=self.registry, grace_s=0.5,
                                                      keepers=self.pool))

@@ -9,6 +9,7 @@ its keepers, so the leak fixture still finds no process behind.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -175,6 +176,32 @@ async def test_another_folder_or_agent_gets_a_fresh_process(tmp_path: Path) -> N
         assert second != first and pid_gone(first)
         await c.turn("new agent", manifest=claude(window_ms=999))
         assert c.pid() != second and pid_gone(second)
+
+
+@async_test
+async def test_a_kept_process_starts_with_its_permission_mode_and_a_new_mode_replaces_it(
+        tmp_path: Path) -> None:
+    """A kept agent gets the mode's flags and variables like a one-shot run ("safe" Claude:
+    no shell even where the user's own settings allow it); Preferences switching the mode
+    gives the next turn a fresh process, never the old one with the old rights."""
+    manifest = dataclasses.replace(
+        claude(), permissions="safe",
+        permission_args={"safe": ("--disallowedTools", "Bash"), "full": ("--allowedTools", "Bash")},
+        permission_env={"safe": {"FAKE_MODE": "safe"}, "full": {"FAKE_MODE": "full"}})
+    async with chat(manifest, tmp_path) as c:
+        done, _ = await c.turn("hello")
+        assert done.stop_reason == "end_turn"
+        safe = c.pid()
+        assert c.argv()[-2:] == ["--disallowedTools", "Bash"]
+        assert psutil.Process(safe).environ()["FAKE_MODE"] == "safe"
+        await c.turn("again", permission_mode="safe")
+        assert c.pid() == safe, "the same mode keeps the process"
+        done, _ = await c.turn("now with a shell", permission_mode="full")
+        assert done.stop_reason == "end_turn"
+        assert c.pid() != safe and pid_gone(safe)
+        assert c.argv()[-2:] == ["--allowedTools", "Bash"]
+        assert "--disallowedTools" not in c.argv()
+        assert psutil.Process(c.pid()).environ()["FAKE_MODE"] == "full"
 
 
 @async_test

@@ -376,8 +376,11 @@ class KeeperPool:
 
 
 def signature_of(manifest: Manifest, cwd: str, env: Mapping[str, str],
-                 mcp_servers: tuple[McpServer, ...] = ()) -> tuple[object, ...]:
-    return (manifest, cwd, dict(env), mcp_servers)
+                 mcp_servers: tuple[McpServer, ...] = (),
+                 permission_mode: str = "") -> tuple[object, ...]:
+    """What a kept process was started with: a turn that asks for anything else (another
+    folder, variables, MCP servers or permission mode) gets a fresh process."""
+    return (manifest, cwd, dict(env), mcp_servers, permission_mode)
 
 
 _default: KeeperPool | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from tolaria.core.adapters.manifest import substitute
+from tolaria.core.adapters.manifest import build_argv
 from tolaria.core.events import STOP_CANCELLED, Done, Survivor
 from tolaria.core.process import proctree, tracking, watchdog
 from tolaria.core.process.registry import RUNNING
@@ -56,7 +56,8 @@ class KeptProcess:
         cwd = turn._start()
         if isinstance(cwd, Done):
             return cwd
-        signature = signature_of(turn.manifest, cwd, turn.request.env, turn.request.mcp_servers)
+        signature = signature_of(turn.manifest, cwd, turn.request.env, turn.request.mcp_servers,
+                                 turn.permission_mode)
         keeper = self.keepers.get(self.key)
         if keeper is not None and keeper.busy:
             return turn._fail(f"the conversation {self.key} already has a turn running on its "
@@ -95,7 +96,10 @@ class KeptProcess:
     async def _spawn(self, cwd: str, signature: tuple[object, ...]) -> Keeper | Done:
         turn, manifest = self.turn, self.turn.manifest
         keeper_sid = new_stream_id()
-        env = build_env(manifest, keeper_sid, turn.request.env)
+        # The permission mode's variables and flags, as a one-shot run gets them
+        # (ProcessTurn.execute): a kept process must not run with more rights than asked.
+        mode_env = manifest.permission_env.get(turn.permission_mode, {})
+        env = build_env(manifest, keeper_sid, {**mode_env, **turn.request.env})
         # The servers belong to the kept process: its marker, its life (ADR 0019).
         mcp = mcp_setup.prepare(turn.request, env, keeper_sid, turn.permission_mode, turn.emit,
                                 turn.run.stream_id)
@@ -109,11 +113,9 @@ class KeptProcess:
     async def _spawn_with(self, cwd: str, signature: tuple[object, ...], keeper_sid: str,
                           env: dict[str, str], mcp: mcp_setup.McpSetup) -> Keeper | Done:
         turn, manifest = self.turn, self.turn.manifest
-        argv = substitute(manifest.command, prompt=turn.request.prompt, cwd=cwd)
-        argv += mcp.launched.args
         session = self.resume_session()
-        if session and manifest.resume:
-            argv += substitute(manifest.resume, session_id=session)
+        argv = build_argv(manifest, prompt=turn.request.prompt, cwd=cwd, session_id=session,
+                          mode=turn.permission_mode, extra=mcp.launched.args)
         env.update(mcp.launched.env)
         turn.mcp = mcp
         found = await turn._find_program(argv[0], env)
