@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tolaria.config.mcp import REFUSE, load_mcp
+from tolaria.config.mcp import REFUSE, McpSettings, load_mcp
 from tolaria.config.mcp_edit import (
     remove_server,
     save_server,
@@ -57,6 +57,13 @@ def test_add_edit_rename_remove_keep_the_hand_written_comments(tmp_path: Path) -
     assert not remove_server("docs", path=path)
     assert load_mcp(path).servers == (renamed,)
     assert path.read_text().startswith("# my settings, written by hand")
+    set_on_failure(REFUSE, path=path)
+    assert remove_server("repo", path=path)  # the last one: [mcp] keeps on_failure alone
+    assert load_mcp(path) == McpSettings(on_failure=REFUSE)
+    set_on_failure("continue", path=path)
+    save_server(GIT, path=path)
+    assert remove_server("git", path=path)
+    assert "[mcp.servers" not in path.read_text()
 
 
 def test_a_new_file_and_on_failure(tmp_path: Path) -> None:

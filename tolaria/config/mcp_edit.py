@@ -164,6 +164,11 @@ def remove_server(name: str, path: Path | None = None) -> bool:
         if servers is None or name not in servers:
             return False
         del servers[name]
+        # No empty tables left behind (an empty [mcp.servers] would not even be written).
+        if not servers:
+            del root["mcp"]["servers"]
+            if not root["mcp"]:
+                del root["mcp"]
         return True
 
     return tomlfile.edit(path, change)
