@@ -20,6 +20,7 @@ from tolaria.config.mcp import REFUSE, load_mcp
 from tolaria.config.settings import settings_path
 from tolaria.core.mcp.servers import McpServer
 from tolaria.ui.settings import SettingsDialog
+from tolaria.ui.settings.env_table import EnvTable
 from tolaria.ui.settings.mcp_page import McpPage
 
 Start = Callable[..., AppDriver]
@@ -44,6 +45,16 @@ def _add(drv: AppDriver, page: McpPage, name: str, args: str, command: str = sys
     type_into(child(page, QLineEdit, "mcpName"), name)
     type_into(child(page, QLineEdit, "mcpCommand"), command)
     type_into(child(page, QLineEdit, "mcpArgs"), args)
+
+
+def _fill_row(table: EnvTable, name: str, value: str) -> None:
+    """Add a row and type its name and value, as a user does."""
+    table.add_button.click()
+    row = table.table.rowCount() - 1
+    for column, text in ((0, name), (1, value)):
+        item = table.table.item(row, column)
+        assert item is not None
+        item.setText(text)
 
 
 def _save(qtbot: QtBot, page: McpPage) -> None:
@@ -78,10 +89,7 @@ def test_add_edit_remove_write_the_file_and_keep_its_comment(start_app: Start,
     assert "Saved the MCP server tools" in dialog.status.text()
 
     # Edit: an env variable (a secret one is masked), only these agents, disabled.
-    page.editor.env.add_button.click()
-    table = page.editor.env.table
-    table.item(0, 0).setText("API_TOKEN")
-    table.item(0, 1).setText("sk-not-shown-1234567")
+    _fill_row(page.editor.env, "API_TOKEN", "sk-not-shown-1234567")
     assert page.editor.env.displayed_value(0) == "••••••••"
     child(page, type(page.editor.some_agents), "mcpAgentsSome").click()
     agents = child(page, QListWidget, "mcpAgentList")
@@ -197,9 +205,7 @@ def test_each_bad_input_shows_its_message(start_app: Start, qtbot: QtBot) -> Non
         assert text.startswith(message), (name, text)
         assert "✗" in child(page, QListWidget, "mcpServerList").currentItem().text()
     # A ${VAR} not set.
-    page.editor.env.add_button.click()
-    page.editor.env.table.item(0, 0).setText("TOKEN")
-    page.editor.env.table.item(0, 1).setText("${SURELY_NOT_SET_MCP}")
+    _fill_row(page.editor.env, "TOKEN", "${SURELY_NOT_SET_MCP}")
     assert _test(qtbot, page).startswith(
         "✗ Env TOKEN: ${SURELY_NOT_SET_MCP} is not set in Tolaria's environment")
     # Remote: a URL that refuses, and one that wants credentials.
@@ -213,9 +219,7 @@ def test_each_bad_input_shows_its_message(start_app: Start, qtbot: QtBot) -> Non
     with served("http", token="the-right-token-1234") as url:
         type_into(child(page, QLineEdit, "mcpUrl"), url)
         assert "answered HTTP 401 Unauthorized" in _test(qtbot, page)
-        page.editor.headers.add_button.click()
-        page.editor.headers.table.item(0, 0).setText("Authorization")
-        page.editor.headers.table.item(0, 1).setText("Bearer the-right-token-1234")
+        _fill_row(page.editor.headers, "Authorization", "Bearer the-right-token-1234")
         assert page.editor.headers.displayed_value(0) == "••••••••"
         assert _test(qtbot, page).startswith("✓ Works")
     assert live_fake_servers() == []
