@@ -193,13 +193,21 @@ def prepare(home: Path) -> None:
     adapters.joinpath("slow-agent.toml").write_text(
         'id = "slow-agent"\nname = "Slow agent"\nprotocol = "claude-stream-json"\n'
         f'command = ["{{python}}", "{fake}", "hang", "{{prompt}}"]\n')
+    # The fake MCP server behind a plain program name on PATH: the picture shows no path.
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
     server = ROOT / "tests" / "fakes" / "mcp_server.py"
+    program = bin_dir / "notes-mcp"
+    program.write_text(f"#!{sys.executable}\nimport runpy\n"
+                       f"runpy.run_path({str(server)!r}, run_name='__main__')\n")
+    program.chmod(0o755)
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
     home.joinpath("settings.toml").write_text(
-        '[mcp.servers.fake-tools]\n'
-        f'command = "{sys.executable}"\nargs = ["{server}"]\n'
-        'env = { FAKE_MCP_TOOL = "search_notes" }\n\n'
+        '[mcp.servers.notes]\ncommand = "notes-mcp"\nargs = ["--read-only"]\n'
+        'env = { FAKE_MCP_TOOL = "search_notes", NOTES_API_KEY = "${NOTES_KEY}" }\n\n'
         '[mcp.servers.docs]\ntransport = "http"\nurl = "https://docs.example.com/mcp"\n'
         'headers = { Authorization = "Bearer ${DOCS_TOKEN}" }\nagents = ["demo"]\n')
+    os.environ["NOTES_KEY"] = "notes-demo-key-0000"
     adapters.joinpath("demo-2.toml").write_text(
         demo.replace('id = "demo"', 'id = "demo-2"', 1)
             .replace('name = "', 'name = "Copy of ', 1))
