@@ -17,15 +17,11 @@ from tolaria.config.mcp_edit import remove_server, save_server, set_on_failure
 from tolaria.core.mcp.servers import McpConfigError, McpServer
 from tolaria.core.mcp.servertest import DEFAULT_TIMEOUT_S, test_server
 from tolaria.core.process.registry import ProcessRegistry
+from tolaria.qt.settings_controller import file_error_text
 from tolaria.qt.tasks import TaskSet
 from tolaria.support.tomlfile import SettingsFileError
 
 log = logging.getLogger(__name__)
-
-
-def _file_error(exc: SettingsFileError) -> str:
-    where = f"{exc.path}, line {exc.line}" if exc.line else str(exc.path)
-    return f"Not saved: {where}: {exc.problem}. Fix the file (or move it away) and try again."
 
 
 class McpControl(QObject):
@@ -58,7 +54,7 @@ class McpControl(QObject):
         try:
             saved = save_server(server, replace)
         except SettingsFileError as exc:
-            self.save_failed.emit(_file_error(exc))
+            self.save_failed.emit(file_error_text(exc))
             return
         except (McpConfigError, OSError) as exc:
             self.save_failed.emit(f"Not saved: {exc}")
@@ -69,7 +65,7 @@ class McpControl(QObject):
         try:
             remove_server(name)
         except SettingsFileError as exc:
-            self.save_failed.emit(_file_error(exc))
+            self.save_failed.emit(file_error_text(exc))
             return
         except OSError as exc:
             self.save_failed.emit(f"Not removed: {exc}")
@@ -80,7 +76,7 @@ class McpControl(QObject):
         try:
             set_on_failure(value)
         except SettingsFileError as exc:
-            self.save_failed.emit(_file_error(exc))
+            self.save_failed.emit(file_error_text(exc))
         except (McpConfigError, OSError) as exc:
             self.save_failed.emit(f"Not saved: {exc}")
         self.servers_changed.emit(load_mcp())  # what the file says now, saved or not

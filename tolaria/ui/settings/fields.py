@@ -67,6 +67,24 @@ class ErrorLabel(QLabel):
         painter.end()
 
 
+def muted(label: QLabel) -> QLabel:
+    """``label`` in the muted text colour, wrapping: a note under a field."""
+    label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+    label.setWordWrap(True)
+    return label
+
+
+def title_label(parent: QWidget, name: str) -> QLabel:
+    """The bold, slightly larger heading of a form (an agent's or a server's name)."""
+    title = QLabel(parent)
+    title.setObjectName(name)
+    font = title.font()
+    font.setBold(True)
+    font.setPointSizeF(font.pointSizeF() * 1.15)
+    title.setFont(font)
+    return title
+
+
 def with_error_label(parent: QWidget, field: QWidget, name: str, *,
                      reserve: bool = False) -> tuple[QWidget, ErrorLabel]:
     """``field`` and its ErrorLabel (object name ``<name>Error``) right under it, in one box

@@ -37,18 +37,19 @@ from tolaria.config.mcp_edit import server_problems
 from tolaria.core.mcp.servers import HTTP, SSE, STDIO, McpServer
 from tolaria.ui import theme
 from tolaria.ui.settings.env_table import EnvTable
-from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color, with_error_label
+from tolaria.ui.settings.fields import (
+    ErrorLabel,
+    PathField,
+    error_text_color,
+    muted,
+    title_label,
+    with_error_label,
+)
 
 FIELDS = ("name", "command", "args", "env", "url", "headers", "agents")
 _ID = Qt.ItemDataRole.UserRole
 #: Tools shown after a Test; the rest are counted.
 _SHOWN_TOOLS = 60
-
-
-def _muted(label: QLabel) -> QLabel:
-    label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
-    label.setWordWrap(True)
-    return label
 
 
 class McpEditor(QWidget):
@@ -71,12 +72,7 @@ class McpEditor(QWidget):
         self._rows: dict[str, QWidget] = {}
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        self.title = QLabel(self)
-        self.title.setObjectName("mcpTitle")
-        font = self.title.font()
-        font.setBold(True)
-        font.setPointSizeF(font.pointSizeF() * 1.15)
-        self.title.setFont(font)
+        self.title = title_label(self, "mcpTitle")
         outer.addWidget(self.title)
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -168,7 +164,7 @@ class McpEditor(QWidget):
         self.agent_list.hide()  # shown with "Only these"
         self.agent_list.itemChanged.connect(self._on_field_edited)
         column.addWidget(self.agent_list)
-        self.agent_note = _muted(QLabel(box))
+        self.agent_note = muted(QLabel(box))
         self.agent_note.setObjectName("mcpAgentNote")
         column.addWidget(self.agent_note)
         return box
@@ -195,7 +191,7 @@ class McpEditor(QWidget):
         self.test_status.setWordWrap(True)
         self.test_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         row.addWidget(self.test_status, 1)
-        self.dirty = _muted(QLabel(self))
+        self.dirty = muted(QLabel(self))
         self.dirty.setObjectName("mcpDirty")
         self.dirty.setWordWrap(False)
         row.addWidget(self.dirty)
