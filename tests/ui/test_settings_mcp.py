@@ -239,3 +239,17 @@ def test_a_broken_settings_file_is_not_written_over(start_app: Start, qtbot: QtB
     assert settings_path().read_text() == broken
     assert "•" in child(page, QListWidget, "mcpServerList").item(0).text()  # still unsaved
     close_preferences(drv, dialog, qtbot)
+
+
+def test_quitting_mid_test_ends_the_server_before_the_app_is_done(start_app: Start,
+                                                                  qtbot: QtBot) -> None:
+    drv = start_app()
+    _dialog, page = _mcp_page(drv)
+    _add(drv, page, "hanger", f"{FAKE_MCP} hang")
+    child(page, QPushButton, "mcpTestButton").click()
+    qtbot.waitUntil(lambda: bool(live_fake_servers()), timeout=10_000)
+    [run] = drv.app.registry.live()  # listed like a run (``tolaria streams``)
+    assert run["agent"] == "mcp:hanger"
+    drv.close()  # the app's real shutdown: it waits for the Test's tree to be gone
+    assert live_fake_servers() == []
+    assert drv.app.registry.live() == []
