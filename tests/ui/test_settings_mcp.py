@@ -184,7 +184,8 @@ def test_cancel_mid_test_leaves_no_process(start_app: Start, qtbot: QtBot, tmp_p
 
 def test_each_bad_input_shows_its_message(start_app: Start, qtbot: QtBot) -> None:
     drv = start_app()
-    drv.app.preferences.mcp.timeout = 3.0
+    control = drv.app.preferences.mcp
+    control.timeout = 3.0
     dialog, page = _mcp_page(drv)
     assert page.test_timeout == 3.0
     cases = [
@@ -199,11 +200,13 @@ def test_each_bad_input_shows_its_message(start_app: Start, qtbot: QtBot) -> Non
          "✗ No answer to initialize within 3 s; the server was stopped"),
     ]
     for name, command, args, message in cases:
+        control.timeout = 3.0 if name == "hangs" else 30.0  # only the hang waits it out
         _add(drv, page, name, args, command=command)
         _save(qtbot, page)
         text = _test(qtbot, page)
         assert text.startswith(message), (name, text)
         assert "✗" in child(page, QListWidget, "mcpServerList").currentItem().text()
+    control.timeout = 30.0
     # A ${VAR} not set.
     _fill_row(page.editor.env, "TOKEN", "${SURELY_NOT_SET_MCP}")
     assert _test(qtbot, page).startswith(
