@@ -5,12 +5,14 @@ double-forked, a server ignoring SIGTERM, a Cancel at any moment)."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import psutil
 import pytest
 from helpers import async_test, wait_until
 from mcphelpers import (
+    FAKE_MCP,
     TOOLS,
     live_fake_servers,
     refused_url,
@@ -160,3 +162,15 @@ async def test_a_url_that_refuses_is_not_mcp_or_never_answers() -> None:
         assert not result.ok
         assert "within 1.5 s" in result.error or "did not answer" in result.error, result.error
         assert result.elapsed < 5
+
+
+@async_test
+async def test_a_launcher_that_downloads_gets_a_hint_when_it_times_out(tmp_path: Path) -> None:
+    npx = tmp_path / "npx"
+    npx.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    npx.chmod(0o755)
+    server = McpServer("x", command=str(npx), args=(str(FAKE_MCP), "hang"))
+    result = await run_test(server, {}, timeout=2, grace=0.5)
+    assert result.error.startswith("no answer to initialize within 2 s; the server was stopped")
+    assert "a first run may still be downloading the package" in result.error
+    assert live_fake_servers() == []

@@ -256,7 +256,19 @@ def _stdio_error(proc: StdioServerProcess, progress: _Progress, talk: asyncio.Ta
     failure = talk.exception() if talk.done() and not talk.cancelled() else None
     if failure is not None:
         return _exception_text(failure, progress, "")
-    return f"no answer to {progress.phase} within {timeout:g} s; the server was stopped"
+    hint = ""
+    if os.path.basename(_program(proc)) in _DOWNLOADERS and progress.phase == "initialize":
+        hint = (" (a first run may still be downloading the package: run the command once "
+                "in a terminal)")
+    return f"no answer to {progress.phase} within {timeout:g} s; the server was stopped{hint}"
+
+
+#: Launchers that fetch the server before starting it (a first start can take long).
+_DOWNLOADERS = {"npx", "uvx", "bunx", "pnpx", "pipx", "npx.cmd", "uvx.exe"}
+
+
+def _program(proc: StdioServerProcess) -> str:
+    return proc.argv[0] if proc.argv else ""
 
 
 # -- http / sse -----------------------------------------------------------------------------------

@@ -46,8 +46,10 @@ class StdioServerProcess:
 
     def __init__(self, proc: asyncio.subprocess.Process, protocol: ExitProtocol,
                  transport: asyncio.SubprocessTransport, stream_id: str, started: float,
-                 secrets: Sequence[str]) -> None:
+                 secrets: Sequence[str], argv: Sequence[str] = ()) -> None:
         self.proc = proc
+        #: What was started (the program resolved, then the arguments).
+        self.argv = tuple(argv)
         self.protocol = protocol
         self.transport = transport
         self.stream_id = stream_id
@@ -154,6 +156,9 @@ class StdioServerProcess:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.exited.wait(), CLOSE_WAIT_S)
         survivors = await self.tree.kill(grace)
+        # Nobody reads the session's side any more: a reader blocked handing it a message
+        # wakes up (BrokenResourceError) instead of waiting for the cancel below.
+        self.read_stream.close()
         # The tree is gone, so its pipes are closed: the readers end (bounded all the same).
         readers = self._tasks[:2]
         _done, pending = await asyncio.wait(readers, timeout=1.0)
@@ -162,7 +167,6 @@ class StdioServerProcess:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.write_stream.close()
         self._from_session.close()
-        self.read_stream.close()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.proc.wait(), 2.0)
         self.transport.close()
@@ -189,4 +193,4 @@ async def start_stdio_server(argv: Sequence[str], env: Mapping[str, str], stream
         start_new_session=True)
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     proctree.remember_own_child(proc.pid)
-    return StdioServerProcess(proc, protocol, transport, stream_id, started, secrets)
+    return StdioServerProcess(proc, protocol, transport, stream_id, started, secrets, argv)
