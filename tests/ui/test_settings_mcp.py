@@ -256,3 +256,28 @@ def test_quitting_mid_test_ends_the_server_before_the_app_is_done(start_app: Sta
     drv.close()  # the app's real shutdown: it waits for the Test's tree to be gone
     assert live_fake_servers() == []
     assert drv.app.registry.live() == []
+
+
+def test_a_hand_edit_made_while_the_page_is_open_is_kept(start_app: Start, qtbot: QtBot) -> None:
+    drv = start_app()
+    dialog, page = _mcp_page(drv)
+    _add(drv, page, "mine", f"{FAKE_MCP}")
+    _save(qtbot, page)
+    # Meanwhile, in an editor: another server, a comment, and a key of this one.
+    path = settings_path()
+    path.write_text(path.read_text().replace("[mcp.servers.mine]", "# by hand\n[mcp.servers.mine]")
+                    + '\n[mcp.servers.theirs]\ncommand = "their-server"  # theirs\n')
+    type_into(child(page, QLineEdit, "mcpArgs"), f"{FAKE_MCP} ok")
+    _save(qtbot, page)
+    text = path.read_text()
+    assert "# by hand" in text and 'command = "their-server"  # theirs' in text
+    assert [s.name for s in load_mcp().servers] == ["mine", "theirs"]
+    servers = child(page, QListWidget, "mcpServerList")
+    assert servers.count() == 2  # the page shows the file as it is now
+    servers.setCurrentRow(0)
+    child(page, QPushButton, "mcpRemoveButton").click()
+    child(page, QPushButton, "mcpRemoveConfirmAccept").click()
+    qtbot.waitUntil(lambda: servers.count() == 1, timeout=5000)
+    assert [s.name for s in load_mcp().servers] == ["theirs"]
+    assert 'command = "their-server"  # theirs' in path.read_text()
+    close_preferences(drv, dialog, qtbot)
