@@ -123,3 +123,20 @@ def test_mcp_that_is_not_a_table_is_refused(tmp_path: Path) -> None:
     with pytest.raises(SettingsFileError, match="mcp must be a table"):
         save_server(GIT, path=path)
     assert path.read_text() == 'mcp = "nope"\n'
+
+
+def test_only_the_fields_changed_in_the_window_are_written(tmp_path: Path) -> None:
+    path = tmp_path / "settings.toml"
+    save_server(GIT, path=path)
+    # By hand, while the window shows GIT: another argument.
+    path.write_text(path.read_text().replace('args = ["mcp-server-git"]',
+                                             'args = ["mcp-server-git", "--by-hand"]'))
+    edited = McpServer("git", command="uvx", args=("mcp-server-git",), agents=("claude",))
+    saved = save_server(edited, replace="git", base=GIT, path=path)
+    assert saved.args == ("mcp-server-git", "--by-hand")
+    assert saved.agents == ("claude",)
+    assert load_mcp(path).servers == (saved,)
+    # Without a base (or a table broken by hand), the form's whole value is written.
+    path.write_text(path.read_text().replace('command = "uvx"', "command = 7"))
+    assert save_server(edited, replace="git", base=GIT, path=path) == edited
+    assert load_mcp(path).servers == (edited,)

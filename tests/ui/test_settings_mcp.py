@@ -266,11 +266,14 @@ def test_a_hand_edit_made_while_the_page_is_open_is_kept(start_app: Start, qtbot
     # Meanwhile, in an editor: another server, a comment, and a key of this one.
     path = settings_path()
     path.write_text(path.read_text().replace("[mcp.servers.mine]", "# by hand\n[mcp.servers.mine]")
+                    .replace("args = [", 'env = {BY_HAND = "1"}\nargs = [')
                     + '\n[mcp.servers.theirs]\ncommand = "their-server"  # theirs\n')
     type_into(child(page, QLineEdit, "mcpArgs"), f"{FAKE_MCP} ok")
     _save(qtbot, page)
     text = path.read_text()
     assert "# by hand" in text and 'command = "their-server"  # theirs' in text
+    assert load_mcp().servers[0].env == (("BY_HAND", "1"),)  # a key the window did not touch
+    assert load_mcp().servers[0].args == (str(FAKE_MCP), "ok")
     assert [s.name for s in load_mcp().servers] == ["mine", "theirs"]
     servers = child(page, QListWidget, "mcpServerList")
     assert servers.count() == 2  # the page shows the file as it is now

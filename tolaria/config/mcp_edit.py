@@ -9,6 +9,7 @@ anything is written, with McpConfigError naming the field.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -126,20 +127,41 @@ def _fill(table: Any, wanted: dict[str, object], toml: bool) -> None:
             table[key] = value
 
 
+_FIELDS = ("transport", "command", "args", "env", "url", "headers", "enabled", "agents")
+
+
+def _merge(saved: McpServer, base: McpServer | None, table: Any) -> McpServer:
+    """``saved`` where the user changed a field since ``base`` (what the window loaded), the
+    file's value elsewhere: a key edited by hand meanwhile is kept."""
+    if base is None or not isinstance(table, MutableMapping):
+        return saved
+    try:
+        current = from_table(saved.name, _unwrap(table))
+    except McpConfigError:  # broken by hand: the form's whole value repairs it
+        return saved
+    changed = {f: getattr(saved, f) for f in _FIELDS if getattr(saved, f) != getattr(base, f)}
+    return dataclasses.replace(current, name=saved.name, **changed)
+
+
 def save_server(server: McpServer, replace: str | None = None,
-                path: Path | None = None) -> McpServer:
+                path: Path | None = None, *, base: McpServer | None = None) -> McpServer:
     """Write ``server``: a new one (``replace`` None), or instead of the server ``replace``
-    (renamed when the names differ, in its place in the file when they do not). Returns the
-    server as saved. McpConfigError: invalid, or its name is taken; SettingsFileError: the
+    (renamed when the names differ, in its place in the file when they do not). With ``base``
+    (the server as the window loaded it) only the fields changed since are written. Returns
+    the server as saved. McpConfigError: invalid, or its name is taken; SettingsFileError: the
     file is broken (nothing written in either case)."""
-    saved = validate_server(server)
+    validate_server(server)
     path = path or settings_path()
-    wanted = to_table(saved)
+    merged: list[McpServer] = []
 
     def change(root: Any, new_table: tomlfile.TableFactory) -> bool:
         servers = _servers(root, new_table, path, create=True)
-        if saved.name != replace and saved.name in servers:
-            raise McpConfigError(f"name: a server named {saved.name!r} already exists")
+        if server.name != replace and server.name in servers:
+            raise McpConfigError(f"name: a server named {server.name!r} already exists")
+        if not merged:  # decided once, on the file's data; the same edit is then made twice
+            merged.append(validate_server(_merge(
+                server, base, servers.get(replace) if replace is not None else None)))
+        saved = merged[0]
         if replace is not None and replace != saved.name:
             servers.pop(replace, None)
         toml = isinstance(root, tomlkit.TOMLDocument)
@@ -147,11 +169,11 @@ def save_server(server: McpServer, replace: str | None = None,
         if not isinstance(table, MutableMapping):
             servers[saved.name] = new_table(servers, False)
             table = servers[saved.name]
-        _fill(table, wanted, toml)
+        _fill(table, to_table(saved), toml)
         return True
 
     tomlfile.edit(path, change)
-    return saved
+    return merged[0] if merged else validate_server(server)
 
 
 def remove_server(name: str, path: Path | None = None) -> bool:

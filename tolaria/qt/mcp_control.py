@@ -50,9 +50,10 @@ class McpControl(QObject):
         return load_mcp()
 
     # -- writing ------------------------------------------------------------------------------
-    def save(self, server: McpServer, replace: str | None) -> None:
+    def save(self, server: McpServer, replace: str | None, base: McpServer | None = None
+             ) -> None:
         try:
-            saved = save_server(server, replace)
+            saved = save_server(server, replace, base=base)
         except SettingsFileError as exc:
             self.save_failed.emit(file_error_text(exc))
             return

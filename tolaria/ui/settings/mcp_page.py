@@ -82,8 +82,9 @@ def result_text(result: Any) -> tuple[bool, str, tuple[tuple[str, str], ...]]:
 
 
 class McpPage(QWidget):
-    #: Write a server: McpServer, the name it replaces (None: a new one).
-    save_requested = Signal(object, object)
+    #: Write a server: McpServer, the name it replaces (None: a new one), the server as this
+    #: page loaded it (None: a new one; only the fields changed since are written).
+    save_requested = Signal(object, object, object)
     #: Remove a saved server: its name.
     remove_requested = Signal(str)
     #: ``[mcp] on_failure``: "continue" or "refuse".
@@ -324,7 +325,7 @@ class McpPage(QWidget):
             return
         self._pending[key] = server
         self._saving = key
-        self.save_requested.emit(server, None if key == NEW else key)
+        self.save_requested.emit(server, None if key == NEW else key, self._saved.get(key))
 
     def _on_editor_revert_requested(self) -> None:
         key = self.current_key()
