@@ -3,6 +3,8 @@ keeps comments and hand edits, and is never half-written or written over when br
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,24 @@ def test_only_the_fields_changed_in_the_window_are_written(tmp_path: Path) -> No
     path.write_text(path.read_text().replace('command = "uvx"', "command = 7"))
     assert save_server(edited, replace="git", base=GIT, path=path) == edited
     assert load_mcp(path).servers == (edited,)
+
+
+def test_two_processes_saving_servers_at_once_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "settings.toml"
+    path.write_text(HAND_WRITTEN)
+    other = subprocess.Popen([sys.executable, "-c", (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tolaria.config.mcp_edit import save_server\n"
+        "from tolaria.core.mcp.servers import McpServer\n"
+        "for i in range(15):\n"
+        "    save_server(McpServer(f'theirs-{i}', command='x'), path=Path(sys.argv[1]))\n"),
+        str(path)])
+    try:
+        for i in range(15):
+            save_server(McpServer(f"mine-{i}", command="y"), path=path)
+    finally:
+        assert other.wait(60) == 0
+    names = {s.name for s in load_mcp(path).servers}
+    assert names == {f"{who}-{i}" for who in ("mine", "theirs") for i in range(15)} | {"git"}
+    assert path.read_text().startswith("# my settings, written by hand")
