@@ -244,15 +244,15 @@ def _stdio_error(proc: StdioServerProcess, progress: _Progress, talk: asyncio.Ta
     if aborted:
         return "stopped (tolaria abort, or the app is closing)"
     if proc.garbage:
-        return (_garbage_text(proc, "the server") + " — a stdio server must print only JSON-RPC messages "
-                "there (its logs belong on stderr)")
+        return (_garbage_text(proc, "the server") + " — a stdio server must print only "
+                "JSON-RPC messages there (its logs belong on stderr)")
     if proc.exited.is_set():
         code = proc.returncode
-        how = f"with code {code}" if code is not None and code >= 0 else (
-            f"on signal {-code}" if code is not None else "")
-        last = f": {proc.stderr_tail[-1]}" if proc.stderr_tail else " (it printed nothing on stderr)"
-        return f"the server exited {how} before it answered {progress.phase}{last}".replace(
-            "exited  ", "exited ")
+        how = ("" if code is None else f" with code {code}" if code >= 0
+               else f" on signal {-code}")
+        last = (f": {proc.stderr_tail[-1]}" if proc.stderr_tail
+                else " (it printed nothing on stderr)")
+        return f"the server exited{how} before it answered {progress.phase}{last}"
     failure = talk.exception() if talk.done() and not talk.cancelled() else None
     if failure is not None:
         return _exception_text(failure, progress, "")
