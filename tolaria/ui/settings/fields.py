@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -83,6 +84,24 @@ def title_label(parent: QWidget, name: str) -> QLabel:
     font.setPointSizeF(font.pointSizeF() * 1.15)
     title.setFont(font)
     return title
+
+
+def column_button(parent: QWidget, text: str, name: str, column: QVBoxLayout) -> QPushButton:
+    """A button added to a page's side column (never the dialog's default button)."""
+    button = QPushButton(text, parent)
+    button.setObjectName(name)
+    button.setAutoDefault(False)
+    column.addWidget(button)
+    return button
+
+
+def scrolled(widget: QWidget, parent: QWidget) -> QScrollArea:
+    """``widget`` (a long form) in a frameless scroll area that resizes it to its width."""
+    scroll = QScrollArea(parent)
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+    scroll.setWidget(widget)
+    return scroll
 
 
 def with_error_label(parent: QWidget, field: QWidget, name: str, *,

@@ -24,8 +24,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
-    QPushButton,
-    QScrollArea,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -35,6 +33,7 @@ from tolaria.config.mcp import CONTINUE, REFUSE, McpSettings
 from tolaria.core.mcp.servers import STDIO, McpServer
 from tolaria.ui import theme
 from tolaria.ui.inline_confirm import InlineConfirm
+from tolaria.ui.settings.fields import column_button, scrolled
 from tolaria.ui.settings.mcp_editor import McpEditor
 
 _KEY = Qt.ItemDataRole.UserRole
@@ -126,9 +125,9 @@ class McpPage(QWidget):
         self.list.setWordWrap(True)
         self.list.currentItemChanged.connect(self._on_list_current_item_changed)
         left.addWidget(self.list, 1)
-        self.add_button = self._button("Add server", "mcpAddButton", left)
+        self.add_button = column_button(self, "Add server", "mcpAddButton", left)
         self.add_button.clicked.connect(self._on_add_button_clicked)
-        self.remove_button = self._button("Remove", "mcpRemoveButton", left)
+        self.remove_button = column_button(self, "Remove", "mcpRemoveButton", left)
         self.remove_button.clicked.connect(self._on_remove_button_clicked)
         self.remove_confirm = InlineConfirm("mcpRemoveConfirm", "Remove", parent=self)
         self.remove_confirm.accepted.connect(self._on_remove_confirm_accepted)
@@ -140,10 +139,7 @@ class McpPage(QWidget):
         self.editor.revert_requested.connect(self._on_editor_revert_requested)
         self.editor.test_requested.connect(self._on_editor_test_requested)
         self.editor.test_cancel_requested.connect(self._on_editor_test_cancel_requested)
-        scroll = QScrollArea(self)
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.editor)
+        scroll = scrolled(self.editor, self)
         self.empty = QLabel("No MCP servers yet.\n\nAdd one here once, and every agent gets "
                             "it in its own form: Claude Code, Codex, Gemini and the rest.", self)
         self.empty.setObjectName("mcpEmpty")
@@ -164,13 +160,6 @@ class McpPage(QWidget):
         failure_row.addWidget(self.on_failure)
         failure_row.addStretch(1)
         outer.addLayout(failure_row)
-
-    def _button(self, text: str, name: str, column: QVBoxLayout) -> QPushButton:
-        button = QPushButton(text, self)
-        button.setObjectName(name)
-        button.setAutoDefault(False)
-        column.addWidget(button)
-        return button
 
     # -- facts --------------------------------------------------------------------------------
     def set_servers(self, settings: McpSettings, agents: Sequence[tuple[str, str]],
