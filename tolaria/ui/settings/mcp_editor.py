@@ -120,6 +120,12 @@ class McpEditor(QWidget):
         outer.addWidget(self.general_error)
         self.errors["general"] = self.general_error
         outer.addLayout(self._buttons_row())
+        # Under the buttons, the whole width: an error with the server's stderr needs it.
+        self.test_status = QLabel(self)
+        self.test_status.setObjectName("mcpTestStatus")
+        self.test_status.setWordWrap(True)
+        self.test_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        outer.addWidget(self.test_status)
         self.tools = QLabel(self)
         self.tools.setObjectName("mcpTools")
         self.tools.setTextFormat(Qt.TextFormat.RichText)
@@ -170,8 +176,8 @@ class McpEditor(QWidget):
         return box
 
     def _buttons_row(self) -> QHBoxLayout:
-        """Test (and its Cancel, elapsed time, outcome) on the left, Revert and Save on the
-        right: the tools it lists go under the row."""
+        """Test (and its Cancel) on the left, Revert and Save on the right; the Test's elapsed
+        time, outcome and tools go under the row."""
         row = QHBoxLayout()
         self.test_button = QPushButton("Test", self)
         self.test_button.setObjectName("mcpTestButton")
@@ -186,11 +192,7 @@ class McpEditor(QWidget):
         self.cancel_button.clicked.connect(self.test_cancel_requested)
         self.cancel_button.hide()
         row.addWidget(self.cancel_button)
-        self.test_status = QLabel(self)
-        self.test_status.setObjectName("mcpTestStatus")
-        self.test_status.setWordWrap(True)
-        self.test_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        row.addWidget(self.test_status, 1)
+        row.addStretch(1)
         self.dirty = muted(QLabel(self))
         self.dirty.setObjectName("mcpDirty")
         self.dirty.setWordWrap(False)

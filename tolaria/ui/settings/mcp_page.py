@@ -247,7 +247,7 @@ class McpPage(QWidget):
         status = ""
         if key in self._results:  # the last Test's outcome, as Zed's list shows it
             ok, _text, tools = self._results[key]
-            status = f"  ✓ {len(tools)} tool{'' if len(tools) == 1 else 's'}" if ok else "  ✗"
+            status = f"  ✓ {len(tools)} tool{'' if len(tools) == 1 else 's'}" if ok else "  ✗ failed"
         return f"{name}{mark}{status}\n{summary(server)}"
 
     def _refill(self, current: str | None) -> None:
