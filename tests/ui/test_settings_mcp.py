@@ -284,3 +284,17 @@ def test_a_hand_edit_made_while_the_page_is_open_is_kept(start_app: Start, qtbot
     assert [s.name for s in load_mcp().servers] == ["theirs"]
     assert 'command = "their-server"  # theirs' in path.read_text()
     close_preferences(drv, dialog, qtbot)
+
+
+def test_the_per_agent_plan_shows_under_the_agents_when_one_is_plugged_in(
+        start_app: Start, qtbot: QtBot) -> None:
+    drv = start_app()
+    dialog, page = _mcp_page(drv)
+    note = child(page, QLabel, "mcpAgentNote")
+    _add(drv, page, "tools", f"{FAKE_MCP}")
+    assert note.text().startswith("Each agent gets it in its own form")
+    page.plan = lambda server: [("Claude Code", "passed"),
+                                ("Aider", f"not passed: {server.name} is stdio, it takes none")]
+    type_into(child(page, QLineEdit, "mcpArgs"), f"{FAKE_MCP} ok")
+    assert note.text() == "Claude Code: passed\nAider: not passed: tools is stdio, it takes none"
+    close_preferences(drv, dialog, qtbot)

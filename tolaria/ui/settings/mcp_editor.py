@@ -48,6 +48,9 @@ from tolaria.ui.settings.fields import (
 
 FIELDS = ("name", "command", "args", "env", "url", "headers", "agents")
 _ID = Qt.ItemDataRole.UserRole
+#: Under the agent selection while no per-agent plan is known.
+AGENT_NOTE = ("Each agent gets it in its own form (its command-line flag or config); one that "
+              "cannot take this kind of server says so before a run.")
 #: Tools shown after a Test; the rest are counted.
 _SHOWN_TOOLS = 60
 
@@ -170,7 +173,7 @@ class McpEditor(QWidget):
         self.agent_list.hide()  # shown with "Only these"
         self.agent_list.itemChanged.connect(self._on_field_edited)
         column.addWidget(self.agent_list)
-        self.agent_note = muted(QLabel(box))
+        self.agent_note = muted(QLabel(AGENT_NOTE, box))
         self.agent_note.setObjectName("mcpAgentNote")
         column.addWidget(self.agent_note)
         return box
@@ -241,6 +244,11 @@ class McpEditor(QWidget):
         self._filling = False
         self.show_dirty(dirty)
         self.validate()
+
+    def show_plan(self, lines: Sequence[str]) -> None:
+        """What each agent will get of this server (one line per agent), or the general
+        note when nothing is known."""
+        self.agent_note.setText("\n".join(lines) if lines else AGENT_NOTE)
 
     def show_dirty(self, dirty: bool) -> None:
         self.dirty.setText("Unsaved" if dirty else "")
@@ -322,9 +330,6 @@ class McpEditor(QWidget):
             self.form.setRowVisible(self._rows[name], stdio)
         for name in ("url", "headers"):
             self.form.setRowVisible(self._rows[name], not stdio)
-        self.agent_note.setText(
-            "Each agent gets it in its own form (its command-line flag or config); one that "
-            "cannot take this kind of server says so before a run.")
 
     def _show_testing(self, testing: bool) -> None:
         self.cancel_button.setVisible(testing)

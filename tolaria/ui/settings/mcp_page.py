@@ -8,13 +8,13 @@ form as it is (saved or not): elapsed time, Cancel, then the tools or the specif
 
 Which servers each agent will really get (an agent that cannot take a remote server, say) is
 the run-time plan of tolaria/core/mcp (the agents' forms); this page shows each server's own
-agent selection, and ``show_plan`` is where that plan's per-agent lines go.
+agent selection; ``McpPage.plan`` is where that plan plugs in (one line per agent).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
@@ -104,6 +104,10 @@ class McpPage(QWidget):
         self._saving: str | None = None
         self._removing: str | None = None
         self._filling = False
+        #: What each agent will get of a server, as the runs will pass it: (agent name,
+        #: "passed" or "not passed: why") per agent. Set by the composition root from the
+        #: run-time plan (tolaria/core/mcp); None: only the server's own selection is shown.
+        self.plan: Callable[[McpServer], Sequence[tuple[str, str]]] | None = None
         #: How long a Test waits for the server's answers (shown while it runs; the
         #: controller's own, set by the composition root).
         self.test_timeout = 20.0
@@ -207,13 +211,6 @@ class McpPage(QWidget):
         if key == self.current_key():
             self.editor.show_test_result(*self._results[key])
 
-    def show_plan(self, lines: Mapping[str, str]) -> None:
-        """Per agent, what it will get of the current server ("passed" / "not passed: why"),
-        from the run-time plan; shown under the agent selection."""
-        if lines:
-            self.editor.agent_note.setText("\n".join(f"{agent}: {line}"
-                                                     for agent, line in lines.items()))
-
     def stop_timers(self) -> None:
         self.editor.stop_timers()
 
@@ -272,15 +269,17 @@ class McpPage(QWidget):
         title = server.name if saved is not None else "New MCP server"
         dirty = key in self._pending and self._pending[key] != saved
         self.editor.show_server(server, self._agents, title, dirty)
-        self.editor.agent_note.setText(
-            "Each agent gets it in its own form (its command-line flag or config); one that "
-            "cannot take this kind of server says so before a run.")
+        self._show_plan(server)
         if key in self._testing:
             self.editor.show_testing(True)
         elif key in self._results:
             self.editor.show_test_result(*self._results[key])
         else:
             self.editor.show_testing(False)
+
+    def _show_plan(self, server: McpServer) -> None:
+        lines = self.plan(server) if self.plan is not None else ()
+        self.editor.show_plan([f"{agent}: {line}" for agent, line in lines])
 
     def _on_list_current_item_changed(self, item: QListWidgetItem | None, *_: object) -> None:
         key = item.data(_KEY) if item is not None else None
@@ -304,6 +303,7 @@ class McpPage(QWidget):
         if item is not None:
             item.setText(self._label(key))
         self.editor.show_dirty(server != self._saved.get(key))
+        self._show_plan(server)
 
     def _on_editor_save_requested(self) -> None:
         key = self.current_key()
