@@ -9,6 +9,8 @@ docs/fanout.png    a fan-out job's window, equal columns
 docs/prefs-test.png  Preferences → Agents after a Test: the agent's reply shown
 docs/prefs-testing.png  a Test under way: the seconds it has taken, and Cancel
 docs/shortcuts.png   Preferences → Shortcuts: the configurable ones, then every other one
+docs/mcp.png         Preferences → MCP servers after a Test: the server's tools and descriptions
+docs/mcp-dark.png    the same page in the dark theme, a remote server selected
 
 Popups are separate top-level windows that ``QWidget.grab()`` of the main window does not
 include, so they are painted onto the window's picture at their place.
@@ -152,10 +154,35 @@ async def shoot(out_dir: Path) -> None:
         dialog.tabs.setCurrentWidget(dialog.shortcuts)
         await asyncio.sleep(0.2)
         save(dialog.grab(), out_dir / "shortcuts.png")
+        await shoot_mcp(dialog, out_dir)
         dialog.close()
     finally:
         window.force_close()
         await app.shutdown()
+
+
+async def shoot_mcp(dialog, out_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """Preferences → MCP servers: a Test of the fake server (its tools listed), then the
+    dark theme with a remote server selected."""
+    from PySide6.QtWidgets import QPushButton
+
+    from tolaria.ui import theme
+
+    page = dialog.mcp
+    dialog.tabs.setCurrentWidget(page)
+    page.list.setCurrentRow(0)
+    await asyncio.sleep(0.2)
+    test = dialog.findChild(QPushButton, "mcpTestButton")
+    assert test is not None
+    test.click()
+    await asyncio.sleep(0.2)
+    await until(lambda: test.text() == "Test", timeout=60)
+    save(dialog.grab(), out_dir / "mcp.png")
+    theme.apply_theme("dark")
+    page.list.setCurrentRow(1)
+    await asyncio.sleep(0.3)
+    save(dialog.grab(), out_dir / "mcp-dark.png")
+    theme.apply_theme("system")
 
 
 def prepare(home: Path) -> None:
@@ -166,6 +193,21 @@ def prepare(home: Path) -> None:
     adapters.joinpath("slow-agent.toml").write_text(
         'id = "slow-agent"\nname = "Slow agent"\nprotocol = "claude-stream-json"\n'
         f'command = ["{{python}}", "{fake}", "hang", "{{prompt}}"]\n')
+    # The fake MCP server behind a plain program name on PATH: the picture shows no path.
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    server = ROOT / "tests" / "fakes" / "mcp_server.py"
+    program = bin_dir / "notes-mcp"
+    program.write_text(f"#!{sys.executable}\nimport runpy\n"
+                       f"runpy.run_path({str(server)!r}, run_name='__main__')\n")
+    program.chmod(0o755)
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    home.joinpath("settings.toml").write_text(
+        '[mcp.servers.notes]\ncommand = "notes-mcp"\nargs = ["--read-only"]\n'
+        'env = { FAKE_MCP_TOOL = "search_notes", NOTES_API_KEY = "${NOTES_KEY}" }\n\n'
+        '[mcp.servers.docs]\ntransport = "http"\nurl = "https://docs.example.com/mcp"\n'
+        'headers = { Authorization = "Bearer ${DOCS_TOKEN}" }\nagents = ["demo"]\n')
+    os.environ["NOTES_KEY"] = "notes-demo-key-0000"
     adapters.joinpath("demo-2.toml").write_text(
         demo.replace('id = "demo"', 'id = "demo-2"', 1)
             .replace('name = "', 'name = "Copy of ', 1))

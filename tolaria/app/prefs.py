@@ -14,11 +14,16 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
+from tolaria.chats.service import agent_environment
 from tolaria.config.agents import AgentOverrides, manifest_data
+from tolaria.config.mcp import McpSettings
 from tolaria.config.settings import Settings, settings_path
-from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
+from tolaria.core.mcp.forms import plan as mcp_plan
+from tolaria.core.mcp.servers import McpServer
 from tolaria.qt.checkpoint_storage_control import CheckpointStorageControl
 from tolaria.qt.controller import ChatController
+from tolaria.qt.mcp_control import McpControl
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
 from tolaria.ui.settings import SettingsDialog
@@ -37,6 +42,11 @@ class Preferences:
         self.tasks = tasks
         self.dialog: SettingsDialog | None = None
         self.storage = CheckpointStorageControl(chat.store, tasks, self._on_turns_noted)
+        self.mcp = McpControl(tasks, settings.registry)
+        self.mcp.servers_changed.connect(self._on_mcp_servers_changed)
+        self.mcp.server_saved.connect(self._on_mcp_server_saved)
+        self.mcp.save_failed.connect(self._on_mcp_save_failed)
+        self.mcp.test_finished.connect(self._on_mcp_test_finished)
         self.apply_to_runs(settings.settings)
         chat.run_config.overrides = settings.overrides
         window.preferences_requested.connect(self.open)
@@ -82,6 +92,7 @@ class Preferences:
             dialog.save_requested.connect(self._on_dialog_save_requested)
             dialog.custom_agent_save_requested.connect(self.settings.save_custom_agent)
             dialog.closed.connect(self.settings.cancel_tests)
+            dialog.closed.connect(self.mcp.cancel_tests)
             dialog.theme_change_requested.connect(self.choose_theme)
             agents = dialog.agents
             agents.edit_requested.connect(self._on_agents_edit_requested)
@@ -92,6 +103,12 @@ class Preferences:
             agents.test_requested.connect(self._on_agents_test_requested)
             agents.test_cancel_requested.connect(self.settings.cancel_test)
             agents.models_requested.connect(self.settings.list_models)
+            servers = dialog.mcp
+            servers.save_requested.connect(self.mcp.save)
+            servers.remove_requested.connect(self.mcp.remove)
+            servers.on_failure_requested.connect(self.mcp.set_on_failure)
+            servers.test_requested.connect(self._on_mcp_test_requested)
+            servers.test_cancel_requested.connect(self.mcp.cancel_test)
             page = dialog.checkpoints
             page.refresh_requested.connect(self.storage.refresh)
             page.prune_preview_requested.connect(self.storage.preview)
@@ -101,8 +118,10 @@ class Preferences:
             self.storage.pruned.connect(page.show_pruned)
         if not dialog.isVisible():
             dialog.agents.discard_edits()
+            dialog.mcp.discard_edits()
             dialog.set_settings(self.settings.settings)
             self._fill_agents(dialog)
+            self._fill_mcp(dialog, self.mcp.settings())
             dialog.show_file_problems(settings_path(), self.settings.file_problems())
             self.storage.refresh()
         dialog.show()
@@ -115,9 +134,33 @@ class Preferences:
         lists = {m.id for m in manifests if self.settings.can_list_models(m)}
         dialog.set_agents(manifests, self.settings.overrides, lists, select)
 
+    def _fill_mcp(self, dialog: SettingsDialog, servers: McpSettings,
+                  select: str | None = None) -> None:
+        """The MCP page: the servers in the file, and the agents one can be given (every agent
+        with a program: a direct model chat runs no MCP client)."""
+        agents = [(m.id, m.name) for m in self.settings.manifests()
+                  if m.protocol != OPENAI_CHAT]
+        dialog.mcp.test_timeout = self.mcp.timeout
+        dialog.mcp.plan = self._mcp_plan
+        dialog.mcp.set_servers(servers, agents, select)
+
+    def _mcp_plan(self, server: McpServer) -> list[tuple[str, str]]:
+        """What each agent the server is meant for gets of it, by the rule a run applies
+        (tolaria/core/mcp/forms.py ``plan``: its form, its transports, ``${VAR}`` set, the
+        command found), over the environment the agent would start with."""
+        lines = []
+        for manifest in self.settings.manifests():
+            if manifest.protocol == OPENAI_CHAT or not server.for_agent(manifest.id):
+                continue
+            verdict = mcp_plan(manifest, [server], agent_environment(manifest))
+            lines.append((manifest.name, "gets it" if verdict.passed
+                          else f"not passed: {verdict.left_out[0][1]}"))
+        return lines
+
     def close(self) -> None:
         """The app is closing: the window goes, Tests are cancelled, nothing new starts."""
         self.settings.shutdown()
+        self.mcp.shutdown()
         if self.dialog is not None:
             self.dialog.close()
 
@@ -147,6 +190,10 @@ class Preferences:
 
     def _on_agents_test_requested(self, agent_id: str, overrides: AgentOverrides) -> None:
         self.settings.test(agent_id, overrides, overrides.cwd or self.window.default_cwd)
+
+    def _on_mcp_test_requested(self, key: str, server: McpServer) -> None:
+        # In the folder new chats start in: a server's relative paths mean the same there.
+        self.mcp.test(key, server, self.window.default_cwd)
 
     # -- facts --------------------------------------------------------------------------------
     def _on_turns_noted(self, conversation_ids: set[int]) -> None:
@@ -186,6 +233,24 @@ class Preferences:
     def _on_models_listed(self, agent_id: str, models: list[str], error: str) -> None:
         if self.dialog is not None:
             self.dialog.show_models(agent_id, models, error)
+
+    def _on_mcp_servers_changed(self, servers: McpSettings) -> None:
+        if self.dialog is not None:
+            self._fill_mcp(self.dialog, servers)
+
+    def _on_mcp_server_saved(self, name: str) -> None:
+        if self.dialog is not None:
+            self.dialog.mcp.show_saved(name)
+            self._fill_mcp(self.dialog, self.mcp.settings(), select=name)
+            self.dialog.status.setText(f"Saved the MCP server {name}. New runs get it.")
+
+    def _on_mcp_save_failed(self, message: str) -> None:
+        if self.dialog is not None:
+            self.dialog.mcp.show_save_failed(message)
+
+    def _on_mcp_test_finished(self, key: str, result: object) -> None:
+        if self.dialog is not None:
+            self.dialog.mcp.show_test_result(key, result)
 
     def _on_custom_agent_saved(self, agent_id: str) -> None:
         if self.dialog is not None:

@@ -31,7 +31,14 @@ from tolaria.core.programs.discovery import Detection
 from tolaria.ui import theme
 from tolaria.ui.chat.agent_status import READY, agent_status
 from tolaria.ui.settings.env_table import EnvTable
-from tolaria.ui.settings.fields import ErrorLabel, PathField, error_text_color, with_error_label
+from tolaria.ui.settings.fields import (
+    ErrorLabel,
+    PathField,
+    error_text_color,
+    muted,
+    title_label,
+    with_error_label,
+)
 
 #: The override fields that have their own error label.
 FIELDS = ("path", "extra_args", "env", "model", "permission_mode", "cwd")
@@ -41,12 +48,6 @@ def field_of(key: str) -> str:
     """``env.API_KEY`` / ``extra_args[2]`` -> the form field that shows the message."""
     base = key.split(".", 1)[0].split("[", 1)[0]
     return base if base in FIELDS else "general"
-
-
-def _muted(label: QLabel) -> QLabel:
-    label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
-    label.setWordWrap(True)
-    return label
 
 
 class AgentEditor(QWidget):
@@ -68,14 +69,9 @@ class AgentEditor(QWidget):
         self._filling = False
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        self.title = QLabel(self)
-        self.title.setObjectName("agentTitle")
-        font = self.title.font()
-        font.setBold(True)
-        font.setPointSizeF(font.pointSizeF() * 1.15)
-        self.title.setFont(font)
+        self.title = title_label(self, "agentTitle")
         outer.addWidget(self.title)
-        self.description = _muted(QLabel(self))
+        self.description = muted(QLabel(self))
         outer.addWidget(self.description)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)

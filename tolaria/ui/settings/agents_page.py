@@ -13,8 +13,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
     QListWidgetItem,
-    QPushButton,
-    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -23,6 +21,7 @@ from tolaria.config.agents import AgentOverrides
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.ui.settings.agent_editor import AgentEditor
+from tolaria.ui.settings.fields import column_button, scrolled
 from tolaria.ui.window.inline_confirm import InlineConfirm
 
 _ID = Qt.ItemDataRole.UserRole
@@ -79,13 +78,13 @@ class AgentsPage(QWidget):
         self.list.setMaximumWidth(260)
         self.list.currentItemChanged.connect(self._on_list_current_item_changed)
         left.addWidget(self.list, 1)
-        self.add_button = self._button("Add custom agent…", "addAgentButton", left)
+        self.add_button = column_button(self, "Add custom agent…", "addAgentButton", left)
         self.add_button.clicked.connect(self.add_requested)
-        self.duplicate_button = self._button("Duplicate", "duplicateAgentButton", left)
+        self.duplicate_button = column_button(self, "Duplicate", "duplicateAgentButton", left)
         self.duplicate_button.clicked.connect(self._on_duplicate_button_clicked)
-        self.remove_button = self._button("Remove", "removeAgentButton", left)
+        self.remove_button = column_button(self, "Remove", "removeAgentButton", left)
         self.remove_button.clicked.connect(self._on_remove_button_clicked)
-        self.reset_button = self._button("Reset to defaults", "resetAgentButton", left)
+        self.reset_button = column_button(self, "Reset to defaults", "resetAgentButton", left)
         self.reset_button.clicked.connect(self._on_reset_button_clicked)
         self.remove_confirm = InlineConfirm("removeAgentConfirm", "Remove", parent=self)
         self.remove_confirm.accepted.connect(self._on_remove_confirm_accepted)
@@ -97,22 +96,12 @@ class AgentsPage(QWidget):
         self.editor.test_cancel_requested.connect(self._on_editor_test_cancel_requested)
         self.editor.models_requested.connect(self._on_editor_models_requested)
         self.editor.edit_requested.connect(self._on_editor_edit_requested)
-        scroll = QScrollArea(self)
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.editor)
+        scroll = scrolled(self.editor, self)
         layout.addWidget(scroll, 1)
         self._detect_timer = QTimer(self)
         self._detect_timer.setSingleShot(True)
         self._detect_timer.setInterval(_DETECT_DELAY_MS)
         self._detect_timer.timeout.connect(self._on_detect_timer_timeout)
-
-    def _button(self, text: str, name: str, column: QVBoxLayout) -> QPushButton:
-        button = QPushButton(text, self)
-        button.setObjectName(name)
-        button.setAutoDefault(False)
-        column.addWidget(button)
-        return button
 
     # -- facts --------------------------------------------------------------------------------
     def set_agents(self, manifests: Sequence[Manifest], overrides: Mapping[str, AgentOverrides],

@@ -1,5 +1,6 @@
-"""The Preferences window (Ctrl+,): Agents, Shortcuts, Behaviour and Checkpoints pages and one
-Save (Checkpoints has its own Prune; it saves nothing).
+"""The Preferences window (Ctrl+,): Agents, MCP servers, Shortcuts, Behaviour and Checkpoints
+pages and one Save (Checkpoints has its own Prune; it saves nothing; MCP servers writes each
+server with its own Save server, like a custom agent).
 
 Non-modal (``show()``), so chats keep running and the chat window stays usable while it is
 open. It emits intents; ``tolaria.qt.settings_controller`` writes the files and answers with
@@ -37,6 +38,7 @@ from tolaria.ui.settings.behaviour_page import BehaviourPage
 from tolaria.ui.settings.checkpoints_page import CheckpointsPage
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 from tolaria.ui.settings.fields import ErrorLabel
+from tolaria.ui.settings.mcp_page import McpPage
 from tolaria.ui.settings.shortcuts_page import ShortcutsPage
 from tolaria.ui.transcript.cards.style import follow_palette
 
@@ -80,10 +82,12 @@ class SettingsDialog(QDialog):
         self.tabs = QTabWidget(self)
         self.tabs.setObjectName("settingsTabs")
         self.agents = AgentsPage(self)
+        self.mcp = McpPage(self)
         self.shortcuts = ShortcutsPage(self)
         self.behaviour = BehaviourPage(self)
         self.checkpoints = CheckpointsPage(self)
         self.tabs.addTab(self.agents, "&Agents")
+        self.tabs.addTab(self.mcp, "&MCP servers")
         self.tabs.addTab(self.shortcuts, "&Shortcuts")
         self.tabs.addTab(self.behaviour, "&Behaviour")
         self.tabs.addTab(self.checkpoints, "Chec&kpoints")
@@ -113,6 +117,7 @@ class SettingsDialog(QDialog):
         for page in (self.agents, self.shortcuts, self.behaviour):
             page.changed.connect(self._on_page_changed)
         self.agents.add_requested.connect(self._on_agents_add_requested)
+        self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.behaviour.theme_chosen.connect(self.theme_change_requested)
 
     # -- facts --------------------------------------------------------------------------------
@@ -227,6 +232,10 @@ class SettingsDialog(QDialog):
         if self.can_save():
             self.save_requested.emit(self.edited_settings(), self.agents.pending())
 
+    def _on_tabs_current_changed(self, _index: int) -> None:
+        # MCP servers saves each server with its own button: one Save there, not two.
+        self.save_button.setVisible(self.tabs.currentWidget() is not self.mcp)
+
     def _on_agents_add_requested(self) -> None:
         self.open_custom_agent(None, None)
 
@@ -241,6 +250,7 @@ class SettingsDialog(QDialog):
         # Every way out ends here: Close, the title bar (closeEvent -> reject) and Esc.
         was_visible = self.isVisible()
         self.agents.stop_timers()
+        self.mcp.stop_timers()
         super().done(result)
         if was_visible:
             self.closed.emit()
@@ -279,4 +289,18 @@ def preferences_css() -> str:
         f" border-bottom: 1px solid {border}; padding: 4px 6px; color: {muted};"
         f" font-weight: 600; }}"
         f" QTableWidget::item {{ padding: 4px 6px; }}"
+        # Fusion's own indicators all but vanish on the dark palette: drawn here, in both.
+        f" QCheckBox::indicator, QRadioButton::indicator, QListView::indicator {{ width: 13px;"
+        f" height: 13px; border: 1px solid {muted}; background: {base}; }}"
+        f" QCheckBox::indicator, QListView::indicator {{ border-radius: 3px; }}"
+        f" QRadioButton::indicator {{ border-radius: 7px; }}"
+        f" QCheckBox::indicator:checked, QListView::indicator:checked {{"
+        f" background: qradialgradient(cx:0.5, cy:0.5, radius:0.5, fx:0.5, fy:0.5,"
+        f" stop:0 #ffffff, stop:0.3 #ffffff, stop:0.4 {accent}, stop:1 {accent});"
+        f" border-color: {accent}; }}"
+        f" QRadioButton::indicator:checked {{ background: qradialgradient(cx:0.5, cy:0.5,"
+        f" radius:0.5, fx:0.5, fy:0.5, stop:0 #ffffff, stop:0.3 #ffffff, stop:0.4 {accent},"
+        f" stop:1 {accent}); border-color: {accent}; }}"
+        f" QCheckBox::indicator:disabled, QRadioButton::indicator:disabled {{"
+        f" background: {card}; }}"
     )

@@ -7,7 +7,7 @@ item's data, never in a log line.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -31,13 +31,19 @@ class EnvTable(QWidget):
     #: A name or value was edited, or a row added or removed.
     changed = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, name: str = "env",
+                 what: str = "Environment variables", add_text: str = "Add variable",
+                 masker: Callable[[str], str] = mask) -> None:
+        """``name``: the object names' stem (``envTable``, ``envAddButton``...); ``what``
+        and ``add_text``: the table's accessible name and its Add button (HTTP headers use
+        the same table); ``masker``: how a secret value is shown."""
         super().__init__(parent)
+        self._mask = masker
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.table = QTableWidget(0, 2, self)
-        self.table.setObjectName("envTable")
-        self.table.setAccessibleName("Environment variables")
+        self.table.setObjectName(f"{name}Table")
+        self.table.setAccessibleName(what)
         self.table.setHorizontalHeaderLabels(["Name", "Value (may use ${VAR})"])
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         self.table.horizontalHeader().setStretchLastSection(True)
@@ -50,16 +56,16 @@ class EnvTable(QWidget):
         self.table.itemChanged.connect(self._on_table_item_changed)
         layout.addWidget(self.table)
         row = QHBoxLayout()
-        self.add_button = QPushButton("Add variable", self)
-        self.add_button.setObjectName("envAddButton")
+        self.add_button = QPushButton(add_text, self)
+        self.add_button.setObjectName(f"{name}AddButton")
         self.add_button.setAutoDefault(False)
         self.add_button.clicked.connect(self._on_add_button_clicked)
         self.remove_button = QPushButton("Remove", self)
-        self.remove_button.setObjectName("envRemoveButton")
+        self.remove_button.setObjectName(f"{name}RemoveButton")
         self.remove_button.setAutoDefault(False)
         self.remove_button.clicked.connect(self._on_remove_button_clicked)
         self.reveal = QCheckBox("Show secret values", self)
-        self.reveal.setObjectName("envReveal")
+        self.reveal.setObjectName(f"{name}Reveal")
         self.reveal.toggled.connect(self._on_reveal_toggled)
         row.addWidget(self.add_button)
         row.addWidget(self.remove_button)
@@ -110,7 +116,7 @@ class EnvTable(QWidget):
         hidden = is_secret_name(name_item.text().strip()) and not self.reveal.isChecked()
         was = self._filling
         self._filling = True
-        value_item.setText(mask(value) if hidden and value else value)
+        value_item.setText(self._mask(value) if hidden and value else value)
         flags = value_item.flags()
         if hidden:
             flags &= ~Qt.ItemFlag.ItemIsEditable

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -65,6 +66,42 @@ class ErrorLabel(QLabel):
         painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignLeft
                                           | Qt.AlignmentFlag.AlignVCenter), shown)
         painter.end()
+
+
+def muted(label: QLabel) -> QLabel:
+    """``label`` in the muted text colour, wrapping: a note under a field."""
+    label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+    label.setWordWrap(True)
+    return label
+
+
+def title_label(parent: QWidget, name: str) -> QLabel:
+    """The bold, slightly larger heading of a form (an agent's or a server's name)."""
+    title = QLabel(parent)
+    title.setObjectName(name)
+    font = title.font()
+    font.setBold(True)
+    font.setPointSizeF(font.pointSizeF() * 1.15)
+    title.setFont(font)
+    return title
+
+
+def column_button(parent: QWidget, text: str, name: str, column: QVBoxLayout) -> QPushButton:
+    """A button added to a page's side column (never the dialog's default button)."""
+    button = QPushButton(text, parent)
+    button.setObjectName(name)
+    button.setAutoDefault(False)
+    column.addWidget(button)
+    return button
+
+
+def scrolled(widget: QWidget, parent: QWidget) -> QScrollArea:
+    """``widget`` (a long form) in a frameless scroll area that resizes it to its width."""
+    scroll = QScrollArea(parent)
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+    scroll.setWidget(widget)
+    return scroll
 
 
 def with_error_label(parent: QWidget, field: QWidget, name: str, *,
