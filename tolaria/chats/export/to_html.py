@@ -33,6 +33,7 @@ from tolaria.chats.export.words import (
     tool_headline,
     tool_status,
     usage_line,
+    when,
 )
 
 #: Characters of code highlighted per export; one block longer than BLOCK_LIMIT stays plain.
@@ -85,7 +86,7 @@ def write_html(head: dict[str, Any], turns: Iterable[dict[str, Any]], out: TextI
               f"<title>{title}</title>\n<style>\n{style_sheet()}</style>\n</head>\n<body>\n"
               '<input type="checkbox" id="flip" class="flip" aria-label="Switch light or dark">'
               "\n<main>\n")
-    meta = [f"Agent {escape(chat['agent'])}", f"started {escape(chat['created_at'] or '')}",
+    meta = [f"Agent {escape(chat['agent'])}", f"started {escape(when(chat['created_at']))}",
             f"{head['turn_count']} turns"]
     if chat["cwd"]:
         meta.insert(1, f"in <code>{escape(chat['cwd'])}</code>")
@@ -115,7 +116,8 @@ def _turn(turn: dict[str, Any], code: Highlighter, out: TextIO) -> None:
     number = turn["number"]
     classes = f"turn status-{escape(turn['status'])}" + (" abandoned" if turn["abandoned"] else "")
     out.write(f'<section class="{classes}" id="turn-{number}">\n<div class="you">'
-              f'<div class="who"><b>You</b><time>{escape(turn["started_at"] or "")}</time>'
+              f'<div class="who"><b>You</b><time datetime="{escape(turn["started_at"] or "")}">'
+              f'{escape(when(turn["started_at"]))}</time>'
               f'<a href="#turn-{number}">#{number}</a></div>'
               f'<div class="bubble">{escape(turn["prompt"])}</div>'
               f"{_attachments(turn)}</div>\n")
@@ -186,7 +188,7 @@ def _tool(tool: dict[str, Any], out: TextIO) -> None:
     diff = tool["diff"]
     opened = " open" if diff is not None and diff["text"].count("\n") < OPEN_DIFF_LINES else ""
     mark = _MARKS.get(status, "")
-    out.write(f'<details class="tool tone-{TONES.get(status, "muted")}"{opened}><summary>'
+    out.write(f'<details class="tool status-{escape(status)}"{opened}><summary>'
               f'<span class="tname">{escape(tool["name"] or "tool")}</span>'
               f'<code class="cmd">{escape(tool_headline(tool))}</code>'
               f'<span class="tstatus tone-{TONES.get(status, "muted")}">'

@@ -18,6 +18,7 @@ from tolaria.chats.export.words import (
     status_line,
     tool_headline,
     tool_status,
+    when,
 )
 
 _TICKS = re.compile(r"`{3,}")
@@ -42,8 +43,8 @@ def _summary(text: str) -> str:
 
 def write_markdown(head: dict[str, Any], turns: Iterable[dict[str, Any]], out: TextIO) -> None:
     chat = head["chat"]
-    out.write(f"# {chat['title'] or 'Untitled chat'}\n\n")
-    facts = [f"Agent: `{chat['agent']}`", f"Started: {chat['created_at']}",
+    out.write(f"# {_summary(chat['title'] or 'Untitled chat')}\n\n")
+    facts = [f"Agent: `{chat['agent']}`", f"Started: {when(chat['created_at'])}",
              f"Turns: {head['turn_count']}", f"Exported: {head['exported_at']} by Tolaria "
              f"{head['tolaria']}"]
     if chat["cwd"]:
@@ -56,7 +57,7 @@ def write_markdown(head: dict[str, Any], turns: Iterable[dict[str, Any]], out: T
 
 def _turn(turn: dict[str, Any], out: TextIO) -> None:
     out.write(f"## Turn {turn['number']}\n\n")
-    out.write(f"**You** · {turn['started_at']}\n\n{quote(turn['prompt'])}\n")
+    out.write(f"**You** · {when(turn['started_at'])}\n\n{quote(turn['prompt'])}\n")
     out.write(f"**{turn['agent']}**\n\n")
     if turn["abandoned"]:
         out.write("*Abandoned: this turn was run again.*\n\n")

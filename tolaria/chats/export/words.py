@@ -21,6 +21,11 @@ TONES = {"completed": "ok", "done": "ok", "failed": "error", "cancelled": "warni
          "pending": "muted"}
 
 
+def when(stamp: str | None) -> str:
+    """An export time stamp (ISO 8601, UTC) as people read it: "2026-12-04 18:00:39 UTC"."""
+    return f"{stamp[:10]} {stamp[11:19]} UTC" if stamp else ""
+
+
 def duration(ms: int | None) -> str:
     if ms is None:
         return ""
