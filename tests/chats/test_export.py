@@ -194,7 +194,9 @@ _FENCE = re.compile(r"^(`{3,})(\S*)$")
 
 def _fences(text: str) -> list[tuple[str, str]]:
     """(language, body) of every fenced block; fails on a fence left open."""
-    blocks, opened, body, language = [], "", [], ""
+    blocks: list[tuple[str, str]] = []
+    body: list[str] = []
+    opened, language = "", ""
     for line in text.splitlines():
         m = _FENCE.match(line)
         if not opened and m:
