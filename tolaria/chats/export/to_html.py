@@ -37,7 +37,7 @@ from tolaria.chats.export.words import (
 )
 
 #: Characters of code highlighted per export; one block longer than BLOCK_LIMIT stays plain.
-HIGHLIGHT_BUDGET = 256 * 1024
+HIGHLIGHT_BUDGET = 64 * 1024
 BLOCK_LIMIT = 32 * 1024
 #: An edit whose diff is shorter than this many lines is shown open (as the transcript does).
 OPEN_DIFF_LINES = 24
