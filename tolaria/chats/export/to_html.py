@@ -104,7 +104,7 @@ def write_html(head: dict[str, Any], turns: Iterable[dict[str, Any]], out: TextI
                        "cost_usd": totals.cost_usd or None})
     if used:
         summary.append(used)
-    summary.append(f"exported {escape(head['exported_at'] or '')} by Tolaria "
+    summary.append(f"exported {escape(when(head['exported_at']))} by Tolaria "
                    f"{escape(head['tolaria'])}")
     if code.skipped:
         summary.append(f"{code.skipped} later code blocks are shown without colours "
