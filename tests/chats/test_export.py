@@ -275,3 +275,16 @@ def test_empty_chat(store: Store) -> None:
     tree = _Tree()
     tree.feed(_export(store, c.id, "html"))
     assert tree.stack == [] and not tree.of("section")
+
+
+@pytest.mark.parametrize("fmt", ["json", "md", "html"])
+def test_half_an_emoji_still_makes_a_valid_utf8_file(store: Store, tmp_path: Path,
+                                                     fmt: str) -> None:
+    c = store.create_conversation("emoji", "claude", None)
+    _turn(store, c.id, 1, "smile", lambda s: TextDelta(s, text="before \ud83d"),
+          lambda s: TextDelta(s, text=" after é"))
+    store.flush()
+    target = export_to_file(store, c.id, fmt, tmp_path / f"chat.{fmt}")
+    text = target.read_bytes().decode("utf-8")  # strict: fails on a surrogate written as is
+    assert "before ? after é" in (json.loads(text)["turns"][0]["items"][0]["text"]
+                                  if fmt == "json" else text)

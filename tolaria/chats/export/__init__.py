@@ -71,7 +71,8 @@ def export_to_file(store: Store, conversation_id: int, fmt: str, path: Path) -> 
     except OSError as exc:
         raise ExportError(f"cannot write in {folder}: {exc.strerror or exc}") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass", newline="\n") as out:
+        # A lone surrogate (half an emoji an agent split) cannot be UTF-8: "?" in the file.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as out:
             export_chat(store, conversation_id, fmt, out)
             out.flush()
             os.fsync(out.fileno())
