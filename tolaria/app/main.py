@@ -29,6 +29,7 @@ from tolaria.qt import loop
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
+from tolaria.qt.export_control import ChatExport
 from tolaria.qt.fanout import FanOutController
 from tolaria.qt.pages import PageLoader
 from tolaria.qt.session_import import SessionImport
@@ -94,6 +95,7 @@ class Tolaria:
         self.session_import = SessionImport(self.bridge, self.store, self.tasks,
                                             reload=self.controller.open_conversation)
         self.worktrees = WorktreeControl(self.bridge, self.store, self.tasks)
+        self.chat_export = ChatExport(self.bridge, self.store, self.tasks)
         self.control = ControlServer(self.registry, details=self._stream_details)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
@@ -132,6 +134,7 @@ class Tolaria:
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.import_requested.connect(self.session_import.start)
+        w.export_requested.connect(self.chat_export.start)
         w.new_worktree_chat_requested.connect(self._on_window_new_worktree_chat_requested)
         w.remove_worktree_requested.connect(self.worktrees.remove_with)
         self.bridge.conversation_deleted.connect(self.worktrees.on_conversation_deleted)

@@ -59,6 +59,8 @@ class Bridge(QObject):
     file_review_loaded = Signal(int, object)
     #: "Import sessions from CLIs…" ended: ImportReport (None when it failed), why it failed.
     sessions_imported = Signal(object, str)
+    #: File → Export… ended: the file written ("" when it failed), why it failed ("" if not).
+    export_finished = Signal(str, str)
     #: A chat's git worktree was made, removed or kept: conversation id, its path ("" when it
     #: has none now), a note for the user ("" for none).
     worktree_changed = Signal(int, str, str)

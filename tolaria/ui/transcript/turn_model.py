@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tolaria.chats.export.words import duration
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
@@ -62,13 +63,8 @@ def status_from_stop_reason(stop_reason: str) -> str:
 
 
 def format_duration(ms: int | None) -> str:
-    if ms is None:
-        return ""
-    seconds = ms / 1000
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes} min {secs:02d} s"
+    """"2.1 s", "3 min 05 s": as the chat export writes it."""
+    return duration(ms)
 
 
 def format_usage(input_tokens: int | None, output_tokens: int | None,

@@ -45,6 +45,7 @@ from tolaria.ui.fanout.jobs import JobWindows, job_label
 from tolaria.ui.sidebar.sidebar import Sidebar
 from tolaria.ui.transcript.cards.style import flat_button_css, follow_palette
 from tolaria.ui.window import keymap
+from tolaria.ui.window.export_dialog import ExportDialog
 from tolaria.ui.window.import_report import ImportReportBar
 from tolaria.ui.window.notifier import BackgroundNotifier
 from tolaria.ui.window.quit_prompt import QuitPrompt
@@ -234,6 +235,7 @@ class MainWindow(WindowKeys):
         bridge.turn_changes_changed.connect(self.stack.on_turn_changes_changed)
         bridge.file_review_loaded.connect(self.stack.on_file_review_loaded)
         bridge.sessions_imported.connect(self._on_bridge_sessions_imported)
+        bridge.export_finished.connect(self._on_bridge_export_finished)
         bridge.worktree_changed.connect(self._on_bridge_worktree_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
         bridge.turn_restarted.connect(self.refresh_run_state)
@@ -328,6 +330,20 @@ class MainWindow(WindowKeys):
         if not self.import_report.running:  # one import at a time
             self.import_report.show_running()
             self.import_requested.emit()
+
+    def _on_export_action_triggered(self) -> None:
+        """A save dialog for the current chat (none open: nothing to export)."""
+        chat = self._conversations.get(self.current_conversation_id() or -1)
+        if chat is None:
+            self.statusBar().showMessage("Open a chat to export it", 5_000)
+            return
+        self.export_dialog = ExportDialog(self, chat.id, chat.title, chat.cwd)
+        self.export_dialog.chosen.connect(self.export_requested)
+        self.export_dialog.open()
+
+    def _on_bridge_export_finished(self, path: str, error: str) -> None:
+        self.statusBar().showMessage(f"Chat exported to {path}" if path
+                                     else f"The chat was not exported: {error}", 15_000)
 
     def _on_bridge_worktree_changed(self, conversation_id: int, path: str, note: str) -> None:
         self.sidebar.set_worktree(conversation_id, path)

@@ -48,6 +48,8 @@ class WindowKeys(QMainWindow):
     new_worktree_chat_requested = Signal(str, str)
     #: Import the sessions the agent CLIs stored themselves (File → Import sessions from CLIs…).
     import_requested = Signal()
+    #: Export a chat (File → Export…): conversation id, format (html, md, json), file path.
+    export_requested = Signal(int, str, str)
 
     sidebar: Sidebar
     stack: ChatStack
@@ -75,6 +77,9 @@ class WindowKeys(QMainWindow):
         raise NotImplementedError
 
     def _on_import_action_triggered(self) -> None:
+        raise NotImplementedError
+
+    def _on_export_action_triggered(self) -> None:
         raise NotImplementedError
 
     # -- actions and menus ----------------------------------------------------------------------
@@ -106,6 +111,8 @@ class WindowKeys(QMainWindow):
                                   self._on_fan_out_action_triggered)
         self.import_action = add("&Import sessions from CLIs…", None,
                                  self._on_import_action_triggered, name="importSessionsAction")
+        self.export_action = add("&Export chat…", None, self._on_export_action_triggered,
+                                 name="exportChatAction")
         self.preferences_action = add("&Preferences…", QKeySequence("Ctrl+,"),
                                       self.preferences_requested.emit)
         # On macOS Qt moves these three into the application menu (Tolaria → Settings…,
@@ -132,6 +139,7 @@ class WindowKeys(QMainWindow):
             file_menu.addAction(action)
         file_menu.addSeparator()
         file_menu.addAction(self.import_action)
+        file_menu.addAction(self.export_action)
         file_menu.addSeparator()
         file_menu.addAction(self.preferences_action)
         file_menu.addSeparator()
