@@ -178,9 +178,11 @@ class CliTurn(ProcessTurn):
 
     # -- readers -------------------------------------------------------------------------------
     def _on_stdout(self, line: str) -> None:
-        for event in self.runtime.feed(line):
+        runtime = self.runtime
+        for event in runtime.feed(line):
             self.emit(event)
-        self._watch_retries()
+        if runtime.retrying is not None or self._retry_since is not None:  # (once per line)
+            self._watch_retries()
 
     def _on_stderr(self, line: str) -> None:
         super()._on_stderr(line)
