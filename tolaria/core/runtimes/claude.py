@@ -28,7 +28,6 @@ from tolaria.core.events import (
 from tolaria.core.runtimes.base import Outcome
 from tolaria.core.runtimes.jsonl import JsonLinesRuntime, int_or_none, preview
 
-
 #: Most of what Claude prints is text deltas, each one line of exactly this shape (keys in this
 #: order, no spaces): ``_text_delta`` reads their text without parsing the whole line. Any
 #: other line, or one that differs in anything, goes through the JSON parser as before.
