@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tolaria.core.events import TextDelta
+from tolaria.core.events import Event, TextDelta
 from tolaria.core.runtimes.claude import ClaudeStreamJson, _text_delta
 from tolaria.core.runtimes.jsonl import JsonLinesRuntime
 
@@ -59,7 +59,7 @@ UNUSUAL = [
 ]
 
 
-def both(line: str) -> tuple[list[object], list[object]]:
+def both(line: str) -> tuple[list[Event], list[Event]]:
     fast = ClaudeStreamJson("s", "claude")
     slow = ClaudeStreamJson("s", "claude")
     return fast.feed(line), JsonLinesRuntime.feed(slow, line)

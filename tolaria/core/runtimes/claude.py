@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # (C; not in the stubs)
 from typing import Any
 
 from tolaria.core.events import (

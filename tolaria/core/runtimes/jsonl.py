@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import json.scanner
+from collections.abc import Callable
 from typing import Any
 
 from tolaria.core.events import Diagnostic, Event
@@ -16,7 +17,8 @@ from tolaria.core.runtimes.base import Runtime
 _PREVIEW = 200
 #: ``json.loads``' own scanner, called directly: ``loads`` adds two regex matches and three
 #: Python calls around it, a quarter of the cost of a short line.
-_SCAN = json.scanner.make_scanner(json.JSONDecoder())
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder())  # type: ignore[arg-type]  # (the stubs name the class as its argument)
 
 
 def preview(line: str) -> str:
