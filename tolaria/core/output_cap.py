@@ -176,6 +176,17 @@ class OutputCap:
             return [replace(event, message=message)] if message is not event.message else [event]
         return [event]
 
+    def take_delta(self, event: TextDelta | ThinkingDelta) -> bool:
+        """True if ``feed(event)`` would keep this delta whole, and counted as ``feed`` would
+        (the store's shortcut for most of a flood); False changes nothing: ``feed`` it."""
+        if self.upstream:
+            return True
+        size = len(event.text)
+        if size > self.limits.turn_chars - self.kept:
+            return False
+        self.kept += size
+        return True
+
     def finish(self, stream_id: str) -> list[Event]:
         """The end of the turn: the last part of the answer text that was not kept."""
         if self.upstream or not self._tail:
