@@ -65,7 +65,8 @@ class ClaudeStreamJson(JsonLinesRuntime):
         if text is None:
             return super().feed(line)
         events: list[Event] = [TextDelta(self.stream_id, text=text)]
-        self.note_progress(events)
+        if self.retrying is not None:
+            self.note_progress(events)
         return events
 
     def dispatch(self, data: dict[str, Any]) -> list[Event]:
