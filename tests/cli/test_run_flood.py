@@ -25,8 +25,7 @@ from tolaria.core.store.db import Store
 from tolaria.core.stream_id import new_stream_id
 
 AGENT = ROOT / "tests" / "fakes" / "delta_flood_agent.py"
-sys.path.insert(0, str(AGENT.parent))
-import delta_flood_agent as flood  # noqa: E402
+from fakes import delta_flood_agent as flood  # noqa: E402
 
 DELTAS = 6000  # per message: two messages, 12,000 deltas in all
 TOOL = '\n[tool Bash: {"command": "ls -la"}]\n[tool done]\n'
