@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring
 
 TYPE_CHECKING = False  # not typing's: importing typing costs ``tolaria abort`` ~3 ms
 if TYPE_CHECKING:
@@ -78,5 +79,6 @@ def json_line(value: Any, indent: int | None = None) -> str:
 
 
 def json_string(text: str) -> str:
-    """``text`` as ``json_line`` writes a string (quoted, escaped the same way)."""
-    return _JSON_UNSAFE.sub(_unsafe, _ENCODE(text))
+    """``text`` as ``json_line`` writes a string (quoted, escaped the same way: the encoder's
+    own function for strings when non-ASCII is kept)."""
+    return _JSON_UNSAFE.sub(_unsafe, encode_basestring(text))
