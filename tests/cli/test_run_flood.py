@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from cli.test_cli import EXIT_CANCELLED, ROOT
-from helpers import cli_env, marker_pids
+from helpers import add_fake_agent, cli_env, marker_pids
 
 from tolaria.core.events import TextDelta
 from tolaria.core.store.db import Store
@@ -32,13 +32,7 @@ TOOL = '\n[tool Bash: {"command": "ls -la"}]\n[tool done]\n'
 
 
 def add_agent(home: Path, mode: str) -> str:
-    folder = home / "adapters"
-    folder.mkdir(exist_ok=True)
-    (folder / f"flood-{mode}.toml").write_text(
-        f'id = "flood-{mode}"\nname = "Flood"\nprotocol = "claude-stream-json"\n'
-        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(AGENT))}, "
-        f'"{mode}", "{{prompt}}"]\n')
-    return f"flood-{mode}"
+    return add_fake_agent(home, mode, AGENT)
 
 
 def run(home: Path, cwd: Path, *args: str) -> tuple[int, bytes]:
