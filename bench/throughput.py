@@ -155,9 +155,10 @@ class Bench:
             f'{json.dumps(str(self.flood))}, {json.dumps(str(home / "started"))}, "{{prompt}}"]\n')
         return home
 
-    def run(self, row: str, python: str) -> tuple[float, float]:
-        """One run of ``row`` (``raw``, ``text``, ``json``, ``saved``), checked: (seconds from
-        its launch to its exit, seconds from the agent's start to its exit)."""
+    def run(self, row: str, python: str) -> tuple[float, float, float]:
+        """One run of ``row`` (``raw``, ``text``, ``json``, ``saved``), checked: seconds from
+        its launch to its exit, seconds from the agent's start to its exit, CPU seconds (the
+        process and the agent, user + system)."""
         home = self.home()
         out_path = home / "stdout"
         env = {k: v for k, v in os.environ.items() if k != "TOLARIA_STREAM_ID"}
@@ -169,17 +170,21 @@ class Bench:
             argv = [python, "-m", "tolaria", "run", "--agent", "flood"]
             argv += {"text": ["--no-save"], "json": ["--no-save", "--json"], "saved": []}[row]
             argv.append("go")
-        with out_path.open("wb") as out:
+        err_path = home / "stderr"
+        with out_path.open("wb") as out, err_path.open("wb") as err:
             launched = time.monotonic()
-            proc = subprocess.run(argv, env=env, cwd=home, stdout=out, stderr=subprocess.PIPE,
-                                  stdin=subprocess.DEVNULL, check=False)
+            proc = subprocess.Popen(argv, env=env, cwd=home, stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL)
+            # wait4: the CPU time of the process and of the children it waited for (the agent)
+            _, status, usage = os.wait4(proc.pid, 0)
             ended = time.monotonic()
-        if proc.returncode != 0:
-            raise SystemExit(f"{row}: exit {proc.returncode}: {proc.stderr.decode()[-800:]}")
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise SystemExit(f"{row}: exit {code}: {err_path.read_text()[-800:]}")
         streaming = float((home / "started").read_text())
         self.check(row, out_path.read_bytes(), home)
         shutil.rmtree(home)
-        return ended - launched, ended - streaming
+        return ended - launched, ended - streaming, usage.ru_utime + usage.ru_stime
 
     def check(self, row: str, out: bytes, home: Path) -> None:
         if row == "raw":
@@ -224,7 +229,7 @@ def main() -> int:
         base_python = str(Path(args.base).resolve() / ".venv" / "bin" / "python")
         rows += [(f"base-{r}", base_python) for r in args.rows.split(",") if r != "raw"]
     load_before = os.getloadavg()
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in rows}
+    times: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in rows}
     with tempfile.TemporaryDirectory(prefix="tolaria-throughput-") as tmp:
         bench = Bench(Path(tmp), args.events)
         mb = bench.flood.stat().st_size / 2**20
@@ -233,10 +238,11 @@ def main() -> int:
         for rep in range(args.reps):
             order = rows[rep % len(rows):] + rows[:rep % len(rows)]
             for name, python in order:
-                wall, stream = bench.run(name.removeprefix("base-"), python)
-                times[name].append((wall, stream))
+                wall, stream, cpu = bench.run(name.removeprefix("base-"), python)
+                times[name].append((wall, stream, cpu))
                 print(f"  rep {rep + 1} {name:<11} {wall:6.3f} s, streaming {stream:6.3f} s: "
-                      f"{bench.lines / stream / 1000:7.1f}k events/s", file=sys.stderr)
+                      f"{bench.lines / stream / 1000:7.1f}k events/s, cpu {cpu:6.3f} s",
+                      file=sys.stderr)
     load_after = os.getloadavg()
     result = summarize(times, bench.lines, args.reps)
     result.update(mb=round(mb, 1), load=[round(load_before[0], 2), round(load_after[0], 2)])
@@ -246,26 +252,28 @@ def main() -> int:
     print(f"{bench.lines} events ({mb:.1f} MB), {args.reps} runs each, medians; load "
           f"{load_before[0]:.2f} -> {load_after[0]:.2f}")
     print(f"{'row':<11} {'streaming s':>11} {'events/s':>10} {'ratio':>6}   {'wall s':>7} "
-          f"{'wall ratio':>10}")
+          f"{'wall ratio':>10}   {'cpu s':>6} {'cpu ratio':>9}")
     for name, r in result["rows"].items():  # type: ignore[attr-defined]
         print(f"{name:<11} {r['stream_s']:>11.3f} {r['events_per_s'] / 1000:>9.1f}k "
-              f"{r['ratio']:>6.2f}   {r['wall_s']:>7.3f} {r['wall_ratio']:>10.2f}")
+              f"{r['ratio']:>6.2f}   {r['wall_s']:>7.3f} {r['wall_ratio']:>10.2f}   "
+              f"{r['cpu_s']:>6.3f} {r['cpu_ratio']:>9.2f}")
     return 0
 
 
-def summarize(times: dict[str, list[tuple[float, float]]], events: int, reps: int
+def summarize(times: dict[str, list[tuple[float, float, float]]], events: int, reps: int
               ) -> dict[str, object]:
     """Medians per row; ratios to the raw floor's medians (1.0 without a raw row)."""
-    med = {name: (statistics.median(w for w, _ in v), statistics.median(s for _, s in v))
+    med = {name: tuple(statistics.median(run[i] for run in v) for i in range(3))
            for name, v in times.items()}
-    floor_wall, floor_stream = med.get("raw", (0.0, 0.0))
+    floor = med.get("raw")
     rows = {}
-    for name, (wall, stream) in med.items():
+    for name, (wall, stream, cpu) in med.items():
         rows[name] = {"stream_s": round(stream, 3), "wall_s": round(wall, 3),
-                      "events_per_s": round(events / stream),
-                      "ratio": round(floor_stream / stream, 2) if floor_stream else 1.0,
-                      "wall_ratio": round(floor_wall / wall, 2) if floor_wall else 1.0,
-                      "stream_runs_s": [round(s, 3) for _, s in times[name]]}
+                      "cpu_s": round(cpu, 3), "events_per_s": round(events / stream),
+                      "ratio": round(floor[1] / stream, 2) if floor else 1.0,
+                      "wall_ratio": round(floor[0] / wall, 2) if floor else 1.0,
+                      "cpu_ratio": round(floor[2] / cpu, 2) if floor else 1.0,
+                      "stream_runs_s": [round(run[1], 3) for run in times[name]]}
     return {"events": events, "reps": reps, "rows": rows}
 
 
