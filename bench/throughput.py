@@ -23,8 +23,9 @@ launch to its exit (start-up included: what a user waits for):
 Rows run interleaved (the order rotates every repetition), ``--reps`` times each; the medians
 are reported as events per second (the agent's lines over the streaming time: from the agent's
 start to the process's exit) and as a ratio to the raw floor of the same run, with the median of
-each repetition's own ratio ("paired"), the ratio with start-up (wall) and of CPU time. With ``--base DIR`` the same rows run with another checkout's
-``DIR/.venv/bin/python`` too (``base-text``...), in the same interleaving.
+each repetition's own ratio ("paired"), the ratio with start-up (wall) and of CPU time. With
+``--base DIR`` the same rows run with another checkout's ``DIR/.venv/bin/python`` too
+(``base-text``...), in the same interleaving.
 
 Every run is checked: the floor counted every line; the text output is exactly the deltas'
 text plus the final newline; the JSON output has every text delta, in order, with the same
