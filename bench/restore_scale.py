@@ -62,10 +62,10 @@ def fill(turns: int, text_chars: int) -> None:
         store.close()
 
 
-async def measure(turns: int, scroll_s: float) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from ui_stream import TickRecorder  # bench/ui_stream.py
-
+async def open_chat(turns: int) -> tuple[Any, Any, dict[str, Any]]:
+    """(In the child.) The real app opened on the home's chat of ``turns`` turns, measured until
+    it is idle: the app, the chat's pane, and first paint, idle, widgets at idle and RSS (1 s
+    after idle). Also used by bench/scroll_history.py."""
     from tolaria.app.main import Tolaria
 
     started = time.perf_counter()
@@ -98,7 +98,14 @@ async def measure(turns: int, scroll_s: float) -> dict[str, Any]:
     await asyncio.sleep(1.0)
     gc.collect()
     result["rss_mb"] = _rss_mb()
+    return app, pane, result
 
+
+async def measure(turns: int, scroll_s: float) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from ui_stream import TickRecorder  # bench/ui_stream.py
+
+    app, pane, result = await open_chat(turns)
     bar = pane.transcript.verticalScrollBar()
     recorder = TickRecorder()
     recorder.start()

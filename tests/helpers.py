@@ -406,9 +406,9 @@ def reap_adopted() -> int:
     return freeze.reap_orphans(0)
 
 
-def add_fake_agent(home: Path, mode: str) -> str:
-    """A user manifest in ``home`` running tests/fakes/fake_agent.py in ``mode`` (for
-    ``tolaria run --agent``); returns its id."""
+def add_fake_agent(home: Path, mode: str, script: Path | None = None) -> str:
+    """A user manifest in ``home`` running tests/fakes/fake_agent.py (or ``script``) in ``mode``
+    (for ``tolaria run --agent``); returns its id."""
     import json
 
     agent = f"fake-{mode.replace('_', '-')}"
@@ -416,7 +416,7 @@ def add_fake_agent(home: Path, mode: str) -> str:
     folder.mkdir(exist_ok=True)
     (folder / f"{agent}.toml").write_text(
         f'id = "{agent}"\nname = "Fake {mode}"\nprotocol = "claude-stream-json"\n'
-        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(FAKE_AGENT))}, "
+        f"command = [{json.dumps(sys.executable)}, {json.dumps(str(script or FAKE_AGENT))}, "
         f'"{mode}", "{{prompt}}"]\n')
     return agent
 

@@ -4,10 +4,18 @@ Every write goes through ``Output``: when the reader goes away (``tolaria run ..
 the first write that hits the closed pipe stops the run (``on_closed``: the runner aborts the
 stream, so the agent's tree is killed) and everything after is dropped quietly. Without it,
 each later event raised a BrokenPipeError traceback and the agent ran on.
+
+Writes are flushed once per turn of the event loop, not once per event: a read of 256 KB from
+the agent's pipe is hundreds of events, and a flush each cost a system call each (most of the
+time of a flood in text or ``--json`` mode). What one turn of the loop wrote is flushed right
+after it (``call_soon``), before anything else runs; a write to the other stream (stdout vs
+stderr) flushes first, so the two keep their order on a shared terminal or file; ``Done`` and
+the end of the run flush at once. Without a running loop every write is flushed at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import json
@@ -17,9 +25,9 @@ import select
 import stat
 import sys
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
-from tolaria.cli.terminal import for_terminal, json_line, no_surrogates
+from tolaria.cli.terminal import for_terminal, json_line, json_string, no_surrogates
 from tolaria.core.events import (
     STOP_CANCELLED,
     Diagnostic,
@@ -32,11 +40,11 @@ from tolaria.core.events import (
     to_dict,
 )
 
-if TYPE_CHECKING:
-    import asyncio
-
 #: How often a piped stdout is checked for a reader that went away while nothing was written.
 WATCH_S = 0.25
+
+#: Writes held for the flush at most (then they go to the stream's own buffer).
+_MOST_PENDING = 1024
 
 #: ``Exit code N`` at the start of a shell tool's result (Claude Code, the demo agent).
 _EXIT_CODE = re.compile(r"\AExit code (-?\d+)")
@@ -60,18 +68,65 @@ class Output:
         #: Called once, when stdout turns out closed (stops the run).
         self.on_closed: Callable[[], object] = lambda: None
         self._watch: asyncio.TimerHandle | None = None
+        #: The stream written to and not flushed yet, what was written to it since (joined at
+        #: the flush: one write of the text stream per turn of the loop), the flush scheduled.
+        self._dirty: IO[str] | None = None
+        self._pending: list[str] = []
+        self._flush_soon: asyncio.Handle | None = None
 
     def write(self, stream: IO[str] | None, text: str) -> None:
         if self.closed or not text or stream is None:  # None: started with that fd closed
             return
+        if self._dirty is not stream:
+            if self._dirty is not None:
+                self.flush()  # the other stream's text first: stdout and stderr keep their order
+                if self.closed:
+                    return
+            self._dirty = stream
+        pending = self._pending
+        pending.append(text)
+        if self._flush_soon is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop (a printer used on its own): flush every write
+                self.flush()
+                return
+            self._flush_soon = loop.call_soon(self._flush_now)
+        elif len(pending) >= _MOST_PENDING:
+            self._write_pending(stream)
+
+    def flush(self) -> None:
+        """Write and flush what was written and not flushed yet (a closed reader stops the
+        run)."""
+        stream, self._dirty = self._dirty, None
+        if stream is None:
+            return
+        if self._write_pending(stream):
+            try:
+                stream.flush()
+            except OSError as exc:
+                self._failed(stream, exc)
+
+    def _write_pending(self, stream: IO[str]) -> bool:
+        text, self._pending = "".join(self._pending), []
+        if self.closed:
+            return False
         try:
             stream.write(text)
-            stream.flush()
         except OSError as exc:
-            # EPIPE: the pipe's reader is gone; EIO: the terminal is (its window was closed).
-            if not isinstance(exc, BrokenPipeError) and exc.errno not in (errno.EPIPE, errno.EIO):
-                raise
-            self._close(stream)
+            self._failed(stream, exc)
+            return False
+        return True
+
+    def _flush_now(self) -> None:
+        self._flush_soon = None
+        self.flush()
+
+    def _failed(self, stream: IO[str], exc: OSError) -> None:
+        # EPIPE: the pipe's reader is gone; EIO: the terminal is (its window was closed).
+        if not isinstance(exc, BrokenPipeError) and exc.errno not in (errno.EPIPE, errno.EIO):
+            raise exc
+        self._close(stream)
 
     def watch(self, loop: asyncio.AbstractEventLoop) -> None:
         """Also notice a closed reader while nothing is written (an agent busy in a long tool):
@@ -100,6 +155,11 @@ class Output:
         self._watch = loop.call_later(WATCH_S, check)
 
     def unwatch(self) -> None:
+        """The run is over: flush, and stop watching for a closed reader."""
+        self.flush()
+        if self._flush_soon is not None:
+            self._flush_soon.cancel()
+            self._flush_soon = None
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
@@ -152,6 +212,7 @@ class Printer:
 
     def detach(self) -> None:
         """The run is over."""
+        self.output.flush()
 
     def track(self, event: Event) -> None:
         if isinstance(event, ToolStart):
@@ -170,8 +231,23 @@ class Printer:
 
 
 class JsonPrinter(Printer):
+    def __init__(self, output: Output | None = None) -> None:
+        super().__init__(output)
+        #: The start of a text delta's line for each stream id (the same for every delta).
+        self._delta_heads: dict[str, str] = {}
+
     def __call__(self, event: Event) -> None:
+        if type(event) is TextDelta:  # most of a flood: the same line as below, built faster
+            head = self._delta_heads.get(event.stream_id)
+            if head is None:
+                head = self._delta_heads[event.stream_id] = (
+                    f'{{"stream_id": {json_string(event.stream_id)}, "kind": "text_delta", '
+                    '"text": ')
+            self.output.out(f"{head}{json_string(event.text)}}}\n")
+            return
         self.output.out(json_line(to_dict(event)) + "\n")
+        if isinstance(event, Done):
+            self.output.flush()
 
 
 class PlainPrinter(Printer):
@@ -188,6 +264,10 @@ class PlainPrinter(Printer):
         self.output.err(text + "\n")
 
     def __call__(self, event: Event) -> None:
+        if type(event) is TextDelta and not self._after_tool:  # most of a flood
+            text = event.text
+            self.output.out(text if text.isascii() else no_surrogates(text))
+            return
         self.track(event)
         if isinstance(event, TextDelta):
             if self._after_tool:
@@ -213,6 +293,7 @@ class PlainPrinter(Printer):
             survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)
             extra = f"; still alive: {survivors}" if survivors else ""
             self._err_line(f"[done: {event.stop_reason}, {event.duration_ms or 0} ms{extra}]")
+            self.output.flush()
 
 
 def _isatty(stream: IO[str] | None) -> bool:

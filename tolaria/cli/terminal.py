@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring
 
 TYPE_CHECKING = False  # not typing's: importing typing costs ``tolaria abort`` ~3 ms
 if TYPE_CHECKING:
@@ -60,9 +61,24 @@ def _escape_controls(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
 
 
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder for every call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _unsafe(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
+
+
 def json_line(value: Any, indent: int | None = None) -> str:
     """One JSON line (no newline) that keeps non-ASCII text readable, with C1 controls, DEL,
     U+2028/2029 and lone surrogates escaped."""
-    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    text = _ENCODE(value) if indent is None else json.dumps(value, ensure_ascii=False,
+                                                            indent=indent)
     # These characters only occur inside JSON strings, where an escape means the same thing.
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    return _JSON_UNSAFE.sub(_unsafe, text)
+
+
+def json_string(text: str) -> str:
+    """``text`` as ``json_line`` writes a string (quoted, escaped the same way: the encoder's
+    own function for strings when non-ASCII is kept)."""
+    return _JSON_UNSAFE.sub(_unsafe, encode_basestring(text))

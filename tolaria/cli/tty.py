@@ -67,6 +67,7 @@ class TtyPrinter(Printer):
             self._handle.cancel()
             self._handle = None
         self._erase_spinner()
+        self.output.flush()
 
     def _tick(self) -> None:
         if self._at_line_start and not self.output.closed:
@@ -165,6 +166,7 @@ class TtyPrinter(Printer):
         if not self._at_line_start:
             self._out("\n")
         self._line(text)
+        self.output.flush()
 
 
 def make_printer(as_json: bool) -> Printer:

@@ -176,28 +176,41 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 
+#: The events ``redacted`` masks (a type check: it runs for every event of a flood).
+_REDACTED = frozenset((Error, Diagnostic))
+
+
 def redacted(event: Event) -> Event:
     """``event`` with secrets masked where a run reports trouble: errors, stderr lines and other
     diagnostics (an agent's failure text may quote its environment or its key), by the one
     policy of tolaria/support/redact.py. Conversation events stay as the agent sent them:
     masking a file the agent read would make it write the mask back."""
-    if isinstance(event, Error | Diagnostic):
+    if type(event) in _REDACTED and isinstance(event, Error | Diagnostic):
         message = redact_text(event.message)
         if message != event.message:
             return dataclasses.replace(event, message=message)
     return event
 
 
+#: Each event class's own fields, in order (``dataclasses.fields`` is slow to ask per event).
+_FIELDS: dict[type[Event], tuple[str, ...]] = {}
+
+
+def _field_names(cls: type[Event]) -> tuple[str, ...]:
+    names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)
+                                 if f.name != "stream_id")
+    return names
+
+
 def to_dict(event: Event) -> dict[str, Any]:
     """JSON-ready dict: ``stream_id``, ``kind`` and the event's own fields."""
     out: dict[str, Any] = {"stream_id": event.stream_id, "kind": event.kind}
-    for f in dataclasses.fields(event):
-        if f.name == "stream_id":
-            continue
-        value = getattr(event, f.name)
-        if f.name == "survivors":
+    cls = type(event)
+    for name in _FIELDS.get(cls) or _field_names(cls):
+        value = getattr(event, name)
+        if name == "survivors":
             value = [{"pid": s.pid, "name": s.name} for s in value]
-        out[f.name] = value
+        out[name] = value
     return out
 
 

@@ -53,6 +53,7 @@ TAIL_CHARS = 64 * 1024
 #: Environment variables that change the caps (characters; tests and benches use small ones).
 ENV_TURN, ENV_ITEM, ENV_TAIL = "TOLARIA_MAX_TURN_CHARS", "TOLARIA_MAX_ITEM_CHARS", \
     "TOLARIA_TAIL_CHARS"
+_DELTAS = (TextDelta, ThinkingDelta)
 #: What an over-budget field is clipped to when its event is kept anyway (errors, tool inputs).
 _SMALL = 4096
 
@@ -131,11 +132,11 @@ class OutputCap:
         runs out."""
         if self.upstream:
             return [event]
+        if isinstance(event, _DELTAS):  # first: most of a flood
+            return self._delta(event)
         if isinstance(event, Diagnostic) and event.source == CAP_SOURCE:
             self.upstream = self.truncated = True
             return [event]
-        if isinstance(event, TextDelta | ThinkingDelta):
-            return self._delta(event)
         if isinstance(event, ToolUpdate) and event.output is not None:
             output = clip_item(event.output, self.limits.item_chars, self.limits.tail_chars)
             if len(output) > self.room:
@@ -175,6 +176,17 @@ class OutputCap:
             return [replace(event, message=message)] if message is not event.message else [event]
         return [event]
 
+    def take_delta(self, event: TextDelta | ThinkingDelta) -> bool:
+        """True if ``feed(event)`` would keep this delta whole, and counted as ``feed`` would
+        (the store's shortcut for most of a flood); False changes nothing: ``feed`` it."""
+        if self.upstream:
+            return True
+        size = len(event.text)
+        if size > self.limits.turn_chars - self.kept:
+            return False
+        self.kept += size
+        return True
+
     def finish(self, stream_id: str) -> list[Event]:
         """The end of the turn: the last part of the answer text that was not kept."""
         if self.upstream or not self._tail:
@@ -188,7 +200,9 @@ class OutputCap:
                 TextDelta(stream_id, text=tail)]
 
     def _delta(self, event: TextDelta | ThinkingDelta) -> list[Event]:
-        text, room = event.text, self.room
+        text, room = event.text, self.limits.turn_chars - self.kept
+        if room < 0:  # (an error's message may be kept over the budget)
+            room = 0
         if len(text) <= room:
             self.kept += len(text)
             return [event]

@@ -116,6 +116,16 @@ class EventBuffer(WriteErrors, StorePart):
             live = self._live.get(event.stream_id)
             if live is None or self._closed:
                 return
+            pending = live.open
+            if (pending is not None and isinstance(event, _DELTA_TYPES)
+                    and type(event) is type(pending.event) and pending.parts is not None
+                    and pending.size < COALESCE_MAX_CHARS and live.cap.take_delta(event)):
+                # Most of a flood: a delta kept whole that extends the row being buffered.
+                text = event.text
+                pending.parts.append(text)
+                pending.size += len(text)
+                pending.created_at = now
+                return
             if isinstance(event, Done):
                 kept = [*live.cap.finish(event.stream_id), event]
             else:

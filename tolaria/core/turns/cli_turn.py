@@ -181,12 +181,15 @@ class CliTurn(ProcessTurn):
 
     # -- readers -------------------------------------------------------------------------------
     def _on_stdout(self, line: str) -> None:
-        for event in self.runtime.feed(line):
-            if isinstance(event, ToolStart) and self.mcp.plan.passed:
-                event = with_server(event, tuple(s.name for s in self.mcp.plan.passed),
+        runtime = self.runtime
+        passed = self.mcp.plan.passed
+        for event in runtime.feed(line):
+            if passed and isinstance(event, ToolStart):
+                event = with_server(event, tuple(s.name for s in passed),
                                     bare=self.manifest.mcp.form == OPENCODE_CONFIG)
             self.emit(event)
-        self._watch_retries()
+        if runtime.retrying is not None or self._retry_since is not None:  # (once per line)
+            self._watch_retries()
 
     def _on_stderr(self, line: str) -> None:
         super()._on_stderr(line)

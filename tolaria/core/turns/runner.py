@@ -18,7 +18,15 @@ import logging
 from typing import TYPE_CHECKING
 
 from tolaria.core.adapters.manifest import ACP, OPENAI_CHAT
-from tolaria.core.events import STOP_CANCELLED, Done, Event, EventCallback, redacted
+from tolaria.core.events import (
+    STOP_CANCELLED,
+    Diagnostic,
+    Done,
+    Error,
+    Event,
+    EventCallback,
+    redacted,
+)
 from tolaria.core.linereader import DEFAULT_MAX_LINE
 from tolaria.core.process import proctree
 from tolaria.core.process.registry import ProcessRegistry, Run, default_registry
@@ -41,6 +49,10 @@ __all__ = ["DEFAULT_GRACE_S", "DEFAULT_RETRY_LIMIT_S", "RunRequest", "abort_ai_a
 log = logging.getLogger(__name__)
 
 
+#: The events ``redacted`` may change (checked here first: the emitter runs for every event).
+_MASKED = frozenset((Error, Diagnostic))
+
+
 class _Emitter:
     """Delivers events to the callback: nothing after ``done``; callback errors never kill a run."""
 
@@ -53,8 +65,10 @@ class _Emitter:
             return
         if isinstance(event, Done):
             self.closed = True
+        if type(event) in _MASKED:
+            event = redacted(event)  # errors and stderr lines without secrets
         try:
-            self._callback(redacted(event))  # errors and stderr lines without secrets
+            self._callback(event)
         except Exception:
             log.exception("event callback failed for %s", event.kind)
 
