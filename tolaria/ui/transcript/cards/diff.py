@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import difflib
 
-from PySide6.QtGui import QSyntaxHighlighter, QTextCharFormat, QTextDocument
+from PySide6.QtGui import QTextCharFormat, QTextDocument
 
 from tolaria.ui import theme
+from tolaria.ui.transcript.syntax.highlighter import CodeHighlighter
+from tolaria.ui.transcript.syntax.lexers import lexer_for_path
+from tolaria.ui.transcript.syntax.lines import LineTokens
 
 #: Lines of a diff shown at most (the rest is counted, the store keeps the tool input).
 MAX_DIFF_LINES = 400
@@ -52,25 +55,52 @@ def edit_of(tool_input: object) -> tuple[str, str] | None:
     return path, "\n".join(lines)
 
 
-class DiffHighlighter(QSyntaxHighlighter):
-    """Added lines on green, removed on red, hunk headers muted; follows the theme."""
+class DiffHighlighter(CodeHighlighter):
+    """Added lines on green, removed on red, hunk headers muted; the code in them coloured by
+    the file's language (its extension) when it has one; follows the theme."""
 
-    def __init__(self, document: QTextDocument) -> None:
-        super().__init__(document)
-        self._formats: dict[str, QTextCharFormat] = {}
-        self.restyle(rehighlight=False)
+    column_offset = 1
 
-    def restyle(self, *, rehighlight: bool = True) -> None:
+    def __init__(self, document: QTextDocument, path: str = "") -> None:
+        super().__init__(document, "text")
+        lexer = lexer_for_path(path) if path else None
+        self.tokens = LineTokens(lexer) if lexer is not None else None
+        self._line_formats: dict[str, QTextCharFormat] = {}
+        self._current: QTextCharFormat | None = None
+        self._background_dark = theme.is_dark()
+        self._backgrounds(self._background_dark)
+
+    def _backgrounds(self, dark: bool) -> None:
         added, removed = theme.diff_colors()
-        self._formats = {"+": QTextCharFormat(), "-": QTextCharFormat(),
-                         "@": QTextCharFormat()}
-        self._formats["+"].setBackground(added)
-        self._formats["-"].setBackground(removed)
-        self._formats["@"].setForeground(theme.muted_text())
-        if rehighlight:
-            self.rehighlight()
+        self._line_formats = {"+": QTextCharFormat(), "-": QTextCharFormat(),
+                              "@": QTextCharFormat()}
+        self._line_formats["+"].setBackground(added)
+        self._line_formats["-"].setBackground(removed)
+        self._line_formats["@"].setForeground(theme.muted_text())
+        self._background_dark = dark
 
-    def highlightBlock(self, text: str) -> None:
-        fmt = self._formats.get(text[:1])
-        if fmt is not None:
-            self.setFormat(0, len(text), fmt)
+    def restyle(self) -> None:
+        dark = theme.is_dark()
+        if dark != self._background_dark:
+            self._backgrounds(dark)
+            self.rehighlight()  # a diff is short (MAX_DIFF_LINES): all of it, now
+        super().restyle()
+
+    def code_of(self, text: str) -> str:
+        return "\n".join(self.line_code(line) for line in text.split("\n"))
+
+    def line_code(self, line: str) -> str:
+        return line[1:] if line[:1] in ("+", "-", " ") else ""
+
+    def decorate(self, text: str) -> None:
+        self._current = self._line_formats.get(text[:1])
+        if self._current is not None:
+            self.setFormat(0, len(text), self._current)
+
+    def merged(self, fmt: QTextCharFormat) -> QTextCharFormat:
+        line = self._current
+        if line is None or not line.hasProperty(QTextCharFormat.Property.BackgroundBrush):
+            return fmt
+        both = QTextCharFormat(fmt)
+        both.setBackground(line.background())
+        return both
