@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 
 from pygments.lexer import Lexer
-from pygments.lexers import get_lexer_by_name, get_lexer_for_filename, guess_lexer
+from pygments.lexers import find_lexer_class_by_name, get_lexer_by_name, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
 #: Names agents write that Pygments does not know (or knows as something else).
@@ -21,12 +21,15 @@ EXTRA_ALIASES = {
     "kt": "kotlin", "rb": "ruby", "md": "markdown", "ps1": "powershell", "patch": "diff",
     "text": "text", "txt": "text", "plain": "text", "plaintext": "text", "output": "text",
 }
-#: What a guess may return: common languages whose guess is reliable enough to colour.
-GUESSABLE = {
-    "Python", "Bash", "Bash Session", "JavaScript", "TypeScript", "Rust", "Go", "C", "C++",
-    "Java", "JSON", "YAML", "TOML", "HTML", "CSS", "SQL", "Diff", "Ruby", "PHP", "Docker",
-    "Makefile", "XML", "INI", "Kotlin", "Swift", "C#", "Lua",
-}
+#: What a guess may return: common languages, asked through their own ``analyse_text`` (Pygments'
+#: ``guess_lexer`` imports all of its ~600 lexers first: most of a second on the GUI thread).
+GUESSABLE = (
+    "python", "bash", "javascript", "typescript", "rust", "go", "c", "cpp", "java", "json",
+    "yaml", "toml", "html", "css", "sql", "diff", "ruby", "php", "docker", "make", "xml", "ini",
+    "kotlin", "swift", "csharp", "lua",
+)
+#: The score (0..1) an ``analyse_text`` must give to be believed.
+GUESS_SCORE = 0.3
 #: A block is guessed only from this many lines on, and from its first characters only.
 GUESS_MIN_LINES = 3
 GUESS_MAX_CHARS = 4096
@@ -87,13 +90,12 @@ def guess(code: str) -> Lexer | None:
     for name, sign in _SIGNS:
         if sign.search(head):
             return lexer_for_fence(name)
-    try:
-        found = guess_lexer(head)
-    except ClassNotFound:
-        return None
-    if found.name in GUESSABLE:
-        return _options(found)
-    return None
+    best, score = "", 0.0
+    for name in GUESSABLE:
+        rated = float(find_lexer_class_by_name(name).analyse_text(head))
+        if rated > score:
+            best, score = name, rated
+    return lexer_for_fence(best) if score >= GUESS_SCORE else None
 
 
 def _options(lexer: Lexer) -> Lexer:
