@@ -143,6 +143,7 @@ def test_a_2000_line_block_lexes_only_what_is_painted(qtbot: QtBot) -> None:
     qtbot.waitUntil(lambda: 0 in coloured_lines(text))
     qtbot.wait(100)  # nothing more is lexed while nothing else is shown
     assert highlighter.tokens.lexed_count <= visible + 2
+    assert highlighter.formatted_count <= visible + 2, "no line off screen was touched"
     assert max(coloured_lines(text)) <= visible
     # Scrolled to the middle: those lines are lexed (the lines above them too: a lexer's state
     # comes from its start), the end is not.

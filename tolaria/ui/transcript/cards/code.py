@@ -79,7 +79,7 @@ class CodeText(QPlainTextEdit):
         """Colour the text with ``highlighter`` (made on this widget's document)."""
         self.highlighter = highlighter
         highlighter.progressed.connect(self.viewport().update)
-        highlighter.prepare(self._text)
+        highlighter.prepare(self._text, "")
 
     def set_text(self, text: str) -> None:
         old = self._text
@@ -87,7 +87,7 @@ class CodeText(QPlainTextEdit):
             return
         self._text = text
         if self.highlighter is not None:
-            self.highlighter.prepare(text)
+            self.highlighter.prepare(text, old)
         if old and text.startswith(old):
             cursor = QTextCursor(self.document())
             cursor.movePosition(QTextCursor.MoveOperation.End)

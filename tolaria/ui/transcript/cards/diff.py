@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 
-from PySide6.QtGui import QTextCharFormat, QTextDocument
+from PySide6.QtGui import QTextCharFormat, QTextDocument, QTextLayout
 
 from tolaria.ui import theme
 from tolaria.ui.transcript.syntax.highlighter import CodeHighlighter
@@ -83,7 +83,6 @@ class DiffHighlighter(CodeHighlighter):
         dark = theme.is_dark()
         if dark != self._background_dark:
             self._backgrounds(dark)
-            self.rehighlight()  # a diff is short (MAX_DIFF_LINES): all of it, now
         super().restyle()
 
     def code_of(self, text: str) -> str:
@@ -92,10 +91,13 @@ class DiffHighlighter(CodeHighlighter):
     def line_code(self, line: str) -> str:
         return line[1:] if line[:1] in ("+", "-", " ") else ""
 
-    def decorate(self, text: str) -> None:
+    def decorate(self, text: str) -> list[QTextLayout.FormatRange]:
         self._current = self._line_formats.get(text[:1])
-        if self._current is not None:
-            self.setFormat(0, len(text), self._current)
+        if self._current is None:
+            return []
+        span = QTextLayout.FormatRange()
+        span.start, span.length, span.format = 0, len(text), self._current
+        return [span]
 
     def merged(self, fmt: QTextCharFormat) -> QTextCharFormat:
         line = self._current

@@ -1,11 +1,12 @@
 """Pygments tokens as Qt formats on a code document, for the lines on screen only.
 
-Qt's ``QSyntaxHighlighter`` calls ``highlightBlock`` for every block that changed, eagerly (all
-2,000 lines of a new block at once). Here that call only applies tokens that are already
-lexed; lexing happens when a view is about to paint lines (``show_lines``: what is on screen,
-within a time budget, the rest continued on later loop turns). A theme switch only bumps a
-generation: each line gets its new colours when it is painted next, never the whole block at
-once.
+Nothing here runs per changed block: Qt's ``QSyntaxHighlighter`` would call Python for every
+line of a new 2,000-line block at once (a third more than building the block itself). Instead a
+view calls ``show_lines`` with the lines it is about to paint: they are lexed (within a time
+budget, the rest continued on later loop turns) and their formats set on their layouts, as
+``QSyntaxHighlighter`` itself does (``QTextLayout.setFormats`` and ``markContentsDirty``). A
+line remembers the generation its formats were made in; a theme switch or new text bumps it, so
+each line gets its new colours when it is painted next, never the whole block at once.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 import time
 
 from pygments.lexer import Lexer
-from PySide6.QtCore import QTimer, Signal
-from PySide6.QtGui import QSyntaxHighlighter, QTextCharFormat, QTextDocument
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QTextBlock, QTextCharFormat, QTextDocument, QTextLayout
 
 from tolaria.ui.transcript.syntax import colors
 from tolaria.ui.transcript.syntax.lexers import guess, lexer_for_fence
@@ -26,13 +27,17 @@ BUDGET_MS = 4.0
 GUESS_AT = (3, 12, 40)
 
 
-class CodeHighlighter(QSyntaxHighlighter):
+class CodeHighlighter(QObject):
     """Colours a code document by its language (a fence's info string; "" guesses)."""
 
     #: Lines on screen got lexed after the paint that asked for them: paint again.
     progressed = Signal()
+    #: Columns before a line's code (a diff's +/- column).
+    column_offset = 0
 
     def __init__(self, document: QTextDocument, language: str = "") -> None:
+        super().__init__(document)
+        self._document = document
         self.language = language
         lexer = lexer_for_fence(language) if language else None
         self._guessing = not language
@@ -40,22 +45,27 @@ class CodeHighlighter(QSyntaxHighlighter):
         self.tokens: LineTokens | None = LineTokens(lexer) if lexer is not None else None
         self._dark = colors.dark_theme()
         self._generation = 0
-        #: Line -> the generation its formats were applied in.
+        #: Line -> the generation its formats were made in (absent: none, or stale ones).
         self._applied: dict[int, int] = {}
+        #: Lines whose formats were set (by ``show_lines``) since the block was last filled.
+        self.formatted_count = 0
         self._wanted: tuple[int, int] | None = None
-        super().__init__(document)
         self._more = QTimer(self)
         self._more.setSingleShot(True)
         self._more.setInterval(0)
         self._more.timeout.connect(self._on_more_timeout)
+
+    def document(self) -> QTextDocument:
+        return self._document
 
     @property
     def lexer(self) -> Lexer | None:
         return self.tokens.lexer if self.tokens is not None else None
 
     # -- the text ------------------------------------------------------------------------------
-    def prepare(self, text: str) -> None:
-        """The document is about to hold ``text`` (call before changing it)."""
+    def prepare(self, text: str, old: str) -> None:
+        """The document is about to hold ``text`` instead of ``old`` (call before changing it;
+        text that starts with ``old`` is appended)."""
         if self._guessing and self.tokens is None:
             lines = text.count("\n") + 1
             due = [n for n in GUESS_AT if self._guessed_at < n <= lines]
@@ -65,6 +75,12 @@ class CodeHighlighter(QSyntaxHighlighter):
                 if lexer is not None:
                     self.tokens = LineTokens(lexer)
                     self._applied.clear()
+        if old and text.startswith(old):
+            changed = old.count("\n")  # the old last line may go on
+            for line in [n for n in self._applied if n >= changed]:
+                del self._applied[line]
+        else:
+            self._applied.clear()
         if self.tokens is not None:
             self.tokens.set_text(self.code_of(text))
 
@@ -75,27 +91,49 @@ class CodeHighlighter(QSyntaxHighlighter):
     def line_code(self, line: str) -> str:
         return line
 
-    #: Columns before a line's code (a diff's +/- column).
-    column_offset = 0
-
     # -- painting ------------------------------------------------------------------------------
     def show_lines(self, first: int, last: int) -> None:
         """Lines ``first``..``last`` are about to be painted: lex them (within the budget) and
         give those that lack them their current colours."""
-        if self.tokens is None:
+        document = self._document
+        last = min(last, document.blockCount() - 1)
+        if last < first:
             return
         self._wanted = (first, last)
-        deadline = time.perf_counter() + BUDGET_MS / 1000
-        reached = self.tokens.ensure(last, deadline)
-        document = self.document()
-        top = min(last, self.tokens.done - 1)
-        for line in range(max(0, first), top + 1):
-            if self._applied.get(line) != self._generation:
-                block = document.findBlockByNumber(line)
-                if block.isValid():
-                    self.rehighlightBlock(block)
+        reached = True
+        if self.tokens is not None:
+            reached = self.tokens.ensure(last, time.perf_counter() + BUDGET_MS / 1000)
+        generation = self._generation
+        applied = self._applied
+        block = document.findBlockByNumber(first)
+        line = first
+        while block.isValid() and line <= last:
+            if applied.get(line) != generation:
+                self._format(block, line)
+            block = block.next()
+            line += 1
         if not reached:
             self._more.start()
+
+    def _format(self, block: QTextBlock, line: int) -> None:
+        text = block.text()
+        ranges = self.decorate(text)
+        tokens = self.tokens
+        lexed = tokens is None or (line < tokens.done and tokens.line_text(line)
+                                   == self.line_code(text))
+        if tokens is not None and lexed:
+            dark, offset = self._dark, self.column_offset
+            for column, length, ttype in tokens.lines[line]:
+                fmt = colors.token_format(ttype, dark)
+                if fmt is not None:
+                    ranges.append(_range(column + offset, length, self.merged(fmt)))
+        layout = block.layout()
+        if ranges or layout.formats():
+            layout.setFormats(ranges)
+            self._document.markContentsDirty(block.position(), block.length())
+            self.formatted_count += 1
+        if lexed:
+            self._applied[line] = self._generation
 
     def _on_more_timeout(self) -> None:
         if self.tokens is None or self._wanted is None:
@@ -116,24 +154,15 @@ class CodeHighlighter(QSyntaxHighlighter):
             self._generation += 1
             self.progressed.emit()
 
-    # -- Qt's call, for each changed block -----------------------------------------------------
-    def highlightBlock(self, text: str) -> None:
-        self.decorate(text)
-        tokens = self.tokens
-        line = self.currentBlock().blockNumber()
-        if tokens is None or line >= tokens.done or tokens.line_text(line) != \
-                self.line_code(text):
-            self._applied.pop(line, None)
-            return
-        dark, offset = self._dark, self.column_offset
-        for column, length, ttype in tokens.lines[line]:
-            fmt = colors.token_format(ttype, dark)
-            if fmt is not None:
-                self.setFormat(column + offset, length, self.merged(fmt))
-        self._applied[line] = self._generation
-
-    def decorate(self, text: str) -> None:
+    def decorate(self, text: str) -> list[QTextLayout.FormatRange]:
         """Formats of the whole line under the tokens' (a diff's line backgrounds)."""
+        return []
 
     def merged(self, fmt: QTextCharFormat) -> QTextCharFormat:
         return fmt
+
+
+def _range(start: int, length: int, fmt: QTextCharFormat) -> QTextLayout.FormatRange:
+    span = QTextLayout.FormatRange()
+    span.start, span.length, span.format = start, length, fmt
+    return span
