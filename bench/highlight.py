@@ -48,8 +48,8 @@ def ms(seconds: float) -> float:
 
 
 def run_once(code: str, language: str | None) -> dict[str, object]:
-    from PySide6.QtWidgets import QApplication, QScrollArea
     from pygments.lexers import get_lexer_by_name
+    from PySide6.QtWidgets import QApplication, QScrollArea
 
     from tolaria.ui.transcript.cards.code import CodeText
 
@@ -134,9 +134,9 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    from pygments import __version__ as pygments
     from PySide6 import __version__ as pyside
     from PySide6.QtWidgets import QApplication
-    from pygments import __version__ as pygments
 
     from tolaria.ui import theme
 
