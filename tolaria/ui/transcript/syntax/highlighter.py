@@ -107,15 +107,19 @@ class CodeHighlighter(QObject):
         applied = self._applied
         block = document.findBlockByNumber(first)
         line = first
+        dirty: list[int] = []  # (one relayout for all the lines given formats, not one each)
         while block.isValid() and line <= last:
-            if applied.get(line) != generation:
-                self._format(block, line)
+            if applied.get(line) != generation and self._format(block, line):
+                dirty += [block.position(), block.position() + block.length()]
             block = block.next()
             line += 1
+        if dirty:
+            document.markContentsDirty(dirty[0], dirty[-1] - dirty[0])
         if not reached:
             self._more.start()
 
-    def _format(self, block: QTextBlock, line: int) -> None:
+    def _format(self, block: QTextBlock, line: int) -> bool:
+        """Set ``block``'s formats; True when they changed (its layout must be redone)."""
         text = block.text()
         ranges = self.decorate(text)
         tokens = self.tokens
@@ -127,13 +131,14 @@ class CodeHighlighter(QObject):
                 fmt = colors.token_format(ttype, dark)
                 if fmt is not None:
                     ranges.append(_range(column + offset, length, self.merged(fmt)))
+        if lexed:
+            self._applied[line] = self._generation
         layout = block.layout()
         if ranges or layout.formats():
             layout.setFormats(ranges)
-            self._document.markContentsDirty(block.position(), block.length())
             self.formatted_count += 1
-        if lexed:
-            self._applied[line] = self._generation
+            return True
+        return False
 
     def _on_more_timeout(self) -> None:
         if self.tokens is None or self._wanted is None:
