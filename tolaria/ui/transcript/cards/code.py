@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QRect, Qt, QTimer, Signal
+from PySide6.QtCore import QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QGuiApplication,
     QPainter,
@@ -98,8 +98,31 @@ class CodeText(QPlainTextEdit):
 
     def paintEvent(self, event: QPaintEvent) -> None:
         if self.highlighter is not None:
-            self.highlighter.show_lines(*self.visible_lines(event.rect()))
+            first, last = self.visible_lines(event.rect())
+            self.highlighter.show_lines(first, last)
+            if self.highlighter.has_rows:
+                self._paint_rows(first, last)
         super().paintEvent(event)
+
+    def _paint_rows(self, first: int, last: int) -> None:
+        """Row colours under the lines (a diff's added and removed lines), as wide as the view
+        whatever the line's length."""
+        assert self.highlighter is not None
+        block = self.document().findBlockByNumber(first)
+        offset = self.contentOffset()
+        width = self.viewport().width()
+        painter: QPainter | None = None
+        line = first
+        while block.isValid() and line <= last:
+            color = self.highlighter.row_color(block.text())
+            if color is not None:
+                row = self.blockBoundingGeometry(block).translated(offset)
+                painter = painter or QPainter(self.viewport())
+                painter.fillRect(QRectF(0, row.top(), width, row.height()), color)
+            block = block.next()
+            line += 1
+        if painter is not None:
+            painter.end()
 
     def visible_lines(self, rect: QRect) -> tuple[int, int]:
         """(first, last) line that ``rect`` of the viewport shows (every line is one line

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 
-from PySide6.QtGui import QTextCharFormat, QTextDocument, QTextLayout
+from PySide6.QtGui import QColor, QTextCharFormat, QTextDocument, QTextLayout
 
 from tolaria.ui import theme
 from tolaria.ui.transcript.syntax.highlighter import CodeHighlighter
@@ -56,34 +56,24 @@ def edit_of(tool_input: object) -> tuple[str, str] | None:
 
 
 class DiffHighlighter(CodeHighlighter):
-    """Added lines on green, removed on red, hunk headers muted; the code in them coloured by
-    the file's language (its extension) when it has one; follows the theme."""
+    """Added lines on green, removed on red (the whole row, as wide as the view), hunk headers
+    muted; the code in them coloured by the file's language (its extension) when it has one;
+    follows the theme."""
 
     column_offset = 1
+    has_rows = True
 
     def __init__(self, document: QTextDocument, path: str = "") -> None:
         super().__init__(document, "text")
         lexer = lexer_for_path(path) if path else None
         self.tokens = LineTokens(lexer) if lexer is not None else None
-        self._line_formats: dict[str, QTextCharFormat] = {}
-        self._current: QTextCharFormat | None = None
-        self._background_dark = theme.is_dark()
-        self._backgrounds(self._background_dark)
 
-    def _backgrounds(self, dark: bool) -> None:
+    def row_color(self, text: str) -> QColor | None:
+        marker = text[:1]
+        if marker not in ("+", "-"):
+            return None
         added, removed = theme.diff_colors()
-        self._line_formats = {"+": QTextCharFormat(), "-": QTextCharFormat(),
-                              "@": QTextCharFormat()}
-        self._line_formats["+"].setBackground(added)
-        self._line_formats["-"].setBackground(removed)
-        self._line_formats["@"].setForeground(theme.muted_text())
-        self._background_dark = dark
-
-    def restyle(self) -> None:
-        dark = theme.is_dark()
-        if dark != self._background_dark:
-            self._backgrounds(dark)
-        super().restyle()
+        return added if marker == "+" else removed
 
     def code_of(self, text: str) -> str:
         return "\n".join(self.line_code(line) for line in text.split("\n"))
@@ -92,17 +82,10 @@ class DiffHighlighter(CodeHighlighter):
         return line[1:] if line[:1] in ("+", "-", " ") else ""
 
     def decorate(self, text: str) -> list[QTextLayout.FormatRange]:
-        self._current = self._line_formats.get(text[:1])
-        if self._current is None:
+        if not text.startswith("@"):
             return []
+        muted = QTextCharFormat()
+        muted.setForeground(theme.muted_text())
         span = QTextLayout.FormatRange()
-        span.start, span.length, span.format = 0, len(text), self._current
+        span.start, span.length, span.format = 0, len(text), muted
         return [span]
-
-    def merged(self, fmt: QTextCharFormat) -> QTextCharFormat:
-        line = self._current
-        if line is None or not line.hasProperty(QTextCharFormat.Property.BackgroundBrush):
-            return fmt
-        both = QTextCharFormat(fmt)
-        both.setBackground(line.background())
-        return both

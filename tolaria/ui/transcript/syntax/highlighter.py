@@ -15,7 +15,7 @@ import time
 
 from pygments.lexer import Lexer
 from PySide6.QtCore import QObject, QTimer, Signal
-from PySide6.QtGui import QTextBlock, QTextCharFormat, QTextDocument, QTextLayout
+from PySide6.QtGui import QColor, QTextBlock, QTextCharFormat, QTextDocument, QTextLayout
 
 from tolaria.ui.transcript.syntax import colors
 from tolaria.ui.transcript.syntax.lexers import guess, lexer_for_fence
@@ -34,6 +34,8 @@ class CodeHighlighter(QObject):
     progressed = Signal()
     #: Columns before a line's code (a diff's +/- column).
     column_offset = 0
+    #: Whether lines have a row colour (``row_color``) painted under them.
+    has_rows = False
 
     def __init__(self, document: QTextDocument, language: str = "") -> None:
         super().__init__(document)
@@ -165,6 +167,10 @@ class CodeHighlighter(QObject):
 
     def merged(self, fmt: QTextCharFormat) -> QTextCharFormat:
         return fmt
+
+    def row_color(self, text: str) -> QColor | None:
+        """The colour of the row under a line, across the whole view (None: none)."""
+        return None
 
 
 def _range(start: int, length: int, fmt: QTextCharFormat) -> QTextLayout.FormatRange:
