@@ -154,8 +154,9 @@ async def shoot(out: Path, settings_out: Path | None = None,
         await until(lambda: bool(pane.turn_views()) and not pane.transcript.busy)
         if highlight_out is not None:  # a close-up of the stored turn: code, diff, console
             stored = pane.turn_views()[0]
+            stored.body.grab()  # paints (and so colours) lines the window did not show
             await asyncio.sleep(0.5)
-            save(stored.grab(), highlight_out)
+            save(stored.body.grab(), highlight_out)
         os.environ["TOLARIA_DEMO_TOOL_SECONDS"] = "120"
         pane.composer.setPlainText("Now run the whole test suite")
         pane.button.click()

@@ -117,8 +117,12 @@ class CodeText(QPlainTextEdit):
             color = self.highlighter.row_color(block.text())
             if color is not None:
                 row = self.blockBoundingGeometry(block).translated(offset)
+                height = row.height()  # (the last block's also holds the bottom margin)
+                layout = block.layout()
+                if layout.lineCount() == 1:
+                    height = min(height, layout.lineAt(0).height())
                 painter = painter or QPainter(self.viewport())
-                painter.fillRect(QRectF(0, row.top(), width, row.height()), color)
+                painter.fillRect(QRectF(0, row.top(), width, height), color)
             block = block.next()
             line += 1
         if painter is not None:
