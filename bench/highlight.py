@@ -34,6 +34,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from PySide6.QtWidgets import QApplication, QScrollArea  # noqa: E402
+
+from tolaria.ui.transcript.cards.code import CodeText  # noqa: E402
+
 FRAME_MS = 16.0
 
 
@@ -47,12 +51,8 @@ def ms(seconds: float) -> float:
     return seconds * 1000
 
 
-def run_once(code: str, language: str | None) -> dict[str, object]:
-    from pygments.lexers import get_lexer_by_name
-    from PySide6.QtWidgets import QApplication, QScrollArea
-
-    from tolaria.ui.transcript.cards.code import CodeText
-
+def code_view(language: str | None) -> tuple[QApplication, QScrollArea, CodeText]:
+    """An empty code block in a 900x600 scroll area, shown."""
     app = QApplication.instance()
     assert isinstance(app, QApplication)
     area = QScrollArea()
@@ -62,6 +62,12 @@ def run_once(code: str, language: str | None) -> dict[str, object]:
     area.setWidgetResizable(True)
     area.show()
     app.processEvents()
+    return app, area, text
+
+
+def run_once(code: str, language: str | None) -> dict[str, object]:
+    from pygments.lexers import get_lexer_by_name
+    app, area, text = code_view(language)
     started = time.perf_counter()
     text.set_text(code)
     build = time.perf_counter() - started
@@ -98,19 +104,7 @@ def run_once(code: str, language: str | None) -> dict[str, object]:
 
 
 def stream_once(code: str, language: str | None) -> list[float]:
-    from PySide6.QtWidgets import QApplication, QScrollArea
-
-    from tolaria.ui.transcript.cards.code import CodeText
-
-    app = QApplication.instance()
-    assert isinstance(app, QApplication)
-    area = QScrollArea()
-    area.resize(900, 600)
-    text = CodeText(language=language)
-    area.setWidget(text)
-    area.setWidgetResizable(True)
-    area.show()
-    app.processEvents()
+    app, area, text = code_view(language)
     times: list[float] = []
     lines = code.split("\n")
     shown = ""
@@ -136,7 +130,6 @@ def main() -> int:
     args = parser.parse_args()
     from pygments import __version__ as pygments
     from PySide6 import __version__ as pyside
-    from PySide6.QtWidgets import QApplication
 
     from tolaria.ui import theme
 

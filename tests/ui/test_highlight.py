@@ -188,8 +188,13 @@ def test_streaming_growth_lexes_only_the_new_tail(qtbot: QtBot) -> None:
         assert color_at(text, line, column) == expected(Comment), line
 
 
-
-def _turn(view: TranscriptView, *events: object) -> TurnView:
+def shown_turn(qtbot: QtBot, *events: object) -> TurnView:
+    """A turn of a shown transcript, with ``events`` applied."""
+    view = TranscriptView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    view.show()
+    qtbot.waitExposed(view)
     turn = view.add_turn("show me", "Demo agent", SID)
     for event in events:
         turn.enqueue(event)  # type: ignore[arg-type]
@@ -199,12 +204,7 @@ def _turn(view: TranscriptView, *events: object) -> TurnView:
 
 
 def test_theme_switch_changes_token_colours(qtbot: QtBot) -> None:
-    view = TranscriptView()
-    qtbot.addWidget(view)
-    view.resize(700, 500)
-    view.show()
-    qtbot.waitExposed(view)
-    turn = _turn(view, TextDelta(SID, text="Here:\n\n```python\nimport os  # why\n```\n"))
+    turn = shown_turn(qtbot, TextDelta(SID, text="Here:\n\n```python\nimport os  # why\n```\n"))
     [block] = turn.code_blocks()
     qtbot.waitUntil(lambda: color_at(block.text, 0, 0) == expected(Keyword))
     light = color_at(block.text, 0, 0)
@@ -217,14 +217,9 @@ def test_theme_switch_changes_token_colours(qtbot: QtBot) -> None:
 
 
 def test_diff_cards_colour_lines_and_the_code_in_them(qtbot: QtBot) -> None:
-    view = TranscriptView()
-    qtbot.addWidget(view)
-    view.resize(700, 500)
-    view.show()
-    qtbot.waitExposed(view)
     edit = {"file_path": "src/reader.py", "old_string": "limit = 64\n",
             "new_string": "def limit():\n    return 'big'\n"}
-    turn = _turn(view, ToolStart(SID, tool_id="e1", name="Edit", input=edit))
+    turn = shown_turn(qtbot, ToolStart(SID, tool_id="e1", name="Edit", input=edit))
     [card] = turn.tool_cards()
     assert card.expanded, "a small edit shows its diff at once"
     box = card._diff_box
