@@ -102,6 +102,12 @@ def test_fence_aliases_and_file_names_pick_the_lexer(qtbot: QtBot) -> None:
     qtbot.waitUntil(lambda: color_at(block.text, 0, 0) == expected(Keyword))
 
 
+def test_windows_line_ends_keep_lines_and_colours_aligned(qtbot: QtBot) -> None:
+    block = shown_block(qtbot, "python", "x = 1\r\nimport os\r\n")
+    assert block.text.document().blockCount() == 3
+    qtbot.waitUntil(lambda: color_at(block.text, 1, 0) == expected(Keyword))
+
+
 def test_an_unknown_fence_is_plain_text(qtbot: QtBot) -> None:
     block = shown_block(qtbot, "no-such-language", "def f(x):\n    return 1\n")
     assert lexer_for_fence("no-such-language") is None
@@ -157,6 +163,31 @@ def test_a_2000_line_block_lexes_only_what_is_painted(qtbot: QtBot) -> None:
     qtbot.wait(100)
     assert highlighter.tokens.done < 1200
     assert [n for n in coloured_lines(text) if visible < n < 900] == []
+
+
+def test_a_2000_line_block_seen_at_its_end_is_coloured_a_budget_at_a_time(
+        qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    code = "".join(f"def f{n}(x):  # {n}\n    return 'x' * {n}\n" for n in range(1000))
+    area, text = scrolled_code(qtbot, "")
+    highlighter = text.highlighter
+    assert highlighter is not None and highlighter.tokens is not None
+    tokens = highlighter.tokens
+    steps: list[int] = []
+    ensure = tokens.ensure
+
+    def counted(line: int, deadline: float | None = None) -> bool:
+        before = tokens.done
+        try:
+            return ensure(line, deadline)
+        finally:
+            steps.append(tokens.done - before)
+
+    monkeypatch.setattr(tokens, "ensure", counted)
+    text.set_text(code)
+    area.verticalScrollBar().setValue(area.verticalScrollBar().maximum())  # as the transcript
+    qtbot.waitUntil(lambda: 1990 in coloured_lines(text), timeout=30_000)
+    assert len([s for s in steps if s]) > 1 and max(steps) < 1000, \
+        "the lines above the screen were lexed over several loop turns, none taking it all"
 
 
 def test_streaming_growth_lexes_only_the_new_tail(qtbot: QtBot) -> None:

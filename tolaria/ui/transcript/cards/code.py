@@ -82,6 +82,8 @@ class CodeText(QPlainTextEdit):
         highlighter.prepare(self._text, "")
 
     def set_text(self, text: str) -> None:
+        # Qt starts a new block at a "\r" as at a "\n": the highlighter's lines must be its.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
         old = self._text
         if text == old:
             return
