@@ -17,12 +17,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from pygments.lexer import Lexer, RegexLexer
-from pygments.token import _TokenType
+from pygments.token import Error, _TokenType
 
 #: (column, length, token type) of one coloured span of a line.
 Span = tuple[int, int, _TokenType]
 #: (line index, offset of its start in the text, the lexer's state stack there).
 Checkpoint = tuple[int, int, tuple[str, ...] | None]
+#: Lines before the changed one lexed again when one of them had an error token: a construct
+#: still open at the end (``/* ...`` where the lexer's one regex wants the ``*/``) lexes as an
+#: error until more text comes.
+RESCAN_LINES = 64
 
 
 class LineTokens:
@@ -41,8 +45,9 @@ class LineTokens:
         self.lexed_count = 0
         self._tokens: Iterator[tuple[int, _TokenType, str]] | None = None
         self._base = 0  # offset in ``text`` of the running generator's text
-        self._pos = 0  # where the next token starts (absolute)
         self._pending: list[Span] = []
+        #: The first line with an error token (None: none).
+        self._first_error: int | None = None
         self.set_text(text)
 
     # -- the text ------------------------------------------------------------------------------
@@ -55,6 +60,9 @@ class LineTokens:
         self.text = text
         if grew:
             first_new = len(self._starts) - 1  # the old last line may go on in the new text
+            if self._first_error is not None and \
+                    first_new - RESCAN_LINES <= self._first_error < first_new:
+                first_new = self._first_error
             at = len(old)
             while (at := text.find("\n", at)) >= 0:
                 at += 1
@@ -84,8 +92,9 @@ class LineTokens:
             self._checkpoints.pop()
         at_line, offset, stack = self._checkpoints[-1] if self._checkpoints else (0, 0, None)
         del self.lines[at_line:]
+        if self._first_error is not None and self._first_error >= at_line:
+            self._first_error = None
         self._pending = []
-        self._pos = offset
         self._base = offset
         # Pygments' own preprocessing would strip newlines; lex the text as it is, ending in one.
         rest = self.text[offset:] + "\n"
@@ -143,7 +152,8 @@ class LineTokens:
             self._checkpoints.append((line, start, tuple(names["statestack"])))
 
     def _add(self, start: int, ttype: _TokenType, value: str) -> None:
-        self._pos = start + len(value)
+        if ttype in Error and self._first_error is None:
+            self._first_error = len(self.lines)
         while value:
             line = len(self.lines)
             if line >= len(self._starts):
