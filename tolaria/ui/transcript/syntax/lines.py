@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pygments.lexer import Lexer, RegexLexer
-from pygments.token import Error, _TokenType
+from pygments.token import Error, _TokenType, is_token_subtype
 
 #: (column, length, token type) of one coloured span of a line.
 Span = tuple[int, int, _TokenType]
@@ -152,7 +152,7 @@ class LineTokens:
             self._checkpoints.append((line, start, tuple(names["statestack"])))
 
     def _add(self, start: int, ttype: _TokenType, value: str) -> None:
-        if ttype in Error and self._first_error is None:
+        if self._first_error is None and is_token_subtype(ttype, Error):
             self._first_error = len(self.lines)
         while value:
             line = len(self.lines)
