@@ -13,14 +13,16 @@ lexers restart from the top (still only as far as asked).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 from pygments.lexer import Lexer, RegexLexer
 from pygments.token import Error, _TokenType, is_token_subtype
 
 #: (column, length, token type) of one coloured span of a line.
 Span = tuple[int, int, _TokenType]
+#: (offset in the lexed text, token type, text) as Pygments yields them.
+Token = tuple[int, _TokenType, str]
 #: (line index, offset of its start in the text, the lexer's state stack there).
 Checkpoint = tuple[int, int, tuple[str, ...] | None]
 #: Lines before the changed one lexed again when one of them had an error token: a construct
@@ -43,7 +45,7 @@ class LineTokens:
         self._checkpoints: list[Checkpoint] = [(0, 0, None)]
         #: Lines lexed since this object was made (what a test or a benchmark counts).
         self.lexed_count = 0
-        self._tokens: Iterator[tuple[int, _TokenType, str]] | None = None
+        self._tokens: Iterator[Token] | None = None
         self._base = 0  # offset in ``text`` of the running generator's text
         self._pending: list[Span] = []
         #: The first line with an error token (None: none).
@@ -99,7 +101,10 @@ class LineTokens:
         # Pygments' own preprocessing would strip newlines; lex the text as it is, ending in one.
         rest = self.text[offset:] + "\n"
         if stack is not None and self._resumable:
-            self._tokens = self.lexer.get_tokens_unprocessed(rest, stack)  # type: ignore[call-arg]
+            # (A RegexLexer's takes the state stack to start in; typed so with or without stubs.)
+            resume = cast("Callable[[str, tuple[str, ...]], Iterator[Token]]",
+                          self.lexer.get_tokens_unprocessed)
+            self._tokens = resume(rest, stack)
         else:
             self._tokens = self.lexer.get_tokens_unprocessed(rest)
 
