@@ -4,7 +4,8 @@
 
 The current chat holds one stored turn of a coding agent (an edit shown as a diff, a code block
 with a line longer than the pane) and is running a demo turn, whose shell tool is still at work
-(the button is Stop) and shows the last lines of its output. It is grabbed in the light theme (``--out``) and the dark one
+(the button is Stop) and shows the last lines of its output. A close-up of the stored turn (its
+coloured code, diff and console output) goes to ``--highlight-out``. It is grabbed in the light theme (``--out``) and the dark one
 (``screenshot-dark.png`` next to it), then the Preferences window (``--settings-out``). The
 window is grabbed with ``QWidget.grab()``, then closed the normal way, which stops the run.
 """
@@ -106,7 +107,12 @@ async def read_line(reader: asyncio.StreamReader, limit: int = 16 * 1024 * 1024)
     return await reader.readuntil(b"\\n")  # a line longer than `limit` becomes a Diagnostic event (the reader goes on), never a crash of the whole run
 ```
 
-The tests pass with a 40 MB line.
+The tests pass with a 40 MB line:
+
+```console
+$ pytest -q tests/core/test_linereader.py
+12 passed in 0.84s
+```
 """
 
 
@@ -130,7 +136,8 @@ def stored_turn(cwd: str) -> None:
         store.close()
 
 
-async def shoot(out: Path, settings_out: Path | None = None) -> None:
+async def shoot(out: Path, settings_out: Path | None = None,
+                highlight_out: Path | None = None) -> None:
     from tolaria.app.main import Tolaria
 
     stored_turn(str(agent_folder()))
@@ -145,6 +152,11 @@ async def shoot(out: Path, settings_out: Path | None = None) -> None:
         pane = window.current_pane()
         assert pane is not None and pane.conversation_id == chat.id
         await until(lambda: bool(pane.turn_views()) and not pane.transcript.busy)
+        if highlight_out is not None:  # a close-up of the stored turn: code, diff, console
+            stored = pane.turn_views()[0]
+            stored.body.grab()  # paints (and so colours) lines the window did not show
+            await asyncio.sleep(0.5)
+            save(stored.body.grab(), highlight_out)
         os.environ["TOLARIA_DEMO_TOOL_SECONDS"] = "120"
         pane.composer.setPlainText("Now run the whole test suite")
         pane.button.click()
@@ -174,6 +186,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshot.png")
     parser.add_argument("--settings-out", type=Path, default=ROOT / "docs" / "settings.png",
                         help="where the Preferences window's picture goes")
+    parser.add_argument("--highlight-out", type=Path, default=ROOT / "docs" / "highlight.png",
+                        help="where the close-up of the stored turn's code goes")
     args = parser.parse_args()
     from tolaria.app.main import make_qapplication
     from tolaria.qt import loop
@@ -182,7 +196,8 @@ def main() -> int:
         os.environ["TOLARIA_HOME"] = home
         os.environ.setdefault("TOLARIA_DEMO_DELAY", "0.002")
         make_qapplication()
-        loop.run(shoot(args.out.resolve(), args.settings_out.resolve()))
+        loop.run(shoot(args.out.resolve(), args.settings_out.resolve(),
+                       args.highlight_out.resolve()))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Markdown rendering with Qt's own parser, a small code highlighter, and chunking.
+"""Markdown rendering with Qt's own parser, and chunking (code blocks are coloured by
+tolaria/ui/transcript/syntax/).
 
 Agent text never makes Qt load anything: ``SafeDocument`` / ``SafeTextBrowser`` refuse every
 resource (an image ``![x](/dev/zero)`` read the device on the GUI thread until the window died,
@@ -19,10 +20,8 @@ from typing import Any
 
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import (
-    QColor,
     QDesktopServices,
     QImage,
-    QSyntaxHighlighter,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -135,112 +134,6 @@ def split_markdown(text: str, limit: int) -> Split | None:
         close = fence.group(1) if fence else "```"
         return Split(head + "\n" + close, opener + "\n" + rest)
     return Split(head, rest)
-
-
-# -- highlighting ------------------------------------------------------------------------------
-
-_KEYWORDS = {
-    "python": "and as assert async await break class continue def del elif else except False "
-              "finally for from global if import in is lambda None nonlocal not or pass raise "
-              "return True try while with yield self",
-    "js": "async await break case catch class const continue default delete do else export "
-          "extends false finally for function if import in instanceof let new null of return "
-          "super switch this throw true try typeof undefined var void while yield interface type",
-    "sh": "if then else elif fi for in do done while until case esac function return export "
-          "local echo cd exit set unset source",
-    "rust": "as async await break const continue crate else enum extern false fn for if impl "
-            "in let loop match mod move mut pub ref return self Self static struct super trait "
-            "true type unsafe use where while",
-    "go": "break case chan const continue default defer else fallthrough for func go goto if "
-          "import interface map package range return select struct switch type var nil true false",
-    "c": "auto break case char const continue default do double else enum extern float for goto "
-         "if int long register return short signed sizeof static struct switch typedef union "
-         "unsigned void volatile while class public private protected template typename "
-         "namespace new delete this true false nullptr bool",
-}
-_ALIASES = {
-    "py": "python", "python3": "python", "javascript": "js", "ts": "js", "typescript": "js",
-    "jsx": "js", "tsx": "js", "json": "js", "bash": "sh", "shell": "sh", "zsh": "sh",
-    "console": "sh", "rs": "rust", "golang": "go", "cpp": "c", "c++": "c", "java": "c",
-    "cs": "c", "csharp": "c", "h": "c", "hpp": "c", "kotlin": "c", "swift": "c",
-}
-_HASH_COMMENT = {"python", "sh"}
-_STRING_RE = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`")
-_NUMBER_RE = re.compile(r"\b(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d+)?)\b")
-
-
-class CodeHighlighter(QSyntaxHighlighter):
-    """Colours keywords, strings, numbers and comments inside fenced code blocks."""
-
-    def __init__(self, document: QTextDocument, language: str | None = None) -> None:
-        super().__init__(document)
-        #: The language of a whole code document (a code block widget); None: only the fenced
-        #: blocks of a markdown document are coloured, by their own info string.
-        self.language = language
-        self._formats: dict[str, QTextCharFormat] = {}
-        self._dark: bool | None = None
-        self._keyword_res: dict[str, re.Pattern[str]] = {}
-        self.restyle()
-
-    def restyle(self) -> None:
-        """Colours for the current theme; re-colours the document if the theme changed."""
-        dark = theme.is_dark()
-        if dark == self._dark:
-            return
-        changed = self._dark is not None
-        self._dark = dark
-        self._formats = {
-            "keyword": self._fmt("#c678dd" if dark else "#8959a8", bold=True),
-            "string": self._fmt("#98c379" if dark else "#718c00"),
-            "number": self._fmt("#d19a66" if dark else "#f5871f"),
-            "comment": self._fmt("#7f848e" if dark else "#8e908c", italic=True),
-        }
-        if changed:
-            self.rehighlight()
-
-    @staticmethod
-    def _fmt(color: str, *, bold: bool = False, italic: bool = False) -> QTextCharFormat:
-        fmt = QTextCharFormat()
-        fmt.setForeground(QColor(color))
-        if bold:
-            fmt.setFontWeight(700)
-        fmt.setFontItalic(italic)
-        return fmt
-
-    def _keywords(self, lang: str) -> re.Pattern[str] | None:
-        family = _ALIASES.get(lang, lang)
-        if family not in _KEYWORDS:
-            return None
-        if family not in self._keyword_res:
-            words = "|".join(sorted(_KEYWORDS[family].split(), key=len, reverse=True))
-            self._keyword_res[family] = re.compile(rf"\b(?:{words})\b")
-        return self._keyword_res[family]
-
-    def highlightBlock(self, text: str) -> None:
-        if self.language is not None:
-            lang = self.language.strip().lower()
-        else:
-            fmt = self.currentBlock().blockFormat()
-            if not fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
-                return
-            lang = fmt.stringProperty(QTextFormat.Property.BlockCodeLanguage).strip().lower()
-        family = _ALIASES.get(lang, lang)
-        keywords = self._keywords(lang)
-        if keywords is not None:
-            for m in keywords.finditer(text):
-                self.setFormat(m.start(), m.end() - m.start(), self._formats["keyword"])
-        for m in _NUMBER_RE.finditer(text):
-            self.setFormat(m.start(), m.end() - m.start(), self._formats["number"])
-        strings = [(m.start(), m.end()) for m in _STRING_RE.finditer(text)]
-        for start, end in strings:
-            self.setFormat(start, end - start, self._formats["string"])
-        comment = "#" if family in _HASH_COMMENT else "//" if family in _KEYWORDS else None
-        if comment:
-            idx = text.find(comment)
-            while idx >= 0 and any(s <= idx < e for s, e in strings):
-                idx = text.find(comment, idx + 1)
-            if idx >= 0:
-                self.setFormat(idx, len(text) - idx, self._formats["comment"])
 
 
 _IMG_TAG_RE = re.compile(r"<img", re.IGNORECASE)

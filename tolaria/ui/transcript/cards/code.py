@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication, QPainter, QPaintEvent, QPalette, QWheelEvent
+from PySide6.QtCore import QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QGuiApplication,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QTextCursor,
+    QWheelEvent,
+)
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -24,11 +31,15 @@ from PySide6.QtWidgets import (
 
 from tolaria.ui import theme
 from tolaria.ui.transcript.cards.style import Surface, set_tone, small_font, thin_scrollbar_css
-from tolaria.ui.transcript.markdown import CodeHighlighter
+from tolaria.ui.transcript.syntax.highlighter import CodeHighlighter
 
 
 class CodeText(QPlainTextEdit):
-    """Read-only, unwrapped text as tall as its lines; scrolls sideways only."""
+    """Read-only, unwrapped text as tall as its lines; scrolls sideways only.
+
+    With a ``language`` ("" guesses one) its lines are coloured by Pygments, only those that
+    are painted (tolaria/ui/transcript/syntax/highlighter.py); text that only grew at its end
+    is appended, so a streaming block is neither rebuilt nor lexed again from its start."""
 
     def __init__(self, parent: QWidget | None = None, *, language: str | None = None,
                  max_lines: int | None = None) -> None:
@@ -36,6 +47,7 @@ class CodeText(QPlainTextEdit):
         #: Lines shown before the text scrolls up and down inside itself (None: never).
         self.max_lines = max_lines
         self.setReadOnly(True)
+        self.setUndoRedoEnabled(False)  # appended text keeps no undo history
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -49,8 +61,10 @@ class CodeText(QPlainTextEdit):
         palette = self.palette()
         palette.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.transparent)
         self.setPalette(palette)
-        self.highlighter = CodeHighlighter(self.document(), language) if language is not None \
-            else None
+        self._text = ""
+        self.highlighter: CodeHighlighter | None = None
+        if language is not None:
+            self.set_highlighter(CodeHighlighter(self.document(), language))
         self.horizontalScrollBar().rangeChanged.connect(self._fit)
         self.restyle()
         self._fit()
@@ -61,10 +75,70 @@ class CodeText(QPlainTextEdit):
         if self.highlighter is not None:
             self.highlighter.restyle()
 
+    def set_highlighter(self, highlighter: CodeHighlighter) -> None:
+        """Colour the text with ``highlighter`` (made on this widget's document)."""
+        self.highlighter = highlighter
+        highlighter.progressed.connect(self.viewport().update)
+        highlighter.prepare(self._text, "")
+
     def set_text(self, text: str) -> None:
-        if text != self.toPlainText():
+        # Qt starts a new block at a "\r" as at a "\n": the highlighter's lines must be its.
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        old = self._text
+        if text == old:
+            return
+        self._text = text
+        if self.highlighter is not None:
+            self.highlighter.prepare(text, old)
+        if old and text.startswith(old):
+            cursor = QTextCursor(self.document())
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            cursor.insertText(text[len(old):])
+        else:
             self.setPlainText(text)
-            self._fit()
+        self._fit()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if self.highlighter is not None:
+            first, last = self.visible_lines(event.rect())
+            self.highlighter.show_lines(first, last)
+            if self.highlighter.has_rows:
+                self._paint_rows(first, last)
+        super().paintEvent(event)
+
+    def _paint_rows(self, first: int, last: int) -> None:
+        """Row colours under the lines (a diff's added and removed lines), as wide as the view
+        whatever the line's length."""
+        assert self.highlighter is not None
+        block = self.document().findBlockByNumber(first)
+        offset = self.contentOffset()
+        width = self.viewport().width()
+        painter: QPainter | None = None
+        line = first
+        while block.isValid() and line <= last:
+            color = self.highlighter.row_color(block.text())
+            if color is not None:
+                row = self.blockBoundingGeometry(block).translated(offset)
+                height = row.height()  # (the last block's also holds the bottom margin)
+                layout = block.layout()
+                if layout.lineCount() == 1:
+                    height = min(height, layout.lineAt(0).height())
+                painter = painter or QPainter(self.viewport())
+                painter.fillRect(QRectF(0, row.top(), width, height), color)
+            block = block.next()
+            line += 1
+        if painter is not None:
+            painter.end()
+
+    def visible_lines(self, rect: QRect) -> tuple[int, int]:
+        """(first, last) line that ``rect`` of the viewport shows (every line is one line
+        high: nothing wraps)."""
+        block = self.firstVisibleBlock()
+        top = self.blockBoundingGeometry(block).translated(self.contentOffset()).top()
+        step = max(1, self.fontMetrics().lineSpacing())
+        first = block.blockNumber() + max(0, math.floor((rect.top() - top) / step))
+        last = block.blockNumber() + max(0, math.ceil((rect.bottom() - top) / step))
+        return first, last
 
     def _fit(self, *_: int) -> None:
         lines = max(1, self.document().blockCount())

@@ -7,33 +7,48 @@ text (Codex's ``apply_patch``, ACP diffs). ``edit_of`` turns any of them into (p
 
 from __future__ import annotations
 
-from PySide6.QtGui import QSyntaxHighlighter, QTextCharFormat, QTextDocument
+from PySide6.QtGui import QColor, QTextCharFormat, QTextDocument, QTextLayout
 
 from tolaria.core.tool_edits import MAX_DIFF_LINES, edit_of  # re-exported
 from tolaria.ui import theme
+from tolaria.ui.transcript.syntax.highlighter import CodeHighlighter
+from tolaria.ui.transcript.syntax.lexers import lexer_for_path
+from tolaria.ui.transcript.syntax.lines import LineTokens
 
 __all__ = ["MAX_DIFF_LINES", "DiffHighlighter", "edit_of"]
 
 
-class DiffHighlighter(QSyntaxHighlighter):
-    """Added lines on green, removed on red, hunk headers muted; follows the theme."""
+class DiffHighlighter(CodeHighlighter):
+    """Added lines on green, removed on red (the whole row, as wide as the view), hunk headers
+    muted; the code in them coloured by the file's language (its extension) when it has one;
+    follows the theme."""
 
-    def __init__(self, document: QTextDocument) -> None:
-        super().__init__(document)
-        self._formats: dict[str, QTextCharFormat] = {}
-        self.restyle(rehighlight=False)
+    column_offset = 1
+    has_rows = True
 
-    def restyle(self, *, rehighlight: bool = True) -> None:
+    def __init__(self, document: QTextDocument, path: str = "") -> None:
+        super().__init__(document, "text")
+        lexer = lexer_for_path(path) if path else None
+        self.tokens = LineTokens(lexer) if lexer is not None else None
+
+    def row_color(self, text: str) -> QColor | None:
+        marker = text[:1]
+        if marker not in ("+", "-"):
+            return None
         added, removed = theme.diff_colors()
-        self._formats = {"+": QTextCharFormat(), "-": QTextCharFormat(),
-                         "@": QTextCharFormat()}
-        self._formats["+"].setBackground(added)
-        self._formats["-"].setBackground(removed)
-        self._formats["@"].setForeground(theme.muted_text())
-        if rehighlight:
-            self.rehighlight()
+        return added if marker == "+" else removed
 
-    def highlightBlock(self, text: str) -> None:
-        fmt = self._formats.get(text[:1])
-        if fmt is not None:
-            self.setFormat(0, len(text), fmt)
+    def code_of(self, text: str) -> str:
+        return "\n".join(self.line_code(line) for line in text.split("\n"))
+
+    def line_code(self, line: str) -> str:
+        return line[1:] if line[:1] in ("+", "-", " ") else ""
+
+    def decorate(self, text: str) -> list[QTextLayout.FormatRange]:
+        if not text.startswith("@"):
+            return []
+        muted = QTextCharFormat()
+        muted.setForeground(theme.muted_text())
+        span = QTextLayout.FormatRange()
+        span.start, span.length, span.format = 0, len(text), muted
+        return [span]

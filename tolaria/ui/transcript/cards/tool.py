@@ -162,7 +162,7 @@ class ToolCard(Surface):
         if edit is not None:
             self._diff_box = self._box(edit[1])
             self._diff_box.setObjectName("toolDiff")
-            self._diff_highlighter = DiffHighlighter(self._diff_box.document())
+            self._diff_box.set_highlighter(DiffHighlighter(self._diff_box.document(), edit[0]))
             body.addWidget(self._diff_box)
         self._output_label = self._section("Output")
         body.addWidget(self._output_label)
@@ -268,6 +268,5 @@ class ToolCard(Surface):
         return self._fold
 
     def restyle(self) -> None:
-        highlighter = getattr(self, "_diff_highlighter", None)
-        if isinstance(highlighter, DiffHighlighter):
-            highlighter.restyle()
+        if self._diff_box is not None:
+            self._diff_box.restyle()
