@@ -32,6 +32,9 @@ from tolaria.ui.window.main_window import MainWindow
 
 log = logging.getLogger(__name__)
 
+#: Why an agent without an MCP form in its manifest gets no server from Tolaria.
+NO_FORM = "Tolaria cannot hand them MCP servers (their own MCP settings apply)"
+
 
 class Preferences:
     def __init__(self, window: MainWindow, chat: ChatController, settings: SettingsController,
@@ -145,16 +148,26 @@ class Preferences:
         dialog.mcp.set_servers(servers, agents, select)
 
     def _mcp_plan(self, server: McpServer) -> list[tuple[str, str]]:
-        """What each agent the server is meant for gets of it, by the rule a run applies
-        (tolaria/core/mcp/forms.py ``plan``: its form, its transports, ``${VAR}`` set, the
-        command found), over the environment the agent would start with."""
-        lines = []
+        """Which agents get the server, by the rule a run applies (tolaria/core/mcp/forms.py
+        ``plan``: the agent's form and transports, ``${VAR}`` set, the command found) over the
+        environment each agent would start with; agents left out for the same reason share a
+        line, so twenty agents make a few lines."""
+        gets: list[str] = []
+        why_not: dict[str, list[str]] = {}
         for manifest in self.settings.manifests():
             if manifest.protocol == OPENAI_CHAT or not server.for_agent(manifest.id):
                 continue
             verdict = mcp_plan(manifest, [server], agent_environment(manifest))
-            lines.append((manifest.name, "gets it" if verdict.passed
-                          else f"not passed: {verdict.left_out[0][1]}"))
+            if verdict.passed:
+                gets.append(manifest.name)
+            elif not manifest.mcp.takes_servers:
+                why_not.setdefault(NO_FORM, []).append(manifest.name)
+            else:
+                reason = verdict.left_out[0][1].replace(manifest.name, "it")
+                why_not.setdefault(reason, []).append(manifest.name)
+        lines = [("Gets it", ", ".join(gets))] if gets else []
+        lines += [(f"Not passed to {', '.join(names)}", reason)
+                  for reason, names in why_not.items()]
         return lines
 
     def close(self) -> None:
