@@ -29,6 +29,7 @@ from tolaria.config.overrides import (
 )
 from tolaria.config.settings import Settings, load_settings, settings_path
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
+from tolaria.core.limits import RunLimits
 from tolaria.core.process import backend
 from tolaria.core.turns.request import RunRequest
 
@@ -55,6 +56,8 @@ class RunOptions:
     retry_limit_s: float
     #: Problems in the settings files that do not stop this run (shown as warnings).
     warnings: tuple[str, ...] = ()
+    #: The ``[limits]`` defaults of the run (tolaria/core/limits.py).
+    limits: RunLimits = field(default_factory=RunLimits)
 
     def request(self, prompt: str, *, cwd: str | None = None, session_id: str | None = None,
                 on_permission: PermissionCallback | None = None,
@@ -103,7 +106,7 @@ def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
         applied = dataclasses.replace(applied, stop=stop)
     cwd = os.path.expanduser(o.cwd) if o.cwd else None
     return RunOptions(applied, o, o.permission_mode, o.model, cwd, settings.grace_seconds,
-                      settings.retry_limit_seconds, tuple(warnings))
+                      settings.retry_limit_seconds, tuple(warnings), settings.run_limits())
 
 
 def _apply_backend(choice: str) -> list[str]:

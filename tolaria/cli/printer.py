@@ -31,6 +31,7 @@ from tolaria.core.events import (
     ToolStart,
     to_dict,
 )
+from tolaria.core.limits import WARNING_SOURCE, stopped_text
 
 if TYPE_CHECKING:
     import asyncio
@@ -204,7 +205,7 @@ class PlainPrinter(Printer):
             self._err_line(f"\nerror: {event.message}")
             if event.hint:
                 self._err_line(f"hint: {event.hint}")
-        elif isinstance(event, Diagnostic) and event.source == "retry":
+        elif isinstance(event, Diagnostic) and event.source in ("retry", WARNING_SOURCE):
             self._err_line(f"[{event.message}]")
         elif isinstance(event, Done):
             for _ in self.open_tools:
@@ -212,6 +213,8 @@ class PlainPrinter(Printer):
             self.output.out("\n")
             survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)
             extra = f"; still alive: {survivors}" if survivors else ""
+            if event.limit is not None:
+                extra = f"; {stopped_text(event.limit, event.limit_value)}{extra}"
             self._err_line(f"[done: {event.stop_reason}, {event.duration_ms or 0} ms{extra}]")
 
 
