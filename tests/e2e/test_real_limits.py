@@ -17,7 +17,7 @@ from helpers import marker_pids
 
 from tolaria.cli.main import _run_with_control, _RunOutput
 from tolaria.cli.printer import JsonPrinter
-from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Done, Usage
+from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Done, Event, Usage
 from tolaria.core.limits import RunLimits
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.runner import RunRequest
@@ -30,9 +30,9 @@ class Recorder(JsonPrinter):
 
     def __init__(self) -> None:
         super().__init__()
-        self.seen: list[object] = []
+        self.seen: list[Event] = []
 
-    def __call__(self, event: object) -> None:  # type: ignore[override]
+    def __call__(self, event: Event) -> None:
         self.seen.append(event)
         super().__call__(event)
 
