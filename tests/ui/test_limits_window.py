@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QLabel, QPushButton
+from PySide6.QtWidgets import QDialogButtonBox, QLabel, QPushButton
 from pytestqt.qtbot import QtBot
 from ui.settingshelpers import child, close_preferences, open_preferences
 from ui.uihelpers import StartApp, processes_of
@@ -19,6 +19,7 @@ from tolaria.config.settings import load_settings
 from tolaria.core.events import Done
 from tolaria.core.limits import RunLimits
 from tolaria.core.store.db import MARKER_STOP_REQUESTED
+from tolaria.ui.window.chat_limits import ChatLimitsDialog
 
 
 def warnings_of(turn: QLabel | object) -> list[str]:
@@ -109,3 +110,36 @@ def test_a_chats_own_limits_win_over_preferences(
     # 0 in the chat's own: no limit of that kind, whatever Preferences say.
     set_chat_limits(drv.app.store, conversation_id, RunLimits(max_time_s=0))
     assert drv.app.controller.engine.limits_for(conversation_id).effective() == RunLimits()
+
+
+def test_run_menu_chat_limits_keeps_the_chats_own(start_app: StartApp, qtbot: QtBot) -> None:
+    drv = start_app()
+    drv.window.limit_defaults = RunLimits(max_cost_usd=2.0)
+    drv.send("make the chat")
+    drv.wait_finished()
+    conversation_id = drv.pane.conversation_id
+    assert conversation_id is not None
+    drv.window.chat_limits_action.trigger()
+    dialog = drv.window.findChild(ChatLimitsDialog, "chatLimitsDialog")
+    assert dialog is not None
+    qtbot.waitUntil(dialog.isVisible)
+    assert "Preferences' ($2.00)" in dialog.findChild(QLabel).text()
+    assert dialog.fields.cost.text() == "Default"
+    dialog.fields.tool_calls.setValue(12)
+    dialog.fields.minutes.setValue(1.5)
+    if os.environ.get("TOLARIA_SHOTS"):
+        dialog.grab().save(str(Path(os.environ["TOLARIA_SHOTS"]) / "chat_limits.png"))
+    buttons = dialog.findChild(QDialogButtonBox, "chatLimitsButtons")
+    buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    engine = drv.app.controller.engine
+    qtbot.waitUntil(lambda: chat_limits(drv.app.store, conversation_id)
+                    == RunLimits(max_time_s=90.0, max_tool_calls=12))
+    engine.limits = RunLimits(max_cost_usd=2.0, max_tool_calls=50)
+    assert engine.limits_for(conversation_id) == RunLimits(90.0, 2.0, None, 12)
+    # Opened again, it shows what was kept.
+    qtbot.waitUntil(lambda: drv.window.findChild(ChatLimitsDialog) is None)
+    drv.window.chat_limits_action.trigger()
+    again = drv.window.findChild(ChatLimitsDialog, "chatLimitsDialog")
+    assert again is not None
+    assert (again.fields.tool_calls.value(), again.fields.minutes.value()) == (12, 1.5)
+    again.reject()

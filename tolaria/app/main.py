@@ -126,6 +126,7 @@ class Tolaria:
         w.restart_requested.connect(c.restart)
         w.permission_answer_requested.connect(c.answer_permission)
         w.rename_requested.connect(c.rename)
+        w.chat_limits_requested.connect(c.set_chat_limits)
         w.delete_requested.connect(c.delete)
         w.agent_change_requested.connect(c.set_agent)
         w.cwd_change_requested.connect(c.set_cwd)

@@ -22,6 +22,7 @@ from tolaria.chats.review import TurnReview
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.core.adapters.manifest import AdapterSet
+from tolaria.core.limits import RunLimits
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs import discovery
 from tolaria.core.store.db import Conversation, Store, Turn
@@ -177,6 +178,10 @@ class ChatController(CheckpointControl, QObject):
 
     def rename(self, conversation_id: int, title: str) -> None:
         self.engine.rename(conversation_id, title)
+
+    def set_chat_limits(self, conversation_id: int, limits: RunLimits) -> None:
+        """A chat's own limits, from its next run on (Run → Chat limits…)."""
+        self.engine.set_chat_limits(conversation_id, limits)
 
     def set_agent(self, conversation_id: int, agent: str) -> None:
         self.engine.set_agent(conversation_id, agent)

@@ -37,7 +37,7 @@ from tolaria.chats.checkpoints import TurnCheckpoints, until_stopped
 from tolaria.chats.engine.chatting import ConversationPart
 from tolaria.chats.engine.control import ControlPart
 from tolaria.chats.engine.gate import StreamGate
-from tolaria.chats.engine.limits import LimitWatcher, chat_limits
+from tolaria.chats.engine.limits import LimitWatcher, chat_limits, set_chat_limits
 from tolaria.chats.engine.observer import PermissionDesk, TurnObserver
 from tolaria.chats.engine.queueing import QueuePart
 from tolaria.chats.engine.snapshots import SnapshotPart
@@ -249,6 +249,16 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         """The limits of the chat's next run: its own where set, else the defaults."""
         defaults = self.limits if self.limits is not None else self.run_config.settings.run_limits()
         return chat_limits(self.store, conversation_id).over(defaults)
+
+    def set_chat_limits(self, conversation_id: int, limits: RunLimits) -> None:
+        """Keep the chat's own limits (from its next run on; a running one keeps its own)."""
+        try:
+            set_chat_limits(self.db, conversation_id, limits)
+        except KeyError:
+            return  # deleted meanwhile
+        conversation = self.db.get_conversation(conversation_id)
+        if conversation is not None:
+            self.observer.conversation_saved(conversation)
 
     def _stop_for_limit(self, stream_id: str, kind: str) -> None:
         """A limit was reached: the normal stop (polite, then the tree), with a marker that

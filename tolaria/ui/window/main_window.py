@@ -32,6 +32,7 @@ from tolaria.config.settings import (
 )
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import Done, Event
+from tolaria.core.limits import RunLimits
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
@@ -120,6 +121,7 @@ class MainWindow(WindowKeys):
         self.default_agent = default_agent
         self.default_cwd = default_cwd or os.getcwd()
         self._conversations: dict[int, Conversation] = {}
+        self.limit_defaults = RunLimits()
         self._conversation_of_stream: dict[str, int] = {}
         self._want_new = 0
         self._quit_confirmed = False
