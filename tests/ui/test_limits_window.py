@@ -123,13 +123,15 @@ def test_run_menu_chat_limits_keeps_the_chats_own(start_app: StartApp, qtbot: Qt
     dialog = drv.window.findChild(ChatLimitsDialog, "chatLimitsDialog")
     assert dialog is not None
     qtbot.waitUntil(dialog.isVisible)
-    assert "Preferences' ($2.00)" in dialog.findChild(QLabel).text()
+    intro = dialog.findChild(QLabel)
+    assert intro is not None and "Preferences' ($2.00)" in intro.text()
     assert dialog.fields.cost.text() == "Default"
     dialog.fields.tool_calls.setValue(12)
     dialog.fields.minutes.setValue(1.5)
     if os.environ.get("TOLARIA_SHOTS"):
         dialog.grab().save(str(Path(os.environ["TOLARIA_SHOTS"]) / "chat_limits.png"))
     buttons = dialog.findChild(QDialogButtonBox, "chatLimitsButtons")
+    assert buttons is not None
     buttons.button(QDialogButtonBox.StandardButton.Ok).click()
     engine = drv.app.controller.engine
     qtbot.waitUntil(lambda: chat_limits(drv.app.store, conversation_id)
