@@ -20,6 +20,8 @@ KINDS = (TIME, COST, TOKENS, TOOL_CALLS)
 #: ``Diagnostic.source`` of the warning at ``WARN_FRACTION`` of a limit.
 WARNING_SOURCE = "limit"
 WARN_FRACTION = 0.8
+#: ``Done.limit`` of a run stopped by its fan-out job's budget: "job_" + the kind.
+JOB_PREFIX = "job_"
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,17 @@ def label(kind: str, value: float) -> str:
 
 
 def stopped_text(kind: str, value: float | None) -> str:
-    """What a turn stopped by a limit says: "stopped: $2.00 limit reached"."""
+    """What a turn stopped by a limit says: "stopped: $2.00 limit reached" (a fan-out job's
+    budget: "stopped: the job's $5.00 budget reached")."""
+    if kind.startswith(JOB_PREFIX) and value is not None:
+        return f"stopped: the job's {label(kind[len(JOB_PREFIX):], value)} budget reached"
     if value is None:
         return f"stopped: {kind} limit reached"
     return f"stopped: {label(kind, value)} limit reached"
 
 
 def warning_text(kind: str, value: float) -> str:
+    if kind.startswith(JOB_PREFIX):
+        return (f"{int(WARN_FRACTION * 100)} % of the job's "
+                f"{label(kind[len(JOB_PREFIX):], value)} budget used")
     return f"{int(WARN_FRACTION * 100)} % of the {label(kind, value)} limit used"

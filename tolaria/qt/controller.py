@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from PySide6.QtCore import QObject
 
 from tolaria.chats.engine import TurnEngine
+from tolaria.chats.engine.limits import JobBudget
 from tolaria.chats.inflight import Launch, MessageQueues, QueuedMessage
 from tolaria.chats.review import TurnReview
 from tolaria.chats.run_config import RunConfig
@@ -113,10 +114,10 @@ class ChatController(CheckpointControl, QObject):
         return TurnEngine.keep_key(conversation_id)
 
     # -- runs -----------------------------------------------------------------------------------
-    def send(self, conversation_id: int, prompt: str, *,
-             delivering: Sequence[int] = ()) -> str | None:
+    def send(self, conversation_id: int, prompt: str, *, delivering: Sequence[int] = (),
+             budget: JobBudget | None = None) -> str | None:
         """Start a turn (``TurnEngine.send``); its stream id, or None when it did not start."""
-        return self.engine.send(conversation_id, prompt, delivering=delivering)
+        return self.engine.send(conversation_id, prompt, delivering=delivering, budget=budget)
 
     def stop(self, conversation_id: int) -> bool:
         """Stop the conversation's running turn (returns at once; ``run_finished`` follows)."""

@@ -37,7 +37,7 @@ from tolaria.chats.checkpoints import TurnCheckpoints, until_stopped
 from tolaria.chats.engine.chatting import ConversationPart
 from tolaria.chats.engine.control import ControlPart
 from tolaria.chats.engine.gate import StreamGate
-from tolaria.chats.engine.limits import LimitWatcher, chat_limits, set_chat_limits
+from tolaria.chats.engine.limits import JobBudget, LimitWatcher, chat_limits, set_chat_limits
 from tolaria.chats.engine.observer import PermissionDesk, TurnObserver
 from tolaria.chats.engine.queueing import QueuePart
 from tolaria.chats.engine.snapshots import SnapshotPart
@@ -149,12 +149,13 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         return f"conversation-{conversation_id}"
 
     # -- a turn -------------------------------------------------------------------------------
-    def send(self, conversation_id: int, prompt: str, *,
-             delivering: Sequence[int] = ()) -> str | None:
+    def send(self, conversation_id: int, prompt: str, *, delivering: Sequence[int] = (),
+             budget: JobBudget | None = None) -> str | None:
         """Start a turn; returns its stream id (None if the conversation is busy or gone, or
         this platform cannot stop a run as promised: Windows, ADR 0014). ``delivering``: the
         queued messages ``prompt`` is made of, delivered in the store transaction that records
-        the turn (``Store.start_turn``)."""
+        the turn (``Store.start_turn``). ``budget``: a fan-out job's, shared with its other
+        runs (limits.py)."""
         if conversation_id in self._running or conversation_id in self._deleting:
             return None
         refusal = platforms.run_refusal()
@@ -166,7 +167,7 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
             return None
         launch = self.plan(conversation, prompt)
         try:
-            return self._launch(launch, delivering=delivering)
+            return self._launch(launch, delivering=delivering, budget=budget)
         except (sqlite3.Error, OSError) as exc:  # the turn could not be stored: not started
             # The window's store notice says why (Store.write_listener); the prompt stays in
             # the composer, which empties only when a run starts.
@@ -196,15 +197,17 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         self._unfinished.add(stream_id)
         return turn
 
-    def _launch(self, launch: Launch, *, delivering: Sequence[int] = ()) -> str:
+    def _launch(self, launch: Launch, *, delivering: Sequence[int] = (),
+                budget: JobBudget | None = None) -> str:
         stream_id = new_stream_id()
         turn = self.record(launch, stream_id, delivering=delivering)
-        self.start(launch, stream_id, turn)
+        self.start(launch, stream_id, turn, budget=budget)
         return stream_id
 
     def start(self, launch: Launch, stream_id: str, turn: Turn | None, *,
               request: RunRequest | None = None, run: Run | None = None,
-              limits: RunLimits | None = None) -> asyncio.Task[None] | None:
+              limits: RunLimits | None = None, budget: JobBudget | None = None
+              ) -> asyncio.Task[None] | None:
         """Run a recorded turn (``turn``; None: nothing stored) in a task; the ``Done`` comes
         through the gate whatever happens. ``request``: as it is (``tolaria run``: its own
         settings already applied), else built from the launch and the current settings.
@@ -214,9 +217,10 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         conversation_id = launch.conversation_id
         on_event = self.gate.open_stream(stream_id)
         limits = (limits if limits is not None else self.limits_for(conversation_id)).effective()
-        if limits.active():
+        if limits.active() or budget is not None:
             watcher = LimitWatcher(stream_id, limits, on_event,
-                                   lambda kind: self._stop_for_limit(stream_id, kind))
+                                   lambda kind: self._stop_for_limit(stream_id, kind),
+                                   budget=budget)
             watcher.start(asyncio.get_running_loop())
             self._watchers[stream_id] = watcher
             on_event = watcher.deliver

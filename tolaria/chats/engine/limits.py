@@ -24,6 +24,7 @@ from collections.abc import Callable
 from tolaria.core.events import STOP_CANCELLED, Diagnostic, Done, Event, ToolStart, Usage
 from tolaria.core.limits import (
     COST,
+    JOB_PREFIX,
     TIME,
     TOKENS,
     TOOL_CALLS,
@@ -39,16 +40,18 @@ class LimitWatcher:
     """One run's limits (see the module docstring). On the loop thread."""
 
     def __init__(self, stream_id: str, limits: RunLimits, forward: Callable[[Event], None],
-                 stop: Callable[[str], None], *, spent_before: Callable[[str], float] | None = None
-                 ) -> None:
+                 stop: Callable[[str], None], *, budget: JobBudget | None = None) -> None:
         self.stream_id = stream_id
         self.limits = limits
         self._forward = forward
         self._stop = stop
-        #: What other runs of the same budget spent already (a fan-out job's), by kind.
-        self._spent_before = spent_before
-        #: The limit that stopped the run, once one did.
+        #: The fan-out job's budget this run spends from (with the job's other runs).
+        self.budget = budget
+        if budget is not None:
+            budget.members.append(self)
+        #: The limit that stopped the run, once one did, and its value.
         self.reached: str | None = None
+        self.reached_value: float | None = None
         self.spent: dict[str, float] = {TIME: 0.0, COST: 0.0, TOKENS: 0.0, TOOL_CALLS: 0.0}
         self._tools: set[str] = set()
         self._warned: set[str] = set()
@@ -61,12 +64,8 @@ class LimitWatcher:
         limit = self.limits.max_time_s
         if limit is None:
             return
-        before = self._before(TIME)
-        left = max(limit - before, 0.0)
-        warn_at = limit * WARN_FRACTION - before
-        if warn_at > 0:
-            self._timers.append(loop.call_later(warn_at, self._time_warning))
-        self._timers.append(loop.call_later(left, self._time_up))
+        self._timers.append(loop.call_later(limit * WARN_FRACTION, self._time_warning))
+        self._timers.append(loop.call_later(limit, self._time_up))
 
     def elapsed(self) -> float:
         if not self._started:
@@ -85,8 +84,10 @@ class LimitWatcher:
             self.spent[TIME] = self.elapsed()
             if self.reached is not None and event.stop_reason == STOP_CANCELLED:
                 event = dataclasses.replace(event, limit=self.reached,
-                                            limit_value=self.limits.value(self.reached))
+                                            limit_value=self.reached_value)
             self._forward(event)
+            if self.budget is not None:
+                self.budget.finished(self)
             return
         if isinstance(event, ToolStart) and event.tool_id not in self._tools:
             self._tools.add(event.tool_id)
@@ -95,8 +96,12 @@ class LimitWatcher:
             if limit is not None and self._total(TOOL_CALLS) > limit:
                 self._reach(TOOL_CALLS)  # the call beyond the limit never shows: stopped
                 return
+            if self.budget is not None:
+                self.budget.check(self, TOOL_CALLS)
+                if self.reached is not None:
+                    return  # beyond the job's budget: not shown either
             self._forward(event)
-            self._check(TOOL_CALLS, strict=True)
+            self._check_own(TOOL_CALLS, strict=True)
             return
         self._forward(event)
         if isinstance(event, Usage):
@@ -109,14 +114,17 @@ class LimitWatcher:
                 self._check(COST)
 
     # -- inside --------------------------------------------------------------------------------
-    def _before(self, kind: str) -> float:
-        return self._spent_before(kind) if self._spent_before is not None else 0.0
-
     def _total(self, kind: str) -> float:
-        return self._before(kind) + self.spent[kind]
+        return self.spent[kind]
 
     def _check(self, kind: str, *, strict: bool = False) -> None:
-        """Warn at 80 %, stop at the limit (``strict``: only beyond it, for counted calls)."""
+        """Warn at 80 %, stop at the limit (``strict``: only beyond it, for counted calls);
+        then the job's budget, if the run has one."""
+        self._check_own(kind, strict=strict)
+        if self.budget is not None and self.reached is None:
+            self.budget.check(self, kind)
+
+    def _check_own(self, kind: str, *, strict: bool = False) -> None:
         limit = self.limits.value(kind)
         if limit is None or self.reached is not None:
             return
@@ -131,15 +139,23 @@ class LimitWatcher:
         if kind in self._warned or limit is None or self.reached is not None:
             return
         self._warned.add(kind)
-        self._forward(Diagnostic(self.stream_id, source=WARNING_SOURCE,
-                                 message=warning_text(kind, limit)))
+        self.say(warning_text(kind, limit))
 
-    def _reach(self, kind: str) -> None:
+    def say(self, message: str) -> None:
+        """A limit's note in this run's chat (stored and shown)."""
+        self._forward(Diagnostic(self.stream_id, source=WARNING_SOURCE, message=message))
+
+    def _reach(self, kind: str, value: float | None = None) -> None:
         if self.reached is not None:
             return
         self.reached = kind
+        self.reached_value = value if value is not None else self.limits.value(kind)
         self.cancel()
         self._stop(kind)
+
+    def reach_budget(self, kind: str, value: float) -> None:
+        """The job's budget is spent: stop this run too, naming the budget."""
+        self._reach(JOB_PREFIX + kind, value)
 
     def _time_warning(self) -> None:
         self._warn(TIME)
@@ -171,3 +187,40 @@ def set_chat_limits(store: Store, conversation_id: int, limits: RunLimits) -> No
     data = limits.to_dict()
     store.set_conversation_limits(
         conversation_id, json.dumps(data) if any(v is not None for v in data.values()) else None)
+
+
+class JobBudget:
+    """A fan-out job's budget (cost, tokens, tool calls; time stays per run): the sum of what
+    its members' runs spent. When it is reached every member still running is stopped, each
+    ``Done`` naming it (``job_cost``...); the 80 % warning comes once, in the run that crossed
+    it."""
+
+    def __init__(self, limits: RunLimits) -> None:
+        self.limits = dataclasses.replace(limits, max_time_s=None)
+        self.members: list[LimitWatcher] = []
+        #: Spent by members that ended, by kind.
+        self._ended: dict[str, float] = {TIME: 0.0, COST: 0.0, TOKENS: 0.0, TOOL_CALLS: 0.0}
+        self.reached: str | None = None
+        self._warned: set[str] = set()
+
+    def total(self, kind: str) -> float:
+        return self._ended[kind] + sum(m.spent[kind] for m in self.members)
+
+    def check(self, member: LimitWatcher, kind: str) -> None:
+        limit = self.limits.value(kind)
+        if limit is None or self.reached is not None:
+            return
+        used = self.total(kind)
+        if used > limit or (kind != TOOL_CALLS and used >= limit):
+            self.reached = kind
+            for other in list(self.members):
+                other.reach_budget(kind, limit)
+        elif used >= _warn_level(limit, kind) and kind not in self._warned:
+            self._warned.add(kind)
+            member.say(warning_text(JOB_PREFIX + kind, limit))
+
+    def finished(self, member: LimitWatcher) -> None:
+        if member in self.members:
+            self.members.remove(member)
+            for kind in self._ended:
+                self._ended[kind] += member.spent[kind]

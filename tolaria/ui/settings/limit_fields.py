@@ -19,7 +19,7 @@ class LimitFields(QWidget):
 
     def __init__(self, parent: QWidget | None = None, *, none_text: str = "No limit") -> None:
         super().__init__(parent)
-        form = QFormLayout(self)
+        form = self._form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         self.minutes = QDoubleSpinBox(self)
         self.minutes.setObjectName("limitMinutes")
@@ -47,6 +47,10 @@ class LimitFields(QWidget):
             box.setAccessibleName(f"{label} limit")
             box.valueChanged.connect(self.changed)
             form.addRow(label, box)
+
+    def hide_time(self) -> None:
+        """Without the wall-time row (a fan-out job's budget: time stays per run)."""
+        self._form.setRowVisible(0, False)
 
     def set_limits(self, limits: RunLimits) -> None:
         boxes = (self.minutes, self.cost, self.tokens, self.tool_calls)

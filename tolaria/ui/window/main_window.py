@@ -100,8 +100,9 @@ class MainWindow(WindowKeys):
     agent_change_requested = Signal(int, str)
     #: Use another working folder in a conversation: id, path.
     cwd_change_requested = Signal(int, str)
-    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder.
-    fan_out_requested = Signal(str, object, str)
+    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder,
+    #: the job's budget (RunLimits).
+    fan_out_requested = Signal(str, object, str, object)
     #: Stop every running member of a fan-out job: job id.
     stop_job_requested = Signal(str)
     #: Open the settings file in the user's editor: path.
@@ -339,11 +340,12 @@ class MainWindow(WindowKeys):
     def _on_bridge_sessions_imported(self, report: ImportReport | None, error: str) -> None:
         self.import_report.show_report(report, error, Path(os.path.expanduser("~")))
 
-    def fan_out_here(self, prompt: str, agents: list[str]) -> None:
+    def fan_out_here(self, prompt: str, agents: list[str],
+                     budget: RunLimits | None = None) -> None:
         """Start a job in the current chat's folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
         cwd = (current.cwd if current else None) or self.default_cwd
-        self.fan_out_requested.emit(prompt, agents, cwd)
+        self.fan_out_requested.emit(prompt, agents, cwd, budget or RunLimits())
 
     def _on_sidebar_open_requested(self, conversation_id: int) -> None:
         conversation = self._conversations.get(conversation_id)
