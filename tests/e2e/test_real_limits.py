@@ -13,11 +13,10 @@ import pytest
 from e2e.clis import run_env
 from e2e.e2ehelpers import TURN_S, installed_cli, manifest
 from e2e.fake_model import FakeModelServer
-from helpers import marker_pids
+from helpers import RecordingPrinter, marker_pids
 
 from tolaria.cli.main import _run_with_control, _RunOutput
-from tolaria.cli.printer import JsonPrinter
-from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Done, Event, Usage
+from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Done, Usage
 from tolaria.core.limits import RunLimits
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.runner import RunRequest
@@ -25,27 +24,15 @@ from tolaria.core.turns.runner import RunRequest
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
 
-class Recorder(JsonPrinter):
-    """The JSON printer, keeping each event it printed as well."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[Event] = []
-
-    def __call__(self, event: Event) -> None:
-        self.seen.append(event)
-        super().__call__(event)
-
-
 def run_claude(server: FakeModelServer, tmp_path: Path, prompt: str,
-               limits: RunLimits) -> tuple[Done, Recorder, str]:
+               limits: RunLimits) -> tuple[Done, RecordingPrinter, str]:
     cli = installed_cli("claude")
     env = run_env(cli, tmp_path / "home", server.url)
     work = tmp_path / "work"
     work.mkdir()
     request = RunRequest(manifest("claude"), prompt, str(work), env, permission_mode="full")
     stream_id = new_stream_id()
-    printer = Recorder()
+    printer = RecordingPrinter()
 
     async def run() -> Done:
         return await asyncio.wait_for(_run_with_control(

@@ -14,11 +14,11 @@ import pytest
 pytest.importorskip("httpx")
 
 from fakes.fake_openai_server import FakeOpenAIServer, Reply, text_reply, tool_reply
+from helpers import RecordingPrinter
 
 from tolaria.cli.main import _run_with_control, _RunOutput
-from tolaria.cli.printer import JsonPrinter
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Diagnostic, Done, Event, Usage
+from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Diagnostic, Done, Usage
 from tolaria.core.limits import RunLimits
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.runner import RunRequest
@@ -31,16 +31,6 @@ def server() -> Iterator[FakeOpenAIServer]:
     srv.stop()
 
 
-class Recorder(JsonPrinter):
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[Event] = []
-
-    def __call__(self, event: Event) -> None:
-        self.seen.append(event)
-        super().__call__(event)
-
-
 def costly_step(n: int) -> Reply:
     """A tool call (listing the folder), then the request's usage with its cost."""
     reply = tool_reply((f"call_{n}", "list_directory", {"path": "."}))
@@ -48,11 +38,11 @@ def costly_step(n: int) -> Reply:
     return Reply([*reply.chunks, {"choices": [], "usage": usage}])
 
 
-def run(server: FakeOpenAIServer, tmp_path: Path, limits: RunLimits) -> tuple[Done, Recorder]:
+def run(server: FakeOpenAIServer, tmp_path: Path, limits: RunLimits) -> tuple[Done, RecordingPrinter]:
     manifest = Manifest(id="fake-chat", name="Fake chat", protocol="openai-chat", command=(),
                         base_url=server.base_url, model="fake-model", permissions="full")
     request = RunRequest(manifest, "look around", str(tmp_path))
-    printer = Recorder()
+    printer = RecordingPrinter()
 
     async def go() -> Done:
         return await asyncio.wait_for(_run_with_control(
