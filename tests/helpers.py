@@ -17,6 +17,7 @@ from typing import Any
 
 import psutil
 
+from tolaria.cli.printer import JsonPrinter
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
 from tolaria.core.events import Done, Event, Init, TextDelta
 from tolaria.core.process import treefind
@@ -452,3 +453,15 @@ def settle_orphans(within: float = 5.0) -> None:
     ours = watchdog.watchdog_pid()
     dogs = [d for d in watchdogs_of(os.getpid()) if d.pid != ours]
     reap_after_watchdog(dogs, within)
+
+
+class RecordingPrinter(JsonPrinter):
+    """``tolaria run --json``'s printer, keeping each event it printed as well."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.seen.append(event)
+        super().__call__(event)

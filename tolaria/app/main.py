@@ -21,6 +21,7 @@ from tolaria import __version__
 from tolaria.app.prefs import Preferences
 from tolaria.config.settings import load_settings, settings_path
 from tolaria.core.adapters.manifest import load_adapters
+from tolaria.core.limits import RunLimits
 from tolaria.core.process import control
 from tolaria.core.process.control import ControlServer
 from tolaria.core.process.registry import ProcessRegistry
@@ -128,6 +129,7 @@ class Tolaria:
         w.restart_requested.connect(c.restart)
         w.permission_answer_requested.connect(c.answer_permission)
         w.rename_requested.connect(c.rename)
+        w.chat_limits_requested.connect(c.set_chat_limits)
         w.delete_requested.connect(c.delete)
         w.agent_change_requested.connect(c.set_agent)
         w.cwd_change_requested.connect(c.set_cwd)
@@ -154,9 +156,10 @@ class Tolaria:
     def _on_window_new_worktree_chat_requested(self, agent: str, cwd: str) -> None:
         self.worktrees.new_chat(agent, self.settings_controller.default_cwd(agent) or cwd)
 
-    def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str) -> None:
+    def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str,
+                                     budget: RunLimits) -> None:
         names = {m.id: m.name for m in self.adapters.manifests.values()}
-        self.fanout.start_job(prompt, agents, cwd, names)
+        self.fanout.start_job(prompt, agents, cwd, names, budget=budget)
 
     async def start(self) -> None:
         """Listen for ``tolaria streams``/``abort``, show the window, open a conversation."""

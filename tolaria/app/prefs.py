@@ -69,6 +69,7 @@ class Preferences:
         self.chat.grace_s = values.grace_seconds
         self.chat.retry_limit_s = values.retry_limit_seconds
         self.chat.run_config.settings = values
+        self.window.limit_defaults = values.run_limits()
 
     def show_manifests(self) -> None:
         self.window.set_manifests(self.settings.manifests(), disabled=self.settings.disabled())

@@ -30,6 +30,7 @@ from tolaria.config.overrides import (
 )
 from tolaria.config.settings import Settings, load_settings, settings_path
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
+from tolaria.core.limits import RunLimits
 from tolaria.core.process import backend
 from tolaria.core.turns.request import RunRequest
 
@@ -58,6 +59,8 @@ class RunOptions:
     warnings: tuple[str, ...] = ()
     #: ``[mcp]``: the servers (all of them; each run takes the ones for its agent, ADR 0019).
     mcp: McpSettings = field(default_factory=McpSettings)
+    #: The ``[limits]`` defaults of the run (tolaria/core/limits.py).
+    limits: RunLimits = field(default_factory=RunLimits)
 
     def request(self, prompt: str, *, cwd: str | None = None, session_id: str | None = None,
                 on_permission: PermissionCallback | None = None,
@@ -111,7 +114,8 @@ def prepare_run(manifest: Manifest, *, settings: Settings | None = None,
         mcp = load_mcp(path)
         warnings += [p for p in mcp.problems if p not in warnings]
     return RunOptions(applied, o, o.permission_mode, o.model, cwd, settings.grace_seconds,
-                      settings.retry_limit_seconds, tuple(warnings), mcp)
+                      settings.retry_limit_seconds, tuple(warnings), mcp=mcp,
+                      limits=settings.run_limits())
 
 
 def _apply_backend(choice: str) -> list[str]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tolaria.cli.printer import Printer
     from tolaria.core.adapters.manifest import AdapterSet
     from tolaria.core.events import Done, Event
+    from tolaria.core.limits import RunLimits
     from tolaria.core.turns.runner import RunRequest
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
@@ -81,6 +82,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="seconds between SIGTERM and SIGKILL when stopping (default: "
                           "grace_seconds in settings.toml [behaviour], else 2)")
     run.add_argument("prompt", metavar="PROMPT", help="what to ask (one argument: quote it)")
+    limits = run.add_argument_group(
+        "limits", "stop the run (exit 130, the limit named in its done event) when it reaches "
+                  "one; default: [limits] in settings.toml, then the chat's own; 0 = none")
+    limits.add_argument("--max-time", metavar="SECONDS", help="wall time (decimals allowed)")
+    limits.add_argument("--max-cost", metavar="USD",
+                        help="cost in US dollars, where the agent reports it")
+    limits.add_argument("--max-tokens", metavar="N", help="tokens (input + output)")
+    limits.add_argument("--max-tool-calls", metavar="N", help="tool calls")
     saving = run.add_mutually_exclusive_group()
     saving.add_argument("--chat", type=int, metavar="ID",
                         help="add this turn to a stored chat (see 'tolaria chats'); default: a "
@@ -315,6 +324,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("tolaria: the prompt is empty; say what the agent should do, e.g. "
               "tolaria run --agent demo \"list the files\"", file=sys.stderr)
         return EXIT_BAD_INPUT
+    flags = _limit_flags(args)
+    if isinstance(flags, str):  # before anything is saved
+        print(f"tolaria: {flags}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    args.limit_flags = flags
     adapters = load_adapters()
     _report_manifest_errors(adapters)
     try:
@@ -384,10 +398,12 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
             print(f"tolaria: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     grace = prepared.grace_s if args.grace is None else args.grace
+    flags = args.limit_flags
     printer = make_printer(args.json)
     output = _RunOutput(printer, printer,
                         saved.conversation.title if saved and saved.conversation else None)
-    done = asyncio.run(_run_with_control(request, stream_id, output, grace, saved))
+    done = asyncio.run(_run_with_control(request, stream_id, output, grace, saved,
+                                         limits=(flags, prepared.limits)))
     if printer.output.closed:  # the reader went away: the run was stopped for that
         return EXIT_BROKEN_PIPE
     if done.stop_reason == STOP_END_TURN:
@@ -410,10 +426,40 @@ class _RunOutput:
         self.on_event(event)
 
 
+def _limit_flags(args: argparse.Namespace) -> RunLimits | str:
+    """``--max-*`` as limits (unset: None; 0: none), or the one-line problem."""
+    import math
+
+    from tolaria.core.limits import RunLimits
+
+    values: list[float | None] = []
+    for flag, whole, what in (("max_time", False, "a number of seconds"),
+                              ("max_cost", False, "a number of US dollars"),
+                              ("max_tokens", True, "a whole number of tokens"),
+                              ("max_tool_calls", True, "a whole number of tool calls")):
+        text = getattr(args, flag, None)
+        if text is None:
+            values.append(None)
+            continue
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            value = -1
+        if not math.isfinite(value) or value < 0:
+            name = "--" + flag.replace("_", "-")
+            return f"{name} must be {what} (0 or more; 0 = no limit), got {text!r}"
+        values.append(value)
+    time_s, cost, tokens, calls = values
+    return RunLimits(time_s, cost, int(tokens) if tokens is not None else None,
+                     int(calls) if calls is not None else None)
+
+
 async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOutput,
-                            grace: float, saved: SavedRun | None = None) -> Done:
+                            grace: float, saved: SavedRun | None = None, *,
+                            limits: tuple[RunLimits, RunLimits] | None = None) -> Done:
     """Run the turn through the turn engine (the window's, with a printer for observer):
-    ``saved``'s, which stored and planned it, or a storeless one (``--no-save``)."""
+    ``saved``'s, which stored and planned it, or a storeless one (``--no-save``).
+    ``limits``: the ``--max-*`` flags and the settings' defaults (a chat's own between)."""
     import asyncio
     import os
     import signal
@@ -441,6 +487,10 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
                         request.manifest.id, request.cwd or os.getcwd())
         turn = None
     engine.grace_s = grace
+    run_limits = None
+    if limits is not None:
+        flags, engine.limits = limits
+        run_limits = flags.over(engine.limits_for(launch.conversation_id))
     # Reserved before the signal handlers go in: a Ctrl+C or SIGTERM from here on (while the
     # control socket starts, before the agent is spawned) stops the run, which ends cancelled.
     run = registry.reserve(stream_id, request.manifest.id, request.cwd)
@@ -458,7 +508,8 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
         await server.start()
         # The checkpoint before the turn (a stop kills it at once: the run then ends
         # cancelled), the agent, its Done, the checkpoint after: the engine's.
-        task = engine.start(launch, stream_id, turn, request=request, run=run)
+        task = engine.start(launch, stream_id, turn, request=request, run=run,
+                            limits=run_limits)
         if task is not None:
             await task
         await engine.tasks.wait()

@@ -39,6 +39,7 @@ from tolaria.core.events import (
     ToolStart,
     to_dict,
 )
+from tolaria.core.limits import WARNING_SOURCE, stopped_text
 
 #: How often a piped stdout is checked for a reader that went away while nothing was written.
 WATCH_S = 0.25
@@ -284,7 +285,8 @@ class PlainPrinter(Printer):
             self._err_line(f"\nerror: {event.message}")
             if event.hint:
                 self._err_line(f"hint: {event.hint}")
-        elif isinstance(event, Diagnostic) and event.source in ("retry", "notice"):
+        elif isinstance(event, Diagnostic) and event.source in ("retry", "notice",
+                                                                WARNING_SOURCE):
             self._err_line(f"[{event.message}]")  # notice: an MCP server left out, a tool limit
         elif isinstance(event, Done):
             for _ in self.open_tools:
@@ -292,6 +294,8 @@ class PlainPrinter(Printer):
             self.output.out("\n")
             survivors = ", ".join(f"{s.name} ({s.pid})" for s in event.survivors)
             extra = f"; still alive: {survivors}" if survivors else ""
+            if event.limit is not None:
+                extra = f"; {stopped_text(event.limit, event.limit_value)}{extra}"
             self._err_line(f"[done: {event.stop_reason}, {event.duration_ms or 0} ms{extra}]")
             self.output.flush()
 

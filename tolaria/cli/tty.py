@@ -32,6 +32,7 @@ from tolaria.core.events import (
     ToolStart,
     summarize_tool_input,
 )
+from tolaria.core.limits import WARNING_SOURCE, stopped_text
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S = 0.1
@@ -123,6 +124,8 @@ class TtyPrinter(Printer):
                 self._line(self._c(YELLOW, f"hint: {for_terminal(event.hint)}"))
         elif isinstance(event, Diagnostic) and event.source == "retry":
             self._line(self._c(DIM, for_terminal(event.message)))
+        elif isinstance(event, Diagnostic) and event.source == WARNING_SOURCE:
+            self._line(self._c(YELLOW, f"⚠ {for_terminal(event.message)}"))
         elif isinstance(event, Done):
             self._done(event)
 
@@ -156,6 +159,9 @@ class TtyPrinter(Printer):
         seconds = f"{(event.duration_ms or 0) / 1000:.1f} s"
         if event.stop_reason == STOP_END_TURN:
             text = self._c(GREEN, f"■ done in {seconds}")
+        elif event.stop_reason == STOP_CANCELLED and event.limit is not None:
+            text = self._c(YELLOW, f"■ {stopped_text(event.limit, event.limit_value)} "
+                                   f"after {seconds}")
         elif event.stop_reason == STOP_CANCELLED:
             text = self._c(YELLOW, f"■ cancelled after {seconds}")
         else:

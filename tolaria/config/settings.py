@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tolaria.core.limits import RunLimits, positive_or_none
 from tolaria.support import paths, tomlfile
 from tolaria.support.tomlfile import SettingsFileError
 
@@ -86,6 +87,22 @@ class Settings:
     #: Seconds a snapshot may spend finding untracked files; past it only tracked files are
     #: captured (said under the turn).
     checkpoint_time_budget_seconds: float = 3.0
+    #: Limits that stop a run by themselves (``[limits]``; 0 = no limit, a chat's own limits
+    #: and ``tolaria run --max-*`` override them): wall time in seconds ...
+    limit_time_seconds: float = 0.0
+    #: ... cost in US dollars (where the agent reports it) ...
+    limit_cost_usd: float = 0.0
+    #: ... tokens (input + output, as the agent reports them) ...
+    limit_tokens: int = 0
+    #: ... and tool calls.
+    limit_tool_calls: int = 0
+
+    def run_limits(self) -> RunLimits:
+        """The ``[limits]`` defaults of each run."""
+        tokens, calls = self.limit_tokens, self.limit_tool_calls
+        return RunLimits(positive_or_none(self.limit_time_seconds),
+                         positive_or_none(self.limit_cost_usd),
+                         tokens if tokens > 0 else None, calls if calls > 0 else None)
 
 
 class SettingsValueError(ValueError):
@@ -189,11 +206,20 @@ _KEYS = (
          _number(0, 1_000_000, "a number of MB (0 or more)"), float),
     _Key("checkpoint_time_budget_seconds", "checkpoints", "time_budget_seconds",
          _number(0, 3600, "a number of seconds from 0 to 3600"), float),
+    _Key("limit_time_seconds", "limits", "max_time_seconds",
+         _number(0, 30 * 86_400, "a number of seconds (0 = no time limit)"), float),
+    _Key("limit_cost_usd", "limits", "max_cost_usd",
+         _number(0, 1_000_000, "a number of US dollars (0 = no cost limit)"), float),
+    _Key("limit_tokens", "limits", "max_tokens",
+         _count(0, 10**12, "a whole number of tokens (0 = no token limit)")),
+    _Key("limit_tool_calls", "limits", "max_tool_calls",
+         _count(0, 10**9, "a whole number of tool calls (0 = no limit)")),
 )
-_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints")
+_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits")
 #: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
 #: would otherwise be ignored without a word). ``agents``: tolaria/config/overrides.py.
-KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "agents", "mcp")
+KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits", "agents",
+                "mcp")
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 

@@ -134,6 +134,10 @@ class Done(Event):
     #: None: not measured (an imported turn the CLI did not time-stamp).
     duration_ms: int | None = 0
     survivors: tuple[Survivor, ...] = field(default_factory=tuple)
+    #: The limit that stopped the run (tolaria/core/limits.py: time, cost, tokens, tool_calls)
+    #: and its value; None for every other end, a user's Stop included.
+    limit: str | None = None
+    limit_value: float | None = None
 
 
 @dataclass(frozen=True)

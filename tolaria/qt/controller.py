@@ -17,11 +17,13 @@ from collections.abc import Mapping, Sequence
 from PySide6.QtCore import QObject
 
 from tolaria.chats.engine import TurnEngine
+from tolaria.chats.engine.limits import JobBudget
 from tolaria.chats.inflight import Launch, MessageQueues, QueuedMessage
 from tolaria.chats.review import TurnReview
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.core.adapters.manifest import AdapterSet
+from tolaria.core.limits import RunLimits
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs import discovery
 from tolaria.core.store.db import Conversation, Store, Turn
@@ -112,10 +114,10 @@ class ChatController(CheckpointControl, QObject):
         return TurnEngine.keep_key(conversation_id)
 
     # -- runs -----------------------------------------------------------------------------------
-    def send(self, conversation_id: int, prompt: str, *,
-             delivering: Sequence[int] = ()) -> str | None:
+    def send(self, conversation_id: int, prompt: str, *, delivering: Sequence[int] = (),
+             budget: JobBudget | None = None) -> str | None:
         """Start a turn (``TurnEngine.send``); its stream id, or None when it did not start."""
-        return self.engine.send(conversation_id, prompt, delivering=delivering)
+        return self.engine.send(conversation_id, prompt, delivering=delivering, budget=budget)
 
     def stop(self, conversation_id: int) -> bool:
         """Stop the conversation's running turn (returns at once; ``run_finished`` follows)."""
@@ -177,6 +179,10 @@ class ChatController(CheckpointControl, QObject):
 
     def rename(self, conversation_id: int, title: str) -> None:
         self.engine.rename(conversation_id, title)
+
+    def set_chat_limits(self, conversation_id: int, limits: RunLimits) -> None:
+        """A chat's own limits, from its next run on (Run → Chat limits…)."""
+        self.engine.set_chat_limits(conversation_id, limits)
 
     def set_agent(self, conversation_id: int, agent: str) -> None:
         self.engine.set_agent(conversation_id, agent)

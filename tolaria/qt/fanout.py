@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from PySide6.QtCore import QObject
 
+from tolaria.chats.engine.limits import JobBudget
 from tolaria.chats.fanout import (
     FanOutJob,
     JobMember,
@@ -22,6 +23,7 @@ from tolaria.chats.fanout import (
     stored_jobs,
     stored_status,
 )
+from tolaria.core.limits import RunLimits
 from tolaria.core.store.db import Store
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.controller import ChatController
@@ -45,8 +47,10 @@ class FanOutController(QObject):
 
     # -- intents ------------------------------------------------------------------------------
     def start_job(self, prompt: str, agents: list[str], cwd: str | None = None,
-                  agent_names: dict[str, str] | None = None) -> FanOutJob | None:
-        """Create one conversation per agent and start the prompt in each, at once."""
+                  agent_names: dict[str, str] | None = None,
+                  budget: RunLimits | None = None) -> FanOutJob | None:
+        """Create one conversation per agent and start the prompt in each, at once.
+        ``budget``: the job's, over all its runs (cost, tokens, tool calls; ADR 0021)."""
         agents = list(dict.fromkeys(a for a in agents if a))
         if not prompt.strip() or not agents:
             return None
@@ -62,8 +66,10 @@ class FanOutController(QObject):
         self._jobs[job_id] = job
         self.bridge.job_created.emit(job)  # the view's panes exist before the runs start
         started = []
+        shared = JobBudget(budget.effective()) if budget is not None \
+            and budget.effective().active() else None
         for member in members:
-            stream_id = self.chats.send(member.conversation_id, prompt)
+            stream_id = self.chats.send(member.conversation_id, prompt, budget=shared)
             if stream_id is not None:
                 self._job_of_stream[stream_id] = job_id
             started.append(replace(member, stream_id=stream_id))

@@ -210,7 +210,9 @@ def test_qwen_text() -> None:
     events, outcome = parse("qwen_text.jsonl")
     assert events[0] == Init(SID, agent="qwen", session_id="4c79b9c2-f81f-4ce5-b201-44442c57540b")
     assert text_of(events) == "Hello from the fake model!"
-    assert of(events, Usage) == [Usage(SID, input_tokens=20, output_tokens=10)]
+    # Each API message's usage as it comes (the turn's total so far), then the result's total.
+    assert of(events, Usage) == [Usage(SID, input_tokens=10, output_tokens=5),
+                                 Usage(SID, input_tokens=20, output_tokens=10)]
     assert outcome == Outcome("end_turn")
     assert not of(events, Diagnostic)  # Qwen's goal_state stream_event is ignored
 
@@ -337,7 +339,8 @@ RUNS = [
      ["init", "text_delta", "tool_start", "tool_done", "usage", "text_delta", "usage"], "end_turn"),
     ("opencode", "opencode_401.jsonl", ["init", "error"], "error"),
     ("qwen", "qwen_echo.jsonl",
-     ["init", "text_delta", "tool_start", "tool_done", "text_delta", "usage"], "end_turn"),
+     ["init", "text_delta", "usage", "tool_start", "tool_done", "usage", "text_delta", "usage"],
+     "end_turn"),
     ("qwen", "qwen_401.jsonl", ["init", "text_delta", "usage", "error"], "error"),
 ]
 

@@ -37,6 +37,7 @@ from tolaria.chats.checkpoints import TurnCheckpoints, until_stopped
 from tolaria.chats.engine.chatting import ConversationPart
 from tolaria.chats.engine.control import ControlPart
 from tolaria.chats.engine.gate import StreamGate
+from tolaria.chats.engine.limits import JobBudget, LimitWatcher, chat_limits, set_chat_limits
 from tolaria.chats.engine.observer import PermissionDesk, TurnObserver
 from tolaria.chats.engine.queueing import QueuePart
 from tolaria.chats.engine.snapshots import SnapshotPart
@@ -45,8 +46,9 @@ from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.core.adapters.manifest import AdapterSet, Manifest
 from tolaria.core.events import STOP_CANCELLED, STOP_ERROR, Done, Error, Event
+from tolaria.core.limits import RunLimits
 from tolaria.core.process.registry import ProcessRegistry, Run
-from tolaria.core.store.db import Conversation, Marker, Store, Turn
+from tolaria.core.store.db import MARKER_STOP_REQUESTED, Conversation, Marker, Store, Turn
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.keeper import KeeperPool
 from tolaria.core.turns.runner import DEFAULT_GRACE_S, RunRequest, stream_ai_agent
@@ -74,6 +76,11 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         self.retry_limit_s = retry_limit_s
         #: Preferences (agent overrides, polite window) applied to each new run.
         self.run_config = RunConfig()
+        #: The default limits of each new run (None: the Preferences' ``[limits]``); a chat's
+        #: own override them.
+        self.limits: RunLimits | None = None
+        #: The limit watchers of live runs (limits.py), by stream id.
+        self._watchers: dict[str, LimitWatcher] = {}
         #: Each chat's kept agent process (docs/adr/0009); ``tolaria run`` keeps none.
         self.keepers = keepers
         self.permissions = permissions
@@ -142,12 +149,13 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         return f"conversation-{conversation_id}"
 
     # -- a turn -------------------------------------------------------------------------------
-    def send(self, conversation_id: int, prompt: str, *,
-             delivering: Sequence[int] = ()) -> str | None:
+    def send(self, conversation_id: int, prompt: str, *, delivering: Sequence[int] = (),
+             budget: JobBudget | None = None) -> str | None:
         """Start a turn; returns its stream id (None if the conversation is busy or gone, or
         this platform cannot stop a run as promised: Windows, ADR 0014). ``delivering``: the
         queued messages ``prompt`` is made of, delivered in the store transaction that records
-        the turn (``Store.start_turn``)."""
+        the turn (``Store.start_turn``). ``budget``: a fan-out job's, shared with its other
+        runs (limits.py)."""
         if conversation_id in self._running or conversation_id in self._deleting:
             return None
         refusal = platforms.run_refusal()
@@ -159,7 +167,7 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
             return None
         launch = self.plan(conversation, prompt)
         try:
-            return self._launch(launch, delivering=delivering)
+            return self._launch(launch, delivering=delivering, budget=budget)
         except (sqlite3.Error, OSError) as exc:  # the turn could not be stored: not started
             # The window's store notice says why (Store.write_listener); the prompt stays in
             # the composer, which empties only when a run starts.
@@ -189,22 +197,33 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         self._unfinished.add(stream_id)
         return turn
 
-    def _launch(self, launch: Launch, *, delivering: Sequence[int] = ()) -> str:
+    def _launch(self, launch: Launch, *, delivering: Sequence[int] = (),
+                budget: JobBudget | None = None) -> str:
         stream_id = new_stream_id()
         turn = self.record(launch, stream_id, delivering=delivering)
-        self.start(launch, stream_id, turn)
+        self.start(launch, stream_id, turn, budget=budget)
         return stream_id
 
     def start(self, launch: Launch, stream_id: str, turn: Turn | None, *,
-              request: RunRequest | None = None, run: Run | None = None
+              request: RunRequest | None = None, run: Run | None = None,
+              limits: RunLimits | None = None, budget: JobBudget | None = None
               ) -> asyncio.Task[None] | None:
         """Run a recorded turn (``turn``; None: nothing stored) in a task; the ``Done`` comes
         through the gate whatever happens. ``request``: as it is (``tolaria run``: its own
         settings already applied), else built from the launch and the current settings.
         ``run``: reserved by the caller already (``tolaria run`` does it before its signal
-        handlers go in). None when the turn ended at once (an unknown or disabled agent)."""
+        handlers go in). ``limits``: this run's (default: ``limits_for`` the chat). None when
+        the turn ended at once (an unknown or disabled agent)."""
         conversation_id = launch.conversation_id
         on_event = self.gate.open_stream(stream_id)
+        limits = (limits if limits is not None else self.limits_for(conversation_id)).effective()
+        if limits.active() or budget is not None:
+            watcher = LimitWatcher(stream_id, limits, on_event,
+                                   lambda kind: self._stop_for_limit(stream_id, kind),
+                                   budget=budget)
+            watcher.start(asyncio.get_running_loop())
+            self._watchers[stream_id] = watcher
+            on_event = watcher.deliver
         self._running[conversation_id] = stream_id
         self._conversation_of[stream_id] = conversation_id
         if turn is not None:
@@ -229,6 +248,32 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
                                 name=stream_id)
         task.add_done_callback(lambda t: self._on_run_task_done(t, run, on_event))
         return task
+
+    def limits_for(self, conversation_id: int) -> RunLimits:
+        """The limits of the chat's next run: its own where set, else the defaults."""
+        defaults = self.limits if self.limits is not None else self.run_config.settings.run_limits()
+        return chat_limits(self.store, conversation_id).over(defaults)
+
+    def set_chat_limits(self, conversation_id: int, limits: RunLimits) -> None:
+        """Keep the chat's own limits (from its next run on; a running one keeps its own)."""
+        try:
+            set_chat_limits(self.db, conversation_id, limits)
+        except KeyError:
+            return  # deleted meanwhile
+        conversation = self.db.get_conversation(conversation_id)
+        if conversation is not None:
+            self.observer.conversation_saved(conversation)
+
+    def _stop_for_limit(self, stream_id: str, kind: str) -> None:
+        """A limit was reached: the normal stop (polite, then the tree), with a marker that
+        names the limit."""
+        if not self.stop_stream(stream_id):
+            return  # ending by itself already: its own Done stands
+        conversation_id = self._conversation_of.get(stream_id)
+        if conversation_id is not None and self.store is not None and conversation_id in \
+                self._running and stream_id in self._turn_ids:
+            self._mark(conversation_id, MARKER_STOP_REQUESTED, stream_id,
+                       {"stream_id": stream_id, "limit": kind})
 
     def _request(self, launch: Launch) -> RunRequest | str:
         """The run's request with the current settings, or why it cannot run."""
@@ -288,6 +333,9 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
     def _run_ended(self, stream_id: str, done: Done) -> None:
         """The gate let the run's ``Done`` through (stored already)."""
         self._unfinished.discard(stream_id)
+        watcher = self._watchers.pop(stream_id, None)
+        if watcher is not None:
+            watcher.cancel()
         if self.permissions is not None:
             self.permissions.close_stream(stream_id)
         conversation_id = self._conversation_of.pop(stream_id, None)

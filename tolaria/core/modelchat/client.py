@@ -148,6 +148,8 @@ class ChatHelper:
             self.messages.append({"role": "system", "content": system_prompt})
         self.stop_reason = ""
         self._iteration = 0
+        #: What this prompt's requests spent so far (each ``Usage`` reports the total).
+        self._spent = _Spent()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cancel_event: asyncio.Event | None = None
         self.requests_sent = 0
@@ -192,6 +194,7 @@ class ChatHelper:
             self._token.reset()  # each prompt is a fresh cancel scope; an injected token is not ours
         self.stop_reason = ""
         self._iteration = 0
+        self._spent = _Spent()
         self.messages.append({"role": "user", "content": text})
         self._loop = asyncio.get_running_loop()
         event = self._cancel_event = asyncio.Event()
@@ -356,9 +359,14 @@ class ChatHelper:
             self._emit(TextDelta(self.stream_id, text=content))
 
     def _on_usage(self, usage: object) -> None:
+        """Each request of a tool loop reports its own usage; the run's ``Usage`` is the total
+        so far (as the chat shows the latest one and a limit counts it). ``cost``: where the
+        endpoint reports it in the usage (OpenRouter does, in US dollars)."""
         if isinstance(usage, dict):
-            self._emit(Usage(self.stream_id, input_tokens=usage.get("prompt_tokens"),
-                             output_tokens=usage.get("completion_tokens")))
+            spent = self._spent
+            spent.add(usage)
+            self._emit(Usage(self.stream_id, input_tokens=spent.input_tokens,
+                             output_tokens=spent.output_tokens, cost_usd=spent.cost_usd))
 
     # -- tools ---------------------------------------------------------------------------------
     async def _run_tools(self, calls: list[dict[str, Any]]) -> None:
@@ -413,3 +421,25 @@ class ChatHelper:
     def _emit(self, event: Event) -> None:
         if self._on_event is not None:
             self._on_event(event)
+
+
+class _Spent:
+    """Tokens and cost of one prompt's requests, added up."""
+
+    def __init__(self) -> None:
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self.cost_usd: float | None = None
+
+    def add(self, usage: dict[str, Any]) -> None:
+        self.input_tokens = _plus(self.input_tokens, usage.get("prompt_tokens"))
+        self.output_tokens = _plus(self.output_tokens, usage.get("completion_tokens"))
+        cost = usage.get("cost")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            self.cost_usd = (self.cost_usd or 0.0) + float(cost)
+
+
+def _plus(total: int | None, value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return total
+    return (total or 0) + value

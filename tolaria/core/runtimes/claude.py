@@ -68,6 +68,10 @@ class ClaudeStreamJson(JsonLinesRuntime):
         self._streamed_messages: set[str] = set()
         self._current_message: str | None = None
         self.session_id: str | None = None
+        #: Tokens of each API message so far (message id -> input, output): Claude reports a
+        #: turn's cost only in its result, but each message's usage as it comes, so a token
+        #: limit can stop a run mid-way (tolaria/chats/engine/limits.py).
+        self._message_tokens: dict[str, tuple[int, int]] = {}
 
     def feed(self, line: str) -> list[Event]:
         text = _text_delta(line)
@@ -153,7 +157,7 @@ class ClaudeStreamJson(JsonLinesRuntime):
 
     def _assistant(self, message: dict[str, Any]) -> list[Event]:
         streamed = message.get("id") in self._streamed_messages
-        out: list[Event] = []
+        out: list[Event] = self._message_usage(message)
         for block in message.get("content") or []:
             if not isinstance(block, dict):
                 continue
@@ -166,6 +170,21 @@ class ClaudeStreamJson(JsonLinesRuntime):
                 out.append(tool_start(self.stream_id, str(block.get("id", "")),
                                       str(block.get("name", "")), block.get("input")))
         return out
+
+    def _message_usage(self, message: dict[str, Any]) -> list[Event]:
+        """The turn's tokens so far, when this message says more than was known (a message
+        printed once per content block repeats its usage: counted once)."""
+        usage, mid = message.get("usage"), message.get("id")
+        if not isinstance(usage, dict) or not isinstance(mid, str):
+            return []
+        tokens = (int_or_none(usage.get("input_tokens")) or 0,
+                  int_or_none(usage.get("output_tokens")) or 0)
+        if tokens == (0, 0) or self._message_tokens.get(mid) == tokens:
+            return []
+        self._message_tokens[mid] = tokens
+        return [Usage(self.stream_id,
+                      input_tokens=sum(t[0] for t in self._message_tokens.values()),
+                      output_tokens=sum(t[1] for t in self._message_tokens.values()))]
 
     def _user(self, message: dict[str, Any]) -> list[Event]:
         content = message.get("content")

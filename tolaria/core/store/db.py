@@ -169,7 +169,7 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
                 (title, agent, cwd, now, now, origin),
             )
             assert cur.lastrowid is not None
-            return Conversation(cur.lastrowid, title, agent, cwd, now, now, None, origin)
+            return Conversation(cur.lastrowid, title, agent, cwd, now, now, None, origin, None)
 
     def get_conversation(self, conversation_id: int) -> Conversation | None:
         rows = self._query(f"SELECT {_CONV_COLS} FROM conversations WHERE id = ?", conversation_id)
@@ -193,6 +193,10 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
         return self._update_conversation(
             conversation_id, {k: v for k, v in changes.items() if v is not None}
         )
+
+    def set_conversation_limits(self, conversation_id: int, limits: str | None) -> Conversation:
+        """A chat's own limits (JSON; None: the defaults again). KeyError for an unknown id."""
+        return self._update_conversation(conversation_id, {"limits": limits})
 
     def delete_conversation(self, conversation_id: int) -> None:
         """Delete it with its turns and events; later events of its running turns are ignored."""

@@ -42,6 +42,9 @@ class Conversation:
     #: Where the chat was started: ``ORIGIN_WINDOW`` or ``ORIGIN_COMMAND_LINE`` (``tolaria run``,
     #: shown with a badge in the sidebar).
     origin: str = "window"
+    #: The chat's own limits (tolaria/core/limits.py ``RunLimits.to_dict`` as JSON), over the
+    #: Preferences' ``[limits]``; None: the defaults.
+    limits: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
         """CREATE TABLE queue_state (
             conversation_id INTEGER PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
             paused INTEGER NOT NULL DEFAULT 0, reason TEXT)""",
+    ),
+    (
+        # A chat's own limits that stop its runs (issue 27): JSON, NULL for the defaults.
+        "ALTER TABLE conversations ADD COLUMN limits TEXT",
     ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -396,7 +396,8 @@ class ChatPane(QWidget):
     def run_finished(self, stream_id: str, done: Done) -> None:
         view = self.transcript.turn(stream_id)
         ending = Ending(status_from_stop_reason(done.stop_reason), done.duration_ms,
-                        done.survivors, stop_reason=done.stop_reason)
+                        done.survivors, stop_reason=done.stop_reason, limit=done.limit,
+                        limit_value=done.limit_value)
         if view is not None:
             view.end(ending)
             self.transcript.schedule(view)

@@ -22,6 +22,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tolaria.ui.settings.limit_fields import LimitFields
+
 
 def agents_of(picker: QComboBox) -> list[tuple[str, str, bool]]:
     """(agent id, shown name, usable) of the header's agent picker: the same list, names and
@@ -37,8 +39,9 @@ def agents_of(picker: QComboBox) -> list[tuple[str, str, bool]]:
 
 
 class FanOutDialog(QDialog):
-    #: Send one prompt to several agents at once: prompt, list of agent ids.
-    fan_out_requested = Signal(str, object)
+    #: Send one prompt to several agents at once: prompt, list of agent ids, the job's budget
+    #: (RunLimits; all None: no budget).
+    fan_out_requested = Signal(str, object, object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -56,6 +59,12 @@ class FanOutDialog(QDialog):
         self.prompt.setObjectName("fanOutPrompt")
         self.prompt.textChanged.connect(self._refresh)
         layout.addWidget(self.prompt, 1)
+        layout.addWidget(QLabel("Budget of the whole job (all its runs together; a run that "
+                                "reaches it stops them all):", self))
+        self.budget = LimitFields(self)
+        self.budget.setObjectName("fanOutBudget")
+        self.budget.hide_time()
+        layout.addWidget(self.budget)
         buttons = QDialogButtonBox(self)
         self.ask_button = QPushButton("Ask", self)
         self.ask_button.setObjectName("fanOutAskButton")
@@ -109,4 +118,4 @@ class FanOutDialog(QDialog):
             return
         self.hide()
         self.prompt.clear()
-        self.fan_out_requested.emit(prompt, agents)
+        self.fan_out_requested.emit(prompt, agents, self.budget.limits().effective())

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QMenu, QWidget
 
 from tolaria.chats.fanout import FanOutJob
 from tolaria.chats.titles import clip_line
+from tolaria.core.limits import RunLimits
 from tolaria.ui.fanout.fanout_dialog import FanOutDialog, agents_of
 from tolaria.ui.fanout.fanout_view import FanOutView
 from tolaria.ui.transcript.markdown import plain_tooltip
@@ -45,7 +46,8 @@ class JobHost(Protocol):
 
     def bridge(self) -> Bridge | None: ...
 
-    def fan_out_here(self, prompt: str, agents: list[str]) -> None: ...
+    def fan_out_here(self, prompt: str, agents: list[str],
+                     budget: RunLimits | None = None) -> None: ...
 
     def refresh_run_state(self) -> None: ...
 
@@ -91,8 +93,9 @@ class JobWindows(QObject):
         if self.dialog is not None:
             self.dialog.set_agents(agents_of(self._window.header.agent_picker))
 
-    def _on_dialog_fan_out_requested(self, prompt: str, agents: list[str]) -> None:
-        self._window.fan_out_here(prompt, agents)
+    def _on_dialog_fan_out_requested(self, prompt: str, agents: list[str],
+                                     budget: RunLimits) -> None:
+        self._window.fan_out_here(prompt, agents, budget)
 
     # -- job windows --------------------------------------------------------------------------
     def create_view(self, job: FanOutJob) -> FanOutView:

@@ -1,5 +1,5 @@
-"""The Behaviour page: how stops and the no-output watchdog behave, quitting, notifications, and
-the theme (applied and kept at once, like View → Theme, not on Save)."""
+"""The Behaviour page: how stops and the no-output watchdog behave, quitting, notifications, the
+limits that stop runs, and the theme (applied and kept at once, like View → Theme, not on Save)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from tolaria.config.settings import THEMES, Settings
 from tolaria.ui import theme
+from tolaria.ui.settings.limit_fields import LimitFields
 
 _FIELD_WIDTH = 140
 _THEME_LABELS = {"system": "System", "light": "Light", "dark": "Dark"}
@@ -110,6 +111,13 @@ class BehaviourPage(QWidget):
         form.addRow("Theme", _with_hint(
             self.theme, "The window's colours. Applied and kept at once, like View → Theme.",
             self))
+        self.limits = LimitFields(self)
+        self.limits.setObjectName("runLimits")
+        self.limits.changed.connect(self.changed)
+        form.addRow("Limits per run", _with_hint(
+            self.limits, "A run that reaches one is stopped (its answer so far kept) and the "
+                         "turn says which; a warning at 80 %. A chat's own limits and tolaria "
+                         "run --max-* override these.", self))
         layout.addStretch(1)
 
     def _fields(self) -> tuple[QWidget, ...]:
@@ -128,16 +136,22 @@ class BehaviourPage(QWidget):
         self.confirm_quit.setChecked(settings.confirm_quit)
         self.notify.setChecked(settings.notify_background)
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
+        self.limits.set_limits(settings.run_limits())
         for widget in self._fields():
             widget.blockSignals(False)
 
     def apply(self, settings: Settings) -> Settings:
+        limits = self.limits.limits()
         return replace(
             settings, grace_seconds=float(self.grace.value()),
             polite_window_ms=None if self.polite_own.isChecked() else int(self.polite.value()),
             watchdog_seconds=float(self.watchdog.value()),
             confirm_quit=self.confirm_quit.isChecked(),
-            notify_background=self.notify.isChecked(), theme=str(self.theme.currentData()))
+            notify_background=self.notify.isChecked(), theme=str(self.theme.currentData()),
+            limit_time_seconds=float(limits.max_time_s or 0),
+            limit_cost_usd=float(limits.max_cost_usd or 0),
+            limit_tokens=int(limits.max_tokens or 0),
+            limit_tool_calls=int(limits.max_tool_calls or 0))
 
     def _on_polite_own_toggled(self, own: bool) -> None:
         self.polite.setEnabled(not own)

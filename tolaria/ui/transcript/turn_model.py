@@ -15,6 +15,7 @@ from tolaria.core.events import (
     ToolUpdate,
     Usage,
 )
+from tolaria.core.limits import stopped_text
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.schema import STOP_NOT_ANSWERED
 from tolaria.ui.transcript.blocks import CHUNK_CHARS, MAX_CHUNKS
@@ -111,6 +112,17 @@ class Ending:
     cost_usd: float | None = None
     #: The run's ``done`` stop reason, when known (it refines a failed status).
     stop_reason: str | None = None
+    #: The limit that stopped the run and its value (``Done.limit``), if one did.
+    limit: str | None = None
+    limit_value: float | None = None
+
+    @property
+    def limit_words(self) -> str | None:
+        """"Stopped: $2.00 limit reached" for a run a limit stopped, else None."""
+        if self.limit is None or self.status != STATUS_CANCELLED:
+            return None
+        text = stopped_text(self.limit, self.limit_value)
+        return text[0].upper() + text[1:]
 
 
 def ending_line(ending: Ending) -> tuple[str, str]:
@@ -123,6 +135,8 @@ def ending_line(ending: Ending) -> tuple[str, str]:
         line = "Interrupted: no answer in the CLI's session yet"
     elif ending.status == STATUS_INTERRUPTED:
         line = "Interrupted: Tolaria closed while this turn was running"
+    elif ending.limit_words is not None:
+        line = ending.limit_words + (f" after {duration}" if duration else "")
     elif limit:  # not a failure: the model goes on when asked (the notice above says so)
         line = "Stopped at the tool-round limit (max_iterations)"
         line += f" after {duration}" if duration else ""
@@ -141,6 +155,7 @@ def ending_summary(ending: Ending, usage: Usage | None = None) -> str:
     words = STATUS_WORDS.get(ending.status, ending.status)
     if ending.stop_reason == STOP_MAX_ITERATIONS:
         words = "Stopped at the tool-round limit"
+    words = ending.limit_words or words
     parts = [words]
     if ending.duration_ms is not None:
         parts.append(format_duration(ending.duration_ms))

@@ -31,6 +31,7 @@ from tolaria.core.events import (
     ToolUpdate,
     Usage,
 )
+from tolaria.core.limits import WARNING_SOURCE as LIMIT_SOURCE
 from tolaria.core.output_cap import CAP_SOURCE, human_size
 from tolaria.core.permissions import PermissionRequest
 from tolaria.ui.transcript.blocks import (
@@ -385,6 +386,14 @@ class TurnView(QWidget):
             note.setWordWrap(True)
             note.setTextFormat(Qt.TextFormat.PlainText)
             set_tone(note, "muted")
+            self._add_block(note)
+        elif isinstance(event, Diagnostic) and event.source == LIMIT_SOURCE:
+            note = QLabel(f"⚠ {event.message}", self.body)
+            note.setObjectName("limitNotice")
+            note.setWordWrap(True)
+            note.setTextFormat(Qt.TextFormat.PlainText)
+            note.setAccessibleName("Limit warning")
+            set_tone(note, "warning")
             self._add_block(note)
         elif isinstance(event, Diagnostic) and event.source == CAP_SOURCE:
             note = QLabel(event.message, self.body)

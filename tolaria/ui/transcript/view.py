@@ -192,9 +192,10 @@ class TranscriptView(QScrollArea):
         view = self.add_turn(turn.prompt, agent_name, turn.stream_id, turn_id=turn.id,
                              started_at=turn.started_at, at_top=at_top)
         survivors: tuple = ()  # type: ignore[type-arg]
+        done: Done | None = None
         for event in events:
             if isinstance(event, Done):
-                survivors = event.survivors
+                survivors, done = event.survivors, event
             else:
                 view.enqueue(event)
         for key, request in self._questions.get(turn.stream_id, {}).items():
@@ -202,7 +203,9 @@ class TranscriptView(QScrollArea):
         ending = None
         if turn.status != STATUS_RUNNING:
             ending = Ending(turn.status, turn.duration_ms, survivors, turn.input_tokens,
-                            turn.output_tokens, turn.cost_usd, turn.stop_reason)
+                            turn.output_tokens, turn.cost_usd, turn.stop_reason,
+                            done.limit if done is not None else None,
+                            done.limit_value if done is not None else None)
             view.end(ending)
             self._tool_started.pop(turn.stream_id, None)  # nothing of it runs any more
         return view, ending

@@ -32,6 +32,7 @@ from tolaria.config.settings import (
 )
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import Done, Event
+from tolaria.core.limits import RunLimits
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
@@ -100,8 +101,9 @@ class MainWindow(WindowKeys):
     agent_change_requested = Signal(int, str)
     #: Use another working folder in a conversation: id, path.
     cwd_change_requested = Signal(int, str)
-    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder.
-    fan_out_requested = Signal(str, object, str)
+    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder,
+    #: the job's budget (RunLimits).
+    fan_out_requested = Signal(str, object, str, object)
     #: Stop every running member of a fan-out job: job id.
     stop_job_requested = Signal(str)
     #: Open the settings file in the user's editor: path.
@@ -121,6 +123,7 @@ class MainWindow(WindowKeys):
         self.default_agent = default_agent
         self.default_cwd = default_cwd or os.getcwd()
         self._conversations: dict[int, Conversation] = {}
+        self.limit_defaults = RunLimits()
         self._conversation_of_stream: dict[str, int] = {}
         self._want_new = 0
         self._quit_confirmed = False
@@ -353,11 +356,12 @@ class MainWindow(WindowKeys):
     def _on_bridge_sessions_imported(self, report: ImportReport | None, error: str) -> None:
         self.import_report.show_report(report, error, Path(os.path.expanduser("~")))
 
-    def fan_out_here(self, prompt: str, agents: list[str]) -> None:
+    def fan_out_here(self, prompt: str, agents: list[str],
+                     budget: RunLimits | None = None) -> None:
         """Start a job in the current chat's folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
         cwd = (current.cwd if current else None) or self.default_cwd
-        self.fan_out_requested.emit(prompt, agents, cwd)
+        self.fan_out_requested.emit(prompt, agents, cwd, budget or RunLimits())
 
     def _on_sidebar_open_requested(self, conversation_id: int) -> None:
         conversation = self._conversations.get(conversation_id)

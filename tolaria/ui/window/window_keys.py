@@ -7,6 +7,8 @@ the few queries declared here.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -15,6 +17,8 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu
 
 from tolaria.config.settings import DEFAULT_RESTART
+from tolaria.core.limits import RunLimits
+from tolaria.core.store.db import Conversation
 from tolaria.ui.window import keymap
 from tolaria.ui.window.about import AboutBox
 from tolaria.ui.window.actions import (
@@ -25,6 +29,7 @@ from tolaria.ui.window.actions import (
     ActionRegistry,
     keyboard_is_free,
 )
+from tolaria.ui.window.chat_limits import ChatLimitsDialog
 from tolaria.ui.window.palette import CommandPalette
 
 if TYPE_CHECKING:
@@ -50,12 +55,17 @@ class WindowKeys(QMainWindow):
     import_requested = Signal()
     #: Export a chat (File → Export…): conversation id, format (html, md, json), file path.
     export_requested = Signal(int, str, str)
+    #: Keep a chat's own limits (Run → Chat limits…): conversation id, RunLimits.
+    chat_limits_requested = Signal(int, object)
 
     sidebar: Sidebar
     stack: ChatStack
     quit_prompt: QuitPrompt
     #: The platform's fixed keys (macOS: ⌃Tab for the next chat, ⌘⌫ to delete one).
     keys: keymap.Keymap
+    _conversations: dict[int, Conversation]
+    #: Preferences' limits, shown as the defaults in Run → Chat limits… (set by app/prefs).
+    limit_defaults: RunLimits
 
     # -- provided by the main window ------------------------------------------------------------
     def current_conversation_id(self) -> int | None:
@@ -107,6 +117,8 @@ class WindowKeys(QMainWindow):
                                    self._on_stop_all_action_triggered)
         self.restart_action = add("&Restart turn", QKeySequence(DEFAULT_RESTART),
                                   self._on_restart_action_triggered)
+        self.chat_limits_action = add("Chat &limits…", None, self._on_chat_limits_action_triggered,
+                                      name="chatLimitsAction")
         self.fan_out_action = add("Ask several agents…", FAN_OUT_SHORTCUT,
                                   self._on_fan_out_action_triggered)
         self.import_action = add("&Import sessions from CLIs…", None,
@@ -145,7 +157,8 @@ class WindowKeys(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         run_menu = self.menuBar().addMenu("&Run")
-        for action in (self.stop_action, self.stop_all_action, self.restart_action):
+        for action in (self.stop_action, self.stop_all_action, self.restart_action,
+                       self.chat_limits_action):
             run_menu.addAction(action)
         run_menu.addSeparator()
         run_menu.addAction(self.fan_out_action)
@@ -214,6 +227,24 @@ class WindowKeys(QMainWindow):
         running = self._running_here()
         if running is not None and self._keyboard_is_free():
             self.restart_requested.emit(running)
+
+    def _on_chat_limits_action_triggered(self) -> None:
+        conversation_id = self.current_conversation_id()
+        conversation = self._conversations.get(conversation_id) \
+            if conversation_id is not None else None
+        if conversation is None:
+            self.statusBar().showMessage("Chat limits: send a first message to make the chat",
+                                         4000)
+            return
+        own = RunLimits()
+        if conversation.limits:
+            with contextlib.suppress(ValueError):
+                own = RunLimits.from_dict(json.loads(conversation.limits))
+        dialog = ChatLimitsDialog(conversation.id, conversation.title, own,
+                                  self.limit_defaults, self)
+        dialog.chosen.connect(self.chat_limits_requested)
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
 
     def _on_stop_all_action_triggered(self) -> None:
         if self._keyboard_is_free():
