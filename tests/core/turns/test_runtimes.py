@@ -39,9 +39,12 @@ def test_plain_text_turn() -> None:
     assert isinstance(events[0], Init)
     assert events[0].session_id == "178d65b4-e1b5-4947-a02b-14aea79470d9"
     assert text_of(events) == "Hello from the fake model!"
+    # One Usage per API message as it streams (the turn so far, no cost yet), then the
+    # result's total with its cost: the last one is the turn's (limits watch the first ones).
     usage = [e for e in events if isinstance(e, Usage)]
-    assert usage and usage[0].input_tokens == 10 and usage[0].output_tokens == 12
-    assert usage[0].cost_usd is not None and usage[0].cost_usd > 0
+    assert [(u.input_tokens, u.output_tokens) for u in usage] == [(10, 1), (10, 12)]
+    assert usage[0].cost_usd is None
+    assert usage[-1].cost_usd is not None and usage[-1].cost_usd > 0
     assert outcome is not None and outcome.stop_reason == "end_turn" and outcome.error is None
     assert all(e.stream_id == SID for e in events)
 

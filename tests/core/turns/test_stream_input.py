@@ -101,7 +101,9 @@ def test_capture_parses_into_two_turns() -> None:
     assert rt.outcome() == Outcome("end_turn")
     assert isinstance(second[0], Init)
     assert "".join(e.text for e in second if isinstance(e, TextDelta)).startswith("Tool finished")
-    assert next(e for e in second if isinstance(e, Usage)).cost_usd == pytest.approx(0.00056)
+    # The turn's total is its last Usage (the ones before it are per API message, no cost).
+    usages = [e for e in second if isinstance(e, Usage)]
+    assert usages[-1].cost_usd == pytest.approx(0.00056)
 
 
 # --- the manifest --------------------------------------------------------------------------
