@@ -233,7 +233,7 @@ _BUGGY_RUN = """\
 import os, sys
 from tolaria.cli import main as cli
 
-async def broken(request, stream_id, *_rest):
+async def broken(request, stream_id, *_rest, **_options):
     raise RuntimeError(f"bug: {request.manifest!r} {os.environ['LEAKY_KEY']}")
 
 cli._run_with_control = broken

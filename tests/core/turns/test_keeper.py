@@ -66,8 +66,9 @@ async def test_two_turns_reuse_the_same_process_and_report_their_own_cost(tmp_pa
         assert events1.text() == "You said: hello" and events2.text() == "You said: again"
         assert first.exit_code is None and second.exit_code is None  # still running
         # Cumulative in the process (0.00056, 0.00112): each turn reports its own share.
-        cost1, = (e.cost_usd for e in events1.events if isinstance(e, Usage))
-        cost2, = (e.cost_usd for e in events2.events if isinstance(e, Usage))
+        # The last Usage is the turn's total (those before it: per API message, no cost).
+        cost1 = [e.cost_usd for e in events1.events if isinstance(e, Usage)][-1]
+        cost2 = [e.cost_usd for e in events2.events if isinstance(e, Usage)][-1]
         assert cost1 == pytest.approx(0.00056) and cost2 == pytest.approx(0.00056)
         assert [json.loads(line)["type"] for line in
                 (tmp_path / "stdin.jsonl").read_text().splitlines()] == ["user", "user"]

@@ -41,7 +41,8 @@ BACKLOG = 128
 #: ``tolaria``'s options before the command that take a value, and ``run``'s.
 _TOP_VALUED = ("--agent", "--cwd")
 _TOP_FLAGS = ("--version", "--help")
-_RUN_VALUED = ("--agent", "--cwd", "--stream-id", "--grace", "--chat")
+_RUN_VALUED = ("--agent", "--cwd", "--stream-id", "--grace", "--chat", "--max-time", "--max-cost",
+               "--max-tokens", "--max-tool-calls")
 _RUN_FLAGS = ("--json", "--no-save", "--help")
 
 _claimed: _socket.socket | None = None
