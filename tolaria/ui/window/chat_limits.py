@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
 from tolaria.core.limits import KINDS, RunLimits, label
+from tolaria.ui import theme
+from tolaria.ui.settings.fields import muted, title_label
 from tolaria.ui.settings.limit_fields import LimitFields
 
 
@@ -22,10 +25,14 @@ class ChatLimitsDialog(QDialog):
         self.setWindowTitle("Chat limits")
         self.conversation_id = conversation_id
         layout = QVBoxLayout(self)
-        intro = QLabel(f"Limits of each run of “{title}”. A run that reaches one is stopped, "
-                       "its answer so far kept. Left at Default: Preferences' "
-                       f"({describe(defaults)}).", self)
-        intro.setWordWrap(True)
+        layout.setContentsMargins(18, 16, 18, 14)
+        layout.setSpacing(10)
+        intro = muted(QLabel("A run of this chat that reaches one of these is stopped, its answer "
+                             "so far kept. Left at Default: Preferences' "
+                             f"({describe(defaults)}).", self))
+        heading = title_label(self, "chatLimitsTitle")
+        heading.setText(f"Limits for “{title}”")
+        layout.addWidget(heading)
         layout.addWidget(intro)
         self.fields = LimitFields(self, none_text="Default")
         self.fields.set_limits(own)
@@ -33,10 +40,18 @@ class ChatLimitsDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel, self)
         buttons.setObjectName("chatLimitsButtons")
+        save = buttons.button(QDialogButtonBox.StandardButton.Ok)
+        save.setText("Save limits")
+        accent = theme.css(self.palette().color(QPalette.ColorRole.Highlight))
+        # One leaf widget's style sheet (the transcript's rule, cards/style.py): the primary
+        # action in the accent colour, as Preferences' Save.
+        save.setStyleSheet(f"QPushButton {{ background: {accent}; color: #ffffff;"
+                           f" border: 1px solid {accent}; border-radius: 6px;"
+                           " padding: 4px 14px; font-weight: 600; }")
         buttons.accepted.connect(self._on_buttons_accepted)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
-        self.resize(420, self.sizeHint().height())
+        self.resize(460, self.sizeHint().height())
 
     def _on_buttons_accepted(self) -> None:
         self.chosen.emit(self.conversation_id, self.fields.limits().effective())
