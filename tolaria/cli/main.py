@@ -136,9 +136,8 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds to wait for the endpoint (default 10)")
     from tolaria.cli import changes as cli_changes
-    from tolaria.cli import export_cmd
+    from tolaria.cli import export_cmd, usage_cmd
     from tolaria.cli import importing as cli_import
-    from tolaria.cli import usage_cmd
 
     cli_changes.add_parsers(sub)
     cli_import.add_parser(sub)
