@@ -86,7 +86,7 @@ def test_totals_per_chat_day_and_agent_agree(store: Store) -> None:
     assert [r.key for r in store.usage(BY_AGENT)] == ["codex", "claude"]  # most tokens first
 
     days = store.usage(BY_DAY)
-    assert [r.key for r in days] == sorted(r.key for r in days)  # oldest first
+    assert [r.label for r in days] == sorted(r.label for r in days)  # oldest first
     assert [r.tokens for r in days] == [110, 0, 1155]
     chats = {r.label: r for r in store.usage(BY_CHAT)}
     assert chats["beta"].cache_read_tokens == 800 and chats["beta"].agent == "codex"
