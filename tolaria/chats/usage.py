@@ -40,12 +40,17 @@ def since_of(text: str, today: date | None = None) -> float:
 
 
 def tokens(count: int) -> str:
-    """12 · 9.4k · 1.25M: short enough for a table cell, exact below ten thousand."""
+    """12 · 9.4k · 200k · 1.25M: short enough for a table cell, exact below ten thousand."""
     if count < 10_000:
         return f"{count:,}"
     if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.2f}M"
+        return _short(f"{count / 1000:.1f}") + "k"
+    return _short(f"{count / 1_000_000:.2f}") + "M"
+
+
+def _short(number: str) -> str:
+    """200.0 -> 200, 1.50 -> 1.5."""
+    return number.rstrip("0").rstrip(".") if "." in number else number
 
 
 def cost(usd: float | None) -> str:
