@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMenu, QWidget
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import StartApp
 
@@ -22,6 +22,7 @@ from tolaria.core.store.db import Store
 from tolaria.core.store.usage import BY_AGENT, BY_CHAT
 from tolaria.ui import theme
 from tolaria.ui.composer.context_meter import ContextMeter
+from tolaria.ui.composer.status_line import StatusLine
 from tolaria.ui.usage.chart import agent_color
 from tolaria.ui.usage.usage_window import UsageWindow
 from tolaria.ui.window.actions import plain_text
@@ -65,7 +66,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.close()
 
 
-def _shot(widget: UsageWindow | ContextMeter, name: str, tmp_path: Path) -> Path:
+def _shot(widget: QWidget, name: str, tmp_path: Path) -> Path:
     folder = Path(SHOTS) if SHOTS else tmp_path
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
@@ -157,11 +158,18 @@ def test_context_meter(qtbot: QtBot, tmp_path: Path, look: str) -> None:
         assert "5-hour limit: 20 % used" in meter.toolTip()
         meter.feed(Usage("s", context_tokens=42_000))  # compacted: the window stays known
         assert meter.text == "42k / 200k" and meter.bar_color() == theme.accent()
-        meter.resize(meter.sizeHint())
-        meter.show()
-        _shot(meter, f"context-meter-{look}.png", tmp_path)
         meter.clear()
         assert meter.isHidden()
+
+        line = StatusLine()  # as under the composer, at 84 %
+        qtbot.addWidget(line)
+        line.set_idle("Claude Code", "Completed in 41.2 s · 3,310 in / 912 out tokens · $0.0934")
+        line.context.feed(Usage("s", context_tokens=168_000, context_window=200_000))
+        line.resize(720, 26)
+        line.show()
+        qtbot.waitExposed(line)
+        assert line.context.isVisible() and line.context.width() >= line.context.sizeHint().width()
+        _shot(line, f"context-meter-{look}.png", tmp_path)
     finally:
         theme.apply_theme("light")
 
