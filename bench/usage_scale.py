@@ -8,8 +8,8 @@ per-message ``Usage`` events and then its result's (the last is the turn's), wit
 tokens, a cost, the context used of a 200k window and, now and then, rate limits. Then:
 
 - ``python -m tolaria usage [--by chat|day|agent] [--json] [--since 30d]`` as child processes,
-  timed from spawn to exit (best of 3), next to the same command on an empty store (the
-  start-up every command pays): the ratio is what 20,000 turns add;
+  timed from spawn to exit and by the child's CPU time (best of 3), next to the same command
+  on an empty store (the start-up every command pays): the CPU ratio is what 20,000 turns add;
 - in process, the Usage page's read (``chats.usage.report``: grouping, total, chart bars and
   rate limits; best of 5), with the ``turns_by_start`` index and without it (``--since``).
 
@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -70,19 +71,24 @@ def fill(db: Path, turns: int) -> float:
     return time.perf_counter() - started
 
 
-def run_cli(home: Path, args: list[str], repeat: int = 3) -> float:
+def run_cli(home: Path, args: list[str], repeat: int = 3) -> tuple[float, float]:
+    """Best wall time and best CPU time (the child's user + system) of ``repeat`` runs."""
     env = {**os.environ, "TOLARIA_HOME": str(home),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    best = float("inf")
+    best, best_cpu = float("inf"), float("inf")
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "tolaria", "usage", *args], env=env,
                               capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise SystemExit(f"tolaria usage {' '.join(args)} failed: {done.stderr}")
         best = min(best, elapsed)
-    return best
+        best_cpu = min(best_cpu, after.ru_utime - before.ru_utime
+                       + after.ru_stime - before.ru_stime)
+    return best, best_cpu
 
 
 def in_process(db: Path, since: float | None, repeat: int = 5) -> float:
@@ -115,15 +121,17 @@ def main() -> None:
         db = default_db_path()
         out["fill_s"] = round(fill(db, args.turns), 1)
         out["db_mb"] = round(db.stat().st_size / 1e6, 1)
-        cli: dict[str, float] = {}
+        cli: dict[str, tuple[float, float]] = {}
         cli["empty store"] = run_cli(empty, [])
         for label, extra in (("--by agent", []), ("--by chat", ["--by", "chat"]),
                              ("--by day", ["--by", "day"]), ("--json --by chat",
                                                              ["--json", "--by", "chat"]),
                              ("--since 30d", ["--since", "30d"])):
             cli[label] = run_cli(full, extra)
-        out["cli_s"] = {k: round(v, 3) for k, v in cli.items()}
-        out["cli_ratio_to_empty"] = {k: round(v / cli["empty store"], 2) for k, v in cli.items()}
+        out["cli_s"] = {k: round(v[0], 3) for k, v in cli.items()}
+        out["cli_cpu_s"] = {k: round(v[1], 3) for k, v in cli.items()}
+        out["cli_cpu_ratio_to_empty"] = {k: round(v[1] / cli["empty store"][1], 2)
+                                         for k, v in cli.items()}
         page: dict[str, float] = {"all": in_process(db, None),
                                   "30 days": in_process(db, since_of("30d"))}
         with closing(sqlite3.connect(db)) as conn:
@@ -136,8 +144,9 @@ def main() -> None:
     print(f"{args.turns} turns (filled in {out['fill_s']} s, {out['db_mb']} MB), "
           f"python {out['python']}, sqlite {out['sqlite']}, {out['cpus']} cpus")
     for label, seconds in out["cli_s"].items():
-        print(f"  tolaria usage {label:<18} {seconds * 1000:7.0f} ms  "
-              f"x{out['cli_ratio_to_empty'][label]} of an empty store")
+        print(f"  tolaria usage {label:<18} {seconds * 1000:7.0f} ms wall "
+              f"{out['cli_cpu_s'][label] * 1000:7.0f} ms CPU  "
+              f"x{out['cli_cpu_ratio_to_empty'][label]} the CPU of an empty store")
     for label, ms in out["page_ms"].items():
         print(f"  Usage page read, {label:<28} {ms:7.1f} ms")
 

@@ -26,8 +26,9 @@ def usages(events: list[Event]) -> list[Usage]:
     return [e for e in events if isinstance(e, Usage)]
 
 
-def feed(protocol: str, lines: list[object]) -> list[Event]:
+def feed(protocol: str, lines: list[object], env: dict[str, str] | None = None) -> list[Event]:
     rt = make_runtime(protocol, SID, protocol.split("-")[0])
+    rt.agent_env = env or {}
     events: list[Event] = []
     for line in lines:
         events.extend(rt.feed(line if isinstance(line, str) else json.dumps(line)))
@@ -105,7 +106,9 @@ def test_codex_context_and_rate_limits_come_from_its_session_file(
                             "secondary": {"used_percent": 3.0, "window_minutes": 10080,
                                           "resets_in_seconds": 3600},
                             "plan_type": "plus"}}}) + "\n")
-    last = usages(feed("codex-exec-json", lines))[-1]
+    monkeypatch.delenv("CODEX_HOME")  # the agent's own environment says it (Preferences)
+    monkeypatch.setenv("HOME", str(tmp_path / "elsewhere"))
+    last = usages(feed("codex-exec-json", lines, {"CODEX_HOME": str(tmp_path)}))[-1]
     assert (last.context_tokens, last.context_window) == (1000, 272_000)
     names = [(w["name"], w["used_percent"]) for w in last.rate_limits]
     assert names == [("five_hour", 12.5), ("seven_day", 3.0)]

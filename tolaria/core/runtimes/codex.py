@@ -67,7 +67,8 @@ class CodexExecJson(JsonLinesRuntime):
         has ended (it has written the file by then): the turn's Usage again, with them."""
         if self._usage is None or self.session_id is None:
             return []
-        path = codex_rollout.find_rollout(self.session_id)
+        path = codex_rollout.find_rollout(self.session_id,
+                                          codex_rollout.codex_home(self.agent_env))
         count = codex_rollout.last_token_count(path) if path is not None else None
         if count is None or (count.context_window is None and count.rate_limits is None):
             return []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,14 +30,20 @@ class TokenCount:
     rate_limits: list[ratelimits.Window] | None
 
 
-def codex_home() -> Path:
-    home = os.environ.get("CODEX_HOME")
-    return Path(home) if home else Path.home() / ".codex"
+def codex_home(env: Mapping[str, str] | None = None) -> Path:
+    """Where Codex keeps its files: the agent's CODEX_HOME (its own environment first, then
+    Tolaria's, which it inherits), else ``~/.codex`` of the agent's HOME."""
+    env = env or {}
+    home = env.get("CODEX_HOME") or os.environ.get("CODEX_HOME")
+    if home:
+        return Path(os.path.expanduser(home))
+    user = env.get("HOME")
+    return (Path(user) if user else Path.home()) / ".codex"
 
 
 def find_rollout(thread_id: str, home: Path | None = None) -> Path | None:
     """The session file of ``thread_id`` (newest days first), or None."""
-    if not thread_id or "/" in thread_id or "*" in thread_id:
+    if not thread_id or "/" in thread_id or "*" in thread_id or "?" in thread_id:
         return None
     sessions = (home or codex_home()) / "sessions"
     try:
