@@ -198,6 +198,9 @@ def test_view_usage_and_the_meter_in_the_app(start_app: StartApp, qtbot: QtBot,
     assert first is not None and first.text().startswith("list the files  ·  Demo agent")
     page.groups.setCurrentIndex(2)  # By day: asked again, answered at once
     assert page.report.by == "day" and page.table.rowCount() == 1
+    drv.send("and again")  # a run that ends while the page is open is counted at once
+    drv.wait_finished()
+    qtbot.waitUntil(lambda: page.report is not None and page.report.total.turns == 2)
     if SHOTS:
         window.resize(1000, 640)
         assert window.grab().save(str(Path(SHOTS) / "window-with-meter.png"))

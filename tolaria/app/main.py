@@ -139,6 +139,7 @@ class Tolaria:
         w.import_requested.connect(self.session_import.start)
         w.export_requested.connect(self.chat_export.start)
         w.usage_requested.connect(self._on_window_usage_requested)
+        self.bridge.run_finished.connect(self._on_bridge_run_finished)
         w.new_worktree_chat_requested.connect(self._on_window_new_worktree_chat_requested)
         w.remove_worktree_requested.connect(self.worktrees.remove_with)
         self.bridge.conversation_deleted.connect(self.worktrees.on_conversation_deleted)
@@ -164,6 +165,12 @@ class Tolaria:
         since = usage.since_of(f"{days}d") if days > 0 else None
         names = {m.id: m.name for m in self.adapters.manifests.values()}
         self.window.show_usage(usage.report(self.store, by, since), names)
+
+    def _on_bridge_run_finished(self, *_: object) -> None:
+        """A run ended: an open Usage page counts it at once."""
+        page = self.window.usage_window
+        if page is not None and page.isVisible():
+            page.request()
 
     def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str,
                                      budget: RunLimits) -> None:
