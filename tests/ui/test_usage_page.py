@@ -105,6 +105,10 @@ def test_usage_page_shows_the_stores_figures(qtbot: QtBot, store: Store, tmp_pat
             datetime.now().date().isoformat()
         assert "Codex · 5-hour limit: 38 % used, resets in 3 h" in page.limits.text()
         assert "weekly limit: 71 % used" in page.limits.text()
+        bars = page.limit_bars.rows  # drawn as bars, the words beside them
+        assert [(r.caption, r.used) for r in bars] == [("Codex · 5-hour limit", 0.38),
+                                                      ("Codex · weekly limit", 0.71)]
+        assert page.limit_bars.isVisible() and page.limits.isHidden()
 
         # the newest bar is drawn in the agents' colours, stacked
         image = page.chart.grab().toImage()
@@ -132,7 +136,7 @@ def test_usage_page_without_turns(qtbot: QtBot, tmp_path: Path) -> None:
         qtbot.addWidget(page)
         page.show_report(report(empty, BY_CHAT, since_of("7d")), NAMES)
         assert page.table.rowCount() == 0 and page.cost_figure.value.text() == "—"
-        assert "No CLI has reported" in page.limits.text()
+        assert "No CLI has reported" in page.limits.text() and page.limit_bars.rows == []
         assert len(page.chart.days) == 7 and page.chart.peak() == 0
     finally:
         empty.close()

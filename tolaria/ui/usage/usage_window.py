@@ -32,6 +32,7 @@ from tolaria.core.ratelimits import describe
 from tolaria.core.store.usage import BY_AGENT, BY_CHAT, BY_DAY, UsageRow
 from tolaria.ui import theme
 from tolaria.ui.usage.chart import METRICS, UsageChart, agent_color, days_of
+from tolaria.ui.usage.limit_bars import LimitBars, LimitRow
 
 #: The periods offered: label, days (0: every stored turn).
 PERIODS = (("Last 7 days", 7), ("Last 30 days", 30), ("Last 90 days", 90), ("All time", 0))
@@ -123,7 +124,10 @@ class UsageWindow(QWidget):
         self.limits = QLabel(self)
         self.limits.setTextFormat(Qt.TextFormat.PlainText)
         self.limits.setWordWrap(True)
+        self.limit_bars = LimitBars(self)
+        self.limit_bars.hide()
         outer.addWidget(self.limits_title)
+        outer.addWidget(self.limit_bars)
         outer.addWidget(self.limits)
         self.restyle()
 
@@ -236,17 +240,27 @@ class UsageWindow(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
 
     def _show_limits(self) -> None:
-        lines = []
+        """A bar a window, its words beside it (and all of them as the label's text)."""
+        lines, rows = [], []
         for agent, state in sorted((self.report.rate_limits if self.report else {}).items()):
             when = datetime.fromtimestamp(state.at)
             said = when.strftime("%H:%M") if when.date() == date.today() \
                 else when.strftime("%Y-%m-%d %H:%M")
+            name = self._names.get(agent, agent)
             for window in state.rate_limits or []:
-                lines.append(f"{self._names.get(agent, agent)} · {describe(window)} "
-                             f"(as of {said})")
+                lines.append(f"{name} · {describe(window)} (as of {said})")
+                words = describe(window)
+                caption, _, detail = words.partition(": ")
+                used = window.get("used_percent")
+                rows.append(LimitRow(f"{name} · {caption}",
+                                     used / 100 if isinstance(used, int | float) else None,
+                                     f"{detail} (as of {said})",
+                                     window.get("status") == "rejected"))
         self.limits.setText("\n".join(lines) if lines else
                             "No CLI has reported its plan's limits yet (Claude and Codex do "
                             "on subscription plans).")
+        self.limit_bars.set_rows(rows)
+        self.limits.setVisible(not rows)
 
     # -- look ----------------------------------------------------------------------------------
     def restyle(self) -> None:
