@@ -74,17 +74,6 @@ def agent_time(ms: int) -> str:
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
-def context(state: ContextState) -> str:
-    """"42.1k of 200k tokens (21 %)" — the context used of the model's window."""
-    if state.context_tokens is None:
-        return ""
-    if not state.context_window:
-        return f"{tokens(state.context_tokens)} tokens in context"
-    share = 100 * state.context_tokens / state.context_window
-    return (f"{tokens(state.context_tokens)} of {tokens(state.context_window)} tokens "
-            f"({share:.0f} %)")
-
-
 @dataclass(frozen=True)
 class UsageReport:
     """What a Usage view shows: the rows of one grouping, the total, the chart's segments and
