@@ -36,6 +36,8 @@ from typing import Any
 
 VERSION = "0.1.0"
 MODEL = "tolaria-demo"
+#: The context window the demo model says it has.
+CONTEXT_WINDOW = 200_000
 
 ANSWER = """\
 ## Done
@@ -154,6 +156,9 @@ class DemoAgent:
             "usage": {"input_tokens": len(self.prompt.split()) + 42,
                       "output_tokens": self.output_tokens},
             "total_cost_usd": 0,
+            # as Claude says its model's context window (the chat's context meter)
+            "modelUsage": {MODEL: {"outputTokens": self.output_tokens,
+                                   "contextWindow": CONTEXT_WINDOW}},
             "duration_ms": int((time.monotonic() - self.started) * 1000),
         })
 

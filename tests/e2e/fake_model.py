@@ -60,6 +60,11 @@ class Plan:
     args: dict[str, Any] = field(default_factory=dict)
 
 
+#: Prompt tokens the fake model says it read from / wrote to its cache, per request
+#: (Anthropic: beside ``input_tokens``; OpenAI Responses: part of ``input_tokens``).
+CACHE_ANTHROPIC = {"cache_read_input_tokens": 30, "cache_creation_input_tokens": 5}
+CACHED_OPENAI = 8
+
 def _shell_args(schema: dict[str, Any], command: str) -> dict[str, Any]:
     props = (schema or {}).get("properties", {}) or {}
     required = (schema or {}).get("required", []) or []
@@ -325,7 +330,9 @@ def _handler(owner: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 blocks.append({"type": "tool_use", "id": f"toolu_fake_{uuid.uuid4().hex[:12]}",
                                "name": p.tool, "input": p.args})
             stop = "tool_use" if p.tool else "end_turn"
-            usage = {"input_tokens": 12, "output_tokens": 7}
+            # cache figures as Anthropic reports them (beside input_tokens): the usage totals'
+            # cache columns (tests/e2e/test_real_usage.py)
+            usage = {"input_tokens": 12, "output_tokens": 7, **CACHE_ANTHROPIC}
             if not body.get("stream"):
                 self._json(200, {"id": mid, "type": "message", "role": "assistant",
                                  "model": body.get("model", "fake"), "content": blocks,
@@ -335,7 +342,8 @@ def _handler(owner: FakeModelServer) -> type[BaseHTTPRequestHandler]:
             self._sse({"type": "message_start", "message": {
                 "id": mid, "type": "message", "role": "assistant", "model": body.get("model", "fake"),
                 "content": [], "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": 12, "output_tokens": 1}}}, "message_start")
+                "usage": {"input_tokens": 12, "output_tokens": 1, **CACHE_ANTHROPIC}}},
+                "message_start")
             for i, block in enumerate(blocks):
                 if block["type"] == "text":
                     self._sse({"type": "content_block_start", "index": i,
@@ -394,7 +402,7 @@ def _handler(owner: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self._sse({"type": "response.output_item.done", "output_index": 1, "item": call},
                           "response.output_item.done")
                 output.append(call)
-            usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0},
+            usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": CACHED_OPENAI},
                      "output_tokens": 7, "output_tokens_details": {"reasoning_tokens": 0},
                      "total_tokens": 19}
             self._sse({"type": "response.completed", "response": {

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QApplication
 
 from tolaria import __version__
 from tolaria.app.prefs import Preferences
+from tolaria.chats import usage
 from tolaria.config.settings import load_settings, settings_path
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.limits import RunLimits
@@ -137,6 +138,8 @@ class Tolaria:
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.import_requested.connect(self.session_import.start)
         w.export_requested.connect(self.chat_export.start)
+        w.usage_requested.connect(self._on_window_usage_requested)
+        self.bridge.run_finished.connect(self._on_bridge_run_finished)
         w.new_worktree_chat_requested.connect(self._on_window_new_worktree_chat_requested)
         w.remove_worktree_requested.connect(self.worktrees.remove_with)
         self.bridge.conversation_deleted.connect(self.worktrees.on_conversation_deleted)
@@ -155,6 +158,19 @@ class Tolaria:
 
     def _on_window_new_worktree_chat_requested(self, agent: str, cwd: str) -> None:
         self.worktrees.new_chat(agent, self.settings_controller.default_cwd(agent) or cwd)
+
+    def _on_window_usage_requested(self, by: str, days: int) -> None:
+        """The Usage page's figures: a few indexed sums over the turns (milliseconds for
+        20,000 turns: bench/bench_usage.py), read on the GUI thread."""
+        since = usage.since_of(f"{days}d") if days > 0 else None
+        names = {m.id: m.name for m in self.adapters.manifests.values()}
+        self.window.show_usage(usage.report(self.store, by, since), names)
+
+    def _on_bridge_run_finished(self, *_: object) -> None:
+        """A run ended: an open Usage page counts it at once."""
+        page = self.window.usage_window
+        if page is not None and page.isVisible():
+            page.request()
 
     def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str,
                                      budget: RunLimits) -> None:

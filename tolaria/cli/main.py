@@ -49,6 +49,7 @@ examples:
   tolaria revert 3 2 a.txt                   put a.txt back as before turn 2 (asks: --yes)
   tolaria undo 3                             take the last revert or rewind back
   tolaria export 3 -o chat.html              chat 3 as one HTML file (or --format md|json)
+  tolaria usage --by day --since 7d          tokens, cost and agent time of the last 7 days
   tolaria desktop install                    add Tolaria to the launcher (Linux, BSD)
 
 exit codes of run: 0 done, 1 agent error, 2 bad input, 130 cancelled, 141 output closed
@@ -135,12 +136,13 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds to wait for the endpoint (default 10)")
     from tolaria.cli import changes as cli_changes
-    from tolaria.cli import export_cmd
+    from tolaria.cli import export_cmd, usage_cmd
     from tolaria.cli import importing as cli_import
 
     cli_changes.add_parsers(sub)
     cli_import.add_parser(sub)
     export_cmd.add_parsers(sub)
+    usage_cmd.add_parser(sub)
     key = sub.add_parser("key", help="store or delete a model endpoint's API key",
                          description="Store or delete a model endpoint's API key in the system "
                                      "keyring. The key is read from a hidden prompt, or from "
@@ -249,6 +251,10 @@ def _main(args: argparse.Namespace) -> int:
         from tolaria.cli import export_cmd
 
         return export_cmd.run(args)
+    if args.command == "usage":
+        from tolaria.cli import usage_cmd
+
+        return usage_cmd.run(args)
     if args.command == "key":
         from tolaria.cli.models import cmd_key
 

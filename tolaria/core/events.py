@@ -80,10 +80,26 @@ class ToolUpdate(Event):
 
 @dataclass(frozen=True)
 class Usage(Event):
+    """The turn's usage so far, as the agent reports it: each one replaces the one before (the
+    last is the turn's; fields left None are not known, and keep what was known).
+
+    ``cache_read_tokens``/``cache_write_tokens``: prompt tokens read from or written to the
+    model's cache (Claude reports them beside ``input_tokens``; Codex's cached tokens are part
+    of its ``input_tokens``). ``context_tokens`` of ``context_window``: how full the model's
+    context was at the turn's last request, where the agent says. ``rate_limits``: the plan's
+    limits as the CLI last reported them, in the form of tolaria/core/ratelimits.py (a list of
+    windows), or None.
+    """
+
     kind: ClassVar[str] = "usage"
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    context_tokens: int | None = None
+    context_window: int | None = None
+    rate_limits: Any = None
 
 
 @dataclass(frozen=True)

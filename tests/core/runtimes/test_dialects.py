@@ -57,7 +57,8 @@ def test_codex_text() -> None:
     events, outcome = parse("codex_text.jsonl")
     assert events[0] == Init(SID, agent="codex", session_id="01a23647-ee55-7701-a1d6-1da6d7706acc")
     assert text_of(events) == "Hello from the fake model!"
-    assert of(events, Usage) == [Usage(SID, input_tokens=10, output_tokens=5)]
+    assert of(events, Usage) == [Usage(SID, input_tokens=10, output_tokens=5, cache_read_tokens=0,
+                                       cache_write_tokens=0)]
     assert outcome == Outcome("end_turn")
     assert not of(events, Diagnostic)
 
@@ -211,8 +212,9 @@ def test_qwen_text() -> None:
     assert events[0] == Init(SID, agent="qwen", session_id="4c79b9c2-f81f-4ce5-b201-44442c57540b")
     assert text_of(events) == "Hello from the fake model!"
     # Each API message's usage as it comes (the turn's total so far), then the result's total.
-    assert of(events, Usage) == [Usage(SID, input_tokens=10, output_tokens=5),
-                                 Usage(SID, input_tokens=20, output_tokens=10)]
+    assert [(u.input_tokens, u.output_tokens) for u in of(events, Usage)] == [(10, 5), (20, 10)]
+    # the context at the last API message (10 in, 5 out); the result's totals do not change it
+    assert [u.context_tokens for u in of(events, Usage)] == [15, 15]
     assert outcome == Outcome("end_turn")
     assert not of(events, Diagnostic)  # Qwen's goal_state stream_event is ignored
 

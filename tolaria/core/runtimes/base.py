@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tolaria.core.events import Event, TextDelta, ThinkingDelta, ToolDone, ToolStart, Usage
@@ -36,6 +37,9 @@ class Runtime:
         self._outcome: Outcome | None = None
         #: What the agent said about its current retries, or None while it is not retrying.
         self.retrying: str | None = None
+        #: The agent's environment beyond Tolaria's own (its manifest's ``[env]``, the run's),
+        #: for a dialect that reads the agent's own files (Codex's session file: CODEX_HOME).
+        self.agent_env: Mapping[str, str] = {}
 
     def feed(self, line: str) -> list[Event]:
         raise NotImplementedError

@@ -23,12 +23,12 @@ from tolaria.core.events import (
     ThinkingDelta,
     ToolDone,
     ToolUpdate,
-    Usage,
 )
 from tolaria.core.mcp.servers import NOTE
 from tolaria.core.mcp.toolnames import tool_start
 from tolaria.core.runtimes.base import Outcome
-from tolaria.core.runtimes.jsonl import JsonLinesRuntime, int_or_none, preview
+from tolaria.core.runtimes.claude_usage import ClaudeUsage
+from tolaria.core.runtimes.jsonl import JsonLinesRuntime, preview
 
 #: Most of what Claude prints is text deltas, each one line of exactly this shape (keys in this
 #: order, no spaces): ``_text_delta`` reads their text without parsing the whole line. Any
@@ -68,10 +68,8 @@ class ClaudeStreamJson(JsonLinesRuntime):
         self._streamed_messages: set[str] = set()
         self._current_message: str | None = None
         self.session_id: str | None = None
-        #: Tokens of each API message so far (message id -> input, output): Claude reports a
-        #: turn's cost only in its result, but each message's usage as it comes, so a token
-        #: limit can stop a run mid-way (tolaria/chats/engine/limits.py).
-        self._message_tokens: dict[str, tuple[int, int]] = {}
+        #: The turn's tokens, cost, context and rate limits as they come.
+        self._usage = ClaudeUsage(stream_id)
 
     def feed(self, line: str) -> list[Event]:
         text = _text_delta(line)
@@ -96,6 +94,8 @@ class ClaudeStreamJson(JsonLinesRuntime):
             return self._result(data)
         if kind == "tool_progress":
             return self._tool_progress(data)
+        if kind == "rate_limit_event":
+            return list(self._usage.rate_limit(data))
         return []
 
     def _tool_progress(self, data: dict[str, Any]) -> list[Event]:
@@ -157,7 +157,7 @@ class ClaudeStreamJson(JsonLinesRuntime):
 
     def _assistant(self, message: dict[str, Any]) -> list[Event]:
         streamed = message.get("id") in self._streamed_messages
-        out: list[Event] = self._message_usage(message)
+        out: list[Event] = list(self._usage.message(message))
         for block in message.get("content") or []:
             if not isinstance(block, dict):
                 continue
@@ -170,21 +170,6 @@ class ClaudeStreamJson(JsonLinesRuntime):
                 out.append(tool_start(self.stream_id, str(block.get("id", "")),
                                       str(block.get("name", "")), block.get("input")))
         return out
-
-    def _message_usage(self, message: dict[str, Any]) -> list[Event]:
-        """The turn's tokens so far, when this message says more than was known (a message
-        printed once per content block repeats its usage: counted once)."""
-        usage, mid = message.get("usage"), message.get("id")
-        if not isinstance(usage, dict) or not isinstance(mid, str):
-            return []
-        tokens = (int_or_none(usage.get("input_tokens")) or 0,
-                  int_or_none(usage.get("output_tokens")) or 0)
-        if tokens == (0, 0) or self._message_tokens.get(mid) == tokens:
-            return []
-        self._message_tokens[mid] = tokens
-        return [Usage(self.stream_id,
-                      input_tokens=sum(t[0] for t in self._message_tokens.values()),
-                      output_tokens=sum(t[1] for t in self._message_tokens.values()))]
 
     def _user(self, message: dict[str, Any]) -> list[Event]:
         content = message.get("content")
@@ -203,16 +188,7 @@ class ClaudeStreamJson(JsonLinesRuntime):
         return out
 
     def _result(self, data: dict[str, Any]) -> list[Event]:
-        out: list[Event] = []
-        usage = data.get("usage")
-        if isinstance(usage, dict):
-            cost = data.get("total_cost_usd")
-            out.append(Usage(
-                self.stream_id,
-                input_tokens=int_or_none(usage.get("input_tokens")),
-                output_tokens=int_or_none(usage.get("output_tokens")),
-                cost_usd=float(cost) if isinstance(cost, int | float) else None,
-            ))
+        out: list[Event] = list(self._usage.result(data))
         if data.get("terminal_reason") == "aborted_tools":
             self._outcome = Outcome(STOP_CANCELLED)
         elif data.get("is_error"):

@@ -12,6 +12,7 @@ same message as the turn's error; otherwise it is shown as a diagnostic.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -27,6 +28,7 @@ from tolaria.core.events import (
     Usage,
 )
 from tolaria.core.mcp.toolnames import tool_start
+from tolaria.core.runtimes import codex_rollout
 from tolaria.core.runtimes.base import Outcome
 from tolaria.core.runtimes.jsonl import JsonLinesRuntime, as_dict, int_or_none, str_or_none
 
@@ -42,6 +44,8 @@ class CodexExecJson(JsonLinesRuntime):
         self._started_tools: set[str] = set()
         self._pending_error: str | None = None
         self._just_failed = False
+        #: The turn's tokens (``turn.completed``), completed at the end from the session file.
+        self._usage: Usage | None = None
 
     def feed(self, line: str) -> list[Event]:
         if not line.strip():
@@ -55,7 +59,22 @@ class CodexExecJson(JsonLinesRuntime):
 
     def finish(self) -> list[Event]:
         pending, self._pending_error = self._pending_error, None
-        return [] if pending is None else [self.diag(f"codex: {pending}")]
+        out: list[Event] = [] if pending is None else [self.diag(f"codex: {pending}")]
+        return out + self._context()
+
+    def _context(self) -> list[Event]:
+        """The context window and rate limits from Codex's session file, read once Codex
+        has ended (it has written the file by then): the turn's Usage again, with them."""
+        if self._usage is None or self.session_id is None:
+            return []
+        path = codex_rollout.find_rollout(self.session_id,
+                                          codex_rollout.codex_home(self.agent_env))
+        count = codex_rollout.last_token_count(path) if path is not None else None
+        if count is None or (count.context_window is None and count.rate_limits is None):
+            return []
+        return [dataclasses.replace(self._usage, context_tokens=count.context_tokens,
+                                    context_window=count.context_window,
+                                    rate_limits=count.rate_limits)]
 
     def dispatch(self, data: dict[str, Any]) -> list[Event]:
         kind = data.get("type")
@@ -78,8 +97,12 @@ class CodexExecJson(JsonLinesRuntime):
             self._outcome = Outcome(STOP_END_TURN)
             usage = data.get("usage")
             if isinstance(usage, dict):
-                return [Usage(self.stream_id, input_tokens=int_or_none(usage.get("input_tokens")),
-                              output_tokens=int_or_none(usage.get("output_tokens")))]
+                self._usage = Usage(
+                    self.stream_id, input_tokens=int_or_none(usage.get("input_tokens")),
+                    output_tokens=int_or_none(usage.get("output_tokens")),
+                    cache_read_tokens=int_or_none(usage.get("cached_input_tokens")),
+                    cache_write_tokens=int_or_none(usage.get("cache_write_input_tokens")))
+                return [self._usage]
             return []
         if kind == "turn.failed":
             error = data.get("error")

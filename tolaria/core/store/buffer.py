@@ -38,6 +38,7 @@ from tolaria.core.store.schema import (
     STATUS_RUNNING,
 )
 from tolaria.core.store.schema import encode as _encode
+from tolaria.core.store.usage import apply_usage_extras
 from tolaria.core.store.write_errors import WRITE_ERRORS, WriteErrors
 
 log = logging.getLogger("tolaria.core.store.db")  # the store's logger, as before the split
@@ -234,6 +235,7 @@ class EventBuffer(WriteErrors, StorePart):
                 " WHERE id = ?",
                 (event.input_tokens, event.output_tokens, event.cost_usd, p.turn_id),
             )
+            apply_usage_extras(execute, event, p.turn_id)
         elif isinstance(event, Done):
             status = _STATUS_BY_STOP.get(event.stop_reason, STATUS_FAILED)
             execute(

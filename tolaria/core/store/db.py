@@ -58,6 +58,7 @@ from tolaria.core.store.schema import (
     TURN_COLS as _TURN_COLS,
 )
 from tolaria.core.store.schema import decode as _decode
+from tolaria.core.store.usage import UsageLog
 from tolaria.core.store.write_errors import WRITE_ERRORS
 from tolaria.support import paths
 
@@ -90,7 +91,7 @@ def default_db_path() -> Path:
 DEFAULT_PATH: Callable[[], Path] = default_db_path
 
 
-class Store(EventBuffer, MarkerLog, TurnPages, QueueLog):
+class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
     def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,

@@ -117,6 +117,18 @@ MIGRATIONS: list[tuple[str, ...]] = [
         # A chat's own limits that stop its runs (issue 27): JSON, NULL for the defaults.
         "ALTER TABLE conversations ADD COLUMN limits TEXT",
     ),
+    (
+        # Usage beyond tokens and cost (issue 27, tolaria/core/store/usage.py): cache tokens,
+        # the context used of the model's window, the plan's rate limits (JSON); and the turns
+        # by start time, for the totals of a period.
+        "ALTER TABLE turns ADD COLUMN cache_read_tokens INTEGER",
+        "ALTER TABLE turns ADD COLUMN cache_write_tokens INTEGER",
+        "ALTER TABLE turns ADD COLUMN context_tokens INTEGER",
+        "ALTER TABLE turns ADD COLUMN context_window INTEGER",
+        "ALTER TABLE turns ADD COLUMN rate_limits TEXT",
+        "CREATE INDEX turns_by_start ON turns (started_at)",
+        "CREATE INDEX turns_rate_limits ON turns (agent, id) WHERE rate_limits IS NOT NULL",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

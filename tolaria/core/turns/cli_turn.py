@@ -47,6 +47,7 @@ class CliTurn(ProcessTurn):
                  registry: ProcessRegistry, grace_s: float, max_line: int) -> None:
         super().__init__(run, request, emit, registry, grace_s, max_line)
         self.runtime = make_runtime(self.manifest.protocol, run.stream_id, self.manifest.id)
+        self.runtime.agent_env = {**self.manifest.env, **request.env}
         self.agent = Agent(self.manifest.id, self.manifest.name, self.manifest.protocol,
                            self.manifest.install_hint)
         self._retry_since: float | None = None

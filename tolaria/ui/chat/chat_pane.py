@@ -19,7 +19,7 @@ from tolaria.chats.checkpoints import TurnChanges, UndoRequest
 from tolaria.chats.inflight import EDIT, MOVE, PAUSE, RESUME, SEND_NOW, QueueChange, QueueState
 from tolaria.chats.review import FileReview
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
-from tolaria.core.events import Done, Event
+from tolaria.core.events import Done, Event, Usage
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
@@ -246,6 +246,8 @@ class ChatPane(QWidget):
         self._show_running(self.running_stream is not None)
 
     def set_agent_name(self, name: str) -> None:
+        if name != self._agent_name:  # another agent, another model: its context is not known
+            self.status_line.context.clear()
         self._agent_name = name
         self.status_line.set_idle(name)
 
@@ -257,6 +259,7 @@ class ChatPane(QWidget):
             history = TurnPage(self.conversation_id, PAGE_LATEST,
                                [(turn, list(events)) for turn, events in history])
         endings = self.load_page(history, agent_names)
+        self.status_line.context.load([events for _turn, events in history.turns])
         last_summary = next((ending_summary(e) for e in reversed(endings) if e is not None), "")
         if last_summary:
             self.status_line.set_idle(self._agent_name, last_summary)
@@ -372,6 +375,8 @@ class ChatPane(QWidget):
         if stream_id == self.running_stream:
             self._tracker.feed(event)
             self.questions.output()  # the silence starts again
+            if isinstance(event, Usage):
+                self.status_line.context.feed(event)
 
     def permission_requested(self, stream_id: str, key: str, request: PermissionRequest) -> None:
         """A question of a running turn. Never dropped: when the turn's view is not built (a

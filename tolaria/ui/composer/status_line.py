@@ -1,5 +1,5 @@
 """The line under the composer: agent, a spinner and elapsed time while a turn runs, then the
-final duration and usage."""
+final duration and usage; at its end, the context meter."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from tolaria.ui import theme
+from tolaria.ui.composer.context_meter import ContextMeter
 
 _FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -30,6 +31,9 @@ class StatusLine(QWidget):
         self._label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
         layout.addWidget(self._spinner)
         layout.addWidget(self._label, 1)
+        #: How full the model's context is (where the agent says), at the line's end.
+        self.context = ContextMeter(self)
+        layout.addWidget(self.context)
         self._timer = QTimer(self)
         self._timer.setInterval(100)
         self._timer.timeout.connect(self._on_timer_timeout)

@@ -183,6 +183,8 @@ class MainWindow(WindowKeys):
         self.view_menu.theme_chosen.connect(self.theme_change_requested)
         self.view_menu.find_requested.connect(self._on_view_menu_find_requested)
         self.menuBar().insertMenu(self.go_menu.menuAction(), self.view_menu)
+        self.view_menu.addSeparator()
+        self.view_menu.addAction(self.usage_action)  # View → Usage (the Usage page)
         self.addAction(self.view_menu.find_action)  # Ctrl+F wherever the focus is
         self.registry.adopt(self.view_menu.find_action)  # and in the command palette
         self.view_menu.set_current(settings.theme)

@@ -16,9 +16,11 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu
 
+from tolaria.chats.usage import UsageReport
 from tolaria.config.settings import DEFAULT_RESTART
 from tolaria.core.limits import RunLimits
 from tolaria.core.store.db import Conversation
+from tolaria.ui.usage.usage_window import UsageWindow
 from tolaria.ui.window import keymap
 from tolaria.ui.window.about import AboutBox
 from tolaria.ui.window.actions import (
@@ -57,6 +59,8 @@ class WindowKeys(QMainWindow):
     export_requested = Signal(int, str, str)
     #: Keep a chat's own limits (Run → Chat limits…): conversation id, RunLimits.
     chat_limits_requested = Signal(int, object)
+    #: The Usage page's figures (View → Usage): grouping (chat, agent, day), days (0: all).
+    usage_requested = Signal(str, int)
 
     sidebar: Sidebar
     stack: ChatStack
@@ -125,6 +129,9 @@ class WindowKeys(QMainWindow):
                                  self._on_import_action_triggered, name="importSessionsAction")
         self.export_action = add("&Export chat…", None, self._on_export_action_triggered,
                                  name="exportChatAction")
+        self.usage_action = add("&Usage", None, self._on_usage_action_triggered,
+                                name="usageAction")
+        self.usage_window: UsageWindow | None = None
         self.preferences_action = add("&Preferences…", QKeySequence("Ctrl+,"),
                                       self.preferences_requested.emit)
         # On macOS Qt moves these three into the application menu (Tolaria → Settings…,
@@ -190,6 +197,21 @@ class WindowKeys(QMainWindow):
         box = AboutBox(self)
         self.about_box = box
         box.open()
+
+    def _on_usage_action_triggered(self) -> None:
+        """The Usage page, made once and raised; it asks for fresh figures each time."""
+        if self.usage_window is None:
+            self.usage_window = UsageWindow(self)
+            self.usage_window.report_requested.connect(self.usage_requested)
+        self.usage_window.show()
+        self.usage_window.raise_()
+        self.usage_window.activateWindow()
+        self.usage_window.request()
+
+    def show_usage(self, report: UsageReport, names: dict[str, str]) -> None:
+        """The figures the Usage page asked for (agent ids -> names for its labels)."""
+        if self.usage_window is not None:
+            self.usage_window.show_report(report, names)
 
     def _keyboard_is_free(self) -> bool:
         return keyboard_is_free()

@@ -169,6 +169,9 @@ async def test_null_usage_update_logs_nothing_and_the_turn_goes_on(
     done = await live.finish()
     assert done.stop_reason == "end_turn"
     assert [u.cost_usd for u in collector.events if isinstance(u, Usage) and u.cost_usd] == [0.5]
+    # ``used`` of ``size``: the context meter's figures (issue 27)
+    assert [(u.context_tokens, u.context_window) for u in collector.events
+            if isinstance(u, Usage) and u.context_window] == [(11, 1000)]
     noisy = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert noisy == [], [r.getMessage() for r in noisy]
     assert_run_gone(live.stream_id)

@@ -94,7 +94,10 @@ class UpdateMapper:
             amount = None
             if isinstance(cost, Mapping) and cost.get("currency", "USD") == "USD":
                 amount = cost.get("amount")
-            return [Usage(sid, cost_usd=float(amount) if isinstance(amount, int | float) else None)]
+            # ``used`` of ``size``: the tokens in the model's context now, of its window
+            return [Usage(sid, cost_usd=float(amount) if isinstance(amount, int | float) else None,
+                          context_tokens=_int(update.get("used")),
+                          context_window=_int(update.get("size")) or None)]
         if kind in _QUIET or not isinstance(kind, str):
             return []
         return [Diagnostic(sid, source="acp", message=f"unhandled session update {kind!r}")]
