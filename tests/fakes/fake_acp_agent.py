@@ -18,7 +18,8 @@ In any mode a prompt containing ``DEAF`` runs the sleep and never answers ``sess
 (the agent stays alive for more turns). Supports ``session/load`` (replays one old exchange).
 Writes the sleep's pid to ``FAKE_PIDFILE`` (written then renamed) when set; with ``FAKE_LOG``
 set, appends ``{"pid", "method"}`` of every request it gets to ``$FAKE_LOG/acp.jsonl``.
-``FAKE_NULL_USAGE=1`` adds a ``usage_update`` with ``"used": null`` (as claude-agent-acp sends)
+Its ``usage_update`` cost is the session's running total in this process, as ACP says (0.5 per
+prompt answered). ``FAKE_NULL_USAGE=1`` adds a ``usage_update`` with ``"used": null`` (as claude-agent-acp sends)
 before the normal one.
 """
 
@@ -140,10 +141,15 @@ def prompt(rid: int, params: dict[str, Any]) -> None:
     text(session, f"from the fake agent: {words}")
     if os.environ.get("FAKE_NULL_USAGE"):  # like claude-agent-acp before it knows the count
         update(session, {"sessionUpdate": "usage_update", "used": None, "size": 1000})
+    _COST[0] += 0.5
     update(session, {"sessionUpdate": "usage_update", "used": 11, "size": 1000,
-                     "cost": {"amount": 0.5, "currency": "USD"}})
+                     "cost": {"amount": _COST[0], "currency": "USD"}})
     send({"id": rid, "result": {"stopReason": "end_turn",
                                 "usage": {"inputTokens": 10, "outputTokens": 12, "totalTokens": 22}}})
+
+
+#: The session's cost so far in this process (ACP's ``usage_update.cost`` is cumulative).
+_COST = [0.0]
 
 
 def handle(message: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from helpers import async_test, is_gone, marker_pids, wait_pidfile, wait_until
 from keepers import chat
 
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
-from tolaria.core.events import Init, ToolDone
+from tolaria.core.events import Init, ToolDone, Usage
 
 pytest.importorskip("acp")
 
@@ -51,6 +51,18 @@ async def test_turns_share_one_agent_and_one_session(tmp_path: Path) -> None:
         for events in (events1, events2):
             init, = events.of("init")
             assert isinstance(init, Init) and init.session_id == "fake-acp-session"
+
+
+@async_test
+async def test_each_turn_stores_its_share_of_the_sessions_running_cost(tmp_path: Path) -> None:
+    # The agent reports 0.5, then 1.0, then 1.5 (the session's total): each turn costs 0.5.
+    async with chat(acp(), tmp_path) as c:
+        costs = []
+        for prompt in ("one", "two", "three"):
+            _, events = await c.turn(prompt)
+            costs.append([u.cost_usd for u in events.of("usage")
+                          if isinstance(u, Usage) and u.cost_usd is not None])
+        assert costs == [[0.5], [0.5], [0.5]]
 
 
 @async_test

@@ -11,9 +11,10 @@ turn starts a fresh agent that loads the session when it can.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import TYPE_CHECKING, Any, cast
 
-from tolaria.core.events import Done, EventCallback, Init, Survivor
+from tolaria.core.events import Done, EventCallback, Init, Survivor, Usage
 from tolaria.core.process.registry import ProcessRegistry, Run
 from tolaria.core.turns.acp.turn import AcpTurn
 from tolaria.core.turns.keeper import Keeper, KeeperPool
@@ -67,8 +68,29 @@ class KeptAcpTurn(AcpTurn):
         self.kept = KeptProcess(self, keepers, reads_stdout=False, ready_when_spawned=False,
                                 on_spawned=self._connect)
 
+        #: The agent's cumulative session cost when this turn began (None: not known yet).
+        self._cost_base: float | None = None
+
     async def execute(self) -> Done:
         return await self.kept.execute(self._supervise_kept)
+
+    def on_update(self, update: dict[str, Any]) -> None:
+        keeper = self.kept.keeper
+        for event in self.mapper.feed(update):
+            if isinstance(event, Usage) and event.cost_usd is not None and keeper is not None:
+                event = self._turn_share(event, keeper)
+            self.emit(event)
+
+    def _turn_share(self, usage: Usage, keeper: Keeper) -> Usage:
+        """ACP's ``usage_update.cost`` is the session's running total: the turn's row holds
+        its own share (the total minus the total when the turn began), so a chat's cost is not
+        counted once per turn. A total below the one before means the agent counts per prompt."""
+        total = usage.cost_usd or 0.0
+        if self._cost_base is None:
+            self._cost_base = keeper.cost_usd
+        keeper.cost_usd = total
+        base = self._cost_base
+        return dataclasses.replace(usage, cost_usd=total - base if total >= base else total)
 
     def _connect(self, keeper: Keeper) -> None:
         import acp
