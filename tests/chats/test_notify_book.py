@@ -24,6 +24,7 @@ from tolaria.chats.notify.notices import (
     RestartRun,
     Show,
     StopRun,
+    question_text,
 )
 from tolaria.chats.notify.stall import StallWatch
 
@@ -104,7 +105,7 @@ def test_deny_without_a_reject_choice_rejects_and_stale_questions_do_nothing() -
     assert intent == AnswerPermission(1, "s1", "k1", "")
     # A question replaced on screen by a newer notice of its chat is answered in the window.
     book.permission_asked(1, "C", "s2", "k2", "rm", "allow", "reject")
-    book.stalled(1, "C", "s2", 1, 5)
+    book.stalled(1, "C", "s2", 1, 300)
     assert book.invoked("chat-1", ALLOW) == (None, [])  # not an action of what is shown
     assert book.pending_questions() == 1
 
@@ -121,17 +122,17 @@ def test_a_run_that_ends_drops_its_questions_and_closes_its_stall() -> None:
                                                  (DEFAULT_ACTION, OpenChat(4))])
 def test_stall_actions(action: str, intent: object) -> None:
     book = NotificationBook()
-    [show] = shown(book.stalled(4, "Loop", "s1", 1, 5))
+    [show] = shown(book.stalled(4, "Loop", "s1", 1, 300))
     assert show == (STALL, "“Loop” is silent", "No output for 5 min.")
     assert book.invoked("chat-4", action) == (intent, [Close("chat-4")])
 
 
 def test_a_stall_notice_closes_when_the_run_speaks_again() -> None:
     book = NotificationBook()
-    book.stalled(4, "Loop", "s1", 1, 5)
+    book.stalled(4, "Loop", "s1", 1, 300)
     assert book.resumed("s1") == [Close("chat-4")]
-    assert book.stalled(4, "Loop", "s1", 1, 5) == []  # that silence was told
-    assert shown(book.stalled(4, "Loop", "s1", 2, 5))  # a new one is
+    assert book.stalled(4, "Loop", "s1", 1, 300) == []  # that silence was told
+    assert shown(book.stalled(4, "Loop", "s1", 2, 42))  # a new one is
 
 
 def test_questions_from_the_agent_are_pending_until_seen() -> None:
@@ -165,3 +166,12 @@ def test_stall_watch_tells_each_silence_once_and_not_while_asking() -> None:
     assert [s.silence for s in watch.due(2301)] == [2]
     watch.ended("s1")
     assert watch.due(9999) == []
+
+
+def test_which_tools_are_questions_from_the_agent() -> None:
+    claude = {"questions": [{"question": "Which database?", "header": "DB",
+                             "options": [{"label": "SQLite"}, {"label": "Postgres"}]}]}
+    assert question_text("AskUserQuestion", claude) == "Which database?"
+    assert question_text("question", {"question": "Go on?"}) == "Go on?"
+    assert question_text("ask_user", None) == ""
+    assert question_text("Bash", {"command": "ls"}) is None

@@ -10,7 +10,8 @@ Every call is appended to ``LOG`` as one JSON line ``{"method", "args", "sender"
 as ``{name: value}``), so a test can read what the app sent. A test drives the user's side
 through the ``org.tolaria.TestNotifications`` interface on the same object: ``Invoke(u id, s
 action)`` emits ``ActionInvoked``, ``Dismiss(u id)`` emits ``NotificationClosed`` reason 2
-(dismissed by the user). The line ``ready`` is printed once the name is owned.
+(dismissed by the user). ``com.canonical.Unity.LauncherEntry`` signals (the launcher badge)
+are recorded as ``launcher.Update``. The line ``ready`` is printed once the name is owned.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jeepney import DBusAddress, HeaderFields, MessageType, new_error, new_method_return, new_signal
+from jeepney import (
+    DBusAddress,
+    HeaderFields,
+    MatchRule,
+    MessageType,
+    new_error,
+    new_method_return,
+    new_signal,
+)
 from jeepney.bus_messages import message_bus
 from jeepney.io.blocking import open_dbus_connection
 
@@ -72,6 +81,9 @@ def main() -> int:
     if reply.body[0] != 1:
         print(f"could not own {NAME}: {reply.body}", file=sys.stderr)
         return 1
+    # The launcher badge is a broadcast signal: heard here like a dock would hear it.
+    conn.send_and_get_reply(message_bus.AddMatch(
+        MatchRule(type="signal", interface="com.canonical.Unity.LauncherEntry")))
     signals = DBusAddress(PATH, interface=NAME)
     next_id = 1
     print("ready", flush=True)
@@ -83,9 +95,14 @@ def main() -> int:
 
     while True:
         msg = conn.receive()
+        fields = msg.header.fields
+        if msg.header.message_type == MessageType.signal \
+                and fields.get(HeaderFields.interface) == "com.canonical.Unity.LauncherEntry":
+            record("launcher." + str(fields.get(HeaderFields.member)), msg.body,
+                   str(fields.get(HeaderFields.sender, "")))
+            continue
         if msg.header.message_type != MessageType.method_call:
             continue
-        fields = msg.header.fields
         member = fields.get(HeaderFields.member)
         iface = fields.get(HeaderFields.interface)
         sender = str(fields.get(HeaderFields.sender, ""))

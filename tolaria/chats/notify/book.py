@@ -151,12 +151,12 @@ class NotificationBook:
                                   _short(text) or "The agent waits for your answer.", (_OPEN,)))
 
     def stalled(self, conversation_id: int, title: str, stream_id: str, silence: int,
-                minutes: float) -> list[Command]:
-        """The run has said nothing for ``minutes`` (``silence``: which silence of the run)."""
+                after_s: float) -> list[Command]:
+        """The run has said nothing for ``after_s`` (``silence``: which silence of the run)."""
+        after = f"{after_s / 60:g} min" if after_s >= 60 else f"{after_s:.0f} s"
         return self._offer(Notice(
             slot_of(conversation_id), f"stall:{stream_id}:{silence}", STALL, conversation_id,
-            stream_id, f"“{title}” is silent",
-            f"No output for {minutes:g} min.",
+            stream_id, f"“{title}” is silent", f"No output for {after}.",
             (_OPEN, Action(STOP, "Stop"), Action(RESTART, "Restart"))))
 
     def resumed(self, stream_id: str) -> list[Command]:

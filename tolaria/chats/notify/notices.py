@@ -107,3 +107,23 @@ Intent = OpenChat | AnswerPermission | StopRun | RestartRun
 
 def slot_of(conversation_id: int) -> str:
     return f"chat-{conversation_id}"
+
+
+#: Tools by which an agent asks the user something (Claude Code's ``AskUserQuestion``,
+#: opencode's ``question``), compared without case and underscores.
+QUESTION_TOOLS = frozenset({"askuserquestion", "question", "askuser", "askfollowupquestion"})
+
+
+def question_text(tool_name: str, tool_input: object) -> str | None:
+    """The question when ``tool_name`` is an agent asking the user ("" when it says none);
+    None for every other tool."""
+    if tool_name.replace("_", "").replace("-", "").lower() not in QUESTION_TOOLS:
+        return None
+    if isinstance(tool_input, dict):
+        questions = tool_input.get("questions")
+        if isinstance(questions, list) and questions and isinstance(questions[0], dict):
+            return str(questions[0].get("question", ""))
+        for key in ("question", "text", "prompt"):
+            if isinstance(tool_input.get(key), str):
+                return str(tool_input[key])
+    return ""

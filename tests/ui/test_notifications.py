@@ -1,0 +1,192 @@
+"""Desktop notifications from the window, through a real D-Bus session bus of the test's own to
+a real notification service process (tests/fakes/notification_server.py), with real agents.
+
+The chat is out of view because another window of the test is the active one: nothing of
+Tolaria may take the focus back (``focus is not taken``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbushelpers import NotificationServer, notification_server, session_bus
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QWidget
+from pytestqt.qtbot import QtBot
+from ui.uihelpers import AppDriver, StartApp, processes_of
+
+from tolaria.core.adapters.manifest import Manifest, StopPolicy
+from tolaria.ui.transcript.permission_card import PermissionCard
+
+__all__ = ["notification_server", "session_bus"]  # fixtures, used by name
+
+pytest.importorskip("acp")
+
+FAKES = Path(__file__).resolve().parent.parent / "fakes"
+Servers = Callable[..., NotificationServer]
+
+
+def acp_manifest(mode: str, env: dict[str, str] | None = None) -> Manifest:
+    return Manifest(id=f"fake-acp-{mode.replace('_', '-')}", name="Fake ACP agent",
+                    protocol="acp", command=(sys.executable, str(FAKES / "fake_acp_agent.py"),
+                                             mode),
+                    env=env or {}, stop=StopPolicy(polite_window_ms=5000))
+
+
+@pytest.fixture
+def elsewhere(qtbot: QtBot) -> Iterator[Callable[[], QWidget]]:
+    """Another window made the active one: Tolaria's chats are out of view."""
+    made: list[QWidget] = []
+
+    def activate() -> QWidget:
+        other = QWidget()
+        other.setWindowTitle("another application")
+        other.resize(200, 100)
+        qtbot.addWidget(other)
+        other.show()
+        qtbot.waitExposed(other)
+        other.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is other)
+        made.append(other)
+        return other
+
+    yield activate
+    for widget in made:
+        widget.close()
+
+
+def wait_card(drv: AppDriver) -> PermissionCard:
+    turn = drv.last_turn()
+    drv.qtbot.waitUntil(lambda: len(turn.permission_cards()) >= 1, timeout=10_000)
+    card = turn.permission_cards()[0]
+    drv.qtbot.waitUntil(card.isVisible, timeout=5_000)
+    return card
+
+
+def wait_notify(qtbot: QtBot, server: NotificationServer, count: int = 1,
+                timeout: int = 15_000) -> list[dict[str, Any]]:
+    qtbot.waitUntil(lambda: len(server.notifications()) >= count, timeout=timeout)
+    return server.notifications()
+
+
+def test_allow_from_the_notification_reaches_the_agent_without_taking_the_focus(
+        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot, tmp_path: Path) -> None:
+    server = notification_server()
+    gate = tmp_path / "ask-now"
+    drv = start_app()
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    drv.use_agent(acp_manifest("ask_permission", {"FAKE_ASK_WHEN": str(gate)}))
+    stream_id = drv.send("clean up")
+    other = elsewhere()
+    gate.touch()
+    [asked] = wait_notify(qtbot, server)
+    assert asked["summary"].endswith("asks permission")
+    assert asked["body"] == "rm -rf build"
+    assert asked["actions"] == ["default", "Open", "allow", "Allow", "deny", "Deny"]
+    assert asked["hints"]["desktop-entry"] == "tolaria"
+    assert drv.window.windowTitle().startswith("(1) ")
+    qtbot.waitUntil(lambda: any(c["args"][1]["count"] == 1
+                                for c in server.calls("launcher.Update")), timeout=5_000)
+    assert QApplication.activeWindow() is other and not drv.window.isActiveWindow()
+
+    server.invoke(asked["id"], "allow")
+    turn = drv.wait_finished()
+    assert "permission: yes" in turn.text()
+    assert turn.permission_cards()[0].outcome == "allow_once"
+    qtbot.waitUntil(lambda: bool(server.calls("CloseNotification")), timeout=5_000)
+    assert server.calls("CloseNotification")[0]["id"] == asked["id"]
+    # The run's end is the next notification of the chat; the question is no longer counted.
+    finished = wait_notify(qtbot, server, 2)[1]
+    assert finished["summary"].endswith("finished")
+    assert not drv.window.windowTitle().startswith("(")
+    assert QApplication.activeWindow() is other and not drv.window.isActiveWindow()
+    qtbot.wait(500)
+    assert len(server.notifications()) == 2  # one per event: never doubled
+    assert processes_of(stream_id) == []
+
+
+def test_the_window_answers_first_and_the_notification_then_does_nothing(
+        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot, tmp_path: Path) -> None:
+    server = notification_server()
+    gate = tmp_path / "ask-now"
+    drv = start_app()
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    drv.use_agent(acp_manifest("ask_permission", {"FAKE_ASK_WHEN": str(gate)}))
+    drv.send("clean up")
+    elsewhere()
+    gate.touch()
+    [asked] = wait_notify(qtbot, server)
+    card = wait_card(drv)
+    QTest.mouseClick(card.buttons["rejectButton"], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(server.calls("CloseNotification")), timeout=5_000)
+    server.invoke(asked["id"], "allow")  # too late: a no-op
+    turn = drv.wait_finished()
+    assert "permission: no" in turn.text()
+    assert turn.permission_cards()[0].outcome == "reject"
+
+
+def test_one_notification_per_event_and_none_for_the_chat_in_view(
+        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot) -> None:
+    server = notification_server()
+    drv = start_app()
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    drv.send("in view")
+    drv.wait_finished()
+    qtbot.wait(300)
+    assert server.notifications() == []  # the chat in view of the active window
+    elsewhere()
+    drv.send("out of view")
+    drv.wait_finished()
+    [finished] = wait_notify(qtbot, server)
+    assert finished["summary"].endswith("finished") and finished["replaces"] == 0
+    drv.send("again")
+    drv.wait_finished()
+    second = wait_notify(qtbot, server, 2)[1]
+    assert second["replaces"] == finished["id"]  # replaced in place, not stacked
+    qtbot.wait(300)
+    assert len(server.notifications()) == 2
+
+
+def test_a_silent_run_is_notified_with_stop_that_works(
+        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot, home: Path) -> None:
+    (home / "settings.toml").write_text("[notifications]\nstall_minutes = 0.01\n", "utf-8")
+    server = notification_server()
+    drv = start_app()
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    drv.use_agent(acp_manifest("normal"))
+    stream_id = drv.send("SLEEP please")
+    turn = drv.last_turn()
+    qtbot.waitUntil(lambda: [c.status for c in turn.tool_cards()] == ["running"],
+                    timeout=10_000)
+    elsewhere()
+    notices = wait_notify(qtbot, server)
+    stall = next(n for n in notices if n["summary"].endswith("is silent"))
+    assert stall["body"] == "No output for 1 s."
+    assert stall["actions"] == ["default", "Open", "stop", "Stop", "restart", "Restart"]
+    server.invoke(stall["id"], "stop")
+    turn = drv.wait_finished()
+    assert turn.status == "cancelled"
+    assert processes_of(stream_id) == []
+
+
+def test_without_a_notification_service_the_tray_is_used(
+        start_app: StartApp, session_bus: str, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot) -> None:
+    drv = start_app()
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "tray", timeout=10_000)
+    elsewhere()
+    drv.send("out of view")
+    drv.wait_finished()
+    tray = drv.app.notifications.tray
+    qtbot.waitUntil(lambda: bool(tray.shown), timeout=5_000)
+    summary, body = tray.shown[-1]
+    assert summary.endswith("finished") and body == "The run finished."
