@@ -20,7 +20,9 @@ from PySide6.QtWidgets import QApplication, QWidget
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, processes_of
 
+from tolaria.chats.engine.limits import set_chat_limits
 from tolaria.core.adapters.manifest import Manifest, StopPolicy
+from tolaria.core.limits import RunLimits
 from tolaria.ui.transcript.permission_card import PermissionCard
 
 __all__ = ["notification_server", "session_bus"]  # fixtures, used by name
@@ -190,3 +192,45 @@ def test_without_a_notification_service_the_tray_is_used(
     qtbot.waitUntil(lambda: bool(tray.shown), timeout=5_000)
     summary, body = tray.shown[-1]
     assert summary.endswith("finished") and body == "The run finished."
+
+
+def test_deny_from_the_notification_is_what_the_agent_hears(
+        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot, tmp_path: Path) -> None:
+    server = notification_server()
+    gate = tmp_path / "ask-now"
+    drv = start_app()
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    drv.use_agent(acp_manifest("ask_permission", {"FAKE_ASK_WHEN": str(gate)}))
+    drv.send("clean up")
+    elsewhere()
+    gate.touch()
+    [asked] = wait_notify(qtbot, server)
+    server.invoke(asked["id"], "deny")
+    turn = drv.wait_finished()
+    assert "permission: no" in turn.text()
+    assert turn.permission_cards()[0].outcome == "reject"
+
+
+def test_a_limit_that_stops_a_background_run_is_notified(
+        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    server = notification_server()
+    drv = start_app()
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    set_chat_limits(drv.app.store, drv.pane.conversation_id, RunLimits(max_time_s=2))
+    stream_id = drv.send("please run something long")
+    elsewhere()
+    turn = drv.wait_finished(timeout_ms=20_000)
+    assert turn.status == "cancelled"
+    [limit] = wait_notify(qtbot, server)
+    assert limit["summary"].endswith("reached a limit")
+    assert limit["body"] == "Stopped: 2 s limit reached"
+    assert limit["hints"]["category"] == "x-tolaria.limit"
+    assert processes_of(stream_id) == []
+
+
+def test_without_any_session_bus_the_tray_is_used(start_app: StartApp, qtbot: QtBot) -> None:
+    drv = start_app()  # DBUS_SESSION_BUS_ADDRESS is not set (tests/ui/conftest.py)
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "tray", timeout=10_000)
