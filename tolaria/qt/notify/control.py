@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QIcon
@@ -46,9 +48,11 @@ from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import Store, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.controller import ChatController
-from tolaria.qt.notify.dbus import DBusNotifications
 from tolaria.qt.notify.tray import TrayNotifications
 from tolaria.support.tasks import TaskSet
+
+if TYPE_CHECKING:
+    from tolaria.qt.notify.dbus import DBusNotifications
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +80,8 @@ class NotificationController(QObject):
         self.book = NotificationBook(settings.notify_kinds(), in_view=in_view,
                                      enabled=settings.notify_background)
         self.stalls = StallWatch(settings.notify_stall_minutes * 60)
-        self.dbus = DBusNotifications(self._on_desktop_action, self.book.dismissed)
+        #: The freedesktop service, once the worker found one (None: the tray is used).
+        self.dbus: DBusNotifications | None = None
         self.tray = TrayNotifications(window, icon, self._on_desktop_action)
         #: "dbus" or "tray" once the worker has looked; "" before.
         self.backend = ""
@@ -108,7 +113,8 @@ class NotificationController(QObject):
             self._worker.cancel()  # our own cancellation: waited for, never re-raised
             await asyncio.wait({self._worker}, timeout=2.0)
             self._worker = None
-        await self.dbus.aclose()
+        if self.dbus is not None:
+            await self.dbus.aclose()
         self.tray.hide()
         app = QGuiApplication.instance()
         if isinstance(app, QGuiApplication):
@@ -220,8 +226,22 @@ class NotificationController(QObject):
             self.pending_changed.emit(pending)
             self._queue.put_nowait(_BADGE)
 
+    async def _open_dbus(self) -> str | None:
+        """The freedesktop service where the platform has D-Bus; None when ready, else why not."""
+        if sys.platform in ("darwin", "win32"):
+            return "no freedesktop notification service on this platform"
+        try:  # jeepney is a dependency where D-Bus is (pyproject's marker)
+            from tolaria.qt.notify.dbus import DBusNotifications
+        except ImportError as exc:
+            return f"jeepney is not installed ({exc})"
+        dbus = DBusNotifications(self._on_desktop_action, self.book.dismissed)
+        why = await dbus.open(self._address)
+        if why is None:
+            self.dbus = dbus
+        return why
+
     async def _work(self) -> None:
-        why = await self.dbus.open(self._address)
+        why = await self._open_dbus()
         self.backend = "dbus" if why is None else "tray"
         if why is not None:
             log.info("desktop notifications through the system tray: %s", why)
@@ -236,16 +256,16 @@ class NotificationController(QObject):
     async def _apply(self, command: Command | tuple[str, None]) -> None:
         if isinstance(command, Show):
             notice = command.notice
-            if self.backend == "dbus":
+            if self.dbus is not None:
                 note = "" if self.dbus.actions else _NO_BUTTONS.get(notice.kind, "")
                 if await self.dbus.show(notice, body_note=note):
                     return
             self._tray_show(notice)
         elif isinstance(command, Close):
             self.tray.close(command.slot)
-            if self.backend == "dbus":
+            if self.dbus is not None:
                 await self.dbus.close(command.slot)
-        elif self.backend == "dbus":
+        elif self.dbus is not None:
             await self.dbus.set_badge(self._pending)
 
     def _tray_show(self, notice: Notice) -> None:
