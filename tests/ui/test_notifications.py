@@ -76,18 +76,36 @@ def wait_notify(qtbot: QtBot, server: NotificationServer, count: int = 1,
     return server.notifications()
 
 
+Asked = tuple[AppDriver, NotificationServer, str, QWidget, dict[str, Any]]
+
+
+def started_on_bus(start_app: StartApp, qtbot: QtBot) -> AppDriver:
+    drv = started_on_bus(start_app, qtbot)
+    return drv
+
+
+@pytest.fixture
+def asking(start_app: StartApp, notification_server: Servers,
+           elsewhere: Callable[[], QWidget], qtbot: QtBot, tmp_path: Path
+           ) -> Callable[[], Asked]:
+    """The scripted ACP agent asks its permission question while the chat is out of view:
+    the window, the service, the run's stream, the active other window, the notification."""
+    def ask() -> Asked:
+        server = notification_server()
+        gate = tmp_path / "ask-now"
+        drv = started_on_bus(start_app, qtbot)
+        drv.use_agent(acp_manifest("ask_permission", {"FAKE_ASK_WHEN": str(gate)}))
+        stream_id = drv.send("clean up")
+        other = elsewhere()
+        gate.touch()
+        [asked] = wait_notify(qtbot, server)
+        return drv, server, stream_id, other, asked
+    return ask
+
+
 def test_allow_from_the_notification_reaches_the_agent_without_taking_the_focus(
-        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
-        qtbot: QtBot, tmp_path: Path) -> None:
-    server = notification_server()
-    gate = tmp_path / "ask-now"
-    drv = start_app()
-    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
-    drv.use_agent(acp_manifest("ask_permission", {"FAKE_ASK_WHEN": str(gate)}))
-    stream_id = drv.send("clean up")
-    other = elsewhere()
-    gate.touch()
-    [asked] = wait_notify(qtbot, server)
+        asking: Callable[[], Asked], qtbot: QtBot) -> None:
+    drv, server, stream_id, other, asked = asking()
     assert asked["summary"].endswith("asks permission")
     assert asked["body"] == "rm -rf build"
     assert asked["actions"] == ["default", "Open", "allow", "Allow", "deny", "Deny"]
@@ -114,17 +132,8 @@ def test_allow_from_the_notification_reaches_the_agent_without_taking_the_focus(
 
 
 def test_the_window_answers_first_and_the_notification_then_does_nothing(
-        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
-        qtbot: QtBot, tmp_path: Path) -> None:
-    server = notification_server()
-    gate = tmp_path / "ask-now"
-    drv = start_app()
-    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
-    drv.use_agent(acp_manifest("ask_permission", {"FAKE_ASK_WHEN": str(gate)}))
-    drv.send("clean up")
-    elsewhere()
-    gate.touch()
-    [asked] = wait_notify(qtbot, server)
+        asking: Callable[[], Asked], qtbot: QtBot) -> None:
+    drv, server, _stream, _other, asked = asking()
     card = wait_card(drv)
     QTest.mouseClick(card.buttons["rejectButton"], Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(server.calls("CloseNotification")), timeout=5_000)
@@ -138,8 +147,7 @@ def test_one_notification_per_event_and_none_for_the_chat_in_view(
         start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
         qtbot: QtBot) -> None:
     server = notification_server()
-    drv = start_app()
-    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    drv = started_on_bus(start_app, qtbot)
     drv.send("in view")
     drv.wait_finished()
     qtbot.wait(300)
@@ -162,8 +170,7 @@ def test_a_silent_run_is_notified_with_stop_that_works(
         qtbot: QtBot, home: Path) -> None:
     (home / "settings.toml").write_text("[notifications]\nstall_minutes = 0.01\n", "utf-8")
     server = notification_server()
-    drv = start_app()
-    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    drv = started_on_bus(start_app, qtbot)
     drv.use_agent(acp_manifest("normal"))
     stream_id = drv.send("SLEEP please")
     turn = drv.last_turn()
@@ -195,17 +202,8 @@ def test_without_a_notification_service_the_tray_is_used(
 
 
 def test_deny_from_the_notification_is_what_the_agent_hears(
-        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
-        qtbot: QtBot, tmp_path: Path) -> None:
-    server = notification_server()
-    gate = tmp_path / "ask-now"
-    drv = start_app()
-    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
-    drv.use_agent(acp_manifest("ask_permission", {"FAKE_ASK_WHEN": str(gate)}))
-    drv.send("clean up")
-    elsewhere()
-    gate.touch()
-    [asked] = wait_notify(qtbot, server)
+        asking: Callable[[], Asked]) -> None:
+    drv, server, _stream, _other, asked = asking()
     server.invoke(asked["id"], "deny")
     turn = drv.wait_finished()
     assert "permission: no" in turn.text()
@@ -217,8 +215,7 @@ def test_a_limit_that_stops_a_background_run_is_notified(
         qtbot: QtBot, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     server = notification_server()
-    drv = start_app()
-    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
+    drv = started_on_bus(start_app, qtbot)
     set_chat_limits(drv.app.store, drv.pane.conversation_id, RunLimits(max_time_s=2))
     stream_id = drv.send("please run something long")
     elsewhere()
