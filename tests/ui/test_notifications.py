@@ -80,7 +80,8 @@ Asked = tuple[AppDriver, NotificationServer, str, QWidget, dict[str, Any]]
 
 
 def started_on_bus(start_app: StartApp, qtbot: QtBot) -> AppDriver:
-    drv = started_on_bus(start_app, qtbot)
+    drv = start_app()
+    qtbot.waitUntil(lambda: drv.app.notifications.backend == "dbus", timeout=10_000)
     return drv
 
 
