@@ -140,6 +140,9 @@ def test_questions_from_the_agent_are_pending_until_seen() -> None:
     assert shown(book.agent_asked(2, "Plan", "s1", "t1", "Which database?")) == [
         ("question", "“Plan” asks you a question", "Which database?")]
     assert book.pending_questions() == 1
+    # The run then ends on its question: the question stays on screen, not "finished".
+    assert book.run_finished(2, "Plan", "s1", "end_turn") == []
+    assert book.shown("chat-2") is not None
     book.viewed(2)
     assert book.pending_questions() == 0
 

@@ -7,6 +7,7 @@ Tolaria may take the focus back (``focus is not taken``).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ __all__ = ["notification_server", "session_bus"]  # fixtures, used by name
 pytest.importorskip("acp")
 
 FAKES = Path(__file__).resolve().parent.parent / "fakes"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 Servers = Callable[..., NotificationServer]
 
 
@@ -232,3 +234,36 @@ def test_a_limit_that_stops_a_background_run_is_notified(
 def test_without_any_session_bus_the_tray_is_used(start_app: StartApp, qtbot: QtBot) -> None:
     drv = start_app()  # DBUS_SESSION_BUS_ADDRESS is not set (tests/ui/conftest.py)
     qtbot.waitUntil(lambda: drv.app.notifications.backend == "tray", timeout=10_000)
+
+
+def test_a_question_from_the_agent_is_notified_and_seen_when_the_chat_is_viewed(
+        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot, tmp_path: Path) -> None:
+    """A replayed Claude stream whose tool is ``AskUserQuestion`` (Claude Code's own question)."""
+    lines = []
+    for line in (FIXTURES / "claude" / "claude_echo.jsonl").read_text("utf-8").splitlines():
+        data = json.loads(line)
+        for block in data.get("message", {}).get("content", []) or []:
+            if isinstance(block, dict) and block.get("name") == "Bash":
+                block["name"] = "AskUserQuestion"
+                block["input"] = {"questions": [{"question": "Which database?", "header": "DB",
+                                                 "options": [{"label": "SQLite"}]}]}
+        lines.append(json.dumps(data))
+    stream = tmp_path / "ask.jsonl"
+    stream.write_text("\n".join(lines) + "\n", "utf-8")
+    server = notification_server()
+    drv = started_on_bus(start_app, qtbot)
+    drv.use_agent(Manifest(id="replay-question", name="Replayed Claude",
+                           protocol="claude-stream-json",
+                           command=(sys.executable, str(FAKES / "replay_agent.py"), str(stream),
+                                    "{prompt}")))
+    elsewhere()
+    drv.send("plan the storage")
+    drv.wait_finished()
+    [notice] = wait_notify(qtbot, server)  # the run ended on it: no "finished" over it
+    assert (notice["summary"], notice["body"]) == (
+        "“plan the storage” asks you a question", "Which database?")
+    qtbot.waitUntil(lambda: drv.window.windowTitle().startswith("(1) "))
+    drv.window.activateWindow()  # the user comes back to the chat: seen
+    qtbot.waitUntil(lambda: not drv.window.windowTitle().startswith("("), timeout=5_000)
+    qtbot.waitUntil(lambda: bool(server.calls("CloseNotification")), timeout=5_000)

@@ -109,11 +109,16 @@ class NotificationBook:
             kind, body = FINISHED, f"The run {_ENDINGS.get(stop_reason, f'ended ({stop_reason})')}."
         summary = {LIMIT: f"“{title}” reached a limit", FAILED: f"“{title}” failed",
                    FINISHED: f"“{title}” {_ENDINGS.get(stop_reason, 'ended')}"}[kind]
+        shown = self._shown.get(slot)
+        if kind == FINISHED and shown is not None and shown.kind == QUESTION \
+                and shown.stream_id == stream_id:
+            # The run ended on its question: that says more than "finished", and stays.
+            self._sent.add(f"done:{stream_id}")
+            return []
         commands = self._offer(Notice(slot, f"done:{stream_id}", kind, conversation_id,
                                       stream_id, summary, body, (_OPEN,)))
-        shown = self._shown.get(slot)
         if not commands and shown is not None and shown.stream_id == stream_id \
-                and shown.kind in (PERMISSION, STALL, QUESTION):
+                and shown.kind in (PERMISSION, STALL):
             commands.append(self._close(slot))  # its question or silence is over
         return commands
 
