@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -267,3 +268,43 @@ def test_a_question_from_the_agent_is_notified_and_seen_when_the_chat_is_viewed(
     drv.window.activateWindow()  # the user comes back to the chat: seen
     qtbot.waitUntil(lambda: not drv.window.windowTitle().startswith("("), timeout=5_000)
     qtbot.waitUntil(lambda: bool(server.calls("CloseNotification")), timeout=5_000)
+
+
+def test_notification_and_window_answering_at_once_answer_once(
+        asking: Callable[[], Asked], qtbot: QtBot) -> None:
+    """The race from a second process: the service invokes Allow (its own thread here, another
+    process on the bus) while the user clicks Reject in the window. One answer wins; the agent
+    hears exactly that one, and the card says the same."""
+    drv, server, stream_id, _other, asked = asking()
+    card = wait_card(drv)
+    clicker = threading.Thread(target=server.invoke, args=(asked["id"], "allow"))
+    clicker.start()
+    QTest.mouseClick(card.buttons["rejectButton"], Qt.MouseButton.LeftButton)
+    clicker.join(10)
+    turn = drv.wait_finished()
+    heard = [line for line in turn.text().splitlines() if "permission:" in line]
+    assert len(heard) == 1, turn.text()
+    expected = {"permission: yes": "allow_once", "permission: no": "reject"}
+    [(words, outcome)] = [(w, o) for w, o in expected.items() if w in heard[0]]
+    assert turn.permission_cards()[0].outcome == outcome, words
+    assert processes_of(stream_id) == []
+
+
+def test_restart_from_a_stall_notification_runs_the_turn_again(
+        start_app: StartApp, notification_server: Servers, elsewhere: Callable[[], QWidget],
+        qtbot: QtBot, home: Path) -> None:
+    (home / "settings.toml").write_text("[notifications]\nstall_minutes = 0.01\n", "utf-8")
+    server = notification_server()
+    drv = started_on_bus(start_app, qtbot)
+    drv.use_agent(acp_manifest("normal"))
+    first = drv.send("SLEEP please")
+    elsewhere()
+    stall = next(n for n in wait_notify(qtbot, server) if n["summary"].endswith("is silent"))
+    server.invoke(stall["id"], "restart")
+    qtbot.waitUntil(lambda: drv.pane.running_stream not in (None, first), timeout=15_000)
+    assert processes_of(first) == []
+    second = drv.pane.running_stream
+    assert second is not None
+    drv.app.controller.stop(drv.pane.conversation_id)
+    drv.wait_finished()
+    assert processes_of(second) == []
