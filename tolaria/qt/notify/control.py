@@ -15,6 +15,7 @@ user clicked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import time
@@ -118,7 +119,8 @@ class NotificationController(QObject):
         self.tray.hide()
         app = QGuiApplication.instance()
         if isinstance(app, QGuiApplication):
-            app.focusWindowChanged.disconnect(self._on_app_focus_window_changed)
+            with contextlib.suppress(RuntimeError, TypeError):  # a second close: not connected
+                app.focusWindowChanged.disconnect(self._on_app_focus_window_changed)
 
     def configure(self, settings: Settings) -> None:
         self.stalls.after_s = settings.notify_stall_minutes * 60
