@@ -46,6 +46,13 @@ def _fast_demo(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_desktop_bus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test notifies the developer's own desktop: a test that wants a session bus starts
+    one of its own (tests/dbushelpers.py ``session_bus``)."""
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _own_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chats work in a folder of the test's own (the default folder is the current one): a turn
     in a git folder is snapshotted into its refs, and the project's repository is not ours."""

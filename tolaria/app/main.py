@@ -33,6 +33,7 @@ from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
 from tolaria.qt.export_control import ChatExport
 from tolaria.qt.fanout import FanOutController
+from tolaria.qt.notify.control import NotificationController
 from tolaria.qt.pages import PageLoader
 from tolaria.qt.session_import import SessionImport
 from tolaria.qt.settings_controller import SettingsController
@@ -104,6 +105,11 @@ class Tolaria:
         if broken_file is not None:
             self.window.offer_to_open(broken_file)
         self.window.attach(self.bridge)
+        self.notifications = NotificationController(
+            self.bridge, self.store, self.controller, self.tasks, self.settings,
+            window=self.window, icon=theme.app_icon(), in_view=self._in_view,
+            current_chat=self.window.current_conversation_id,
+            open_chat=self._open_from_notification)
         self.preferences = Preferences(self.window, self.controller, self.settings_controller,
                                        self.tasks)
         self.preferences.show_manifests()
@@ -145,12 +151,28 @@ class Tolaria:
         self.bridge.conversation_deleted.connect(self.worktrees.on_conversation_deleted)
         self.bridge.job_changed.connect(self._on_bridge_job_changed)
         w.closed.connect(self._on_window_closed)
+        self.notifications.pending_changed.connect(w.set_pending_questions)
+        self.settings_controller.settings_saved.connect(self.notifications.configure)
+        w.conversation_shown.connect(self.notifications.chat_shown)
 
     def _stream_details(self, stream_id: str) -> dict[str, object]:
         """What ``tolaria streams`` lists with a run of this window: its chat's title."""
         turn = self.store.turn_by_stream(stream_id)
         conversation = self.store.get_conversation(turn.conversation_id) if turn else None
         return {"chat": conversation.title} if conversation else {}
+
+    def _in_view(self, conversation_id: int) -> bool:
+        """The chat is the one shown in the active, not minimized window: no notification."""
+        w = self.window
+        return (w.current_conversation_id() == conversation_id and w.isActiveWindow()
+                and not w.isMinimized())
+
+    def _open_from_notification(self, conversation_id: int) -> None:
+        """The user clicked a notification: the chat comes forward (their own choice)."""
+        self.window.open_conversation(conversation_id)
+        self.window.showNormal()
+        self.window.raise_()
+        self.window.activateWindow()
 
     def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
         # The agent's default working folder (Preferences) wins for a new chat.
@@ -194,6 +216,7 @@ class Tolaria:
         elif self.preselect:
             self.controller.set_agent(latest.id, self.default_agent)
             self.controller.set_cwd(latest.id, self.default_cwd)
+        self.notifications.start()
         self.window.show()
         self.window.open_conversation(latest.id)
         self.tasks.spawn(self.preferences.detect_agents(), name="detect-agents")
@@ -223,6 +246,7 @@ class Tolaria:
         for view in self.window.fan_out_views.values():
             view.hide()
         try:
+            await self.notifications.aclose()
             await self.controller.shutdown()
         finally:
             if self._control_started:

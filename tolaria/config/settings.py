@@ -33,6 +33,7 @@ DEFAULT_NEW_CHAT = "Ctrl+N"
 DEFAULT_RESTART = "Ctrl+R"
 DEFAULT_PREFERENCES = "Ctrl+,"
 DEFAULT_WATCHDOG_S = 60.0
+DEFAULT_STALL_MIN = 5.0
 DEFAULT_GRACE_S = 2.0
 DEFAULT_RETRY_LIMIT_S = 60.0
 #: The two choices for sending a message; the other one inserts a newline.
@@ -65,8 +66,23 @@ class Settings:
     polite_window_ms: int | None = None
     #: Ask before quitting while runs are active.
     confirm_quit: bool = True
-    #: Notify when a chat that is not in view finishes.
+    #: Desktop notifications at all (``[behaviour] notify_background``): about chats not in
+    #: view; each kind has its own switch below (``[notifications]``, ADR 0030).
     notify_background: bool = True
+    #: A background chat finished (or was stopped) ...
+    notify_finished: bool = True
+    #: ... failed ...
+    notify_failed: bool = True
+    #: ... an agent asks permission (Allow / Deny from the notification) ...
+    notify_permission: bool = True
+    #: ... an agent asks the user a question ...
+    notify_question: bool = True
+    #: ... a run said nothing for ``notify_stall_minutes`` (Stop / Restart) ...
+    notify_stall: bool = True
+    #: ... and a limit stopped a run.
+    notify_limit: bool = True
+    #: Minutes without output before a run is notified as stalled.
+    notify_stall_minutes: float = DEFAULT_STALL_MIN
     #: How the stop engine talks to the system (``[behaviour] process_backend``): "auto" (linux
     #: where /proc is, portable elsewhere), "linux" or "portable" (docs/adr/0016);
     #: TOLARIA_PROCESS_BACKEND wins over it.
@@ -96,6 +112,12 @@ class Settings:
     limit_tokens: int = 0
     #: ... and tool calls.
     limit_tool_calls: int = 0
+
+    def notify_kinds(self) -> frozenset[str]:
+        """The kinds of notification switched on (tolaria/chats/notify/notices.py KINDS)."""
+        return frozenset(kind for kind in ("finished", "failed", "permission", "question",
+                                           "stall", "limit")
+                         if getattr(self, f"notify_{kind}"))
 
     def run_limits(self) -> RunLimits:
         """The ``[limits]`` defaults of each run."""
@@ -194,6 +216,14 @@ _KEYS = (
     _Key("polite_window_ms", "behaviour", "polite_window_ms", _window),
     _Key("confirm_quit", "behaviour", "confirm_quit", _flag),
     _Key("notify_background", "behaviour", "notify_background", _flag),
+    _Key("notify_finished", "notifications", "finished", _flag),
+    _Key("notify_failed", "notifications", "failed", _flag),
+    _Key("notify_permission", "notifications", "permission", _flag),
+    _Key("notify_question", "notifications", "question", _flag),
+    _Key("notify_stall", "notifications", "stall", _flag),
+    _Key("notify_limit", "notifications", "limit", _flag),
+    _Key("notify_stall_minutes", "notifications", "stall_minutes",
+         _number(0, 1440, "a positive number of minutes (at most 1440)", low_open=True), float),
     _Key("process_backend", "behaviour", "process_backend", _backend),
     _Key("retry_limit_seconds", "behaviour", "retry_limit_seconds",
          _number(0, math.inf, "a number of seconds (0 = never stop a retrying agent)"), float),
@@ -215,11 +245,11 @@ _KEYS = (
     _Key("limit_tool_calls", "limits", "max_tool_calls",
          _count(0, 10**9, "a whole number of tool calls (0 = no limit)")),
 )
-_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits")
+_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits", "notifications")
 #: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
 #: would otherwise be ignored without a word). ``agents``: tolaria/config/overrides.py.
-KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits", "agents",
-                "mcp")
+KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits",
+                "notifications", "agents", "mcp")
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from tolaria.config.settings import THEMES, Settings
 from tolaria.ui import theme
 from tolaria.ui.settings.limit_fields import LimitFields
+from tolaria.ui.settings.notify_fields import NotifyFields
 
 _FIELD_WIDTH = 140
 _THEME_LABELS = {"system": "System", "light": "Light", "dark": "Dark"}
@@ -98,9 +99,8 @@ class BehaviourPage(QWidget):
         self.confirm_quit.setObjectName("confirmQuit")
         self.confirm_quit.toggled.connect(self.changed)
         form.addRow("Quit", self.confirm_quit)
-        self.notify = QCheckBox("Notify me when a chat I am not looking at finishes", self)
-        self.notify.setObjectName("notifyBackground")
-        self.notify.toggled.connect(self.changed)
+        self.notify = NotifyFields(self)
+        self.notify.changed.connect(self.changed)
         form.addRow("Notifications", self.notify)
         self.theme = QComboBox(self)
         self.theme.setObjectName("themeChoice")
@@ -122,7 +122,7 @@ class BehaviourPage(QWidget):
 
     def _fields(self) -> tuple[QWidget, ...]:
         return (self.grace, self.polite, self.polite_own, self.watchdog, self.confirm_quit,
-                self.notify, self.theme)
+                *self.notify.widgets(), self.theme)
 
     def set_settings(self, settings: Settings) -> None:
         for widget in self._fields():
@@ -134,7 +134,7 @@ class BehaviourPage(QWidget):
         self.polite.setEnabled(not own)
         self.watchdog.setValue(settings.watchdog_seconds)
         self.confirm_quit.setChecked(settings.confirm_quit)
-        self.notify.setChecked(settings.notify_background)
+        self.notify.set_settings(settings)
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
         self.limits.set_limits(settings.run_limits())
         for widget in self._fields():
@@ -143,11 +143,11 @@ class BehaviourPage(QWidget):
     def apply(self, settings: Settings) -> Settings:
         limits = self.limits.limits()
         return replace(
-            settings, grace_seconds=float(self.grace.value()),
+            self.notify.apply(settings), grace_seconds=float(self.grace.value()),
             polite_window_ms=None if self.polite_own.isChecked() else int(self.polite.value()),
             watchdog_seconds=float(self.watchdog.value()),
             confirm_quit=self.confirm_quit.isChecked(),
-            notify_background=self.notify.isChecked(), theme=str(self.theme.currentData()),
+            theme=str(self.theme.currentData()),
             limit_time_seconds=float(limits.max_time_s or 0),
             limit_cost_usd=float(limits.max_cost_usd or 0),
             limit_tokens=int(limits.max_tokens or 0),

@@ -110,6 +110,8 @@ class MainWindow(WindowKeys):
     open_file_requested = Signal(object)
     #: The window was closed (after the user confirmed stopping the running turns).
     closed = Signal()
+    #: A chat is now the one shown (opened from the sidebar, a notification, a shortcut): id.
+    conversation_shown = Signal(int)
 
     def __init__(self, settings: Settings, problems: Sequence[str] = (), *,
                  default_agent: str = "demo", default_cwd: str | None = None,
@@ -117,6 +119,8 @@ class MainWindow(WindowKeys):
         super().__init__(parent)
         self.keys = keys or keymap.current()
         self.setObjectName("mainWindow")
+        #: Questions waiting for the user in every chat (the title shows them).
+        self._pending_questions = 0
         self.setWindowTitle("Tolaria")
         self.setWindowIcon(theme.app_icon())
         self.resize(1100, 720)
@@ -296,6 +300,17 @@ class MainWindow(WindowKeys):
         if pane is not None:
             pane.search_bar.open()
 
+    def set_pending_questions(self, count: int) -> None:
+        """Questions waiting for the user's answer, in every chat: "(2) …" before the title."""
+        self._pending_questions = count
+        current = self._conversations.get(self.current_conversation_id() or -1)
+        self._show_title(current.title if current is not None else "")
+
+    def _show_title(self, title: str) -> None:
+        count = self._pending_questions
+        text = f"{title} — Tolaria" if title else "Tolaria"
+        self.setWindowTitle(f"({count}) {text}" if count else text)
+
     # -- queries --------------------------------------------------------------------------------
     def current_conversation_id(self) -> int | None:
         pane = self.stack.current_pane()
@@ -374,8 +389,9 @@ class MainWindow(WindowKeys):
             if owner == conversation_id:  # e.g. a fan-out member still running
                 self.stack.adopt_run(stream_id, conversation_id)
         self.header.show_conversation(conversation)
-        self.setWindowTitle(f"{conversation.title} — Tolaria")
+        self._show_title(conversation.title)
         self._refresh_run_actions()
+        self.conversation_shown.emit(conversation_id)
 
     def _on_sidebar_activate_requested(self, conversation_id: int) -> None:
         pane = self.stack.pane(conversation_id)
@@ -410,7 +426,7 @@ class MainWindow(WindowKeys):
             self.open_conversation(conversation.id)
         elif conversation.id == self.current_conversation_id():
             self.header.show_conversation(conversation)
-            self.setWindowTitle(f"{conversation.title} — Tolaria")
+            self._show_title(conversation.title)
 
     def _on_bridge_conversation_deleted(self, conversation_id: int) -> None:
         self._conversations.pop(conversation_id, None)
