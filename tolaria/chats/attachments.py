@@ -8,6 +8,7 @@ then on the copy is what is sent, so a file deleted or changed before Send chang
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable, Sequence
 
@@ -34,10 +35,11 @@ class AttachmentDesk:
                pending: Sequence[Attachment] = ()) -> Attachment:
         """The file at ``path`` checked and stored; AttachError with the one-line reason."""
         checked = check_file(path, self.limits)
-        used = sum(a.size for a in {a.sha256: a for a in pending}.values())
+        sizes = {a.sha256: a.size for a in pending}
         if self.store is not None and conversation_id is not None:
-            used += self.store.chat_attachment_bytes(conversation_id)
-        if used + len(checked.data) > self.limits.max_chat:
+            sizes.update(self.store.chat_attachment_sizes(conversation_id))
+        sha = hashlib.sha256(checked.data).hexdigest()
+        if sha not in sizes and sum(sizes.values()) + len(checked.data) > self.limits.max_chat:
             raise AttachError(f"{checked.name} ({human_size(len(checked.data))}) would take this "
                               f"chat over its {human_size(self.limits.max_chat)} of attachments "
                               "(Preferences → Attachments)")

@@ -47,12 +47,16 @@ class AttachmentLog(StorePart):
                 found.setdefault(turn_id, []).append(Attachment(*rest))
         return found
 
+    def chat_attachment_sizes(self, conversation_id: int) -> dict[str, int]:
+        """The chat's attachments' sizes by SHA-256 (each content once: the per-chat cap)."""
+        rows = self._query("SELECT DISTINCT a.sha256, a.size FROM attachments a"
+                           " JOIN turns t ON t.id = a.turn_id WHERE t.conversation_id = ?",
+                           conversation_id)
+        return {sha: int(size) for sha, size in rows}
+
     def chat_attachment_bytes(self, conversation_id: int) -> int:
-        """Bytes the chat's attachments hold, each content counted once (the per-chat cap)."""
-        rows = self._query("SELECT COALESCE(SUM(size), 0) FROM (SELECT DISTINCT a.sha256, a.size"
-                           " FROM attachments a JOIN turns t ON t.id = a.turn_id"
-                           " WHERE t.conversation_id = ?)", conversation_id)
-        return int(rows[0][0])
+        """Bytes the chat's attachments hold, each content counted once."""
+        return sum(self.chat_attachment_sizes(conversation_id).values())
 
     def referenced_attachments(self) -> set[str]:
         """The SHA-256s some turn still refers to (the blob store keeps those)."""
