@@ -71,10 +71,9 @@ def test_a_fifo_is_refused_at_once_even_with_a_writer_waiting(tmp_path: Path) ->
     assert time.monotonic() - started < 1.0
 
 
-def test_a_fifo_swapped_in_after_the_stat_is_refused_without_blocking(tmp_path: Path) -> None:
+def test_a_fifo_swapped_in_after_the_stat_is_refused_without_blocking(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The race: a regular file at stat time, a FIFO at open time (opened non-blocking)."""
-    from tolaria.core.attachments import check
-
     target = tmp_path / "swap.txt"
     target.write_text("x")
     real_stat = os.stat
@@ -85,22 +84,20 @@ def test_a_fifo_swapped_in_after_the_stat_is_refused_without_blocking(tmp_path: 
         os.mkfifo(target)
         return result
 
-    check.os.stat = swapping_stat  # type: ignore[assignment]
-    try:
-        done = threading.Event()
-        errors: list[str] = []
+    monkeypatch.setattr(os, "stat", swapping_stat)
+    done = threading.Event()
+    errors: list[str] = []
 
-        def attempt() -> None:
-            try:
-                check_file(str(target), LIMITS)
-            except AttachError as exc:
-                errors.append(str(exc))
-            done.set()
+    def attempt() -> None:
+        try:
+            check_file(str(target), LIMITS)
+        except AttachError as exc:
+            errors.append(str(exc))
+        done.set()
 
-        threading.Thread(target=attempt, daemon=True).start()
-        assert done.wait(5), "attaching a FIFO hung"
-    finally:
-        check.os.stat = real_stat  # type: ignore[assignment]
+    threading.Thread(target=attempt, daemon=True).start()
+    assert done.wait(5), "attaching a FIFO hung"
+    monkeypatch.undo()
     assert errors and "FIFO" in errors[0]
 
 
@@ -122,12 +119,11 @@ def test_paths_with_a_newline_or_nul_are_refused_by_name(tmp_path: Path) -> None
         check_file(str(tmp_path / "gone.png"), LIMITS)
 
 
-def test_a_file_that_grows_past_the_cap_while_read_is_refused(tmp_path: Path) -> None:
+def test_a_file_that_grows_past_the_cap_while_read_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     small = AttachLimits(max_file=1000, max_chat=10_000)
     grow = tmp_path / "grow.txt"
     grow.write_text("a" * 900)
-    from tolaria.core.attachments import check
-
     real_fstat = os.fstat
 
     def growing_fstat(fd: int) -> os.stat_result:
@@ -135,9 +131,6 @@ def test_a_file_that_grows_past_the_cap_while_read_is_refused(tmp_path: Path) ->
             fh.write("b" * 5000)
         return real_fstat(fd)
 
-    check.os.fstat = growing_fstat  # type: ignore[assignment]
-    try:
-        with pytest.raises(AttachError, match="per file"):
-            check_file(str(grow), small)
-    finally:
-        check.os.fstat = real_fstat  # type: ignore[assignment]
+    monkeypatch.setattr(os, "fstat", growing_fstat)
+    with pytest.raises(AttachError, match="per file"):
+        check_file(str(grow), small)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import stat
 import sys
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -22,9 +23,9 @@ from tolaria.core.store.schema import MIGRATIONS
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
+def store(tmp_path: Path) -> Iterator[Store]:
     s = Store(tmp_path / "data" / "tolaria.db")
-    yield s  # type: ignore[misc]
+    yield s
     s.close()
 
 

@@ -30,7 +30,7 @@ from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 FAKE_ACP = Path(__file__).resolve().parents[3] / "fakes" / "fake_acp_agent.py"
 
 
-async def _turn(tmp: Path, caps: dict[str, bool]) -> tuple[str, Collector, list[dict[str, Any]]]:
+async def _turn(tmp: Path, caps: dict[str, bool]) -> tuple[str, Collector, list[Any]]:
     log = tmp / "log"
     log.mkdir()
     manifest = parse_manifest({"id": "fake-acp", "name": "Fake ACP", "protocol": "acp",
