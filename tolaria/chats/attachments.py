@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.attachments.blobs import BlobStore
-from tolaria.core.attachments.check import check_file
+from tolaria.core.attachments.check import Checked, check_bytes, check_file
 from tolaria.core.attachments.forms import refusal
 from tolaria.core.attachments.model import AttachError, AttachLimits, Attachment, human_size
 from tolaria.core.store.db import Store
@@ -34,7 +34,15 @@ class AttachmentDesk:
     def attach(self, path: str, conversation_id: int | None = None,
                pending: Sequence[Attachment] = ()) -> Attachment:
         """The file at ``path`` checked and stored; AttachError with the one-line reason."""
-        checked = check_file(path, self.limits)
+        return self._store(check_file(path, self.limits), conversation_id, pending)
+
+    def attach_bytes(self, name: str, data: bytes, conversation_id: int | None = None,
+                     pending: Sequence[Attachment] = ()) -> Attachment:
+        """Bytes without a file (a pasted image) checked and stored like a file."""
+        return self._store(check_bytes(name, data, self.limits), conversation_id, pending)
+
+    def _store(self, checked: Checked, conversation_id: int | None,
+               pending: Sequence[Attachment]) -> Attachment:
         sizes = {a.sha256: a.size for a in pending}
         if self.store is not None and conversation_id is not None:
             sizes.update(self.store.chat_attachment_sizes(conversation_id))

@@ -84,7 +84,12 @@ def check_file(path: str, limits: AttachLimits) -> Checked:
     if not stat.S_ISREG(info.st_mode):
         raise AttachError(f"{path} is {_kind_word(info.st_mode)}")
     _check_size(name, info.st_size, limits)
-    data = _read_capped(path, name, limits)
+    return check_bytes(name, _read_capped(path, name, limits), limits)
+
+
+def check_bytes(name: str, data: bytes, limits: AttachLimits) -> Checked:
+    """Bytes that came without a file (a pasted image), classified like a file's."""
+    _check_size(name, len(data), limits)
     mime = sniff_image(data[:16])
     if mime is not None:
         return Checked(name, data, mime, IMAGE)
@@ -126,4 +131,4 @@ def _read_capped(path: str, name: str, limits: AttachLimits) -> bytes:
         os.close(fd)
 
 
-__all__ = ["BINARY", "IMAGE", "TEXT", "Checked", "check_file", "path_problem"]
+__all__ = ["BINARY", "IMAGE", "TEXT", "Checked", "check_bytes", "check_file", "path_problem"]
