@@ -93,8 +93,9 @@ class AttachControl:
                   pending: Sequence[Attachment]) -> AttachSettled:
         try:
             attachment = self.desk.attach(path, conversation_id, pending)
-        except AttachError as exc:
-            return AttachSettled(key, problem=str(exc))
+        except AttachError as exc:  # the chip names the file: no folder in its line
+            name = path.rstrip("/").rsplit("/", 1)[-1] or path
+            return AttachSettled(key, problem=str(exc).replace(path, name, 1))
         return self._settled(key, attachment)
 
     def _one_image(self, conversation_id: int, key: str, image: QImage,

@@ -77,9 +77,10 @@ class AttachmentChip(QFrame):
         self.restyle()
 
     def _elide(self) -> None:
-        for label, text in ((self.title, self.name), (self.detail, self.detail.text())):
-            metrics = label.fontMetrics()
-            label.setText(metrics.elidedText(text, Qt.TextElideMode.ElideMiddle, 220))
+        detail = self.problem if self.state == REFUSED else self.detail.text()
+        for label, text, mode in ((self.title, self.name, Qt.TextElideMode.ElideMiddle),
+                                  (self.detail, detail, Qt.TextElideMode.ElideRight)):
+            label.setText(label.fontMetrics().elidedText(text, mode, 220))
 
     def restyle(self) -> None:
         border = theme.error_colors()[1] if self.state == REFUSED else theme.border()
@@ -89,7 +90,11 @@ class AttachmentChip(QFrame):
         muted = theme.error_colors()[2] if self.state == REFUSED else theme.muted_text()
         self.detail.setStyleSheet(f"color: {theme.css(muted)}; font-size: 11px;")
         if self.thumb.pixmap().isNull():
-            glyph = "⚠" if self.state == REFUSED else "…" if self.state == CHECKING else "📄"
+            # Plain letters, not emoji: every font has them (the file's extension, or a mark).
+            suffix = self.name.rpartition(".")[2][:4].upper() if "." in self.name else "FILE"
+            glyph = "!" if self.state == REFUSED else "…" if self.state == CHECKING else suffix
             self.thumb.setText(glyph)
+            color = theme.error_colors()[2] if self.state == REFUSED else theme.muted_text()
             self.thumb.setStyleSheet(f"background: {theme.css(theme.code_background())};"
-                                     " border-radius: 6px; font-size: 18px;")
+                                     f" color: {theme.css(color)}; border-radius: 6px;"
+                                     " font-size: 11px; font-weight: 600;")

@@ -19,6 +19,7 @@ from PySide6.QtGui import (
     QImage,
     QKeyEvent,
     QKeySequence,
+    QResizeEvent,
 )
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -57,7 +58,6 @@ class AttachmentTray(QScrollArea):
         self._row.setContentsMargins(12, 4, 12, 4)
         self._row.setSpacing(6)
         self.notice = QLabel(inner)
-        self.notice.setWordWrap(True)
         self.notice.hide()
         self._row.addWidget(self.notice)
         self._row.addStretch(1)
@@ -65,12 +65,13 @@ class AttachmentTray(QScrollArea):
         self.chips: dict[str, AttachmentChip] = {}
         #: The Attach… button, placed by the pane next to the composer.
         self.button = QToolButton(parent)
-        self.button.setText("📎")
+        self.button.setText("Attach")
+        self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.button.setToolTip("Attach files or images (or paste / drop them on the message)")
         self.button.setAccessibleName("Attach files")
         self.button.clicked.connect(self.open_picker)
         self._dialog: QFileDialog | None = None
-        self.setFixedHeight(58)
+        self._fit()
         self.hide()
 
     # -- input ---------------------------------------------------------------------------------
@@ -155,15 +156,32 @@ class AttachmentTray(QScrollArea):
         chip = AttachmentChip(key, name, self.widget())
         chip.remove_requested.connect(self._remove)
         self.chips[key] = chip
-        self._row.insertWidget(self._row.count() - 2, chip)
+        self._row.insertWidget(self._row.count() - 1, chip)  # after the notice
         self.show()
+        self._fit()
         return key
+
+    def _fit(self) -> None:
+        """As tall as a chip, plus the scroll bar when the chips are wider than the pane."""
+        inner = self.widget().sizeHint()
+        bar = self.horizontalScrollBar().sizeHint().height()
+        wide = sum(c.sizeHint().width() + 6 for c in self.chips.values()) + 24 > self.width()
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded if wide
+                                          else Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setFixedHeight(inner.height() + (bar if wide else 0))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit()
 
     def _remove(self, key: str) -> None:
         chip = self.chips.pop(key, None)
         if chip is not None:
+            chip.hide()
+            self._row.removeWidget(chip)
             chip.deleteLater()
         self.setVisible(bool(self.chips) or self.notice.isVisible())
+        self._fit()
 
     def _say(self, text: str) -> None:
         self.notice.setText(text)
