@@ -67,7 +67,7 @@ def test_paste_drop_chips_and_send(start_app: Start, qtbot: QtBot, tmp_path: Pat
         many.append(tmp_path / f"f{i}.txt")
         many[-1].write_text(str(i))
     _drop(pane.composer, many)
-    assert "13 more files not attached: at most 20 per message" == tray.notice.text()
+    assert tray.notice.text() == "13 more files not attached: at most 20 per message"
     qtbot.waitUntil(lambda: all(c.state != "checking" for c in tray.chips.values()),
                     timeout=20_000)
     for chip in [c for c in tray.chips.values() if c.name.startswith("f")]:
@@ -93,6 +93,7 @@ def test_paste_drop_chips_and_send(start_app: Start, qtbot: QtBot, tmp_path: Pat
     drv.button("sendButton").click()
     qtbot.waitUntil(lambda: pane.running_stream is not None, timeout=5_000)
     stream = pane.running_stream
+    assert stream is not None
     drv.wait_finished()
     turn = drv.app.store.turn_by_stream(stream)
     assert turn is not None

@@ -163,7 +163,10 @@ class AttachmentTray(QScrollArea):
 
     def _fit(self) -> None:
         """As tall as a chip, plus the scroll bar when the chips are wider than the pane."""
-        inner = self.widget().sizeHint()
+        widget = self.widget()
+        if widget is None:
+            return
+        inner = widget.sizeHint()
         bar = self.horizontalScrollBar().sizeHint().height()
         wide = sum(c.sizeHint().width() + 6 for c in self.chips.values()) + 24 > self.width()
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded if wide
