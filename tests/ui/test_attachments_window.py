@@ -50,7 +50,7 @@ def test_paste_drop_chips_and_send(start_app: Start, qtbot: QtBot, tmp_path: Pat
     qtbot.waitUntil(lambda: [c.state for c in tray.chips.values()] == [READY], timeout=10_000)
     (pasted,) = tray.chips.values()
     assert pasted.attachment is not None and pasted.attachment.mime == "image/png"
-    assert not pasted.thumb.pixmap().isNull()
+    qtbot.waitUntil(lambda: not pasted.thumb.pixmap().isNull(), timeout=10_000)
     assert pane.composer.toPlainText() == ""  # the image did not go into the text
     # A dropped text file and a dropped FIFO.
     (tmp_path / "notes.txt").write_text("remember the milk\n")

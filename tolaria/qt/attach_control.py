@@ -7,6 +7,7 @@ window, and a FIFO or ``/dev/zero`` is refused at once without blocking anything
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -78,16 +79,24 @@ class AttachControl:
     async def _run(self, conversation_id: int, intent: AttachIntent) -> None:
         pending = list(intent.pending)
         if intent.image is not None:
-            settled = await asyncio.to_thread(self._one_image, conversation_id, intent.keys[0],
-                                               intent.image, pending)
+            jobs = [(intent.keys[0], lambda: self._one_image(conversation_id, intent.keys[0],
+                                                             intent.image, pending))]
+        else:
+            jobs = [(key, lambda key=key, path=path: self._one_file(  # type: ignore[misc]
+                conversation_id, key, path, pending))
+                for key, path in zip(intent.keys, intent.paths, strict=True)]
+        for _key, job in jobs:
+            settled = await asyncio.to_thread(job)
+            # The chip is ready as soon as the copy is stored; its thumbnail follows (decoding
+            # a 20 MB PNG takes longer than storing it: bench/attach_image.py).
             self.bridge.attachment_settled.emit(conversation_id, settled)
-            return
-        for key, path in zip(intent.keys, intent.paths, strict=True):
-            settled = await asyncio.to_thread(self._one_file, conversation_id, key, path,
-                                               pending)
             if settled.attachment is not None:
                 pending.append(settled.attachment)
-            self.bridge.attachment_settled.emit(conversation_id, settled)
+                if settled.attachment.is_image:
+                    path = str(self.desk.blobs.path(settled.attachment.sha256))
+                    thumb = await asyncio.to_thread(thumbnail_of, path)
+                    self.bridge.attachment_settled.emit(conversation_id, dataclasses.replace(
+                        settled, thumbnail=thumb))
 
     def _one_file(self, conversation_id: int, key: str, path: str,
                   pending: Sequence[Attachment]) -> AttachSettled:
@@ -96,7 +105,7 @@ class AttachControl:
         except AttachError as exc:  # the chip names the file: no folder in its line
             name = path.rstrip("/").rsplit("/", 1)[-1] or path
             return AttachSettled(key, problem=str(exc).replace(path, name, 1))
-        return self._settled(key, attachment)
+        return AttachSettled(key, attachment)
 
     def _one_image(self, conversation_id: int, key: str, image: QImage,
                    pending: Sequence[Attachment]) -> AttachSettled:
@@ -105,9 +114,4 @@ class AttachControl:
                                                 conversation_id, pending)
         except AttachError as exc:
             return AttachSettled(key, problem=str(exc))
-        return self._settled(key, attachment)
-
-    def _settled(self, key: str, attachment: Attachment) -> AttachSettled:
-        thumb = (thumbnail_of(str(self.desk.blobs.path(attachment.sha256)))
-                 if attachment.is_image else None)
-        return AttachSettled(key, attachment, thumb)
+        return AttachSettled(key, attachment)

@@ -83,7 +83,7 @@ EXTENSION = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif",
              "image/webp": ".webp"}
 
 
-def sniff_image(head: bytes) -> str | None:
+def sniff_image(head: bytes | bytearray) -> str | None:
     """The image type the bytes say (never the name), or None."""
     for magic, mime in _IMAGE_MAGIC:
         if head.startswith(magic):
@@ -93,7 +93,7 @@ def sniff_image(head: bytes) -> str | None:
     return None
 
 
-def sniff_text(data: bytes) -> bool:
+def sniff_text(data: bytes | bytearray) -> bool:
     """Whether ``data`` reads as UTF-8 text (what an agent can take inline)."""
     if b"\0" in data[:65536]:
         return False
