@@ -14,12 +14,13 @@ from attachfiles import write_png
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent, QGuiApplication, QImage
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QToolButton
+from PySide6.QtWidgets import QApplication, QLabel, QToolButton
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, save_shot
 
 from tolaria.ui import theme
 from tolaria.ui.composer.attachment_chip import READY, REFUSED
+from tolaria.ui.transcript.cards.attachment_card import AttachmentCard
 
 Start = Callable[..., AppDriver]
 
@@ -99,6 +100,20 @@ def test_paste_drop_chips_and_send(start_app: Start, qtbot: QtBot, tmp_path: Pat
     assert turn is not None
     assert [a.name for a in drv.app.store.attachments(turn.id)] == ["notes.txt"]
     assert not tray.chips and tray.isHidden()
+    # The transcript shows it (from the stored ``attached`` event), with Copy.
+    view = pane.transcript.turn(stream)
+    assert view is not None
+    (card,) = view.findChildren(AttachmentCard)
+    assert card.attached.name == "notes.txt" and "as a path to a private copy" in " ".join(
+        label.text() for label in card.findChildren(QLabel))
+    card.copy.click()
+    assert QGuiApplication.clipboard().text() == "remember the milk\n"
+    for name in ("light", "dark"):
+        theme.apply_theme(name)
+        pane.restyle()
+        card.restyle()
+        save_shot(pane, tmp_path, f"transcript-attachment-{name}.png")
+    theme.apply_theme("light")
 
 
 def test_the_attach_button_opens_a_file_picker(start_app: Start, qtbot: QtBot,

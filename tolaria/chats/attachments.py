@@ -50,7 +50,7 @@ class AttachmentDesk:
         if sha not in sizes and sum(sizes.values()) + len(checked.data) > self.limits.max_chat:
             raise AttachError(f"{checked.name} ({human_size(len(checked.data))}) would take this "
                               f"chat over its {human_size(self.limits.max_chat)} of attachments "
-                              "(Preferences → Attachments)")
+                              "(settings.toml [attachments])")
         return self.blobs.put(checked)
 
     def missing(self, attachments: Iterable[Attachment]) -> str | None:

@@ -105,7 +105,7 @@ def check_bytes(name: str, data: bytes | bytearray, limits: AttachLimits) -> Che
 def _check_size(name: str, size: int, limits: AttachLimits) -> None:
     if size > limits.max_file:
         raise AttachError(f"{name} is {human_size(size)}; the limit is "
-                          f"{human_size(limits.max_file)} per file (Preferences → Attachments)")
+                          f"{human_size(limits.max_file)} per file (settings.toml [attachments])")
 
 
 def _read_capped(path: str, name: str, limits: AttachLimits) -> bytearray:
