@@ -99,3 +99,31 @@ async def test_a_text_file_reaches_the_model(agent: str, model_server: FakeModel
         assert "notes.txt" in sent and "private copies" in sent, sent[:2000]
     else:
         assert "TOLARIA-ATTACHED-CONTENT-7361" in sent, f"{agent}: {sent[:2000]}"
+
+
+def test_tolaria_run_attach_with_real_claude(model_server: FakeModelServer,
+                                             tmp_path: Path) -> None:
+    """``tolaria run --attach`` (the command line, a real process) with the real Claude Code:
+    the image's bytes reach the model, and ``--json`` says how it went."""
+    import subprocess
+    import sys
+
+    from helpers import cli_env
+
+    cli = installed_cli("claude")
+    env = {**cli_env(tmp_path / "tolaria-home"),
+           **run_env(cli, tmp_path / "home", model_server.url)}
+    work = tmp_path / "work"
+    work.mkdir()
+    data = write_png(tmp_path / "bug.png", width=20, height=10)
+    before = len(model_server.seen)
+    done = subprocess.run([sys.executable, "-m", "tolaria", "run", "--json", "--agent", "claude",
+                           "--attach", str(tmp_path / "bug.png"), "E2E-TEXT: what is this?"],
+                          env=env, cwd=work, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    (said,) = [e for e in events if e["kind"] == "attached"]
+    assert said["form"] == "claude-blocks" and said["how"] == "as an image block"
+    images = [img for s in model_server.seen[before:] for img in images_in(s.body)]
+    assert data in images
