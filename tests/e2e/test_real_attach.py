@@ -17,7 +17,7 @@ from e2e.fake_model import FakeModelServer, images_in
 from helpers import Collector, async_test, marker_pids
 
 from tolaria.chats.attachments import AttachmentDesk
-from tolaria.core.events import Attached, Done
+from tolaria.core.events import Attached, Done, Error
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.runner import RunRequest, stream_ai_agent
@@ -27,6 +27,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 #: What each CLI is told so that it believes its model can see (Qwen decides by the model's
 #: name; opencode by its config).
 _VISION_MODEL = "qwen-vl-max"
+
+
+#: ACP adapters -> the pinned CLI that provides each.
+_ACP_CLIS = {"claude-acp": "claude-acp", "gemini-acp": "gemini", "qwen-acp": "qwen",
+             "opencode-acp": "opencode"}
 
 
 def _vision_env(agent: str, env: dict[str, str], home: Path) -> dict[str, str]:
@@ -44,8 +49,11 @@ def _vision_env(agent: str, env: dict[str, str], home: Path) -> dict[str, str]:
 async def _run(agent: str, server: FakeModelServer, tmp: Path, files: list[Path],
                prompt: str = "E2E-TEXT: what is in the attachment?"
                ) -> tuple[Done, Collector, list[dict[str, object]]]:
-    cli = installed_cli(agent)
-    env = _vision_env(agent, run_env(cli, tmp / "home", server.url), tmp / "home")
+    cli = installed_cli(_ACP_CLIS.get(agent, agent))
+    if agent == "claude-acp":
+        installed_cli("claude")
+    env = _vision_env(agent.removesuffix("-acp"), run_env(cli, tmp / "home", server.url),
+                      tmp / "home")
     cwd = tmp / "work"
     cwd.mkdir()
     desk = AttachmentDesk(None)
@@ -127,3 +135,29 @@ def test_tolaria_run_attach_with_real_claude(model_server: FakeModelServer,
     assert said["form"] == "claude-blocks" and said["how"] == "as an image block"
     images = [img for s in model_server.seen[before:] for img in images_in(s.body)]
     assert data in images
+
+
+@pytest.mark.parametrize("agent", sorted(_ACP_CLIS))
+@async_test
+async def test_an_image_reaches_the_model_through_a_real_acp_agent(
+        agent: str, model_server: FakeModelServer, tmp_path: Path) -> None:
+    """ACP agents get an ``image`` block when their ``promptCapabilities`` say ``image``; one
+    that does not is refused with one line naming it and the file, before the prompt."""
+    data = write_png(tmp_path / "shot.png", width=12, height=12)
+    done, events, bodies = await _run(agent, model_server, tmp_path, [tmp_path / "shot.png"])
+    errors = [e.message for e in events.events if isinstance(e, Error)]
+    if agent == "qwen-acp":  # its manifest refuses images: Qwen's ACP mode drops them
+        assert done.stop_reason == "error" and errors == [
+            "Qwen Code (ACP) cannot take images: shot.png was not sent (pick an agent that can "
+            "see images, or remove it)"], _explain(events)
+        assert bodies == []  # never started
+        return
+    if done.stop_reason == "error" and errors and "cannot take images" in errors[0]:
+        assert bodies == [] or not any(images_in(b) for b in bodies), errors
+        assert "shot.png was not sent" in errors[0]
+        print(f"{agent}: refused by its promptCapabilities")
+        return
+    assert done.stop_reason == "end_turn", _explain(events)
+    images = [img for body in bodies for img in images_in(body)]
+    assert data in images, f"{agent}: the image's bytes did not reach the model"
+    print(f"{agent}: the image's bytes reached the model")
