@@ -44,6 +44,10 @@ def prepare(request: RunRequest, stream_id: str, emit: EventCallback,
     except AttachError as exc:
         blobs.unstage(stream_id)
         return str(exc)
+    except OSError as exc:  # the run's private folder could not be made (a full disk...)
+        blobs.unstage(stream_id)
+        return f"the attachments could not be prepared for {manifest.name}: " \
+               f"{exc.strerror or exc}"
     for attachment, form, _path in delivery.sent:
         emit(Attached(stream_id, name=attachment.name, size=attachment.size,
                       mime=attachment.mime, sha256=attachment.sha256, form=form,
