@@ -323,7 +323,8 @@ def test_an_unknown_table_is_named() -> None:
     settings, problems = load_settings()
     assert settings == Settings()
     assert problems == [f"{path}:1: shortcut: unknown table, ignored (known: shortcuts, "
-                        "behaviour, appearance, checkpoints, limits, notifications, agents, mcp)"]
+                        "behaviour, appearance, checkpoints, limits, notifications, agents, mcp, "
+                        "attachments)"]
 
 
 def test_the_theme_is_read_checked_and_saved() -> None:
@@ -340,3 +341,13 @@ def test_the_theme_is_read_checked_and_saved() -> None:
     save_settings(replace(Settings(), theme="light"))
     assert path.read_text().startswith("# mine") and 'theme = "light"' in path.read_text()
     assert load_settings()[0].theme == "light"
+
+
+def test_attachment_caps_are_read_and_checked() -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[attachments]\nmax_file_mb = 5\nmax_chat_mb = 0\n")
+    settings, problems = load_settings()
+    assert settings.attach_limits().max_file == 5 * 1024 * 1024
+    assert settings.attach_max_chat_mb == Settings().attach_max_chat_mb  # 0: refused
+    assert len(problems) == 1 and "attachments.max_chat_mb: must be a number of MB (more than 0)" in problems[0]

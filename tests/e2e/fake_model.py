@@ -498,3 +498,35 @@ def _pieces(text: str, n: int = 3) -> list[str]:
     size = max(1, -(-len(text) // n))
     return [text[i:i + size] for i in range(0, len(text), size)]
 
+
+
+def images_in(body: Any) -> list[bytes]:
+    """Every image a model request carries, decoded, whatever the wire API: Anthropic ``image``
+    blocks (``source.data``), Responses ``input_image`` and Chat ``image_url`` data URLs, Gemini
+    ``inlineData``. So a test asserts that an attachment's very bytes reached the model."""
+    import base64
+
+    found: list[bytes] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            source = node.get("source")
+            if node.get("type") == "image" and isinstance(source, dict) and "data" in source:
+                found.append(base64.b64decode(source["data"]))
+            inline = node.get("inlineData") or node.get("inline_data")
+            if isinstance(inline, dict) and str(inline.get("mimeType", "")).startswith("image/"):
+                found.append(base64.b64decode(inline.get("data", "")))
+            for key in ("image_url", "url"):
+                url = node.get(key)
+                if isinstance(url, dict):
+                    url = url.get("url")
+                if isinstance(url, str) and url.startswith("data:image/") and ";base64," in url:
+                    found.append(base64.b64decode(url.split(";base64,", 1)[1]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(body)
+    return found

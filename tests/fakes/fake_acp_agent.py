@@ -18,6 +18,8 @@ In any mode a prompt containing ``DEAF`` runs the sleep and never answers ``sess
 (the agent stays alive for more turns). Supports ``session/load`` (replays one old exchange).
 Writes the sleep's pid to ``FAKE_PIDFILE`` (written then renamed) when set; with ``FAKE_LOG``
 set, appends ``{"pid", "method"}`` of every request it gets to ``$FAKE_LOG/acp.jsonl``.
+``FAKE_ACP_PROMPT_CAPS`` (JSON, e.g. ``{"image": true}``) is advertised as its
+``promptCapabilities``; the log then also holds each ``session/prompt``'s blocks.
 Its ``usage_update`` cost is the session's running total in this process, as ACP says (0.5 per
 prompt answered). ``FAKE_NULL_USAGE=1`` adds a ``usage_update`` with ``"used": null`` (as claude-agent-acp sends)
 before the normal one.
@@ -157,7 +159,10 @@ def handle(message: dict[str, Any]) -> None:
     log_dir = os.environ.get("FAKE_LOG")
     if log_dir and method is not None:
         with open(os.path.join(log_dir, "acp.jsonl"), "a") as fh:
-            fh.write(json.dumps({"pid": os.getpid(), "method": method}) + "\n")
+            record = {"pid": os.getpid(), "method": method}
+            if method == "session/prompt":  # what the client sent (attachments' blocks too)
+                record["prompt"] = params.get("prompt")
+            fh.write(json.dumps(record) + "\n")
     if method is None:  # an answer to one of our requests
         with _answered:
             _answers[rid] = message
@@ -173,7 +178,7 @@ def handle(message: dict[str, Any]) -> None:
                 sys.stderr.write("x" * 1023 + "\n")
             sys.stderr.flush()
         send({"id": rid, "result": {"protocolVersion": 1,
-                                    "agentCapabilities": {"loadSession": True},
+                                    "agentCapabilities": {"loadSession": True, **_prompt_caps()},
                                     "agentInfo": {"name": "fake-acp", "version": "1"},
                                     "authMethods": []}})
     elif method == "session/new":
@@ -190,6 +195,12 @@ def handle(message: dict[str, Any]) -> None:
         _cancelled.set()
     elif rid is not None:
         send({"id": rid, "error": {"code": -32601, "message": f"method not found: {method}"}})
+
+
+def _prompt_caps() -> dict[str, Any]:
+    """``FAKE_ACP_PROMPT_CAPS``: the ``promptCapabilities`` to advertise (JSON), none if unset."""
+    caps = os.environ.get("FAKE_ACP_PROMPT_CAPS")
+    return {"promptCapabilities": json.loads(caps)} if caps else {}
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QApplication
 from tolaria import __version__
 from tolaria.app.prefs import Preferences
 from tolaria.chats import usage
+from tolaria.chats.attachments import AttachmentDesk
 from tolaria.config.settings import load_settings, settings_path
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.limits import RunLimits
@@ -28,6 +29,7 @@ from tolaria.core.process.control import ControlServer
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.store.db import Store
 from tolaria.qt import loop
+from tolaria.qt.attach_control import AttachControl
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
@@ -99,6 +101,8 @@ class Tolaria:
                                             reload=self.controller.open_conversation)
         self.worktrees = WorktreeControl(self.bridge, self.store, self.tasks)
         self.chat_export = ChatExport(self.bridge, self.store, self.tasks)
+        self.attaching = AttachControl(self.bridge, AttachmentDesk(
+            self.store, limits=self.settings.attach_limits()), self.tasks)
         self.control = ControlServer(self.registry, details=self._stream_details)
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
@@ -127,6 +131,8 @@ class Tolaria:
         w.search_requested.connect(self.pages.search)
         w.retry_requested.connect(c.retry)
         w.send_requested.connect(c.send)
+        w.send_attached_requested.connect(c.send_attached)
+        w.attach_requested.connect(self.attaching.attach)
         w.stop_requested.connect(c.stop)
         w.stop_all_requested.connect(c.stop_all)
         w.queue_requested.connect(c.queue)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tolaria.core.attachments.model import Attachment
 from tolaria.core.store.db import Store
 from tolaria.core.store.queue import (
     PAUSED_AFTER_CRASH,
@@ -39,6 +40,9 @@ class Launch:
     resume_id: str | None
     agent: str
     cwd: str
+    #: The files sent with the prompt (stored copies; ADR 0028): a restart or Retry sends them
+    #: again.
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)

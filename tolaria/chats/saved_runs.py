@@ -104,7 +104,7 @@ class SavedRun:
                 conversation = self.store.update_conversation(conversation.id, agent=agent,
                                                               cwd=cwd)
         launch = self.engine.plan(conversation, request.prompt, manifest=request.manifest,
-                                  cwd=cwd)
+                                  cwd=cwd, attachments=request.attachments)
         self.conversation = self.store.get_conversation(conversation.id) or conversation
         self.turn = self.engine.record(launch, stream_id)
         self.stream_id = stream_id

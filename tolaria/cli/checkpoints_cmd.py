@@ -80,6 +80,7 @@ def _show(rows: list[RepoCheckpoints], as_json: bool) -> int:
 
 
 def cmd_delete_chat(chat_id: int, yes: bool) -> int:
+    from tolaria.chats.attachments import delete_chat
     from tolaria.chats.checkpoints import TurnCheckpoints
     from tolaria.cli.storeopen import open_store_or_say
     from tolaria.core.process import control
@@ -106,7 +107,7 @@ def cmd_delete_chat(chat_id: int, yes: bool) -> int:
         service = TurnCheckpoints(store)
         repos: set[Path] = service.repos(chat)
         removed = service.delete_chat_now(chat, repos)  # blocking: no event loop here
-        store.delete_conversation(chat_id)
+        delete_chat(store, chat_id)  # with its attachments' private copies
     finally:
         store.close()
     print(f"deleted chat {chat_id} and {removed} checkpoint refs")

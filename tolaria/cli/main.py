@@ -82,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--grace", type=float, default=None, metavar="SECONDS",
                      help="seconds between SIGTERM and SIGKILL when stopping (default: "
                           "grace_seconds in settings.toml [behaviour], else 2)")
+    run.add_argument("--attach", action="append", default=[], metavar="FILE",
+                     help="send this file (an image or any file) with the prompt, in the "
+                          "agent's own form; repeatable")
     run.add_argument("prompt", metavar="PROMPT", help="what to ask (one argument: quote it)")
     limits = run.add_argument_group(
         "limits", "stop the run (exit 130, the limit named in its done event) when it reaches "
@@ -362,8 +365,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | None) -> int:
     import asyncio
+    import dataclasses
 
     from tolaria.chats.run_config import prepare_run
+    from tolaria.cli.attach_opts import attach_files
     from tolaria.cli.tty import make_printer
     from tolaria.config.overrides import AgentSettingsError
     from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN
@@ -397,6 +402,12 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     for warning in prepared.warnings:
         print(f"tolaria: settings: {warning}", file=sys.stderr)
     request = prepared.request(args.prompt, cwd=args.run_cwd)
+    attached = attach_files(args.attach, manifest, saved.store if saved else None,
+                            saved.chat_id if saved else None)
+    if isinstance(attached, str):  # before anything is saved or started (ADR 0028)
+        print(f"tolaria: {attached}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    request = dataclasses.replace(request, attachments=attached)
     if saved is not None:  # the turn goes into the store first (history, resume, chat folder)
         try:
             request = saved.begin(request, stream_id, explicit_cwd=args.run_cwd)

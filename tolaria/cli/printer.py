@@ -28,8 +28,10 @@ from collections.abc import Callable
 from typing import IO
 
 from tolaria.cli.terminal import for_terminal, json_line, json_string, no_surrogates
+from tolaria.core.attachments.model import human_size
 from tolaria.core.events import (
     STOP_CANCELLED,
+    Attached,
     Diagnostic,
     Done,
     Error,
@@ -288,6 +290,9 @@ class PlainPrinter(Printer):
         elif isinstance(event, Diagnostic) and event.source in ("retry", "notice",
                                                                 WARNING_SOURCE):
             self._err_line(f"[{event.message}]")  # notice: an MCP server left out, a tool limit
+        elif isinstance(event, Attached):  # ADR 0028
+            note = f"; {event.note}" if event.note else ""
+            self._err_line(f"[attached {event.name} ({human_size(event.size)}) {event.how}{note}]")
         elif isinstance(event, Done):
             for _ in self.open_tools:
                 self._err_line(f"[tool {self.unfinished_status(event)}]")

@@ -15,6 +15,7 @@ from typing import Any
 import tomlkit
 
 from tolaria.config.overrides import save_overrides
+from tolaria.core.adapters.attach_spec import AttachSpec
 from tolaria.core.adapters.manifest import (
     OPENAI_CHAT,
     PROTOCOLS,
@@ -214,6 +215,15 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
         data["mcp"] = {"form": manifest.mcp.form, "transports": list(manifest.mcp.transports)}
         if manifest.mcp.settings_env:
             data["mcp"]["settings_env"] = manifest.mcp.settings_env
+    spec = manifest.attachments  # ADR 0028
+    if spec != AttachSpec():
+        table: dict[str, Any] = {"images": spec.images, "files": spec.files}
+        for key in ("image_args", "file_args", "include_args"):
+            if getattr(spec, key):
+                table[key] = list(getattr(spec, key))
+        if spec.note:
+            table["note"] = spec.note
+        data["attachments"] = table
     data["stop"] = {"polite": manifest.stop.polite,
                     "polite_window_ms": manifest.stop.polite_window_ms}
     return data

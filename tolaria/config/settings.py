@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tolaria.core.attachments.model import DEFAULT_MAX_CHAT, DEFAULT_MAX_FILE, MB, AttachLimits
 from tolaria.core.limits import RunLimits, positive_or_none
 from tolaria.support import paths, tomlfile
 from tolaria.support.tomlfile import SettingsFileError
@@ -112,6 +113,14 @@ class Settings:
     limit_tokens: int = 0
     #: ... and tool calls.
     limit_tool_calls: int = 0
+    #: Attachments (``[attachments]``, ADR 0028): MB one attached file may have ...
+    attach_max_file_mb: float = DEFAULT_MAX_FILE / MB
+    #: ... and MB all attachments of one chat may have together.
+    attach_max_chat_mb: float = DEFAULT_MAX_CHAT / MB
+
+    def attach_limits(self) -> AttachLimits:
+        """The ``[attachments]`` caps, in bytes."""
+        return AttachLimits(int(self.attach_max_file_mb * MB), int(self.attach_max_chat_mb * MB))
 
     def notify_kinds(self) -> frozenset[str]:
         """The kinds of notification switched on (tolaria/chats/notify/notices.py KINDS)."""
@@ -244,12 +253,17 @@ _KEYS = (
          _count(0, 10**12, "a whole number of tokens (0 = no token limit)")),
     _Key("limit_tool_calls", "limits", "max_tool_calls",
          _count(0, 10**9, "a whole number of tool calls (0 = no limit)")),
+    _Key("attach_max_file_mb", "attachments", "max_file_mb",
+         _number(0, 4096, "a number of MB from 0 to 4096", low_open=True), float),
+    _Key("attach_max_chat_mb", "attachments", "max_chat_mb",
+         _number(0, 1_000_000, "a number of MB (more than 0)", low_open=True), float),
 )
-_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits", "notifications")
+_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits", "notifications",
+           "attachments")
 #: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
 #: would otherwise be ignored without a word). ``agents``: tolaria/config/overrides.py.
 KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits",
-                "notifications", "agents", "mcp")
+                "notifications", "agents", "mcp", "attachments")
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 

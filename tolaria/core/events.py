@@ -182,6 +182,22 @@ class PermissionSettled(Event):
     outcome: str = ""
 
 
+@dataclass(frozen=True)
+class Attached(Event):
+    """A file of the turn went to the agent: ``form`` says how (tolaria/core/attachments/forms.py:
+    ``claude-blocks``, ``args``, ``at-path``, ``path``...), ``how`` in words; ``note``: what the
+    agent may still do with it (a CLI that sends images only for models it believes can see)."""
+
+    kind: ClassVar[str] = "attached"
+    name: str = ""
+    size: int = 0
+    mime: str = ""
+    sha256: str = ""
+    form: str = ""
+    how: str = ""
+    note: str = ""
+
+
 STOP_END_TURN = "end_turn"
 STOP_CANCELLED = "cancelled"
 STOP_ERROR = "error"
@@ -192,7 +208,7 @@ EventCallback = Callable[[Event], None]
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done,
-                ToolUpdate, PermissionAsked, PermissionSettled)
+                ToolUpdate, PermissionAsked, PermissionSettled, Attached)
 }
 
 

@@ -61,6 +61,9 @@ class Bridge(QObject):
     sessions_imported = Signal(object, str)
     #: File → Export… ended: the file written ("" when it failed), why it failed ("" if not).
     export_finished = Signal(str, str)
+    #: A file attached in a composer was checked and stored, or refused (ADR 0028):
+    #: conversation id, tolaria.qt.attach_control.AttachSettled.
+    attachment_settled = Signal(int, object)
     #: A chat's git worktree was made, removed or kept: conversation id, its path ("" when it
     #: has none now), a note for the user ("" for none).
     worktree_changed = Signal(int, str, str)

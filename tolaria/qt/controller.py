@@ -23,6 +23,7 @@ from tolaria.chats.review import TurnReview
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.core.adapters.manifest import AdapterSet
+from tolaria.core.attachments.model import Attachment
 from tolaria.core.limits import RunLimits
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs import discovery
@@ -118,6 +119,11 @@ class ChatController(CheckpointControl, QObject):
              budget: JobBudget | None = None) -> str | None:
         """Start a turn (``TurnEngine.send``); its stream id, or None when it did not start."""
         return self.engine.send(conversation_id, prompt, delivering=delivering, budget=budget)
+
+    def send_attached(self, conversation_id: int, prompt: str,
+                      attachments: Sequence[Attachment]) -> str | None:
+        """Start a turn with attachments (ADR 0028); None when it did not start (refused)."""
+        return self.engine.send(conversation_id, prompt, attachments=tuple(attachments))
 
     def stop(self, conversation_id: int) -> bool:
         """Stop the conversation's running turn (returns at once; ``run_finished`` follows)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tolaria.chats.attachments import delete_chat
 from tolaria.chats.engine.gate import StreamGate
 from tolaria.chats.engine.observer import PermissionDesk, TurnObserver
 from tolaria.chats.inflight import MessageQueues
@@ -113,5 +114,5 @@ class ConversationPart:
             self.queues.forget(conversation_id)
         if self.permissions is not None:
             self.permissions.forget(conversation_id)
-        self.db.delete_conversation(conversation_id)
+        delete_chat(self.db, conversation_id)  # with its attachments' private copies
         self.observer.conversation_deleted(conversation_id)

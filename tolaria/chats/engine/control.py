@@ -88,7 +88,8 @@ class ControlPart:
             return None
         self._mark(conversation_id, MARKER_TURN_RESTARTED, stream_id,
                    {"stream_id": stream_id, "for": "retry"})
-        new_stream = self.send(conversation_id, prompt)
+        # Retry and Edit-and-resend keep the turn's attachments (ADR 0028).
+        new_stream = self.send(conversation_id, prompt, attachments=self.db.attachments(old.id))
         if new_stream is not None:
             self.observer.turn_restarted(conversation_id, stream_id, new_stream)
         return new_stream

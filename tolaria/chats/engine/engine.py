@@ -33,6 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 
+from tolaria.chats.attachments import AttachmentDesk, agent_refusal
 from tolaria.chats.checkpoints import TurnCheckpoints, until_stopped
 from tolaria.chats.engine.chatting import ConversationPart
 from tolaria.chats.engine.control import ControlPart
@@ -45,6 +46,7 @@ from tolaria.chats.inflight import Launch, MessageQueues
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.core.adapters.manifest import AdapterSet, Manifest
+from tolaria.core.attachments.model import Attachment
 from tolaria.core.events import STOP_CANCELLED, STOP_ERROR, Done, Error, Event
 from tolaria.core.limits import RunLimits
 from tolaria.core.process.registry import ProcessRegistry, Run
@@ -150,12 +152,14 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
 
     # -- a turn -------------------------------------------------------------------------------
     def send(self, conversation_id: int, prompt: str, *, delivering: Sequence[int] = (),
-             budget: JobBudget | None = None) -> str | None:
+             budget: JobBudget | None = None,
+             attachments: Sequence[Attachment] = ()) -> str | None:
         """Start a turn; returns its stream id (None if the conversation is busy or gone, or
         this platform cannot stop a run as promised: Windows, ADR 0014). ``delivering``: the
         queued messages ``prompt`` is made of, delivered in the store transaction that records
         the turn (``Store.start_turn``). ``budget``: a fan-out job's, shared with its other
-        runs (limits.py)."""
+        runs (limits.py). ``attachments``: stored copies sent with the prompt (ADR 0028); an
+        image the agent cannot take is refused here, before anything is recorded."""
         if conversation_id in self._running or conversation_id in self._deleting:
             return None
         refusal = platforms.run_refusal()
@@ -165,7 +169,11 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         conversation = self.db.get_conversation(conversation_id)
         if conversation is None:
             return None
-        launch = self.plan(conversation, prompt)
+        launch = self.plan(conversation, prompt, attachments=attachments)
+        problem = self._attachment_refusal(launch)
+        if problem is not None:  # said to the user; the prompt and its chips stay
+            self.observer.problem_reported(problem)
+            return None
         try:
             return self._launch(launch, delivering=delivering, budget=budget)
         except (sqlite3.Error, OSError) as exc:  # the turn could not be stored: not started
@@ -175,7 +183,7 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
             return None
 
     def plan(self, conversation: Conversation, prompt: str, *, manifest: Manifest | None = None,
-             cwd: str | None = None) -> Launch:
+             cwd: str | None = None, attachments: Sequence[Attachment] = ()) -> Launch:
         """What the next turn of ``conversation`` sends (``ChatService.next_turn``: history or
         the session to resume, the title of a new chat), in ``cwd`` (default: the chat's)."""
         if manifest is None and self.adapters is not None:
@@ -185,13 +193,20 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         turn = self.service.next_turn(conversation, prompt, manifest, kept_session=kept)
         cwd = cwd or (conversation.cwd if conversation.cwd else os.getcwd())
         return Launch(conversation.id, prompt, turn.full_prompt, turn.resume_id,
-                      conversation.agent, cwd)
+                      conversation.agent, cwd, tuple(attachments))
+
+    def _attachment_refusal(self, launch: Launch) -> str | None:
+        if not launch.attachments:
+            return None
+        manifest = self.adapters.manifests.get(launch.agent) if self.adapters else None
+        problem = agent_refusal(manifest, launch.attachments) if manifest is not None else None
+        return problem or AttachmentDesk(self.store).missing(launch.attachments)
 
     def record(self, launch: Launch, stream_id: str, *, delivering: Sequence[int] = ()) -> Turn:
         """Store the turn as running (raises sqlite3.Error/OSError when it cannot be, and
         ValueError when ``stream_id`` already has a turn)."""
         turn = self.db.start_turn(launch.conversation_id, stream_id, launch.agent, launch.prompt,
-                                  delivering=delivering)
+                                  delivering=delivering, attachments=launch.attachments)
         self._launches[stream_id] = launch
         self._turn_ids[stream_id] = turn.id
         self._unfinished.add(stream_id)
@@ -288,11 +303,12 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         if self.retry_limit_s is not None:
             options = dataclasses.replace(options, retry_limit_s=self.retry_limit_s)
         conversation_id = launch.conversation_id
-        return options.request(
+        request = options.request(
             launch.full_prompt, cwd=launch.cwd, session_id=launch.resume_id,
             on_permission=(self.permissions.hook(conversation_id)
                            if self.permissions is not None else None),
             keep_key=self.keep_key(conversation_id) if self.keepers is not None else None)
+        return dataclasses.replace(request, attachments=launch.attachments)
 
     async def _run(self, request: RunRequest, run: Run, on_event: Callable[[Event], None],
                    before: Awaitable[None] | None, turn_id: int = 0) -> None:

@@ -40,6 +40,9 @@ section.turn{padding:18px 0 10px;border-bottom:1px solid var(--line)}
 .who a{color:var(--muted);text-decoration:none;margin-left:auto}
 .bubble{background:var(--bubble);border-radius:12px;padding:10px 14px;white-space:pre-wrap;
 overflow-wrap:anywhere}
+.attachments{display:flex;flex-wrap:wrap;gap:8px;margin-top:6px}
+.attachments img{max-width:320px;max-height:240px;border-radius:8px;display:block}
+.attachments figure{margin:0}.attachments figcaption,.attachment{color:var(--muted);font-size:12px}
 .agent{margin-top:14px}
 .answer{overflow-wrap:anywhere}
 .answer p{margin:.5em 0}

@@ -14,14 +14,17 @@ text through ``redact_text``.
 
 from __future__ import annotations
 
+import base64
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from tolaria import __version__
 from tolaria.chats.checkpoints import TurnChanges, TurnCheckpoints
+from tolaria.core.attachments.blobs import BlobStore
+from tolaria.core.attachments.model import AttachError, Attachment
 from tolaria.core.events import (
     Diagnostic,
     Done,
@@ -96,17 +99,20 @@ def iter_turns(store: Store, conversation_id: int, page: int = PAGE) -> Iterator
     after, number = 0, 0
     while True:
         chunk = store.turns_after(conversation_id, after, page)
+        files = store.attachments_of_turns([turn.id for turn, _events in chunk.turns])
         for turn, events in chunk.turns:
             number += 1
             yield turn_dict(number, turn, events, abandoned=turn.id in abandoned,
-                            steered=steered.get(turn.id, ()), changes=changes.get(turn.id))
+                            steered=steered.get(turn.id, ()), changes=changes.get(turn.id),
+                            attachments=files.get(turn.id, ()))
             after = turn.id
         if not chunk.has_newer or not chunk.turns:
             return
 
 
 def turn_dict(number: int, turn: Turn, events: list[Event], *, abandoned: bool = False,
-              steered: Any = (), changes: TurnChanges | None = None) -> dict[str, Any]:
+              steered: Any = (), changes: TurnChanges | None = None,
+              attachments: Sequence[Attachment] = ()) -> dict[str, Any]:
     """One turn as the JSON export writes it (docs/EXPORT.md)."""
     builder = _Items(turn.status)
     for event in events:
@@ -128,10 +134,19 @@ def turn_dict(number: int, turn: Turn, events: list[Event], *, abandoned: bool =
         "items": items,
         "survivors": builder.survivors,
         "changes": _changes(changes),
-        # Files the user attached to the prompt: none yet (attachments come with their own
-        # issue); each will be {"name", "media_type", "size", "data" (base64) or "path"}.
-        "attachments": [],
+        # Files the user attached to the prompt (ADR 0028), their bytes as base64 from the
+        # stored copy ("data": null when that copy is gone).
+        "attachments": [_attachment(a) for a in attachments],
     }
+
+
+def _attachment(attachment: Attachment) -> dict[str, Any]:
+    try:
+        data: str | None = base64.b64encode(BlobStore().read(attachment)).decode("ascii")
+    except AttachError:
+        data = None
+    return {"name": attachment.name, "media_type": attachment.mime, "size": attachment.size,
+            "kind": attachment.kind, "sha256": attachment.sha256, "data": data}
 
 
 def _changes(changes: TurnChanges | None) -> dict[str, Any] | None:

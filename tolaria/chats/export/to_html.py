@@ -35,6 +35,7 @@ from tolaria.chats.export.words import (
     usage_line,
     when,
 )
+from tolaria.core.attachments.model import human_size
 
 #: Characters of code highlighted per export; one block longer than BLOCK_LIMIT stays plain.
 HIGHLIGHT_BUDGET = 64 * 1024
@@ -143,9 +144,17 @@ def _turn(turn: dict[str, Any], code: Highlighter, out: TextIO) -> None:
 
 
 def _attachments(turn: dict[str, Any]) -> str:
-    """The prompt's attached files (images inline as data: URLs, others as named chips) once
-    attachments exist; a turn has none yet."""
-    return ""
+    """The prompt's attached files: images inline as data: URLs, others as named chips."""
+    parts: list[str] = []
+    for file in turn.get("attachments", ()):
+        label = f"{escape(file['name'])} · {escape(human_size(file['size']))}"
+        if file["kind"] == "image" and file["data"]:
+            parts.append(f'<figure class="attachment"><img alt="{escape(file["name"])}" '
+                         f'src="data:{escape(file["media_type"])};base64,{file["data"]}">'
+                         f"<figcaption>{label}</figcaption></figure>")
+        else:
+            parts.append(f'<span class="attachment">📎 {label}</span>')
+    return f'<div class="attachments">{"".join(parts)}</div>' if parts else ""
 
 
 def _item(item: dict[str, Any], code: Highlighter, out: TextIO) -> None:

@@ -20,6 +20,7 @@ from tolaria.chats.export.words import (
     tool_status,
     when,
 )
+from tolaria.core.attachments.model import human_size
 
 _TICKS = re.compile(r"`{3,}")
 
@@ -58,6 +59,10 @@ def write_markdown(head: dict[str, Any], turns: Iterable[dict[str, Any]], out: T
 def _turn(turn: dict[str, Any], out: TextIO) -> None:
     out.write(f"## Turn {turn['number']}\n\n")
     out.write(f"**You** · {when(turn['started_at'])}\n\n{quote(turn['prompt'])}\n")
+    for file in turn.get("attachments", ()):  # the bytes are in the JSON export
+        out.write(f"- 📎 {file['name']} ({human_size(file['size'])}, {file['media_type']})\n")
+    if turn.get("attachments"):
+        out.write("\n")
     out.write(f"**{turn['agent']}**\n\n")
     if turn["abandoned"]:
         out.write("*Abandoned: this turn was run again.*\n\n")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tolaria.core.adapters.attach_spec import AttachSpec, parse_attach_spec
 from tolaria.core.adapters.mcp_spec import McpSpec, parse_mcp_spec
 from tolaria.core.mcp.servers import TRANSPORTS
 from tolaria.support import paths, tomlfile
@@ -55,6 +56,8 @@ _STOP_KEYS = {"polite", "polite_window_ms"}
 _KNOWN_KEYS |= {"model_args"}
 #: ``mcp``: in which form the agent takes Tolaria's MCP servers (mcp_spec.py, ADR 0019).
 _PROCESS_KEYS |= {"mcp"}
+#: ``attachments``: in which form the agent takes images and files (attach_spec.py, ADR 0028).
+_KNOWN_KEYS |= {"attachments"}
 
 
 class ManifestError(ValueError):
@@ -116,6 +119,8 @@ class Manifest:
     resume_command: tuple[str, ...] = ()
     #: How MCP servers reach this agent at run time (``[mcp]``; none without the table).
     mcp: McpSpec = field(default_factory=McpSpec)
+    #: How images and files reach this agent (``[attachments]``; none: no images, files as paths).
+    attachments: AttachSpec = field(default_factory=AttachSpec)
 
     @property
     def can_resume(self) -> bool:
@@ -182,6 +187,12 @@ def parse_manifest(data: dict[str, Any], path: Path | None = None, builtin: bool
             raise fail("permissions", f"must be one of {', '.join(PERMISSION_MODES)}, "
                                       f"got {permissions!r}")
         extra["permissions"] = permissions
+    if "attachments" in data:
+        extra["attachments"] = parse_attach_spec(data["attachments"], fail)
+    elif protocol in (ACP, OPENAI_CHAT):  # the protocol itself carries them
+        form = "acp" if protocol == ACP else "openai"
+        extra["attachments"] = parse_attach_spec(
+            {"images": form, "files": "acp" if protocol == ACP else "inline"}, fail)
     version_command = None
     if "version_command" in data:
         version_command = _argv(data["version_command"], "version_command", fail)

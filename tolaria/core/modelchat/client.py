@@ -22,7 +22,7 @@ import contextlib
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,8 +186,9 @@ class ChatHelper:
         event.set()
 
     # -- the turn ------------------------------------------------------------------------------
-    async def prompt(self, text: str) -> str:
-        """Run one turn for the user message ``text``; return (and set) ``stop_reason``."""
+    async def prompt(self, text: str, parts: Sequence[dict[str, Any]] = ()) -> str:
+        """Run one turn for the user message ``text``; return (and set) ``stop_reason``.
+        ``parts``: attachments' ``image_url`` parts after the text (ADR 0028)."""
         if self._cancel_event is not None:
             raise RuntimeError("this chat is already running a prompt")
         if self._owns_token:
@@ -195,7 +196,8 @@ class ChatHelper:
         self.stop_reason = ""
         self._iteration = 0
         self._spent = _Spent()
-        self.messages.append({"role": "user", "content": text})
+        self.messages.append({"role": "user", "content": (
+            [{"type": "text", "text": text}, *parts] if parts else text)})
         self._loop = asyncio.get_running_loop()
         event = self._cancel_event = asyncio.Event()
         watcher = asyncio.ensure_future(self._watch(event))

@@ -23,8 +23,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tolaria.core.attachments.model import Attachment
 from tolaria.core.events import Diagnostic, Event
 from tolaria.core.output_cap import OutputCap, OutputLimits
+from tolaria.core.store.attachments import AttachmentLog, insert_attachments
 from tolaria.core.store.buffer import COALESCE_MAX_CHARS, EventBuffer, Live, Pending
 from tolaria.core.store.markers import (  # re-exported: the store's API
     MARKER_MESSAGE_QUEUED,
@@ -91,7 +93,7 @@ def default_db_path() -> Path:
 DEFAULT_PATH: Callable[[], Path] = default_db_path
 
 
-class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog):
+class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog):
     """The conversation store. Thread-safe; ``close`` it when done."""
 
     def __init__(self, path: Path | None = None, flush_interval: float = 0.05, *,
@@ -213,7 +215,8 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog):
     # turns
 
     def start_turn(self, conversation_id: int, stream_id: str, agent: str, prompt: str, *,
-                   delivering: Sequence[int] = (), started_at: float | None = None) -> Turn:
+                   delivering: Sequence[int] = (), started_at: float | None = None,
+                   attachments: Sequence[Attachment] = ()) -> Turn:
         """Record a running turn; KeyError for an unknown conversation, ValueError for a reused
         stream id.
 
@@ -223,7 +226,10 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog):
         messages are delivered, or there is no turn and they are still queued.
 
         ``started_at``: when the turn really started, where that was not now (an imported turn
-        keeps the CLI's time)."""
+        keeps the CLI's time).
+
+        ``attachments``: the files sent with it (stored copies), recorded in the same
+        transaction (ADR 0028)."""
         with self._db_lock:
             with self._tx():
                 now = self._tick()
@@ -238,6 +244,8 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog):
                 except sqlite3.IntegrityError as exc:
                     raise ValueError(f"stream id {stream_id!r} already has a turn") from exc
                 assert cur.lastrowid is not None
+                if attachments:
+                    insert_attachments(self._conn, cur.lastrowid, attachments)
                 if delivering:
                     taken = self._take_queued(conversation_id, delivering)
                     self._insert_marker(conversation_id, MARKER_MESSAGES_DELIVERED,

@@ -129,6 +129,16 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX turns_by_start ON turns (started_at)",
         "CREATE INDEX turns_rate_limits ON turns (agent, id) WHERE rate_limits IS NOT NULL",
     ),
+    (
+        # Files attached to a turn (tolaria/core/store/attachments.py, ADR 0028): the stored
+        # copy is named by its SHA-256 in the data folder; the rows go with the turn.
+        """CREATE TABLE attachments (
+            turn_id INTEGER NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+            position INTEGER NOT NULL, name TEXT NOT NULL, sha256 TEXT NOT NULL,
+            size INTEGER NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL,
+            PRIMARY KEY (turn_id, position))""",
+        "CREATE INDEX attachments_by_sha ON attachments (sha256)",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -87,6 +87,8 @@ class Keeper:
     cost_usd: float = 0.0
     #: ACP: the SDK's connection (stdin/stdout belong to it).
     conn: Any = None
+    #: ACP: the agent's ``promptCapabilities`` (which attachments it takes; ADR 0028).
+    prompt_caps: Any = None
     sink: TurnSink | None = None
     busy: bool = False
     max_line: int = DEFAULT_MAX_LINE

@@ -45,7 +45,8 @@ class KeptStreamTurn(StreamInputTurn):
         self._stdin_writer = proc.stdin
         if proc.stdin is not None and not proc.stdin.is_closing():
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                proc.stdin.write(user_message(self.request.prompt))
+                proc.stdin.write(user_message(self.request.prompt,
+                                               self.request.content_blocks))
                 self._user_sent = True
                 await proc.stdin.drain()
         waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._result.wait()),

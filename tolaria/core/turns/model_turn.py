@@ -103,7 +103,7 @@ class ChatTurn:
         stopper = asyncio.ensure_future(self.run.stop_event.wait())
         stopper.add_done_callback(lambda f: None if f.cancelled() else helper.cancel())
         try:
-            reason = await helper.prompt(self.request.prompt)
+            reason = await helper.prompt(self.request.prompt, self.request.content_blocks)
         except asyncio.CancelledError:
             self.registry.force_stop(self.run)
             raise

@@ -159,7 +159,7 @@ class ProcessTurn:
         try:
             argv = build_argv(manifest, prompt=self.request.prompt, cwd=cwd,
                               session_id=self.request.session_id, mode=mode,
-                              extra=mcp.launched.args)
+                              extra=mcp.launched.args + self.request.extra_args)
             env.update(mcp.launched.env)
             found = await self._find_program(argv[0], env)
             if isinstance(found, Done):

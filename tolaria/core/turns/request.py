@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.attachments.model import Attachment
 from tolaria.core.mcp.servers import McpServer
 from tolaria.core.permissions import PermissionCallback
 
@@ -51,3 +53,10 @@ class RunRequest:
     #: A server that cannot be passed: "continue" (said in the chat, the run goes on without
     #: it) or "refuse" (the turn ends with an error, the agent is not started).
     mcp_on_failure: str = "continue"
+    #: Files attached to this turn (stored copies, tolaria/core/attachments/; ADR 0028): the
+    #: runner puts them in the agent's own form (``extra_args``, ``content_blocks``, the prompt).
+    attachments: tuple[Attachment, ...] = ()
+    #: Set by the runner from ``attachments``: arguments before the command's ``--``.
+    extra_args: tuple[str, ...] = ()
+    #: Set by the runner from ``attachments``: Claude stream-json blocks after the prompt's.
+    content_blocks: tuple[dict[str, Any], ...] = ()

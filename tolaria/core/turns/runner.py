@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from tolaria.core.adapters.manifest import ACP, OPENAI_CHAT
 from tolaria.core.events import (
     STOP_CANCELLED,
+    STOP_ERROR,
     Diagnostic,
     Done,
     Error,
@@ -31,6 +32,7 @@ from tolaria.core.linereader import DEFAULT_MAX_LINE
 from tolaria.core.process import proctree
 from tolaria.core.process.registry import ProcessRegistry, Run, default_registry
 from tolaria.core.stream_id import validate_stream_id
+from tolaria.core.turns import attach_setup
 from tolaria.core.turns.acp.kept import KeptAcpTurn
 from tolaria.core.turns.acp.turn import AcpTurn
 from tolaria.core.turns.cli_turn import CliTurn
@@ -101,6 +103,26 @@ async def stream_ai_agent(
     elif run.stream_id != stream_id:
         raise ValueError(f"run {run.stream_id} reserved for another stream than {stream_id}")
     emit = _Emitter(on_event)
+    prepared = attach_setup.prepare(request, stream_id, emit)
+    if isinstance(prepared, str):  # refused before the agent starts (ADR 0028)
+        try:
+            emit(Error(stream_id, message=prepared))
+            done = Done(stream_id, stop_reason=STOP_ERROR)
+            emit(done)
+            return done
+        finally:
+            registry.unregister(run)
+    request, staged = prepared
+    try:
+        return await _execute(request, stream_id, emit, run, registry, grace_s, max_line,
+                              keepers)
+    finally:
+        staged.close()
+
+
+async def _execute(request: RunRequest, stream_id: str, emit: _Emitter, run: Run,
+                   registry: ProcessRegistry, grace_s: float, max_line: int,
+                   keepers: KeeperPool | None) -> Done:
     turn: ProcessTurn | ChatTurn
     if request.keep_key is not None and keepable(request.manifest):
         # One long-lived agent process per conversation (ADR 0009).

@@ -24,6 +24,7 @@ import contextlib
 import json
 import signal
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from tolaria.core.events import Diagnostic, Done
@@ -35,12 +36,16 @@ from tolaria.core.turns.spawn import ExitProtocol
 _CONTROL_RESPONSE = "control_response"
 
 
-def user_message(prompt: str) -> bytes:
+def user_message(prompt: str, blocks: Sequence[dict[str, Any]] = ()) -> bytes:
     """The stdin line that starts a turn: exactly the shape Claude Code documents and prints.
 
+    ``blocks``: attachments' content blocks (an image as a base64 ``image`` block, ADR 0028):
+    the content becomes a list, the prompt's ``text`` block first.
     ``json.dumps`` escapes quotes, newlines and lone surrogates; nothing goes through a shell.
     """
-    line = json.dumps({"type": "user", "message": {"role": "user", "content": prompt},
+    content: str | list[dict[str, Any]] = (
+        [{"type": "text", "text": prompt}, *blocks] if blocks else prompt)
+    line = json.dumps({"type": "user", "message": {"role": "user", "content": content},
                        "parent_tool_use_id": None, "session_id": ""},
                       separators=(",", ":"))
     return (line + "\n").encode()
@@ -88,7 +93,7 @@ class StreamInputTurn(CliTurn):
         # Not closed here: the interrupt may still have to be written. Closed at ``result``.
         self._stdin_writer = stdin
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            stdin.write(user_message(self.request.prompt))
+            stdin.write(user_message(self.request.prompt, self.request.content_blocks))
             self._user_sent = True
             await stdin.drain()
 

@@ -25,6 +25,7 @@ from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.ui.chat.pane_questions import PaneQuestions
+from tolaria.ui.composer.attachments import AttachmentTray
 from tolaria.ui.composer.composer import Composer
 from tolaria.ui.composer.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.composer.queue_chips import QueuedChips
@@ -63,6 +64,11 @@ class ChatPane(QWidget):
     #: Run a turn's prompt (or its edited text) again in place of it: conversation id, stream
     #: id of the turn it replaces, prompt.
     retry_requested = Signal(int, str, str)
+    #: Check and store files for this chat's next message (ADR 0028): conversation id,
+    #: AttachIntent.
+    attach_requested = Signal(int, object)
+    #: Send a prompt with its attachments: conversation id, prompt, tuple of Attachment.
+    send_attached_requested = Signal(int, str, object)
 
     def __init__(self, conversation_id: int, agent_name: str, stop_hint: str = "Esc",
                  parent: QWidget | None = None, *,
@@ -98,10 +104,16 @@ class ChatPane(QWidget):
         chips.send_now_requested.connect(lambda mid: change(QueueChange(SEND_NOW, mid)))
         chips.pause_requested.connect(lambda on: change(QueueChange(PAUSE if on else RESUME)))
         layout.addWidget(self.queued_chips)
+        self.attachments = AttachmentTray(self)  # chips, Attach…, paste and drop (ADR 0028)
+        self.attachments.attach_requested.connect(
+            lambda intent: self.attach_requested.emit(self.conversation_id, intent))
+        layout.addWidget(self.attachments)
         row = QHBoxLayout()
         row.setContentsMargins(12, 0, 12, 0)
         self.composer = Composer(self)
         self.composer.submit_requested.connect(self._on_composer_submit_requested)
+        self.attachments.watch(self.composer)
+        row.addWidget(self.attachments.button, 0, Qt.AlignmentFlag.AlignBottom)
         row.addWidget(self.composer, 1)
         self.button = QPushButton(self)
         self.button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Expanding)
@@ -148,6 +160,8 @@ class ChatPane(QWidget):
         prompt = self.composer.toPlainText()
         if not prompt.strip():
             return
+        if self.attachments.chips and self._send_attached(prompt):
+            return
         if self.running_stream is not None:  # one turn at a time: the message waits its turn
             self.composer.clear()
             self.queue_requested.emit(self.conversation_id, prompt)
@@ -156,6 +170,20 @@ class ChatPane(QWidget):
             self.retry_requested.emit(self.conversation_id, replaced, prompt)
         else:
             self.send_requested.emit(self.conversation_id, prompt)
+
+    def _send_attached(self, prompt: str) -> bool:
+        """Send with the chips' files (True), or say why not (True: nothing else happens)."""
+        problem = self.attachments.send_problem()
+        if problem is None and self.running_stream is not None:
+            problem = "Attachments go with a new turn: send when the agent has finished"
+        if problem is None and self.editing is not None:
+            problem = "Edit and resend keeps the turn's own attachments: remove these chips"
+        if problem is not None:
+            self.status_line.set_idle(self._agent_name, problem)
+            return True
+        self.send_attached_requested.emit(self.conversation_id, prompt,
+                                          tuple(self.attachments.attachments()))
+        return True
 
     def _on_transcript_retry_requested(self, stream_id: str) -> None:
         view = self.transcript.turn(stream_id)
@@ -184,6 +212,7 @@ class ChatPane(QWidget):
             "stop" if self.running_stream is not None else "send"))
         self.restart_button.setStyleSheet(pane_button_css("restart"))
         self.search_bar.restyle()
+        self.attachments.restyle()
 
     def show_open_question(self) -> bool:
         """Bring the oldest open permission question of this chat into view and focus its
@@ -347,6 +376,7 @@ class ChatPane(QWidget):
         if self.composer.toPlainText() == turn.prompt:
             # It was sent from the composer; a delivered queue or a restart leaves what is typed.
             self.composer.clear()
+            self.attachments.clear()
         self._show_running(True)
         self.status_line.start(agent_name)
         self.awaiting.hide()

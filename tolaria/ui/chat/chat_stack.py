@@ -46,6 +46,10 @@ class ChatStack(PaneRouting, QStackedWidget):
     search_requested = Signal(int, str)
     #: Run a prompt in place of an ended turn: conversation id, stream id, prompt.
     retry_requested = Signal(int, str, str)
+    #: Check and store files for a chat's next message: conversation id, AttachIntent.
+    attach_requested = Signal(int, object)
+    #: Send a prompt with attachments: conversation id, prompt, tuple of Attachment.
+    send_attached_requested = Signal(int, str, object)
 
     def __init__(self, stop_hint: str, parent: QWidget | None = None, *,
                  watchdog_seconds: float = DEFAULT_WATCHDOG_S) -> None:
@@ -96,11 +100,18 @@ class ChatStack(PaneRouting, QStackedWidget):
             pane.page_requested.connect(self.page_requested)
             pane.search_requested.connect(self.search_requested)
             pane.retry_requested.connect(self.retry_requested)
+            pane.attach_requested.connect(self.attach_requested)
+            pane.send_attached_requested.connect(self.send_attached_requested)
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)
         self.setCurrentWidget(pane)
         return pane
+
+    def on_attachment_settled(self, conversation_id: int, settled: object) -> None:
+        pane = self._panes.get(conversation_id)
+        if pane is not None:
+            pane.attachments.settle(settled)  # type: ignore[arg-type]
 
     def pane(self, conversation_id: int) -> ChatPane | None:
         return self._panes.get(conversation_id)

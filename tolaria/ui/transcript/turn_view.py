@@ -23,6 +23,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from tolaria.core.events import (
+    Attached,
     Diagnostic,
     Error,
     Event,
@@ -46,6 +47,7 @@ from tolaria.ui.transcript.blocks import (
     ThinkingBlock,
     ToolCard,
 )
+from tolaria.ui.transcript.cards.attachment_card import AttachmentCard
 from tolaria.ui.transcript.cards.message import MessageHeader
 from tolaria.ui.transcript.cards.style import Bubble, set_tone
 from tolaria.ui.transcript.permission_card import PermissionCard
@@ -371,6 +373,8 @@ class TurnView(QWidget):
                 self._tools[event.tool_id] = known
                 self._add_block(known)
             known.finish(event.output, event.is_error)
+        elif isinstance(event, Attached):  # a file of the prompt (ADR 0028)
+            self._add_block(AttachmentCard(event, self.body))
         elif isinstance(event, Error):
             error = ErrorCard(event.message, list(self._stderr), self, hint=event.hint)
             self._errors.append(error)

@@ -80,6 +80,10 @@ class MainWindow(WindowKeys):
     retry_requested = Signal(int, str, str)
     #: Send a prompt: conversation id, prompt.
     send_requested = Signal(int, str)
+    #: Check and store files for a chat's next message: conversation id, AttachIntent.
+    attach_requested = Signal(int, object)
+    #: Send a prompt with attachments: conversation id, prompt, tuple of Attachment.
+    send_attached_requested = Signal(int, str, object)
     #: Queue a message behind a conversation's running turn: conversation id, text.
     queue_requested = Signal(int, str)
     #: Take a queued message back before delivery: conversation id, message id.
@@ -218,6 +222,8 @@ class MainWindow(WindowKeys):
         self.stack.page_requested.connect(self.page_requested)
         self.stack.search_requested.connect(self.search_requested)
         self.stack.retry_requested.connect(self.retry_requested)
+        self.stack.attach_requested.connect(self.attach_requested)
+        self.stack.send_attached_requested.connect(self.send_attached_requested)
 
         self._refresh_run_actions()
 
@@ -245,6 +251,7 @@ class MainWindow(WindowKeys):
         bridge.file_review_loaded.connect(self.stack.on_file_review_loaded)
         bridge.sessions_imported.connect(self._on_bridge_sessions_imported)
         bridge.export_finished.connect(self._on_bridge_export_finished)
+        bridge.attachment_settled.connect(self.stack.on_attachment_settled)
         bridge.worktree_changed.connect(self._on_bridge_worktree_changed)
         bridge.turn_restarted.connect(self.stack.on_turn_restarted)
         bridge.turn_restarted.connect(self.refresh_run_state)

@@ -143,7 +143,9 @@ class KeptAcpTurn(AcpTurn):
     async def _converse_kept(self, keeper: Keeper, cwd: str, fresh: bool) -> dict[str, Any]:
         if fresh:
             keeper.session_id = await self._open_session(keeper.conn, cwd, keeper.session_id)
+            keeper.prompt_caps = self.prompt_caps
         else:
+            self.prompt_caps = keeper.prompt_caps
             self.emit(Init(self.run.stream_id, agent=self.manifest.id,
                            session_id=keeper.session_id))
         assert keeper.session_id is not None

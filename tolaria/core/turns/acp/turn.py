@@ -32,6 +32,7 @@ from tolaria.core.mcp.forms import acp_servers
 from tolaria.core.mcp.servers import NOTE
 from tolaria.core.permissions import PermissionChoice, PermissionRequest
 from tolaria.core.process.registry import ProcessRegistry, Run
+from tolaria.core.turns.acp.attach import AttachmentRefused, prompt_attachments
 from tolaria.core.turns.acp.updates import UpdateMapper, result_usage, stop_reason
 from tolaria.core.turns.process_turn import ProcessTurn, exit_code_of
 from tolaria.core.turns.request import RunRequest
@@ -78,6 +79,8 @@ class AcpTurn(ProcessTurn):
         #: The SDK connection and the running initialize/session/prompt, for the wind down.
         self._conn: Any = None
         self._converse: asyncio.Future[dict[str, Any]] | None = None
+        #: The agent's ``promptCapabilities`` (from ``initialize``): which attachments it takes.
+        self.prompt_caps: Any = None
 
     def _not_ready(self) -> str | None:
         try:
@@ -129,6 +132,7 @@ class AcpTurn(ProcessTurn):
                 terminal=False),
             client_info=Implementation(name="tolaria", title="Tolaria", version=__version__))
         caps = init.agent_capabilities
+        self.prompt_caps = getattr(caps, "prompt_capabilities", None)
         session = None
         if wanted and caps is not None and caps.load_session:
             # The agent replays the old conversation as updates: not news for this turn.
@@ -179,10 +183,14 @@ class AcpTurn(ProcessTurn):
         from pydantic import ValidationError
 
         sid = self.run.stream_id
+        extra = prompt_attachments(self.request, self.prompt_caps, self.manifest.name)
+        if isinstance(extra, str):  # an image for an agent that takes none (ADR 0028)
+            raise AttachmentRefused(extra)
         try:
             response = await conn.prompt(session_id=session,
                                          prompt=[TextContentBlock(type="text",
-                                                                  text=self.request.prompt)])
+                                                                  text=self.request.prompt),
+                                                 *extra])
         except ValidationError as exc:
             # An answer we cannot parse (another protocol version) still ends the turn.
             self.emit(Diagnostic(sid, source="acp", message=f"unexpected session/prompt result: "
@@ -269,6 +277,8 @@ class AcpTurn(ProcessTurn):
         name = self.manifest.name
         if isinstance(exc, RequestError):
             message = f"{name}: {exc}"
+        elif isinstance(exc, AttachmentRefused):
+            message = str(exc)
         elif isinstance(exc, ConnectionError) or converse.cancelled():
             code = "" if exit_code is None else f" (exit code {exit_code})"
             message = f"{name} exited before the turn ended{code}"
