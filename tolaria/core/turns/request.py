@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.mcp.servers import McpServer
 from tolaria.core.permissions import PermissionCallback
+from tolaria.core.remote.hosts import Target
 
 #: Seconds to wait for a stopped agent's tree to go before SIGKILL.
 DEFAULT_GRACE_S = 2.0
@@ -51,3 +52,6 @@ class RunRequest:
     #: A server that cannot be passed: "continue" (said in the chat, the run goes on without
     #: it) or "refuse" (the turn ends with an error, the agent is not started).
     mcp_on_failure: str = "continue"
+    #: Run the agent on another machine (an ssh host or a command target; ADR 0026) instead
+    #: of here. None: this machine.
+    target: Target | None = None

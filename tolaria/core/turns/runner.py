@@ -102,7 +102,8 @@ async def stream_ai_agent(
         raise ValueError(f"run {run.stream_id} reserved for another stream than {stream_id}")
     emit = _Emitter(on_event)
     turn: ProcessTurn | ChatTurn
-    if request.keep_key is not None and keepable(request.manifest):
+    # A remote agent is not kept between turns (yet): one supervisor per turn.
+    if request.keep_key is not None and request.target is None and keepable(request.manifest):
         # One long-lived agent process per conversation (ADR 0009).
         keepers = keepers or default_keepers()
         if request.manifest.protocol == ACP:
