@@ -1,0 +1,75 @@
+"""Stop over the link: the stop test zoo run on the remote account through a real sshd.
+
+The local side (turn, link, ssh) runs as the non-root ``tolaria-test`` user, the agents as
+``tolaria-remote``: only the supervisor on the remote side can have ended them. Checked from
+the remote's view (root reads every /proc entry): no process of the run is left.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from remote.remotehelpers import run_local
+from remote.sshd import SshServer, remote_processes
+
+from tolaria.core.stream_id import new_stream_id
+
+ZOO = ["hang", "ignore_term", "tool", "grandchild_stdout", "daemon", "scrubbed_daemon",
+       "catch_term", "tree3", "ignore_term_tree", "hopper"]
+
+
+def test_runs_to_the_end_and_uploads_once(sshd: SshServer, shared: Path) -> None:
+    sid = new_stream_id()
+    result = run_local(sshd, shared, sid, mode="normal", cache_dir=str(shared / "cache"))
+    assert result["stop_reason"] == "end_turn", result
+    assert result["text"] == "Hello from fake" + "Finished."
+    assert result["survivors"] == []
+    cached = list((shared / "cache").glob("supervisor-*.py"))
+    assert len(cached) == 1
+    first = cached[0].stat().st_mtime_ns
+    again = run_local(sshd, shared, new_stream_id(), mode="normal",
+                      cache_dir=str(shared / "cache"))
+    assert again["stop_reason"] == "end_turn", again
+    assert cached[0].stat().st_mtime_ns == first  # found by its hash: not copied again
+
+
+def test_a_damaged_cached_supervisor_is_replaced(sshd: SshServer, shared: Path) -> None:
+    cache = shared / "cache"
+    run_local(sshd, shared, new_stream_id(), mode="normal", cache_dir=str(cache))
+    [cached] = cache.glob("supervisor-*.py")
+    cached.write_text("raise SystemExit('tampered')\n")
+    result = run_local(sshd, shared, new_stream_id(), mode="normal", cache_dir=str(cache))
+    assert result["stop_reason"] == "end_turn", result
+    assert "tampered" not in cached.read_text()
+
+
+@pytest.mark.parametrize("mode", ZOO)
+def test_stop_leaves_nothing_on_the_remote(sshd: SshServer, shared: Path, mode: str) -> None:
+    sid = new_stream_id()
+    result = run_local(sshd, shared, sid, mode=mode, action="stop",
+                       env={"FAKE_PIDFILE": str(shared / "pids"), "FAKE_HOPLOG":
+                            str(shared / "hops")})
+    left = remote_processes(sid)
+    assert result["stop_reason"] == "cancelled", result
+    assert result["survivors"] == [], result
+    assert left == [], f"{mode}: left on the remote: {left}"
+    pids = (shared / "pids").read_text().split() if (shared / "pids").exists() else []
+    assert pids or mode in ("hang", "ignore_term", "catch_term"), "no pids reported"
+    alive = [p for p in pids if Path(f"/proc/{p}").exists()
+             and b") Z" not in Path(f"/proc/{p}/stat").read_bytes()]
+    assert alive == [], f"{mode}: still alive: {alive}"
+
+
+def test_disconnect_ends_the_tree_within_five_seconds(sshd: SshServer, shared: Path) -> None:
+    sid = new_stream_id()
+    result = run_local(sshd, shared, sid, mode="ignore_term_tree", action="disconnect",
+                       env={"FAKE_PIDFILE": str(shared / "pids")})
+    # The link noticed at once and said so; the remote tree went by the supervisor alone.
+    assert result["stop_reason"] == "error", result
+    assert any("connection" in e and "lost" in e for e in result["errors"]), result
+    deadline = result["acted_at"] + 5.0
+    while remote_processes(sid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert remote_processes(sid) == [], "the remote tree outlived the connection by > 5 s"
