@@ -61,7 +61,7 @@ g = {"__name__": "__main__", "__file__": f}
 with open(f, "rb") as h:
     code = compile(h.read(), f, "exec")
 exec(code, g)
-""" % (*MIN_PYTHON, *MIN_PYTHON)
+""" % (*MIN_PYTHON, *MIN_PYTHON)  # noqa: UP031  (a template full of braces)
 
 
 @functools.cache

@@ -21,6 +21,7 @@ killed, a silent network drop) or its end of the pipe closes, the tree is ended 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -75,7 +76,7 @@ class FrameReader:
         while len(self._buf) >= HEADER.size:
             kind, size = HEADER.unpack_from(self._buf)
             if size > MAX_FRAME:
-                raise ValueError("frame of %d bytes is too large" % size)
+                raise ValueError(f"frame of {size} bytes is too large")
             end = HEADER.size + size
             if len(self._buf) < end:
                 break
@@ -93,7 +94,7 @@ def _linux() -> bool:
 def _stat(pid: int) -> tuple[str, int, int, int] | None:
     """(state, ppid, pgid, session) of a pid from /proc, None when it is gone."""
     try:
-        with open("/proc/%d/stat" % pid, "rb") as fh:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
@@ -102,7 +103,7 @@ def _stat(pid: int) -> tuple[str, int, int, int] | None:
 
 def _has_marker(pid: int, marker: bytes) -> bool:
     try:
-        with open("/proc/%d/environ" % pid, "rb") as fh:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
             return marker in fh.read().split(b"\0")
     except OSError:
         return False
@@ -110,7 +111,7 @@ def _has_marker(pid: int, marker: bytes) -> bool:
 
 def _name(pid: int) -> str:
     try:
-        with open("/proc/%d/comm" % pid) as fh:
+        with open(f"/proc/{pid}/comm") as fh:
             return fh.read().strip()
     except OSError:
         return "?"
@@ -119,7 +120,7 @@ def _name(pid: int) -> str:
 def _ignores(pid: int, sig: int) -> bool:
     """Whether ``pid`` ignores ``sig`` (SigIgn in /proc; False where it cannot be read)."""
     try:
-        with open("/proc/%d/status" % pid) as fh:
+        with open(f"/proc/{pid}/status") as fh:
             for line in fh:
                 if line.startswith("SigIgn:"):
                     return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
@@ -156,7 +157,7 @@ class Tree:
     group, and every process that carries the run's marker."""
 
     def __init__(self, stream_id: str, agent_pid: int) -> None:
-        self.marker = ("%s=%s" % (MARKER, stream_id)).encode()
+        self.marker = f"{MARKER}={stream_id}".encode()
         self.agent_pid = agent_pid
         self.me = os.getpid()
 
@@ -203,10 +204,8 @@ def _become_subreaper() -> None:
 
 
 def _send(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.kill(pid, sig)
-    except OSError:
-        pass
 
 
 def _survivor_json(tree: Tree, alive: dict[int, tuple[str, int, int, int]]) -> list[list[object]]:
@@ -278,12 +277,12 @@ class Supervisor:
         if cwd is not None:
             cwd = os.path.expanduser(cwd)
             if not os.path.isdir(cwd):
-                return "working folder %s does not exist on this host" % cwd
+                return f"working folder {cwd} does not exist on this host"
             env["PWD"] = cwd
         program = _resolve(argv[0], env)
         if program is None:
-            return "%s is not installed on this host (not found on PATH or through the login " \
-                   "shell)" % argv[0]
+            return (f"{argv[0]} is not installed on this host (not found on PATH or through "
+                    "the login shell)")
         argv[0] = program
         _become_subreaper()
         try:
@@ -291,7 +290,7 @@ class Supervisor:
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          start_new_session=True)
         except OSError as exc:
-            return "cannot start %s: %s" % (argv[0], exc.strerror or exc)
+            return f"cannot start {argv[0]}: {exc.strerror or exc}"
         self.tree = Tree(stream_id, self.proc.pid)
         assert self.proc.stdout is not None and self.proc.stderr is not None
         assert self.proc.stdin is not None
@@ -373,8 +372,8 @@ class Supervisor:
             if self.status is None:
                 if _ignores(self.proc.pid, sig):
                     # The kernel drops it: nothing can answer, so the tree goes at once.
-                    self.send(STDERR, ("tolaria supervisor: the agent ignores signal %d; "
-                                       "ending its processes\n" % sig).encode())
+                    self.send(STDERR, (f"tolaria supervisor: the agent ignores signal {sig}; "
+                                       "ending its processes\n").encode())
                     self.stopped = True
                 else:
                     _send(self.proc.pid, sig)
@@ -395,10 +394,8 @@ class Supervisor:
         except OSError:
             self.stdin_buf = b""
         if self.stdin_eof and not self.stdin_buf:
-            try:
+            with contextlib.suppress(OSError):
                 stdin.close()
-            except OSError:
-                pass
 
     def reap(self) -> None:
         """Reap every child that ended (we are the subreaper of the tree); keep the agent's
@@ -413,8 +410,7 @@ class Supervisor:
                 return
             if pid == self.proc.pid:
                 self.status = status
-                self.proc.returncode = os.waitstatus_to_exitcode(status) \
-                    if hasattr(os, "waitstatus_to_exitcode") else _exit_code(status)
+                self.proc.returncode = _exit_code(status)
 
     # -- the end -------------------------------------------------------------------------------
     def finish(self, disconnected: bool = False) -> int:
@@ -440,10 +436,9 @@ class Supervisor:
         start = time.monotonic()
         killing = False
         if self.status is None:
-            try:  # the agent's own group, in one call, before the per-pid sweep
+            # The agent's own group, in one call, before the per-pid sweep.
+            with contextlib.suppress(OSError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            except OSError:
-                pass
         while True:
             self.reap()
             alive = tree.members()

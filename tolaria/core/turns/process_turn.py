@@ -99,7 +99,7 @@ class ProcessTurn:
         self.mcp = mcp_setup.McpSetup()
         #: The link of a run on another machine (request.target; ADR 0026), else None.
         self._remote: RemoteLaunch | None = None
-        self._exited = asyncio.Event()  # the spawned process's exit (ExitProtocol.exited)
+        self._spawned_exited = asyncio.Event()  # the spawned process's exit (ExitProtocol.exited)
 
     def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
         return Done(self.run.stream_id, stop_reason=stop_reason, exit_code=exit_code,
@@ -183,7 +183,7 @@ class ProcessTurn:
                                                               stdin=self._stdin())
             except OSError as exc:
                 return self._cannot_start(argv[0], exc)
-            self._exited = protocol.exited
+            self._spawned_exited = protocol.exited
             try:
                 return await self._supervise(proc, protocol, cwd)
             finally:
@@ -346,7 +346,7 @@ class ProcessTurn:
         remote: list[Survivor] = []
         if self._remote is not None and self._proc is not None:
             # The remote tree first, by the supervisor there; then what is left here (ssh).
-            await self._remote.end(self._proc.pid, self._exited)
+            await self._remote.end(self._proc.pid, self._spawned_exited)
             remote = self._remote.survivors()
         return remote + await self._tree.kill(
             self.grace_s, root_had_grace=cancelled and self.manifest.stop.polite != "none")
