@@ -81,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--grace", type=float, default=None, metavar="SECONDS",
                      help="seconds between SIGTERM and SIGKILL when stopping (default: "
                           "grace_seconds in settings.toml [behaviour], else 2)")
+    run.add_argument("--host", metavar="DEST",
+                     help="run the agent on another machine: an ssh alias, user@host, "
+                          "ssh://user@host:port, a [hosts.\"NAME\"] of the settings, or "
+                          "exec:PREFIX (e.g. exec:docker exec -i box)")
+    run.add_argument("--ssh-config", metavar="FILE", help="with --host: ssh -F FILE")
     run.add_argument("prompt", metavar="PROMPT", help="what to ask (one argument: quote it)")
     limits = run.add_argument_group(
         "limits", "stop the run (exit 130, the limit named in its done event) when it reaches "
@@ -391,6 +396,14 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     for warning in prepared.warnings:
         print(f"tolaria: settings: {warning}", file=sys.stderr)
     request = prepared.request(args.prompt, cwd=args.run_cwd)
+    if args.host is not None:  # another machine (tolaria/cli/remote_run.py)
+        from tolaria.cli.remote_run import with_host
+
+        on_host = with_host(request, args.host, args.ssh_config)
+        if isinstance(on_host, str):
+            print(f"tolaria: --host: {on_host}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        request = on_host
     if saved is not None:  # the turn goes into the store first (history, resume, chat folder)
         try:
             request = saved.begin(request, stream_id, explicit_cwd=args.run_cwd)
@@ -502,7 +515,9 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     printer.output.on_closed = lambda: engine.stop_stream(stream_id)
     printer.stopping = lambda: any(r["stream_id"] == stream_id and r["state"] == STOPPING
                                    for r in registry.live())
-    chat = {"chat": output.chat} if output.chat is not None else {}
+    chat: dict[str, str] = {"chat": output.chat} if output.chat is not None else {}
+    if request.target is not None:  # ``tolaria streams`` names the host
+        chat["host"] = request.target.label
     server = control.ControlServer(registry, details=lambda _stream_id: chat)
     try:
         await server.start()

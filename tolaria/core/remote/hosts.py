@@ -69,9 +69,13 @@ class Target:
     programs: Mapping[str, str] = field(default_factory=dict)
     #: Per-host environment for every agent run there.
     env: Mapping[str, str] = field(default_factory=dict)
+    #: The name the user gave it (a ``[hosts."NAME"]`` command target), for the label.
+    name: str = ""
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         if self.ssh is not None:
             return self.ssh.label
         return EXEC_PREFIX + shlex.join(self.prefix)
