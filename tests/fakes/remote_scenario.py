@@ -4,7 +4,8 @@ Used by tests/remote/ as the non-root local side: the turn, its link and ``ssh``
 user, who cannot signal the remote account's processes. JSON: ``host`` (a destination),
 ``ssh_config``, ``mode`` (fake_agent.py's), ``cwd``, ``env``, ``stream_id``, ``action``
 ("finish": let it end; "stop": abort once it started; "disconnect": SIGKILL our ssh client once it
-started; "stdin": the prompt on stdin), ``grace``, ``heartbeat_s``, ``python``, ``cache_dir``.
+started; "freeze": SIGSTOP it for ``hold`` seconds (a silent drop), then SIGKILL it; "wait":
+let the test act, e.g. kill the remote sshd session), ``grace``, ``heartbeat_s``, ``python``, ``cache_dir``.
 Prints one JSON line: ``stop_reason``, ``exit_code``, ``survivors``, ``errors``, ``text``,
 ``stop_ms``, ``kinds``, ``acted_at`` (time.time() of the stop or the kill).
 """
@@ -78,7 +79,7 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
         events.append, registry=registry, grace_s=float(cfg.get("grace", 0.5))))
     action = cfg.get("action", "finish")
     acted_at = started = 0.0
-    if action in ("stop", "disconnect"):
+    if action in ("stop", "disconnect", "freeze"):
         deadline = time.monotonic() + 30
         while not any(e.kind == "init" for e in events):
             if task.done() or time.monotonic() > deadline:
@@ -88,7 +89,15 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
         started, acted_at = time.monotonic(), time.time()
         if action == "stop":
             registry.abort(sid)
-        else:
+        elif action == "freeze":  # a silent drop: the link stays, nothing goes through it
+            ssh = _descendant_ssh()
+            for pid in ssh:
+                os.kill(pid, signal.SIGSTOP)
+            await asyncio.sleep(float(cfg.get("hold", 7.0)))
+            for pid in ssh:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        elif action == "disconnect":
             for pid in _descendant_ssh():
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)

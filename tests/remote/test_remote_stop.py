@@ -7,8 +7,13 @@ the remote's view (root reads every /proc entry): no process of the run is left.
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from remote.remotehelpers import run_local
@@ -73,3 +78,66 @@ def test_disconnect_ends_the_tree_within_five_seconds(sshd: SshServer, shared: P
     while remote_processes(sid) and time.time() < deadline:
         time.sleep(0.05)
     assert remote_processes(sid) == [], "the remote tree outlived the connection by > 5 s"
+
+
+def _watch_gone(sid: str, run: Callable[[], dict[str, Any]],
+                act: Callable[[], None] | None = None) -> tuple[dict[str, Any], float]:
+    """Run the scenario in a thread while the remote's view is watched: its result, and the
+    moment (time.time()) the remote tree was last seen (after ``act``, if given)."""
+    out: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: out.update(run()))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not remote_processes(sid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert remote_processes(sid), "the agent never started on the host"
+    if act is not None:
+        time.sleep(0.3)
+        act()
+    last_seen = time.time()
+    while remote_processes(sid) and time.monotonic() < deadline + 30:
+        last_seen = time.time()
+        time.sleep(0.02)
+    thread.join(60)
+    return out, last_seen
+
+
+def test_a_silent_drop_ends_the_tree_by_the_heartbeat(sshd: SshServer, shared: Path) -> None:
+    """ssh frozen: the TCP connection stays up, nothing passes (what a dropped network or a
+    sleeping laptop looks like to sshd, which keeps the channel): the supervisor's heartbeat
+    check ends the tree."""
+    sid = new_stream_id()
+    result, gone_at = _watch_gone(sid, lambda: run_local(
+        sshd, shared, sid, mode="ignore_term_tree", action="freeze", hold=7.0, heartbeat_s=3.0))
+    assert result["acted_at"] > 0, result
+    assert gone_at - result["acted_at"] < 5.0, gone_at - result["acted_at"]
+    assert remote_processes(sid) == []
+
+
+def test_killing_the_remote_sshd_session_ends_the_tree(sshd: SshServer, shared: Path) -> None:
+    sid = new_stream_id()
+    killed: list[float] = []
+
+    def kill_session() -> None:
+        agent = remote_processes(sid)[0]
+        supervisor = _ppid(agent)
+        while _name(supervisor) != "sshd":  # the agent -> the supervisor -> the session's sshd
+            supervisor = _ppid(supervisor)
+        killed.append(time.time())
+        os.kill(supervisor, signal.SIGKILL)
+
+    result, gone_at = _watch_gone(sid, lambda: run_local(
+        sshd, shared, sid, mode="ignore_term_tree", action="wait", heartbeat_s=30.0),
+        kill_session)
+    assert killed
+    assert gone_at - killed[0] < 5.0
+    assert result["stop_reason"] == "error", result
+    assert any("lost" in e for e in result["errors"]), result
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+
+
+def _name(pid: int) -> str:
+    return Path(f"/proc/{pid}/comm").read_text().strip()
