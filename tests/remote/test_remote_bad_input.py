@@ -6,6 +6,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from remote.remotehelpers import run_local
@@ -28,7 +29,7 @@ def _config(sshd: SshServer, shared: Path, *, key: Path | None = None,
     return config
 
 
-def _error(sshd: SshServer, shared: Path, config: Path | None = None, **cfg: object) -> str:
+def _error(sshd: SshServer, shared: Path, config: Path | None = None, **cfg: Any) -> str:
     started = time.monotonic()
     result = run_local(sshd, shared, new_stream_id(), mode="normal", host="target",
                        ssh_config=str(config or _config(sshd, shared)), **cfg)

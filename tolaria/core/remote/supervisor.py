@@ -85,6 +85,14 @@ class FrameReader:
         return out
 
 
+# -- the frames above are shared with Tolaria's side (link.py, on any platform); below, the
+# supervisor proper, which needs POSIX signals, sessions and groups.
+if sys.platform == "win32" and __name__ == "__main__":
+    sys.stdout.write("TOLARIA-ERROR Windows hosts are not supported yet (use WSL: "
+                     "exec:wsl -d Ubuntu --)\n")
+    sys.exit(7)
+assert sys.platform != "win32", "the supervisor runs on POSIX hosts (the frames above: any)"
+
 # -- finding the run's processes ----------------------------------------------------------------
 
 def _linux() -> bool:
