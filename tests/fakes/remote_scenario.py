@@ -81,7 +81,8 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     acted_at = started = 0.0
     if action in ("stop", "disconnect", "freeze"):
         deadline = time.monotonic() + 30
-        while not any(e.kind == "init" for e in events):
+        wait_for = cfg.get("wait_for", "init")  # the event after which the tree is there
+        while not any(e.kind == wait_for for e in events):
             if task.done() or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.01)

@@ -68,6 +68,7 @@ class Link:
         self.proc: subprocess.Popen[bytes] | None = None
         self.done = threading.Event()
         self.errs: threading.Thread | None = None
+        self.gone = False
 
     # -- to the supervisor ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
@@ -143,6 +144,7 @@ class Link:
                 elif kind == proto.GONE:
                     gone = json.loads(payload.decode())
                     self.report(**gone)
+                    self.gone = True
                     code = gone.get("exit_code")
                     if not isinstance(code, int):
                         return EXIT_LINK
@@ -221,6 +223,10 @@ class Link:
                     proc.stdin.close()
             except OSError:
                 pass
+        if self.gone:
+            # The tree is gone and reported: the session's teardown (sshd closing the channel)
+            # is not worth waiting for; the supervisor has nothing left to do.
+            proc.terminate()
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:
@@ -253,4 +259,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # At once: the turn waits for this exit to learn that the remote tree is gone, and an
+    # interpreter shutdown with a reader thread still blocked on stdin takes tens of ms.
+    os._exit(code)

@@ -236,6 +236,15 @@ class Supervisor:
         self.stdin_buf = b""
         self.stdin_eof = False
         self.stopped = False
+        #: Tolaria asked the agent to stop (a SIGNAL frame): once it exits, its leftovers go at
+        #: once instead of after the exit moment.
+        self.asked = False
+        #: Woken by SIGCHLD (signal.set_wakeup_fd), so an exit is seen at once, not at a poll.
+        self.wakeup_r, wakeup_w = os.pipe()
+        for fd in (self.wakeup_r, wakeup_w):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(wakeup_w)
+        signal.signal(signal.SIGCHLD, _ignore)
         self.link_open = True
 
     # -- output to Tolaria ---------------------------------------------------------------------
@@ -321,7 +330,8 @@ class Supervisor:
             if self.status is not None and self.exited_at is None:
                 self.exited_at = time.monotonic()
             if self.exited_at is not None and (
-                    not self.pipes or time.monotonic() - self.exited_at > _EXIT_MOMENT_S):
+                    not self.pipes or self.asked
+                    or time.monotonic() - self.exited_at > _EXIT_MOMENT_S):
                 return self.finish()  # the agent ended by itself: its leftovers go too
             if not self.link_open:
                 return self.finish(disconnected=True)
@@ -334,7 +344,7 @@ class Supervisor:
 
     def step(self) -> None:
         assert self.proc is not None and self.proc.stdin is not None
-        readers = [0, *self.pipes]
+        readers = [0, self.wakeup_r, *self.pipes]
         writers = [self.proc.stdin.fileno()] if self.stdin_buf and not self.proc.stdin.closed \
             else []
         try:
@@ -342,6 +352,10 @@ class Supervisor:
         except InterruptedError:
             return
         for fd in ready:
+            if fd == self.wakeup_r:
+                with contextlib.suppress(OSError):
+                    os.read(fd, 512)
+                continue
             try:
                 data = os.read(fd, _CHUNK)
             except BlockingIOError:
@@ -384,6 +398,7 @@ class Supervisor:
                                        "ending its processes\n").encode())
                     self.stopped = True
                 else:
+                    self.asked = True
                     _send(self.proc.pid, sig)
         elif kind == STOP:
             self.stopped = True
