@@ -75,7 +75,7 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     sid = cfg["stream_id"]
     events: list[Event] = []
     task = asyncio.ensure_future(stream_ai_agent(
-        RunRequest(manifest, "go", cfg.get("cwd"), cfg.get("env") or {}, target=target), sid,
+        RunRequest(manifest, cfg.get("prompt", "go"), cfg.get("cwd"), cfg.get("env") or {}, target=target), sid,
         events.append, registry=registry, grace_s=float(cfg.get("grace", 0.5))))
     action = cfg.get("action", "finish")
     acted_at = started = 0.0
@@ -108,13 +108,17 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
             "survivors": [[s.pid, s.name] for s in done.survivors],
             "errors": [e.message for e in events if isinstance(e, Error)],
             "text": "".join(e.text for e in events if isinstance(e, TextDelta)),
+            "deltas": sum(1 for e in events if isinstance(e, TextDelta)),
+            "in_order": all(e.text.startswith(f"flood {i}: ") for i, e in
+                            enumerate(e for e in events if isinstance(e, TextDelta))),
             "kinds": [e.kind for e in events],
             "stop_ms": (time.monotonic() - started) * 1000 if started else None,
             "acted_at": acted_at}
 
 
 def main() -> int:
-    cfg = json.loads(sys.argv[1])
+    arg = sys.argv[1]  # the JSON, or @FILE holding it (a long prompt exceeds argv's limit)
+    cfg = json.loads(Path(arg[1:]).read_text() if arg.startswith("@") else arg)
     print(json.dumps(asyncio.run(scenario(cfg))), flush=True)
     return 0
 

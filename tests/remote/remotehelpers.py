@@ -19,7 +19,9 @@ def run_local(sshd: SshServer, shared: Path, stream_id: str, timeout: float = 90
     cfg = {"host": ALIAS, "ssh_config": str(sshd.config), "stream_id": stream_id,
            "cwd": str(shared), **cfg}
     try:
-        done = as_other_user([other_user_python(), str(SCENARIO), json.dumps(cfg)],
+        spec = shared / f"scenario-{stream_id}.json"
+        spec.write_text(json.dumps(cfg))
+        done = as_other_user([other_user_python(), str(SCENARIO), f"@{spec}"],
                              env=python_env(shared / "home"), cwd=shared / "home",
                              timeout=timeout)
     finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from remote.remotehelpers import run_local
+from remote.remotehelpers import FAKE_AGENT, run_local
 from remote.sshd import SshServer, remote_processes
 
 from tolaria.core.stream_id import new_stream_id
@@ -143,3 +143,15 @@ def _ppid(pid: int) -> int:
 
 def _name(pid: int) -> str:
     return Path(f"/proc/{pid}/comm").read_text().strip()
+
+
+def test_stdin_and_a_flood_pass_the_link_intact(sshd: SshServer, shared: Path) -> None:
+    prompt = "".join(f"line {i} of a long prompt\n" for i in range(20_000))  # ~0.5 MB
+    result = run_local(sshd, shared, new_stream_id(), prompt=prompt,
+                       command=["python3", str(FAKE_AGENT), "echo_stdin"])
+    assert result["stop_reason"] == "end_turn", result
+    assert result["text"] == prompt
+    flood = run_local(sshd, shared, new_stream_id(), mode="flood",
+                      env={"FAKE_FLOOD_LINES": "5000"})
+    assert flood["stop_reason"] == "end_turn", flood
+    assert flood["deltas"] == 5000 and flood["in_order"]
