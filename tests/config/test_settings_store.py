@@ -323,7 +323,8 @@ def test_an_unknown_table_is_named() -> None:
     settings, problems = load_settings()
     assert settings == Settings()
     assert problems == [f"{path}:1: shortcut: unknown table, ignored (known: shortcuts, "
-                        "behaviour, appearance, checkpoints, limits, agents, mcp)"]
+                        "behaviour, appearance, checkpoints, limits, agents, mcp, remote, "
+                        "hosts)"]
 
 
 def test_the_theme_is_read_checked_and_saved() -> None:
