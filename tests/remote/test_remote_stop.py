@@ -7,6 +7,7 @@ the remote's view (root reads every /proc entry): no process of the run is left.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -155,3 +156,44 @@ def test_stdin_and_a_flood_pass_the_link_intact(sshd: SshServer, shared: Path) -
                       env={"FAKE_FLOOD_LINES": "5000"})
     assert flood["stop_reason"] == "end_turn", flood
     assert flood["deltas"] == 5000 and flood["in_order"]
+
+
+def test_tolaria_killed_with_9_ends_the_remote_tree(sshd: SshServer, shared: Path) -> None:
+    """The local side dies at once (no stop, no watchdog in this scenario): its link notices it
+    was orphaned and closes, and the supervisor ends the tree."""
+    sid = new_stream_id()
+    links: list[int] = []
+
+    def kill_tolaria() -> None:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    cmd = (entry / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"tolaria.core.remote.link" in cmd:
+                    links.append(int(entry.name))
+        assert links
+        scenario = _ppid(links[0])
+        killed.append(time.time())
+        os.kill(scenario, signal.SIGKILL)
+
+    killed: list[float] = []
+    result, gone_at = _watch_gone(sid, lambda: _killed_run(sshd, shared, sid), kill_tolaria)
+    assert killed and result.get("killed"), result
+    assert gone_at - killed[0] < 5.0
+    deadline = time.monotonic() + 10
+    for link in links:  # orphaned to us (the test process is a subreaper) or to init
+        while time.monotonic() < deadline and Path(f"/proc/{link}").exists() and \
+                b") Z" not in Path(f"/proc/{link}/stat").read_bytes():
+            time.sleep(0.05)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(link, 0)
+
+
+def _killed_run(sshd: SshServer, shared: Path, sid: str) -> dict[str, Any]:
+    try:
+        run_local(sshd, shared, sid, mode="ignore_term_tree", action="wait", heartbeat_s=30.0)
+    except AssertionError:  # the scenario died: that was the point
+        return {"killed": True}
+    return {"killed": False}

@@ -17,12 +17,14 @@ Only the standard library and the supervisor's frame code: it starts in a few te
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -69,6 +71,7 @@ class Link:
         self.done = threading.Event()
         self.errs: threading.Thread | None = None
         self.gone = False
+        self.last_beat = 0.0
 
     # -- to the supervisor ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
@@ -196,8 +199,29 @@ class Link:
             self.send(proto.STDIN, data)
 
     def _heartbeat(self) -> None:
-        while not self.done.wait(HEARTBEAT_EVERY_S):
-            self.send(proto.HEARTBEAT)
+        """The supervisor's sign of life from Tolaria. It stops when Tolaria does: a parent
+        that died (killed with -9, crashed) leaves us to another parent, and then the link
+        closes, so the supervisor ends the tree at once instead of serving nobody."""
+        parent = os.getppid()
+        while not self.done.wait(HEARTBEAT_EVERY_S / 4):
+            if os.getppid() != parent:
+                self._orphaned()
+                return
+            now = time.monotonic()
+            if now - self.last_beat >= HEARTBEAT_EVERY_S:
+                self.last_beat = now
+                self.send(proto.HEARTBEAT)
+
+    def _orphaned(self) -> None:
+        proc = self.proc
+        if proc is not None:
+            with self.lock, contextlib.suppress(OSError, ValueError):
+                if proc.stdin is not None:
+                    proc.stdin.close()  # EOF: the supervisor ends the tree now
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+            proc.kill()
+        os._exit(EXIT_LINK)
 
     def _stderr(self, err: Any) -> None:
         """The transport's own messages (ssh's): passed on, and kept for the error line."""
