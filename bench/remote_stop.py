@@ -71,6 +71,8 @@ def remote_stop(sshd: SshServer, mode: str) -> tuple[float, int]:
         result = run_local(sshd, shared, sid, mode=mode, action="stop", wait_for="text_delta",
                            env={"FAKE_PIDFILE": str(shared / "pids"),
                                 "FAKE_HOPLOG": str(shared / "hops")})
+        if result["stop_reason"] != "cancelled" or result["stop_ms"] is None:
+            raise SystemExit(f"{mode}: the run was not stopped: {result}")
         left = len(remote_processes(sid)) + len(result["survivors"])
         return float(result["stop_ms"]), left
     finally:

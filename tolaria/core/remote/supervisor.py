@@ -356,12 +356,9 @@ class Supervisor:
                 with contextlib.suppress(OSError):
                     os.read(fd, 512)
                 continue
-            try:
-                data = os.read(fd, _CHUNK)
-            except BlockingIOError:
+            data = _read(fd)
+            if data is None:
                 continue
-            except OSError:
-                data = b""
             if fd == 0:
                 if not data:
                     self.link_open = False
@@ -451,13 +448,16 @@ class Supervisor:
         return 0
 
     def kill_tree(self, grace: float) -> list[list[object]]:
-        """End every process of the run: SIGTERM (SIGKILL at once to what ignores it), SIGKILL
-        after ``grace``; the processes still alive after that are returned."""
+        """End every process of the run: frozen, then SIGTERM (SIGKILL at once to what ignores
+        it or appears meanwhile), SIGKILL after ``grace``; what is still alive after that is
+        returned."""
         assert self.tree is not None and self.proc is not None
         tree = self.tree
         termed: set[int] = set()
         start = time.monotonic()
         killing = False
+        frozen = self.freeze()
+        first: set[int] | None = None
         if self.status is None:
             # The agent's own group, in one call, before the per-pid sweep.
             with contextlib.suppress(OSError):
@@ -471,13 +471,36 @@ class Supervisor:
             if waited > grace + _KILL_WAIT_S:
                 return _survivor_json(tree, alive)
             killing = killing or waited >= grace
+            if first is None:
+                first = set(alive)
             for pid in alive:
-                if killing or _ignores(pid, signal.SIGTERM):
+                # SIGKILL at once: what ignores SIGTERM, and what was born during the stop (a
+                # hopper's next incarnation, a tool started while its agent ends) - no grace
+                # is owed to a process that did not exist when the stop began.
+                if killing or pid not in first or _ignores(pid, signal.SIGTERM):
                     _send(pid, signal.SIGKILL)
                 elif pid not in termed:
                     termed.add(pid)
                     _send(pid, signal.SIGTERM)
+            for pid in frozen:  # the SIGTERM (or SIGKILL) waits for each: it goes on waking
+                _send(pid, signal.SIGCONT)
+            frozen = set()
             time.sleep(0.01)
+
+    def freeze(self) -> set[int]:
+        """SIGSTOP every process of the run, sweep after sweep until no new one appears: a pid
+        hopper (a process that forks and exits, again and again) outruns a kill sweep, not a
+        stopped tree. Continued once signalled (kill_tree)."""
+        assert self.tree is not None
+        stopped: set[int] = set()
+        for _ in range(50):
+            new = [pid for pid in self.tree.members() if pid not in stopped]
+            if not new:
+                break
+            for pid in new:
+                _send(pid, signal.SIGSTOP)
+                stopped.add(pid)
+        return stopped
 
     def drain(self) -> None:
         """Forward what is left in the agent's pipes (its writers are gone)."""
@@ -485,16 +508,23 @@ class Supervisor:
         while self.pipes and time.monotonic() < deadline:
             ready, _, _ = select.select(list(self.pipes), [], [], 0.05)
             for fd in ready:
-                try:
-                    data = os.read(fd, _CHUNK)
-                except BlockingIOError:
+                data = _read(fd)
+                if data is None:
                     continue
-                except OSError:
-                    data = b""
                 if data:
                     self.send(self.pipes[fd], data)
                 else:
                     del self.pipes[fd]
+
+
+def _read(fd: int) -> bytes | None:
+    """What a non-blocking ``fd`` has: b"" at its end (or an error), None when nothing yet."""
+    try:
+        return os.read(fd, _CHUNK)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
 
 
 def _exit_code(status: int) -> int:
