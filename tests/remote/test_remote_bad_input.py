@@ -102,7 +102,7 @@ def test_a_missing_folder_and_a_missing_agent_there(sshd: SshServer, shared: Pat
 
 
 @pytest.mark.parametrize("host", ["-oProxyCommand=touch /tmp/x", "ssh://h:0", ""])
-def test_bad_destinations_never_reach_ssh(host: str, shared: Path) -> None:
+def test_bad_destinations_never_reach_ssh(host: str) -> None:
     from tolaria.core.remote.hosts import BadDestination, parse_destination
 
     with pytest.raises(BadDestination):
