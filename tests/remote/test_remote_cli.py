@@ -7,12 +7,13 @@ with per-host overrides: its program and PYTHONPATH there) runs as ``tolaria-rem
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
 from nonroot import other_user_prefix, other_user_python, python_env, tolaria_as_other_user
-from remote.sshd import ALIAS, SshServer, kill_remote, remote_processes
+from remote.sshd import ALIAS, SshServer, kill_remote, remote_account, remote_processes
 
 from tolaria.core.stream_id import new_stream_id
 
@@ -66,3 +67,27 @@ def test_run_on_a_host_and_abort_it_from_another_terminal(sshd: SshServer, share
     assert done["survivors"] == []
     assert any(e["kind"] in ("text_delta", "thinking_delta", "tool_start") for e in events), out
     assert remote_processes(sid) == []
+
+
+def test_a_saved_chat_keeps_the_folder_on_the_host(sshd: SshServer, shared: Path) -> None:
+    """Saved like any run (history, resume), with the folder as it is on the host and no local
+    checkpoint of a folder of that name here."""
+    home = shared / "home"
+    _settings(home)
+    folder = shared / "remote-only"  # exists for the remote account only
+    folder.mkdir()
+    os.chown(folder, *remote_account()[2:4])
+    folder.chmod(0o700)
+    run = _run(sshd, home, "--agent", "demo", "--cwd", str(folder), "hello")
+    try:
+        _out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == 0, err
+    assert "saved in chat 1" in err
+    chats = json.loads(tolaria_as_other_user(home, "chats", "--json").stdout)
+    assert chats[0]["cwd"] == str(folder)
+    assert not (home / "data" / "checkpoints").exists() or not any(
+        (home / "data" / "checkpoints").iterdir())
