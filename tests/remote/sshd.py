@@ -1,7 +1,7 @@
 """A real OpenSSH server on 127.0.0.1 for the remote tier, and the two accounts around it.
 
 - the remote account ``tolaria-remote`` (made with useradd, a home and a shell) is where the
-  agents run; its ``authorized_keys`` holds the test's client key;
+  agents run; the server's own ``AuthorizedKeysFile`` holds the test's client key for it;
 - the local side (Tolaria: the turn, its link and the ``ssh`` client) runs as the non-root
   ``tolaria-test`` user (tests/nonroot.py), so it *cannot* signal the remote account's processes:
   a stop that passes must have been done by the supervisor there;
@@ -78,22 +78,17 @@ class SshServer:
                        check=True)
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(self.client_key)],
                        check=True)
-        # The remote account's authorized_keys, as sshd wants it (owned by it, not writable by
-        # others).
-        home = Path(self.account.pw_dir)
-        ssh_dir = home / ".ssh"
-        ssh_dir.mkdir(mode=0o700, exist_ok=True)
-        keys = ssh_dir / "authorized_keys"
+        # The server's own authorized_keys (not the account's ~/.ssh: two servers, a test run
+        # and a bench, may run at once); StrictModes off as it lies under /tmp.
+        keys = f / "authorized_keys"
         keys.write_text((f / "client_key.pub").read_text())
-        for path in (home, ssh_dir, keys):
-            os.chown(path, self.account.pw_uid, self.account.pw_gid)
-        os.chmod(keys, 0o600)
-        os.chmod(home, 0o755)
+        os.chmod(keys, 0o644)
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation folder
         (f / "sshd_config").write_text(
             f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {f / 'host_key'}\n"
             f"PidFile {f / 'sshd.pid'}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-            f"PubkeyAuthentication yes\nUsePAM no\nAllowUsers {REMOTE_USER}\nStrictModes yes\n"
+            f"PubkeyAuthentication yes\nUsePAM no\nAllowUsers {REMOTE_USER}\nStrictModes no\n"
+            f"AuthorizedKeysFile {keys}\n"
             "PrintMotd no\nPrintLastLog no\nLogLevel ERROR\nClientAliveInterval 0\n"
             f"Subsystem sftp internal-sftp\nMaxStartups 50\nMaxSessions 50\n")
         host_pub = (f / "host_key.pub").read_text().split()
