@@ -64,7 +64,7 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
 
     command = tuple(cfg.get("command") or ("python3", str(FAKE_AGENT), cfg["mode"], "{prompt}"))
     manifest = Manifest(id="scenario", name=f"remote {cfg.get('mode')}",
-                        protocol="claude-stream-json", command=command)
+                        protocol=cfg.get("protocol", "claude-stream-json"), command=command)
     settings: dict[str, Any] = {"ssh_config": cfg.get("ssh_config"),
                                 "heartbeat_s": float(cfg.get("heartbeat_s", 3.0))}
     for key in ("python", "cache_dir"):

@@ -197,3 +197,19 @@ def _killed_run(sshd: SshServer, shared: Path, sid: str) -> dict[str, Any]:
     except AssertionError:  # the scenario died: that was the point
         return {"killed": True}
     return {"killed": False}
+
+
+def test_an_acp_agent_on_the_host_is_cancelled_and_its_tool_ended(sshd: SshServer,
+                                                                 shared: Path) -> None:
+    """ACP's JSON-RPC passes the link both ways; the stop's session/cancel reaches the agent."""
+    acp = str(FAKE_AGENT.parent / "fake_acp_agent.py")
+    sid = new_stream_id()
+    done = run_local(sshd, shared, new_stream_id(), protocol="acp",
+                     command=["python3", acp, "normal"])
+    assert done["stop_reason"] == "end_turn", done
+    result = run_local(sshd, shared, sid, protocol="acp", command=["python3", acp, "normal"],
+                       prompt="SLEEP now", action="stop", wait_for="tool_start",
+                       env={"FAKE_PIDFILE": str(shared / "sleep.pid")})
+    assert result["stop_reason"] == "cancelled", result
+    assert result["survivors"] == []
+    assert remote_processes(sid) == []
