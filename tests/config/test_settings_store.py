@@ -324,7 +324,7 @@ def test_an_unknown_table_is_named() -> None:
     assert settings == Settings()
     assert problems == [f"{path}:1: shortcut: unknown table, ignored (known: shortcuts, "
                         "behaviour, appearance, checkpoints, limits, notifications, agents, mcp, "
-                        "attachments)"]
+                        "attachments, remote, hosts)"]
 
 
 def test_the_theme_is_read_checked_and_saved() -> None:

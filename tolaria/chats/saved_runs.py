@@ -94,7 +94,15 @@ class SavedRun:
         """
         agent = request.manifest.id
         conversation = self.conversation
-        if conversation is None:
+        if request.target is not None:  # a folder on the host, as typed (or its home)
+            cwd = explicit_cwd or request.cwd or (conversation.cwd if conversation else "") or ""
+            if conversation is None:
+                conversation = self.engine.new_conversation(agent, cwd,
+                                                            origin=ORIGIN_COMMAND_LINE)
+            elif conversation.agent != agent or conversation.cwd != cwd:
+                conversation = self.store.update_conversation(conversation.id, agent=agent,
+                                                              cwd=cwd)
+        elif conversation is None:
             cwd = os.path.abspath(request.cwd or os.getcwd())
             conversation = self.engine.new_conversation(agent, cwd, origin=ORIGIN_COMMAND_LINE)
         else:

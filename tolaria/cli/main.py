@@ -85,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--attach", action="append", default=[], metavar="FILE",
                      help="send this file (an image or any file) with the prompt, in the "
                           "agent's own form; repeatable")
+    run.add_argument("--host", metavar="DEST",
+                     help="run the agent on another machine: an ssh alias, user@host, "
+                          "ssh://user@host:port, a [hosts.\"NAME\"] of the settings, or "
+                          "exec:PREFIX (e.g. exec:docker exec -i box)")
+    run.add_argument("--ssh-config", metavar="FILE", help="with --host: ssh -F FILE")
     run.add_argument("prompt", metavar="PROMPT", help="what to ask (one argument: quote it)")
     limits = run.add_argument_group(
         "limits", "stop the run (exit 130, the limit named in its done event) when it reaches "
@@ -402,6 +407,18 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     for warning in prepared.warnings:
         print(f"tolaria: settings: {warning}", file=sys.stderr)
     request = prepared.request(args.prompt, cwd=args.run_cwd)
+    if args.host is not None:  # another machine (tolaria/cli/remote_run.py)
+        from tolaria.cli.remote_run import with_host
+
+        on_host = with_host(request, args.host, args.ssh_config)
+        if isinstance(on_host, str):
+            print(f"tolaria: --host: {on_host}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        request = on_host
+        if args.attach:  # the stored copies are on this machine, the agent is not
+            print("tolaria: --attach does not work with --host yet: the agent on "
+                  f"{args.host} cannot read this machine's files", file=sys.stderr)
+            return EXIT_BAD_INPUT
     attached = attach_files(args.attach, manifest, saved.store if saved else None,
                             saved.chat_id if saved else None)
     if isinstance(attached, str):  # before anything is saved or started (ADR 0028)
@@ -519,7 +536,9 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
     printer.output.on_closed = lambda: engine.stop_stream(stream_id)
     printer.stopping = lambda: any(r["stream_id"] == stream_id and r["state"] == STOPPING
                                    for r in registry.live())
-    chat = {"chat": output.chat} if output.chat is not None else {}
+    chat: dict[str, str] = {"chat": output.chat} if output.chat is not None else {}
+    if request.target is not None:  # ``tolaria streams`` names the host
+        chat["host"] = request.target.label
     server = control.ControlServer(registry, details=lambda _stream_id: chat)
     try:
         await server.start()

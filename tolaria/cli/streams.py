@@ -40,6 +40,8 @@ def _row(stream: dict[str, Any], now: float) -> tuple[str, ...]:
     state = stream.get("state")
     agent = str(stream.get("agent") or "?") + (f" ({state})" if state not in (None, "running")
                                                else "")
+    if stream.get("host"):  # a run on another machine
+        agent += f" on {stream['host']}"
     return (str(stream.get("stream_id", "?")), agent, chat,
             elapsed(now - started) if isinstance(started, int | float) else "?",
             str(stream.get("owner_pid", "?")))

@@ -263,7 +263,8 @@ _TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits", "not
 #: Top-level tables of settings.toml; anything else is reported (a typo such as [shortcut]
 #: would otherwise be ignored without a word). ``agents``: tolaria/config/overrides.py.
 KNOWN_TABLES = ("shortcuts", "behaviour", "appearance", "checkpoints", "limits",
-                "notifications", "agents", "mcp", "attachments")
+                "notifications", "agents", "mcp", "attachments",
+                "remote", "hosts")  # remote, hosts: tolaria/config/remote_hosts.py
 assert {k.attr for k in _KEYS} == {f.name for f in fields(Settings)}
 
 

@@ -105,6 +105,9 @@ class CliTurn(ProcessTurn):
         exit_code = exit_code_of(returncode)
         for event in self.runtime.finish():
             self.emit(event)
+        remote_error = self._remote_error()
+        if remote_error is not None and not cancelled:
+            return self._fail(remote_error)
         if cancelled:
             if self._cut_off is not None:
                 message, diagnosis = self._cut_off

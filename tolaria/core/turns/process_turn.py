@@ -36,6 +36,7 @@ from tolaria.core.process import backend, proctree, tracking
 from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
+from tolaria.core.remote.launch import RemoteLaunch
 from tolaria.core.turns import mcp_setup
 from tolaria.core.turns.request import RunRequest
 from tolaria.core.turns.spawn import ExitProtocol, build_env, spawn_agent
@@ -96,6 +97,9 @@ class ProcessTurn:
         self._readers: list[asyncio.Task[None]] = []
         #: The MCP servers of the agent process this turn talks to (ACP: for session/new).
         self.mcp = mcp_setup.McpSetup()
+        #: The link of a run on another machine (request.target; ADR 0026), else None.
+        self._remote: RemoteLaunch | None = None
+        self._spawned_exited = asyncio.Event()  # the spawned process's exit (ExitProtocol.exited)
 
     def _done(self, stop_reason: str, exit_code: int | None = None) -> Done:
         return Done(self.run.stream_id, stop_reason=stop_reason, exit_code=exit_code,
@@ -132,6 +136,8 @@ class ProcessTurn:
         (stopped already, no such folder, not ready)."""
         if self.run.stop_requested:
             return self._done(STOP_CANCELLED)
+        if self.request.target is not None:  # a folder on the host: checked there
+            return self.request.cwd or ""
         cwd = self.request.cwd or os.getcwd()
         if not Path(cwd).is_dir():
             return self._fail(f"working folder {cwd} does not exist or is not a folder")
@@ -152,7 +158,9 @@ class ProcessTurn:
                               f"(known: {', '.join(PERMISSION_MODES)})")
         env = build_env(manifest, sid, {**manifest.permission_env.get(mode, {}),
                                         **self.request.env})
-        mcp = mcp_setup.prepare(self.request, env, sid, mode, self.emit, sid)
+        remote = self.request.target is not None
+        mcp = (mcp_setup.McpSetup() if remote
+               else mcp_setup.prepare(self.request, env, sid, mode, self.emit, sid))
         if isinstance(mcp, str):
             return self._fail(mcp)
         self.mcp = mcp
@@ -161,15 +169,21 @@ class ProcessTurn:
                               session_id=self.request.session_id, mode=mode,
                               extra=mcp.launched.args + self.request.extra_args)
             env.update(mcp.launched.env)
-            found = await self._find_program(argv[0], env)
-            if isinstance(found, Done):
-                return found
-            argv, env = found.argv(argv[1:]), found.environment(env)
+            if self.request.target is not None:
+                self._remote = RemoteLaunch(self.request.target, sid, self.grace_s)
+                argv, env = self._remote.prepare(manifest.id, argv, cwd or None, env)
+                cwd = self._remote.local_cwd
+            else:
+                found = await self._find_program(argv[0], env)
+                if isinstance(found, Done):
+                    return found
+                argv, env = found.argv(argv[1:]), found.environment(env)
             try:
                 proc, protocol, transport = await spawn_agent(argv, cwd=cwd, env=env,
                                                               stdin=self._stdin())
             except OSError as exc:
                 return self._cannot_start(argv[0], exc)
+            self._spawned_exited = protocol.exited
             try:
                 return await self._supervise(proc, protocol, cwd)
             finally:
@@ -178,6 +192,8 @@ class ProcessTurn:
                 transport.close()
         finally:
             mcp.close()  # the agent (and so its servers) is gone: its private files go too
+            if self._remote is not None:
+                self._remote.close()
 
     async def _find_program(self, program: str, env: Mapping[str, str]
                             ) -> locate.Location | Done:
@@ -327,8 +343,18 @@ class ProcessTurn:
         """End the run's whole tree. After a polite request that the agent did not finish
         within its window, the agent gets no second grace period (its tools still do)."""
         assert self._tree is not None
-        return await self._tree.kill(
+        remote: list[Survivor] = []
+        if self._remote is not None and self._proc is not None:
+            # The remote tree first, by the supervisor there; then what is left here (ssh).
+            await self._remote.end(self._proc.pid, self._spawned_exited)
+            remote = self._remote.survivors()
+        return remote + await self._tree.kill(
             self.grace_s, root_had_grace=cancelled and self.manifest.stop.polite != "none")
+
+    def _remote_error(self) -> str | None:
+        """Why a run on another machine could not start or lost its link (None: local, or
+        it ran)."""
+        return self._remote.error if self._remote is not None else None
 
     async def _stop_reading(self) -> None:
         """Once the processes are gone: let the readers reach EOF."""

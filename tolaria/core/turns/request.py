@@ -14,6 +14,7 @@ from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.attachments.model import Attachment
 from tolaria.core.mcp.servers import McpServer
 from tolaria.core.permissions import PermissionCallback
+from tolaria.core.remote.hosts import Target
 
 #: Seconds to wait for a stopped agent's tree to go before SIGKILL.
 DEFAULT_GRACE_S = 2.0
@@ -60,3 +61,6 @@ class RunRequest:
     extra_args: tuple[str, ...] = ()
     #: Set by the runner from ``attachments``: Claude stream-json blocks after the prompt's.
     content_blocks: tuple[dict[str, Any], ...] = ()
+    #: Run the agent on another machine (an ssh host or a command target; ADR 0026) instead
+    #: of here. None: this machine.
+    target: Target | None = None

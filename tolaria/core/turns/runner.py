@@ -124,7 +124,8 @@ async def _execute(request: RunRequest, stream_id: str, emit: _Emitter, run: Run
                    registry: ProcessRegistry, grace_s: float, max_line: int,
                    keepers: KeeperPool | None) -> Done:
     turn: ProcessTurn | ChatTurn
-    if request.keep_key is not None and keepable(request.manifest):
+    # A remote agent is not kept between turns (yet): one supervisor per turn.
+    if request.keep_key is not None and request.target is None and keepable(request.manifest):
         # One long-lived agent process per conversation (ADR 0009).
         keepers = keepers or default_keepers()
         if request.manifest.protocol == ACP:

@@ -1,0 +1,127 @@
+"""One remote run, as whoever runs this: ``python remote_scenario.py JSON``.
+
+Used by tests/remote/ as the non-root local side: the turn, its link and ``ssh`` run as this
+user, who cannot signal the remote account's processes. JSON: ``host`` (a destination),
+``ssh_config``, ``mode`` (fake_agent.py's), ``cwd``, ``env``, ``stream_id``, ``action``
+("finish": let it end; "stop": abort once it started; "disconnect": SIGKILL our ssh client once it
+started; "freeze": SIGSTOP it for ``hold`` seconds (a silent drop), then SIGKILL it; "wait":
+let the test act, e.g. kill the remote sshd session), ``grace``, ``heartbeat_s``, ``python``, ``cache_dir``.
+Prints one JSON line: ``stop_reason``, ``exit_code``, ``survivors``, ``errors``, ``text``,
+``stop_ms``, ``kinds``, ``acted_at`` (time.time() of the stop or the kill).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
+
+
+def _ssh_children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)
+            name = fields[0].split(b"(", 1)[1]
+            ppid = int(fields[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and name == b"ssh":
+            out.append(int(entry))
+    return out
+
+
+def _descendant_ssh() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if b"tolaria.core.remote.link" in fh.read():
+                        found += _ssh_children(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
+    from tolaria.core.adapters.manifest import Manifest
+    from tolaria.core.events import Done, Error, Event, TextDelta
+    from tolaria.core.process.registry import ProcessRegistry
+    from tolaria.core.remote.hosts import parse_destination
+    from tolaria.core.turns.runner import RunRequest, stream_ai_agent
+
+    command = tuple(cfg.get("command") or ("python3", str(FAKE_AGENT), cfg["mode"], "{prompt}"))
+    manifest = Manifest(id="scenario", name=f"remote {cfg.get('mode')}",
+                        protocol=cfg.get("protocol", "claude-stream-json"), command=command)
+    settings: dict[str, Any] = {"ssh_config": cfg.get("ssh_config"),
+                                "heartbeat_s": float(cfg.get("heartbeat_s", 3.0))}
+    for key in ("python", "cache_dir"):
+        if cfg.get(key):
+            settings[key] = cfg[key]
+    target = parse_destination(cfg["host"], **settings)
+    registry = ProcessRegistry()
+    sid = cfg["stream_id"]
+    events: list[Event] = []
+    task = asyncio.ensure_future(stream_ai_agent(
+        RunRequest(manifest, cfg.get("prompt", "go"), cfg.get("cwd"), cfg.get("env") or {}, target=target), sid,
+        events.append, registry=registry, grace_s=float(cfg.get("grace", 0.5))))
+    action = cfg.get("action", "finish")
+    acted_at = started = 0.0
+    if action in ("stop", "disconnect", "freeze"):
+        deadline = time.monotonic() + 30
+        wait_for = cfg.get("wait_for", "init")  # the event after which the tree is there
+        while not any(e.kind == wait_for for e in events):
+            if task.done() or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(float(cfg.get("settle", 0.3)))  # the tree grows its children
+        started, acted_at = time.monotonic(), time.time()
+        if action == "stop":
+            registry.abort(sid)
+        elif action == "freeze":  # a silent drop: the link stays, nothing goes through it
+            ssh = _descendant_ssh()
+            for pid in ssh:
+                os.kill(pid, signal.SIGSTOP)
+            await asyncio.sleep(float(cfg.get("hold", 7.0)))
+            for pid in ssh:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        elif action == "disconnect":
+            for pid in _descendant_ssh():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+    done = await asyncio.wait_for(task, 60)
+    assert isinstance(done, Done)
+    return {"stop_reason": done.stop_reason, "exit_code": done.exit_code,
+            "survivors": [[s.pid, s.name] for s in done.survivors],
+            "errors": [e.message for e in events if isinstance(e, Error)],
+            "text": "".join(e.text for e in events if isinstance(e, TextDelta)),
+            "deltas": sum(1 for e in events if isinstance(e, TextDelta)),
+            "in_order": all(e.text.startswith(f"flood {i}: ") for i, e in
+                            enumerate(e for e in events if isinstance(e, TextDelta))),
+            "kinds": [e.kind for e in events],
+            "stop_ms": (time.monotonic() - started) * 1000 if started else None,
+            "acted_at": acted_at}
+
+
+def main() -> int:
+    arg = sys.argv[1]  # the JSON, or @FILE holding it (a long prompt exceeds argv's limit)
+    cfg = json.loads(Path(arg[1:]).read_text() if arg.startswith("@") else arg)
+    print(json.dumps(asyncio.run(scenario(cfg))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""The supervisor runs on the host's own Python: standard library only, Python >= 3.8, one file,
+shipped in the wheel as the very bytes that are hashed. These checks need no sshd."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tolaria.core.remote import bootstrap, supervisor
+
+SOURCE = Path(supervisor.__file__)
+
+
+def test_supervisor_imports_the_standard_library_only() -> None:
+    tree = ast.parse(SOURCE.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+
+
+def test_supervisor_needs_no_python_newer_than_3_8() -> None:
+    vermin = shutil.which("vermin") or str(Path(sys.executable).parent / "vermin")
+    if not Path(vermin).exists():
+        pytest.fail("vermin is missing: pip install -e '.[test]'")
+    done = subprocess.run([vermin, "-t=3.8-", "--violations", "--no-tips", "--no-parse-comments",
+                           str(SOURCE)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_hash_is_of_the_shipped_bytes() -> None:
+    import hashlib
+
+    assert bootstrap.supervisor_hash() == hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    argv = bootstrap.remote_argv("python3")
+    assert argv[:2] == ["python3", "-c"]
+    assert argv[3:5] == [bootstrap.supervisor_hash(), str(len(SOURCE.read_bytes()))]
+
+
+def test_frames_survive_any_split() -> None:
+    data = (supervisor.frame(supervisor.STDOUT, b"hello") + supervisor.frame(supervisor.HEARTBEAT)
+            + supervisor.frame(supervisor.STDERR, b"x" * 70000))
+    for size in (1, 3, 4096):
+        reader = supervisor.FrameReader()
+        frames = []
+        for i in range(0, len(data), size):
+            frames += reader.feed(data[i:i + size])
+        assert frames == [(b"O", b"hello"), (b"H", b""), (b"R", b"x" * 70000)]
+
+
+def test_an_oversized_frame_is_refused() -> None:
+    with pytest.raises(ValueError, match="too large"):
+        supervisor.FrameReader().feed(supervisor.HEADER.pack(b"O", supervisor.MAX_FRAME + 1))

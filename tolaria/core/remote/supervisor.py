@@ -1,0 +1,573 @@
+"""Tolaria's remote supervisor: one agent run on another machine, with the stop promise kept there.
+
+A standalone program: the standard library only, Python >= 3.8 (checked statically: ruff's
+per-file target version and tests/remote/test_supervisor_static.py). Tolaria copies this file
+once per version into a cache folder on the host (content-addressed, checked by its hash: see
+bootstrap.py) and starts it through ssh or a command prefix (docker/podman/kubectl exec, wsl).
+
+It speaks a small framed protocol on its stdin/stdout (ADR 0026): each frame is one kind byte, a
+4-byte big-endian length and the payload. Tolaria sends START (the agent's argv, folder and
+environment), STDIN data and EOF, SIGNAL (the agent's polite stop), STOP (end the whole tree) and
+HEARTBEAT; the supervisor sends READY, the agent's STDOUT/STDERR, FAILED (it could not start) and
+GONE (the tree is gone: exit code, survivors), then exits.
+
+The promise, with its own small means: the agent starts in its own session with the run's
+TOLARIA_STREAM_ID marker; on Linux the supervisor is a child subreaper, so orphans of the tree
+come back to it; a stop signals every process of the run (found by descent, marker, session and
+group), SIGKILL at once to what ignores SIGTERM (SigIgn), SIGKILL to the rest after the grace,
+and reports what is still alive. If Tolaria goes silent (no frame for ``heartbeat_s``: ssh
+killed, a silent network drop) or its end of the pipe closes, the tree is ended just the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+VERSION = "1"
+MARKER = "TOLARIA_STREAM_ID"
+
+HEADER = struct.Struct(">cI")
+MAX_FRAME = 1 << 24
+
+# Tolaria -> supervisor
+START = b"S"
+STDIN = b"I"
+STDIN_EOF = b"E"
+SIGNAL = b"G"
+STOP = b"K"
+HEARTBEAT = b"H"
+# supervisor -> Tolaria
+READY = b"V"
+STDOUT = b"O"
+STDERR = b"R"
+FAILED = b"F"
+GONE = b"D"
+
+_CHUNK = 65536
+_POLL_S = 0.05
+#: How long the agent's pipes may stay open after it exited before its leftovers are ended.
+_EXIT_MOMENT_S = 0.3
+#: After SIGKILL, how long a process may take to go before it counts as a survivor.
+_KILL_WAIT_S = 2.0
+
+
+def frame(kind: bytes, payload: bytes = b"") -> bytes:
+    """One frame: kind, length, payload."""
+    return HEADER.pack(kind, len(payload)) + payload
+
+
+class FrameReader:
+    """Frames out of a byte stream that arrives in pieces."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[tuple[bytes, bytes]]:
+        self._buf += data
+        out = []
+        while len(self._buf) >= HEADER.size:
+            kind, size = HEADER.unpack_from(self._buf)
+            if size > MAX_FRAME:
+                raise ValueError(f"frame of {size} bytes is too large")
+            end = HEADER.size + size
+            if len(self._buf) < end:
+                break
+            out.append((kind, self._buf[HEADER.size:end]))
+            self._buf = self._buf[end:]
+        return out
+
+
+# -- the frames above are shared with Tolaria's side (link.py, on any platform); below, the
+# supervisor proper, which needs POSIX signals, sessions and groups.
+if sys.platform == "win32" and __name__ == "__main__":
+    sys.stdout.write("TOLARIA-ERROR Windows hosts are not supported yet (use WSL: "
+                     "exec:wsl -d Ubuntu --)\n")
+    sys.exit(7)
+assert sys.platform != "win32", "the supervisor runs on POSIX hosts (the frames above: any)"
+
+# -- finding the run's processes ----------------------------------------------------------------
+
+def _linux() -> bool:
+    return sys.platform.startswith("linux") and os.path.isdir("/proc/self")
+
+
+def _stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, ppid, pgid, session) of a pid from /proc, None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return marker in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
+
+
+def _ignores(pid: int, sig: int) -> bool:
+    """Whether ``pid`` ignores ``sig`` (SigIgn in /proc; False where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def _table() -> dict[int, tuple[str, int, int, int]]:
+    """Every process: pid -> (state, ppid, pgid, session)."""
+    table = {}
+    if _linux():
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                found = _stat(int(entry))
+                if found is not None:
+                    table[int(entry)] = found
+        return table
+    out = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "stat=", "-o", "ppid=", "-o", "pgid=",
+                          "-o", "sess="], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         check=False).stdout.decode(errors="replace")
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 5 and parts[0].isdigit():
+            try:
+                table[int(parts[0])] = (parts[1][:1], int(parts[2]), int(parts[3]), int(parts[4]))
+            except ValueError:
+                continue
+    return table
+
+
+class Tree:
+    """The run's processes: the agent's descendants (ours too, as subreaper), its session and
+    group, and every process that carries the run's marker."""
+
+    def __init__(self, stream_id: str, agent_pid: int) -> None:
+        self.marker = f"{MARKER}={stream_id}".encode()
+        self.agent_pid = agent_pid
+        self.me = os.getpid()
+
+    def members(self) -> dict[int, tuple[str, int, int, int]]:
+        table = _table()
+        children: dict[int, list[int]] = {}
+        for pid, (_state, ppid, _pgid, _sess) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        found = set()
+        todo = [self.me]
+        while todo:  # descendants: with the subreaper, orphans of the tree are ours again
+            for child in children.get(todo.pop(), ()):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        for pid, (_state, _ppid, pgid, sess) in table.items():
+            if self.agent_pid in (pgid, sess):
+                found.add(pid)
+        if _linux():
+            # Not our own ancestors: through a command target on the same machine (a plain
+            # prefix, unshare) Tolaria's link that started us carries the marker too.
+            ancestors = set()
+            pid = self.me
+            while pid in table and pid not in ancestors:
+                ancestors.add(pid)
+                pid = table[pid][1]
+            for pid in table:
+                if pid not in found and pid not in ancestors and _has_marker(pid, self.marker):
+                    found.add(pid)
+        found.discard(self.me)
+        return {pid: table[pid] for pid in found if pid in table and table[pid][0] not in "ZX"}
+
+
+def _become_subreaper() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def _send(pid: int, sig: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, sig)
+
+
+def _survivor_json(tree: Tree, alive: dict[int, tuple[str, int, int, int]]) -> list[list[object]]:
+    return [[pid, _name(pid)] for pid in sorted(alive)]
+
+
+# -- the supervisor -----------------------------------------------------------------------------
+
+class Supervisor:
+    def __init__(self) -> None:
+        self.reader = FrameReader()
+        self.last_heard = time.monotonic()
+        self.heartbeat_s = 5.0
+        self.grace_s = 2.0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.tree: Tree | None = None
+        self.status: int | None = None  # the agent's wait status, once reaped
+        self.exited_at: float | None = None
+        self.pipes: dict[int, bytes] = {}  # open agent fd -> frame kind
+        self.stdin_buf = b""
+        self.stdin_eof = False
+        self.stopped = False
+        #: Tolaria asked the agent to stop (a SIGNAL frame): once it exits, its leftovers go at
+        #: once instead of after the exit moment.
+        self.asked = False
+        #: Woken by SIGCHLD (signal.set_wakeup_fd), so an exit is seen at once, not at a poll.
+        self.wakeup_r, wakeup_w = os.pipe()
+        for fd in (self.wakeup_r, wakeup_w):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(wakeup_w)
+        signal.signal(signal.SIGCHLD, _ignore)
+        self.link_open = True
+
+    # -- output to Tolaria ---------------------------------------------------------------------
+    def send(self, kind: bytes, payload: bytes = b"") -> None:
+        if not self.link_open:
+            return
+        data = frame(kind, payload)
+        try:
+            while data:
+                data = data[os.write(1, data):]
+        except OSError:
+            self.link_open = False
+
+    def send_json(self, kind: bytes, obj: object) -> None:
+        self.send(kind, json.dumps(obj).encode())
+
+    # -- start ---------------------------------------------------------------------------------
+    def wait_start(self) -> dict[str, object] | None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([0], [], [], 1.0)
+            if not ready:
+                continue
+            data = os.read(0, _CHUNK)
+            if not data:
+                return None
+            for kind, payload in self.reader.feed(data):
+                if kind == START:
+                    spec = json.loads(payload.decode())
+                    if isinstance(spec, dict):
+                        return spec
+        return None
+
+    def start(self, spec: dict[str, object]) -> str | None:
+        """Start the agent; a one-line reason when it cannot be."""
+        argv = [str(a) for a in spec.get("argv") or []]  # type: ignore[attr-defined]
+        cwd = str(spec.get("cwd") or "") or None
+        extra = spec.get("env") or {}
+        self.heartbeat_s = float(spec.get("heartbeat_s") or 5.0)  # type: ignore[arg-type]
+        self.grace_s = float(spec.get("grace_s") or 2.0)  # type: ignore[arg-type]
+        stream_id = str(spec.get("stream_id") or "")
+        if not argv or not stream_id:
+            return "the start request has no program or no stream id"
+        env = dict(os.environ)
+        env.update({str(k): str(v) for k, v in extra.items()})  # type: ignore[attr-defined]
+        env[MARKER] = stream_id
+        if cwd is not None:
+            cwd = os.path.expanduser(cwd)
+            if not os.path.isdir(cwd):
+                return f"working folder {cwd} does not exist on this host"
+            env["PWD"] = cwd
+        program = _resolve(argv[0], env)
+        if program is None:
+            return (f"{argv[0]} is not installed on this host (not found on PATH or through "
+                    "the login shell)")
+        argv[0] = program
+        _become_subreaper()
+        try:
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         start_new_session=True)
+        except OSError as exc:
+            return f"cannot start {argv[0]}: {exc.strerror or exc}"
+        self.tree = Tree(stream_id, self.proc.pid)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        assert self.proc.stdin is not None
+        self.pipes = {self.proc.stdout.fileno(): STDOUT, self.proc.stderr.fileno(): STDERR}
+        for fd in (*self.pipes, self.proc.stdin.fileno()):
+            os.set_blocking(fd, False)
+        return None
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self) -> int:
+        spec = self.wait_start()
+        if spec is None:
+            return 2
+        problem = self.start(spec)
+        if problem is not None:
+            self.send_json(FAILED, {"message": problem})
+            return 1
+        while True:
+            self.reap()
+            if self.status is not None and self.exited_at is None:
+                self.exited_at = time.monotonic()
+            if self.exited_at is not None and (
+                    not self.pipes or self.asked
+                    or time.monotonic() - self.exited_at > _EXIT_MOMENT_S):
+                return self.finish()  # the agent ended by itself: its leftovers go too
+            if not self.link_open:
+                return self.finish(disconnected=True)
+            if time.monotonic() - self.last_heard > self.heartbeat_s:
+                self.link_open = False  # Tolaria is silent: nobody will read a report
+                return self.finish(disconnected=True)
+            self.step()
+            if self.stopped:
+                return self.finish()
+
+    def step(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        readers = [0, self.wakeup_r, *self.pipes]
+        writers = [self.proc.stdin.fileno()] if self.stdin_buf and not self.proc.stdin.closed \
+            else []
+        try:
+            ready, writable, _ = select.select(readers, writers, [], _POLL_S)
+        except InterruptedError:
+            return
+        for fd in ready:
+            if fd == self.wakeup_r:
+                with contextlib.suppress(OSError):
+                    os.read(fd, 512)
+                continue
+            data = _read(fd)
+            if data is None:
+                continue
+            if fd == 0:
+                if not data:
+                    self.link_open = False
+                    return
+                self.last_heard = time.monotonic()
+                try:
+                    frames = self.reader.feed(data)
+                except ValueError:
+                    self.link_open = False
+                    return
+                for kind, payload in frames:
+                    self.on_frame(kind, payload)
+            elif data:
+                self.send(self.pipes[fd], data)
+            else:
+                del self.pipes[fd]
+        if writable:
+            self.write_stdin()
+
+    def on_frame(self, kind: bytes, payload: bytes) -> None:
+        assert self.proc is not None and self.tree is not None
+        if kind == STDIN:
+            self.stdin_buf += payload
+            self.write_stdin()
+        elif kind == STDIN_EOF:
+            self.stdin_eof = True
+            self.write_stdin()
+        elif kind == SIGNAL:
+            sig = int(payload.decode() or signal.SIGTERM)
+            if self.status is None:
+                if _ignores(self.proc.pid, sig):
+                    # The kernel drops it: nothing can answer, so the tree goes at once.
+                    self.send(STDERR, (f"tolaria supervisor: the agent ignores signal {sig}; "
+                                       "ending its processes\n").encode())
+                    self.stopped = True
+                else:
+                    self.asked = True
+                    _send(self.proc.pid, sig)
+        elif kind == STOP:
+            self.stopped = True
+
+    def write_stdin(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        stdin = self.proc.stdin
+        if stdin.closed:
+            self.stdin_buf = b""
+            return
+        try:
+            while self.stdin_buf:
+                self.stdin_buf = self.stdin_buf[os.write(stdin.fileno(), self.stdin_buf):]
+        except BlockingIOError:
+            return
+        except OSError:
+            self.stdin_buf = b""
+        if self.stdin_eof and not self.stdin_buf:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def reap(self) -> None:
+        """Reap every child that ended (we are the subreaper of the tree); keep the agent's
+        status."""
+        assert self.proc is not None
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.proc.pid:
+                self.status = status
+                self.proc.returncode = _exit_code(status)
+
+    # -- the end -------------------------------------------------------------------------------
+    def finish(self, disconnected: bool = False) -> int:
+        grace = min(self.grace_s, 1.0) if disconnected else self.grace_s
+        survivors = self.kill_tree(grace)
+        deadline = time.monotonic() + 1.0
+        while self.status is None and time.monotonic() < deadline:  # a zombie counts as gone
+            self.reap()
+            if self.status is None:
+                time.sleep(0.005)
+        self.drain()
+        code = self.proc.returncode if self.proc is not None else None
+        self.send_json(GONE, {"exit_code": code, "survivors": survivors,
+                              "stopped": self.stopped, "disconnected": disconnected})
+        return 0
+
+    def kill_tree(self, grace: float) -> list[list[object]]:
+        """End every process of the run: frozen, then SIGTERM (SIGKILL at once to what ignores
+        it or appears meanwhile), SIGKILL after ``grace``; what is still alive after that is
+        returned."""
+        assert self.tree is not None and self.proc is not None
+        tree = self.tree
+        termed: set[int] = set()
+        start = time.monotonic()
+        killing = False
+        frozen = self.freeze()
+        first: set[int] | None = None
+        if self.status is None:
+            # The agent's own group, in one call, before the per-pid sweep.
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+        while True:
+            self.reap()
+            alive = tree.members()
+            if not alive:
+                return []
+            waited = time.monotonic() - start
+            if waited > grace + _KILL_WAIT_S:
+                return _survivor_json(tree, alive)
+            killing = killing or waited >= grace
+            if first is None:
+                first = set(alive)
+            for pid in alive:
+                # SIGKILL at once: what ignores SIGTERM, and what was born during the stop (a
+                # hopper's next incarnation, a tool started while its agent ends) - no grace
+                # is owed to a process that did not exist when the stop began.
+                if killing or pid not in first or _ignores(pid, signal.SIGTERM):
+                    _send(pid, signal.SIGKILL)
+                elif pid not in termed:
+                    termed.add(pid)
+                    _send(pid, signal.SIGTERM)
+            for pid in frozen:  # the SIGTERM (or SIGKILL) waits for each: it goes on waking
+                _send(pid, signal.SIGCONT)
+            frozen = set()
+            time.sleep(0.01)
+
+    def freeze(self) -> set[int]:
+        """SIGSTOP every process of the run, sweep after sweep until no new one appears: a pid
+        hopper (a process that forks and exits, again and again) outruns a kill sweep, not a
+        stopped tree. Continued once signalled (kill_tree)."""
+        assert self.tree is not None
+        stopped: set[int] = set()
+        for _ in range(50):
+            new = [pid for pid in self.tree.members() if pid not in stopped]
+            if not new:
+                break
+            for pid in new:
+                _send(pid, signal.SIGSTOP)
+                stopped.add(pid)
+        return stopped
+
+    def drain(self) -> None:
+        """Forward what is left in the agent's pipes (its writers are gone)."""
+        deadline = time.monotonic() + 0.5
+        while self.pipes and time.monotonic() < deadline:
+            ready, _, _ = select.select(list(self.pipes), [], [], 0.05)
+            for fd in ready:
+                data = _read(fd)
+                if data is None:
+                    continue
+                if data:
+                    self.send(self.pipes[fd], data)
+                else:
+                    del self.pipes[fd]
+
+
+def _read(fd: int) -> bytes | None:
+    """What a non-blocking ``fd`` has: b"" at its end (or an error), None when nothing yet."""
+    try:
+        return os.read(fd, _CHUNK)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def _exit_code(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _resolve(program: str, env: dict[str, str]) -> str | None:
+    """``program`` on PATH, else through the user's login shell (nvm, Homebrew, ~/.local)."""
+    import shutil
+
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) else None
+    found = shutil.which(program, path=env.get("PATH"))
+    if found:
+        return found
+    shell = env.get("SHELL") or "/bin/sh"
+    try:
+        out = subprocess.run([shell, "-lc", 'command -v "$0"', program], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=10,
+                             check=False).stdout.decode(errors="replace").strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out[-1] if out and os.path.isabs(out[-1]) else None
+
+
+def _ignore(_signum: int, _frame: object) -> None:
+    """A signal the supervisor itself does not act on."""
+
+
+def main() -> int:
+    # Tolaria's interrupt reaches the agent as a frame, never the supervisor itself; a hangup
+    # (sshd closing the session) is noticed as the end of stdin instead. A handler, not
+    # SIG_IGN: an ignored signal would stay ignored in the agent across exec.
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _ignore)
+    supervisor = Supervisor()
+    supervisor.send(READY, json.dumps({"version": VERSION, "pid": os.getpid(),
+                                       "python": list(sys.version_info[:3]),
+                                       "platform": sys.platform}).encode())
+    return supervisor.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
