@@ -168,8 +168,10 @@ def test_watchdog_offers_restart_and_restart_reruns_a_hung_turn(
     assert silence and float(silence[1]) >= 0.3  # the real silence, not a fixed text
     assert "Restart turn?" in drv.pane.watchdog.text()
     # It only offers: the turn keeps running (on a loaded machine the agent may still be
-    # starting when 0.3 s of silence have passed: it comes up and hangs).
-    qtbot.waitUntil(lambda: bool(processes_of(old)), timeout=10_000)
+    # starting when 0.3 s of silence have passed: it comes up and hangs). Wait for its mark:
+    # a restart before the agent marked its first attempt would make the rerun hang too.
+    qtbot.waitUntil(lambda: (tmp_path / "once").exists() and bool(processes_of(old)),
+                    timeout=10_000)
     assert drv.pane.running_stream == old
     old_view = drv.last_turn()
 
