@@ -63,7 +63,7 @@ class StreamGate:
     """The gate of every run of one front end (see the module docstring)."""
 
     def __init__(self, *, batch: bool = False,
-                 schedule: Callable[[], None] | None = None) -> None:
+                 schedule: Callable[[], object] | None = None) -> None:
         self._batch = batch
         self._schedule = schedule
         self._scheduled = False
@@ -78,7 +78,7 @@ class StreamGate:
         #: The stream's ``Done`` passed (nothing of it follows): stream_id, Done.
         self.on_finished: Callable[[str, Done], None] = _ignore
 
-    def batch_with(self, schedule: Callable[[], None]) -> None:
+    def batch_with(self, schedule: Callable[[], object]) -> None:
         """Batch from now on (see the module docstring): ``schedule`` must have ``flush``
         called soon, once per call (e.g. ``loop.call_soon``)."""
         self._batch = True
