@@ -174,9 +174,10 @@ _FLAG = re.compile(r"-(?<![\w-]-)-?(?P<name>[A-Za-z][\w-]*+)(?:=|[ \t]+)(?!-)" +
 #: Every secret name contains one of these, lower-cased (see is_secret_name).
 _NAME_HINTS = ("key", "token", "secret", "pass", "pwd", "pat", "auth", "cred", "cookie",
                "session")
-#: What follows a name hint in an assignment: the rest of the name, its closing quote, the
-#: separator (``_ASSIGNMENT`` without the value).
-_AFTER_HINT = re.compile(r"[\w.-]*+\\?[\"']?[ \t]*[=:](?![=:>])")
+#: A name hint (``_NAME_HINTS``), then what follows it in an assignment: the rest of the name,
+#: its closing quote, the separator (``_ASSIGNMENT`` without the value); on lower-cased text.
+_HINTED_ASSIGNMENT = re.compile(r"(?:key|token|secret|pass|pwd|pat|auth|cred|cookie|session)"
+                                r"[\w.-]*+\\?[\"']?[ \t]*[=:](?![=:>])")
 #: Values left as they are under a secret name: nothing, a mask, a ``${VAR}`` reference, a
 #: placeholder word that is plainly not the secret.
 _KEEP = re.compile(r"(?i)[\"']?(?:\**|null|none|true|false|\$\{?\w+\}?|<[^>]*>)[\"']?"
@@ -234,17 +235,7 @@ def _may_assign_secret(text: str) -> bool:
     followed by the rest of a name, a quote and a separator (a masked name holds a hint, in
     ASCII letters). Several times faster than the pattern, which tries every word; text that is
     not ASCII always goes to the pattern (lower-casing could move its positions)."""
-    if not text.isascii():
-        return True
-    lower = text.lower()
-    after = _AFTER_HINT.match
-    for hint in _NAME_HINTS:
-        at = lower.find(hint)
-        while at >= 0:
-            if after(text, at + len(hint)):
-                return True
-            at = lower.find(hint, at + 1)
-    return False
+    return not text.isascii() or _HINTED_ASSIGNMENT.search(text.lower()) is not None
 
 
 def redact_data(value: object) -> object:
