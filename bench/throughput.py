@@ -27,6 +27,12 @@ each repetition's own ratio ("paired"), the ratio with start-up (wall) and of CP
 ``--base DIR`` the same rows run with another checkout's ``DIR/.venv/bin/python`` too
 (``base-text``...), in the same interleaving.
 
+With ``--instructions``, each row instead runs once under ``valgrind --tool=callgrind`` (the
+process's own instructions, all its threads; the agent runs natively), on the flood and on a
+20-line one: the difference over the difference in lines is the row's instructions per event,
+start-up left out, and repeatable on a loaded machine where the times are not (hash seed
+fixed). The ratio is the raw floor's instructions per event over the row's.
+
 Every run is checked: the floor counted every line; the text output is exactly the deltas'
 text plus the final newline; the JSON output has every text delta, in order, with the same
 text; the store holds the turn, completed, with exactly that text.
@@ -134,6 +140,7 @@ def make_flood(path: Path, events: int, seed: int = 23) -> str:
 class Bench:
     def __init__(self, work: Path, events: int) -> None:
         self.work = work
+        work.mkdir(parents=True, exist_ok=True)
         self.events = events
         self.flood = work / "flood.jsonl"
         self.text = make_flood(self.flood, events)
@@ -157,7 +164,8 @@ class Bench:
             f'{json.dumps(str(self.flood))}, {json.dumps(str(home / "started"))}, "{{prompt}}"]\n')
         return home
 
-    def run(self, row: str, python: str) -> tuple[float, float, float]:
+    def run(self, row: str, python: str, wrap: tuple[str, ...] = ()
+            ) -> tuple[float, float, float]:
         """One run of ``row`` (``raw``, ``text``, ``json``, ``saved``), checked: seconds from
         its launch to its exit, seconds from the agent's start to its exit, CPU seconds (the
         process and the agent, user + system)."""
@@ -172,6 +180,9 @@ class Bench:
             argv = [python, "-m", "tolaria", "run", "--agent", "flood"]
             argv += {"text": ["--no-save"], "json": ["--no-save", "--json"], "saved": []}[row]
             argv.append("go")
+        argv = [*wrap, *argv]
+        if wrap:
+            env["PYTHONHASHSEED"] = "0"
         err_path = home / "stderr"
         with out_path.open("wb") as out, err_path.open("wb") as err:
             launched = time.monotonic()
@@ -217,6 +228,43 @@ class Bench:
                                  "characters stored")
 
 
+def callgrind_instructions(bench: Bench, row: str, python: str) -> int:
+    """The instructions ``row`` executes on ``bench``'s flood (its own process, all threads)."""
+    out = bench.work / f"callgrind.{bench.runs}"
+    bench.run(row, python, ("valgrind", "--tool=callgrind", "--quiet",
+                            f"--callgrind-out-file={out}"))
+    for line in out.read_text().splitlines():
+        if line.startswith("summary:"):
+            out.unlink()
+            return int(line.split()[1])
+    raise SystemExit(f"{row}: no instruction count in {out}")
+
+
+def instructions(rows: list[tuple[str, str]], events: int, as_json: bool) -> int:
+    """``--instructions``: each row's instructions per event, and the ratio to the floor's."""
+    per_event: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="tolaria-throughput-") as tmp:
+        small = Bench(Path(tmp, "small"), 20)
+        big = Bench(Path(tmp, "big"), events)
+        for name, python in rows:
+            counts = [callgrind_instructions(b, name.removeprefix("base-"), python)
+                      for b in (small, big)]
+            per_event[name] = (counts[1] - counts[0]) / (big.lines - small.lines)
+            print(f"  {name:<11} {counts[0]:>14,} / {counts[1]:>14,} instructions: "
+                  f"{per_event[name]:,.0f} per event", file=sys.stderr)
+    floor = per_event.get("raw")
+    result = {name: {"instructions_per_event": round(n),
+                     "ratio": round(floor / n, 2) if floor else 1.0}
+              for name, n in per_event.items()}
+    if as_json:
+        print(json.dumps({"events": events, "rows": result}))
+        return 0
+    print(f"{events} events vs 20 under callgrind: instructions per event, ratio to raw")
+    for name, r in result.items():
+        print(f"{name:<11} {r['instructions_per_event']:>10,} {r['ratio']:>6.2f}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000, help="lines of the flood")
@@ -225,11 +273,15 @@ def main() -> int:
     parser.add_argument("--base", metavar="DIR",
                         help="also run the rows with DIR/.venv/bin/python (another checkout)")
     parser.add_argument("--json", action="store_true", help="results as one JSON object")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per event under callgrind instead of timing")
     args = parser.parse_args()
     rows = [(r, sys.executable) for r in args.rows.split(",")]
     if args.base:
         base_python = str(Path(args.base).resolve() / ".venv" / "bin" / "python")
         rows += [(f"base-{r}", base_python) for r in args.rows.split(",") if r != "raw"]
+    if args.instructions:
+        return instructions(rows, args.events, args.json)
     load_before = os.getloadavg()
     times: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in rows}
     with tempfile.TemporaryDirectory(prefix="tolaria-throughput-") as tmp:

@@ -500,6 +500,7 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
 
     from tolaria.chats.engine import TurnEngine
     from tolaria.chats.inflight import Launch
+    from tolaria.cli.printer import JsonPrinter
     from tolaria.cli.run_observer import PrinterObserver
     from tolaria.core.process import control
     from tolaria.core.process.registry import STOPPING, default_registry
@@ -521,6 +522,9 @@ async def _run_with_control(request: RunRequest, stream_id: str, output: _RunOut
                         request.manifest.id, request.cwd or os.getcwd())
         turn = None
     engine.grace_s = grace
+    if not isinstance(output.printer, JsonPrinter):  # --json: one line per event, unbatched
+        gate = engine.gate
+        gate.batch_with(lambda: loop.call_soon(gate.flush))
     run_limits = None
     if limits is not None:
         flags, engine.limits = limits

@@ -81,4 +81,7 @@ def json_line(value: Any, indent: int | None = None) -> str:
 def json_string(text: str) -> str:
     """``text`` as ``json_line`` writes a string (quoted, escaped the same way: the encoder's
     own function for strings when non-ASCII is kept)."""
-    return _JSON_UNSAFE.sub(_unsafe, encode_basestring(text))
+    quoted = encode_basestring(text)
+    if quoted.isascii() and "\x7f" not in quoted:  # most deltas: nothing to escape, no regex
+        return quoted
+    return _JSON_UNSAFE.sub(_unsafe, quoted)

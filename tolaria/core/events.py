@@ -216,6 +216,18 @@ EVENT_TYPES: dict[str, type[Event]] = {
 _REDACTED = frozenset((Error, Diagnostic))
 
 
+def text_delta(stream_id: str, text: str) -> TextDelta:
+    """``TextDelta(stream_id, text=text)``, made without the frozen dataclass's ``__init__``
+    (an ``object.__setattr__`` call per field): the same value, a third of the cost, for the
+    flood of deltas an agent prints (one per line)."""
+    event = _new(TextDelta)
+    event.__dict__.update(stream_id=stream_id, text=text)
+    return event
+
+
+_new = object.__new__
+
+
 def redacted(event: Event) -> Event:
     """``event`` with secrets masked where a run reports trouble: errors, stderr lines and other
     diagnostics (an agent's failure text may quote its environment or its key), by the one
@@ -230,6 +242,10 @@ def redacted(event: Event) -> Event:
 
 #: Each event class's own fields, in order (``dataclasses.fields`` is slow to ask per event).
 _FIELDS: dict[type[Event], tuple[str, ...]] = {}
+
+
+#: Each event class's field names, ``stream_id`` included (read back by ``event_from_dict``).
+_ALL_FIELDS: dict[type[Event], frozenset[str]] = {}
 
 
 def _field_names(cls: type[Event]) -> tuple[str, ...]:
@@ -256,7 +272,9 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ValueError(f"unknown event kind {kind!r}")
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _ALL_FIELDS.get(cls)
+    if names is None:
+        names = _ALL_FIELDS[cls] = frozenset(f.name for f in dataclasses.fields(cls))
     kwargs = {k: v for k, v in data.items() if k in names}
     if cls is PermissionAsked:
         kwargs["choices"] = tuple(

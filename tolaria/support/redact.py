@@ -151,7 +151,7 @@ _SHAPES = re.compile("|".join((
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWT
 )))
 #: What each of _SHAPES starts with.
-_SHAPE_PREFIXES = ("sk-", "rk-", "pk-", "gh", "github_pat_", "glpat-", "xox", "AKIA", "ASIA",
+_SHAPE_PREFIXES = ("sk-", "rk-", "pk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "AKIA", "ASIA",
                    "AIza", "npm_", "hf_", "eyJ")
 # "Bearer <credential>" anywhere; the credential has a digit or symbol, or is long (not prose
 # such as "bearer authentication"). "Basic ..." is masked only after a header name (below).
@@ -161,15 +161,23 @@ _URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^/\s@]+(@)")
 _VALUE = (r"(?P<value>\\\"[^\"]*?\\\"|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'"
           r"|[^\s\"'`,;&|(){}\[\]][^\s\"'`,;&|)}\]]*)")
 # NAME=value, NAME: value, "name": "value", 'name': 'value' (a dict's repr), \"name\": \"value\"
-# (JSON inside a JSON string). "a == b", "a := b", "Foo::bar" are not assignments.
-_ASSIGNMENT = re.compile(r"(?<![\w.-])(?P<q>\\?[\"']?)(?P<name>[A-Za-z_][\w.-]*)(?P=q)"
+# (JSON inside a JSON string). "a == b", "a := b", "Foo::bar" are not assignments. The name
+# takes no characters back (``*+``): what may follow it (a quote, a blank, "=", ":") is never
+# one of its own, so a shorter name could not match either, and giving none back makes the
+# search several times faster on long text (an export redacts every answer and tool output).
+_ASSIGNMENT = re.compile(r"(?<![\w.-])(?P<q>\\?[\"']?)(?P<name>[A-Za-z_][\w.-]*+)(?P=q)"
                          r"(?P<sep>[ \t]*[=:](?![=:>])[ \t]*)"
                          r"(?P<scheme>(?i:bearer|basic|token)[ \t]+)?" + _VALUE)
-# --api-key VALUE, --token=VALUE (a value that is not the next flag).
-_FLAG = re.compile(r"(?<![\w-])--?(?P<name>[A-Za-z][\w-]*)(?:=|[ \t]+)(?!-)" + _VALUE)
+# --api-key VALUE, --token=VALUE (a value that is not the next flag). The "-" comes first, so
+# the search skips ahead to each "-" (the look-behind then checks the character before it).
+_FLAG = re.compile(r"-(?<![\w-]-)-?(?P<name>[A-Za-z][\w-]*+)(?:=|[ \t]+)(?!-)" + _VALUE)
 #: Every secret name contains one of these, lower-cased (see is_secret_name).
 _NAME_HINTS = ("key", "token", "secret", "pass", "pwd", "pat", "auth", "cred", "cookie",
                "session")
+#: A name hint (``_NAME_HINTS``), then what follows it in an assignment: the rest of the name,
+#: its closing quote, the separator (``_ASSIGNMENT`` without the value); on lower-cased text.
+_HINTED_ASSIGNMENT = re.compile(r"(?:key|token|secret|pass|pwd|pat|auth|cred|cookie|session)"
+                                r"[\w.-]*+\\?[\"']?[ \t]*[=:](?![=:>])")
 #: Values left as they are under a secret name: nothing, a mask, a ``${VAR}`` reference, a
 #: placeholder word that is plainly not the secret.
 _KEEP = re.compile(r"(?i)[\"']?(?:\**|null|none|true|false|\$\{?\w+\}?|<[^>]*>)[\"']?"
@@ -215,8 +223,19 @@ def redact_text(text: str, environ: Mapping[str, str] | None = None) -> str:
         text = _URL_PASSWORD.sub(lambda m: f"{m[1]}{MASK}{m[2]}", text)
     if not any(hint in lower for hint in _NAME_HINTS):  # no name in it can be secret
         return text
-    text = _FLAG.sub(_mask_assignment, text)
+    if "-" in text:  # every flag starts with one
+        text = _FLAG.sub(_mask_assignment, text)
+    if not _may_assign_secret(text):
+        return text
     return _ASSIGNMENT.sub(_mask_assignment, text)
+
+
+def _may_assign_secret(text: str) -> bool:
+    """False only when ``_ASSIGNMENT`` cannot mask anything in ``text``: no name hint in it is
+    followed by the rest of a name, a quote and a separator (a masked name holds a hint, in
+    ASCII letters). Several times faster than the pattern, which tries every word; text that is
+    not ASCII always goes to the pattern (lower-casing could move its positions)."""
+    return not text.isascii() or _HINTED_ASSIGNMENT.search(text.lower()) is not None
 
 
 def redact_data(value: object) -> object:

@@ -11,8 +11,10 @@ Each forwarded event is first ``record``-ed (the store's ``append_event``), then
 With ``batch`` (the window), events are forwarded once per event-loop turn (``schedule`` asks
 for a ``flush``), consecutive text (or thinking) deltas merged into one event: a flood costs one
 signal per read of the agent's pipe instead of one per line. Order is kept, and a pending batch
-is always flushed before ``stopping`` and ``finished``. Without it (``tolaria run``), each
-event goes straight through: the printer shows every line as it comes.
+is always flushed before ``stopping`` and ``finished``. ``tolaria run`` batches the same way in
+its text modes (``batch_with``: the store and the printer take one merged delta per read
+instead of one call each per line, docs/adr/0025-cli-gate-batches-per-loop-turn.md); with
+``--json`` each event goes straight through, one line each.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class StreamGate:
     """The gate of every run of one front end (see the module docstring)."""
 
     def __init__(self, *, batch: bool = False,
-                 schedule: Callable[[], None] | None = None) -> None:
+                 schedule: Callable[[], object] | None = None) -> None:
         self._batch = batch
         self._schedule = schedule
         self._scheduled = False
@@ -75,6 +77,12 @@ class StreamGate:
         self.on_stopping: Callable[[str], None] = _ignore
         #: The stream's ``Done`` passed (nothing of it follows): stream_id, Done.
         self.on_finished: Callable[[str, Done], None] = _ignore
+
+    def batch_with(self, schedule: Callable[[], object]) -> None:
+        """Batch from now on (see the module docstring): ``schedule`` must have ``flush``
+        called soon, once per call (e.g. ``loop.call_soon``)."""
+        self._batch = True
+        self._schedule = schedule
 
     def open_stream(self, stream_id: str) -> Callable[[Event], None]:
         """Start accepting events of ``stream_id``; returns the callback for the runner."""

@@ -5,6 +5,7 @@ headline and status, durations and usage, as the transcript says them
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring as _string  # what dumps(ensure_ascii=False) uses
 from typing import Any
 
 from tolaria.core.events import STOP_MAX_ITERATIONS, summarize_tool_input
@@ -85,8 +86,16 @@ def tool_status(tool: dict[str, Any]) -> str:
 
 
 def input_json(value: object) -> str:
-    return "(no input)" if value in (None, {}) else json.dumps(
-        value, indent=2, ensure_ascii=False, default=str)
+    """A tool's input as indented JSON (``json.dumps(indent=2)``; "(no input)" for none)."""
+    if value in (None, {}):
+        return "(no input)"
+    if isinstance(value, dict) and all(type(k) is str and type(v) is str
+                                       for k, v in value.items()):
+        # Most inputs (a command, a path, an edit's strings): the same text without the
+        # indenting encoder, which is pure Python (the C one cannot indent).
+        return "{\n" + ",\n".join(f"  {_string(k)}: {_string(v)}" for k, v in value.items()) \
+            + "\n}"
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def changes_line(changes: dict[str, Any]) -> list[str]:

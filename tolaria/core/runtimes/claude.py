@@ -23,6 +23,7 @@ from tolaria.core.events import (
     ThinkingDelta,
     ToolDone,
     ToolUpdate,
+    text_delta,
 )
 from tolaria.core.mcp.servers import NOTE
 from tolaria.core.mcp.toolnames import tool_start
@@ -75,7 +76,7 @@ class ClaudeStreamJson(JsonLinesRuntime):
         text = _text_delta(line)
         if text is None:
             return super().feed(line)
-        events: list[Event] = [TextDelta(self.stream_id, text=text)]
+        events: list[Event] = [text_delta(self.stream_id, text)]
         if self.retrying is not None:
             self.note_progress(events)
         return events
