@@ -1,0 +1,192 @@
+"""Matching what follows ``@`` against a folder's paths, fast enough for every keystroke on a
+100,000-file repository (bench/mention_picker.py; the window's budget is 50 ms).
+
+A path matches when it holds the query's letters in order (case-insensitive). The ranks, best
+first: 0 the name is the query, 1 the name starts with it, 2 the name contains it, 3 the path
+contains it, 4 the name holds its letters in order, 5 the path does; within a rank shorter
+paths come first.
+
+Scoring 100,000 paths in Python per keystroke is too slow, so the work shrinks before Python
+sees a path:
+
+- built once (on the picker's worker thread): for each character, the paths holding it;
+- a query starts from the paths holding its rarest character (or, when it extends the last
+  query, from the last query's matches: typing only narrows), and the in-order test runs in the
+  regular expression engine (a possessive pattern: linear, no backtracking) over those paths
+  joined into one text when there are many;
+- only the matches (complete, kept for the next keystroke) are ranked, and when there are too
+  many for that, the best ranks are found first and the rest is left unranked by length.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Rows the picker shows.
+DEFAULT_LIMIT = 50
+#: Above this many candidates the in-order test scans one joined text (C) instead of a loop.
+_SCAN_ABOVE = 4_000
+#: Above this many matches only the name ranks are sorted (a short query matches nearly all).
+_RANK_ALL_BELOW = 6_000
+
+
+@dataclass(frozen=True)
+class Match:
+    #: Relative, ``/``-separated; a folder ends with ``/``.
+    path: str
+    rank: int
+
+    @property
+    def is_folder(self) -> bool:
+        return self.path.endswith("/")
+
+    @property
+    def name(self) -> str:
+        """The last part (a folder's with its ``/``)."""
+        stem = self.path.rstrip("/")
+        return stem[stem.rfind("/") + 1:] + ("/" if self.is_folder else "")
+
+    @property
+    def parent(self) -> str:
+        stem = self.path.rstrip("/")
+        cut = stem.rfind("/")
+        return stem[:cut] if cut >= 0 else ""
+
+
+class MentionIndex:
+    """The paths of one folder, ready to be matched. Built once; ``search`` keeps only the last
+    query's matches (use one index per picker, or accept that two pickers share that memo)."""
+
+    def __init__(self, files: Sequence[str], folders: Sequence[str] = ()) -> None:
+        entries = [f"{d}/" for d in folders] + [f for f in files if "\n" not in f]
+        self._entries = entries
+        self._lower = [e.lower() for e in entries]
+        self._names = [low[low.rstrip("/").rfind("/") + 1:] for low in self._lower]
+        self._text = "\n".join(self._lower) + "\n"
+        starts = [0]
+        total = 0
+        for low in self._lower:
+            total += len(low) + 1
+            starts.append(total)
+        self._starts = starts
+        by_char: dict[str, array[int]] = {}
+        for i, low in enumerate(self._lower):
+            for ch in set(low):
+                bucket = by_char.get(ch)
+                if bucket is None:
+                    bucket = by_char[ch] = array("i")
+                bucket.append(i)
+        self._by_char = by_char
+        # No query: the top level first (folders, then files), then by depth.
+        self._top = sorted(range(len(entries)),
+                           key=lambda i: (entries[i].rstrip("/").count("/"),
+                                          not entries[i].endswith("/"), self._lower[i])
+                           )[:DEFAULT_LIMIT * 4]
+        self._memo: tuple[str, list[int]] | None = None
+        self._known = frozenset(entries)
+
+    def has(self, path: str) -> bool:
+        """Whether ``path`` (a folder with its ``/``, or without) is offered."""
+        return path in self._known or f"{path.rstrip('/')}/" in self._known
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def search(self, query: str, limit: int = DEFAULT_LIMIT) -> list[Match]:
+        q = query.lower().replace("\\", "/").strip().replace("\n", "")
+        if not q:
+            return [Match(self._entries[i], 6) for i in self._top[:limit]]
+        matched = self._matches(q)
+        self._memo = (q, matched)
+        ranked = self._ranked(q, matched, limit)
+        return [Match(self._entries[i], rank) for i, rank in ranked]
+
+    def _matches(self, q: str) -> list[int]:
+        """Every path holding ``q``'s letters in order, in index order."""
+        memo = self._memo
+        if memo is not None and q.startswith(memo[0]):
+            candidates: Sequence[int] = memo[1]
+        else:
+            buckets = [self._by_char.get(ch) for ch in set(q)]
+            if any(b is None for b in buckets):
+                return []
+            candidates = min((b for b in buckets if b is not None), key=len)
+        if len(q) == 1:
+            return list(candidates)
+        pattern = _in_order(q)
+        if len(candidates) <= _SCAN_ABOVE:
+            search, lower = pattern.search, self._lower
+            return [i for i in candidates if search(lower[i])]
+        if len(candidates) == len(self._entries):
+            text, starts, ids = self._text, self._starts, None
+        else:
+            text = "\n".join([self._lower[i] for i in candidates]) + "\n"
+            ids = candidates
+            starts = [0]
+            total = 0
+            lower = self._lower
+            for i in candidates:
+                total += len(lower[i]) + 1
+                starts.append(total)
+        found = []
+        for m in pattern.finditer(text):
+            line = bisect.bisect_right(starts, m.start()) - 1
+            found.append(ids[line] if ids is not None else line)
+        return found
+
+    def _ranked(self, q: str, matched: list[int], limit: int) -> list[tuple[int, int]]:
+        entries, names, lower = self._entries, self._names, self._lower
+        slashed = "/" in q
+        if len(matched) <= _RANK_ALL_BELOW:
+            name_order = None if slashed else _in_order(q).search
+            scored = [(self._rank(q, names[i], lower[i], name_order), len(entries[i]), i)
+                      for i in matched]
+        else:
+            # Too many to rank one by one: the paths whose name holds the query, then the
+            # shortest of the rest.
+            if slashed:
+                best = [(3, len(entries[i]), i) for i in matched if q in lower[i]]
+            else:
+                best = [(self._rank(q, names[i], lower[i], None), len(entries[i]), i)
+                        for i in matched if q in names[i]]
+            if len(best) < limit:
+                taken = {i for _, _, i in best}
+                rest = sorted((len(entries[i]), i) for i in matched if i not in taken)
+                best += [(5, n, i) for n, i in rest[: limit - len(best)]]
+            scored = best
+        scored.sort(key=lambda s: (s[0], s[1], lower[s[2]]))
+        return [(i, rank) for rank, _, i in scored[:limit]]
+
+    @staticmethod
+    def _rank(q: str, name: str, path: str, name_order: object) -> int:
+        bare = name.rstrip("/")
+        if bare == q:
+            return 0
+        if bare.startswith(q):
+            return 1
+        if q in bare:
+            return 2
+        if q in path:
+            return 3
+        if callable(name_order) and name_order(bare):
+            return 4
+        return 5
+
+
+def _in_order(q: str) -> re.Pattern[str]:
+    """``q``'s letters in order on one line, then the rest of the line (one match a line)."""
+    known = _compiled.get(q)
+    if known is None:
+        body = "".join(f"[^\\n{re.escape(c)}]*+{re.escape(c)}" for c in q[1:])
+        known = re.compile(f"{re.escape(q[0])}{body}[^\\n]*+")
+        if len(_compiled) > 512:
+            _compiled.clear()
+        _compiled[q] = known
+    return known
+
+
+_compiled: dict[str, re.Pattern[str]] = {}
