@@ -57,13 +57,11 @@ class MentionSource(QObject):
         try:
             indexed = self.cache.load(root, cancel)
         except CheckpointCancelled:
-            return
-        except (OSError, ValueError) as exc:
             self._finish(root)
-            self.failed.emit(root, f"Cannot list {root}: {exc}")
             return
-        except Exception as exc:  # a bug must not kill the thread silently
-            log.exception("listing %s for @-mentions failed", root)
+        except Exception as exc:  # OSError, git's own; a bug must not kill the thread silently
+            if not isinstance(exc, (OSError, ValueError)):
+                log.exception("listing %s for @-mentions failed", root)
             self._finish(root)
             self.failed.emit(root, f"Cannot list {root}: {exc}")
             return

@@ -102,8 +102,10 @@ class MentionIndex:
             return [Match(self._entries[i], 6) for i in self._top[:limit]]
         matched = self._matches(q)
         self._memo = (q, matched)
-        ranked = self._ranked(q, matched, limit)
-        return [Match(self._entries[i], rank) for i, rank in ranked]
+        ranked = self._ranked(q, matched, limit + 1)
+        # "src/" typed (or chosen with Tab): its contents, not the folder itself.
+        return [Match(self._entries[i], rank) for i, rank in ranked
+                if self._lower[i] != q][:limit]
 
     def _matches(self, q: str) -> list[int]:
         """Every path holding ``q``'s letters in order, in index order."""
