@@ -27,27 +27,28 @@ TOLARIA_COMMANDS: dict[str, str] = {
 def slash_rows(query: str, agent_commands: list[AgentCommand],
                agent_name: str) -> list[Suggestion]:
     """The commands matching ``query`` (what follows ``/``): names starting with it first, then
-    names or descriptions containing it; Tolaria's before the agent's within each."""
+    names or descriptions containing it; the agent's (this project's, the user's) before
+    Tolaria's within each, as they are the ones a chat's folder adds."""
     q = query.lower()
-    rows: list[tuple[int, int, Suggestion]] = []
-    for name, description in TOLARIA_COMMANDS.items():
-        rows.append((*_score(q, name, description), Suggestion(
-            f"/{name}", description, "tolaria", name, "Tolaria")))
+    rows: list[tuple[int, Suggestion]] = []
     for command in agent_commands:
         tag = f"{agent_name} · {command.source}" if command.source != "agent" else agent_name
-        rows.append((*_score(q, command.name, command.description), Suggestion(
+        rows.append((_score(q, command.name, command.description), Suggestion(
             f"/{command.name}", command.description, "agent", command.name, tag)))
-    kept = [(score, order, row) for score, order, row in rows if score >= 0]
-    kept.sort(key=lambda item: (item[0], item[1] if item[0] > 0 else 0))
-    return [row for _, _, row in kept]
+    for name, description in TOLARIA_COMMANDS.items():
+        rows.append((_score(q, name, description), Suggestion(
+            f"/{name}", description, "tolaria", name, "Tolaria")))
+    kept = [(score, row) for score, row in rows if score >= 0]
+    kept.sort(key=lambda item: item[0])  # stable: the order above within a score
+    return [row for _, row in kept]
 
 
-def _score(q: str, name: str, description: str) -> tuple[int, int]:
+def _score(q: str, name: str, description: str) -> int:
     lowered = name.lower()
     if not q or lowered.startswith(q):
-        return 0, 0
+        return 0
     if q in lowered:
-        return 1, 0
+        return 1
     if q in description.lower():
-        return 2, 0
-    return -1, 0
+        return 2
+    return -1
