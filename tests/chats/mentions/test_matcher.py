@@ -50,21 +50,38 @@ def test_nothing_found() -> None:
     assert index().search("q") == []
 
 
-def test_typing_narrows_to_the_same_results_as_a_fresh_search() -> None:
+def _files(count: int) -> list[str]:
     rnd = random.Random(7)
     words = ["alpha", "beta", "gamma", "delta", "omega", "src", "lib", "view", "x1", "y_2"]
-    files = sorted({"/".join(rnd.choice(words) for _ in range(rnd.randint(1, 4)))
-                    + rnd.choice([".py", ".md", ".rs"]) for _ in range(20_000)})
+    return sorted({"/".join(rnd.choice(words) for _ in range(rnd.randint(1, 4)))
+                   + rnd.choice([".py", ".md", ".rs"]) for _ in range(count)})
+
+
+QUERIES = ("alphaview", "src/gam", "y_2.m", "omega.r", "l/b")
+
+
+def test_typing_narrows_to_the_same_results_as_a_fresh_search() -> None:
+    files = _files(20_000)
     typed = MentionIndex(files, folders_of(files))
-    for query in ("alphaview", "src/gam", "y_2.m", "omega.r", "l/b"):
+    for query in QUERIES:
         for end in range(1, len(query) + 1):
             q = query[:end]
             fresh = MentionIndex(files, folders_of(files))
             assert typed.search(q) == fresh.search(q), q
-            expected = {p for p in [*files, *(f"{d}/" for d in folders_of(files))]
-                        if _in_order(q, p)}
-            got = {m.path for m in fresh.search(q, limit=10**6)}
-            assert got == expected, q
+            for match in fresh.search(q):
+                assert _in_order(q, match.path), (q, match.path)
+
+
+def test_a_small_folder_is_matched_completely() -> None:
+    files = _files(2_000)
+    folders = folders_of(files)
+    index = MentionIndex(files, folders)
+    for query in QUERIES:
+        for end in range(1, len(query) + 1):
+            q = query[:end]
+            expected = {p for p in [*files, *(f"{d}/" for d in folders)]
+                        if _in_order(q, p) and p != q}
+            assert {m.path for m in index.search(q, limit=10**6)} == expected, q
 
 
 def _in_order(q: str, path: str) -> bool:

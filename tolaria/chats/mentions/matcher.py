@@ -21,9 +21,10 @@ sees a path:
 from __future__ import annotations
 
 import bisect
+import heapq
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 #: Rows the picker shows.
@@ -31,7 +32,12 @@ DEFAULT_LIMIT = 50
 #: Above this many candidates the in-order test scans one joined text (C) instead of a loop.
 _SCAN_ABOVE = 4_000
 #: Above this many matches only the name ranks are sorted (a short query matches nearly all).
-_RANK_ALL_BELOW = 6_000
+_RANK_ALL_BELOW = 1_500
+#: Above this many candidates a query is not matched completely (``_best_of_many``).
+_COMPLETE_BELOW = 12_000
+#: Matches ``_best_of_many`` takes from each of its two scans.
+_SAMPLE = 3_000
+_CHUNK = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,20 @@ class MentionIndex:
             total += len(low) + 1
             starts.append(total)
         self._starts = starts
+        #: The text cut at line ends every ~256 KB (the in-order scan stops between chunks).
+        self._chunks: list[tuple[int, int]] = []
+        at = 0
+        while at < len(self._text):
+            cut = self._text.find("\n", at + _CHUNK)
+            cut = len(self._text) if cut < 0 else cut + 1
+            self._chunks.append((at, cut))
+            at = cut
+        self._names_text = "\n".join(self._names) + "\n"
+        self._name_starts = [0]
+        total = 0
+        for name in self._names:
+            total += len(name) + 1
+            self._name_starts.append(total)
         by_char: dict[str, array[int]] = {}
         for i, low in enumerate(self._lower):
             for ch in set(low):
@@ -100,23 +120,62 @@ class MentionIndex:
         q = query.lower().replace("\\", "/").strip().replace("\n", "")
         if not q:
             return [Match(self._entries[i], 6) for i in self._top[:limit]]
-        matched = self._matches(q)
-        self._memo = (q, matched)
-        ranked = self._ranked(q, matched, limit + 1)
+        candidates = self._candidates(q)
+        if len(candidates) > _COMPLETE_BELOW:
+            self._memo = None
+            ranked = self._best_of_many(q, limit + 1)  # may leave a complete memo
+        else:
+            matched = self._matches(q, candidates)
+            self._memo = (q, matched)
+            ranked = self._ranked(q, matched, limit + 1)
         # "src/" typed (or chosen with Tab): its contents, not the folder itself.
         return [Match(self._entries[i], rank) for i, rank in ranked
                 if self._lower[i] != q][:limit]
 
-    def _matches(self, q: str) -> list[int]:
-        """Every path holding ``q``'s letters in order, in index order."""
+    def _candidates(self, q: str) -> Sequence[int]:
+        """Paths that may match: the last query's matches when ``q`` extends it, else the
+        paths holding ``q``'s rarest character."""
         memo = self._memo
         if memo is not None and q.startswith(memo[0]):
-            candidates: Sequence[int] = memo[1]
-        else:
-            buckets = [self._by_char.get(ch) for ch in set(q)]
-            if any(b is None for b in buckets):
-                return []
-            candidates = min((b for b in buckets if b is not None), key=len)
+            return memo[1]
+        buckets = [self._by_char.get(ch) for ch in set(q)]
+        if any(b is None for b in buckets):
+            return []
+        return min((b for b in buckets if b is not None), key=len)
+
+    def _best_of_many(self, q: str, limit: int) -> list[tuple[int, int]]:
+        """Too many candidates to test one by one (a short query): the regular expression
+        engine finds the first ``_SAMPLE`` names holding ``q`` and, if they are not enough, the
+        first ``_SAMPLE`` paths holding its letters in order; the shortest of them win."""
+        entries, names, lower = self._entries, self._names, self._lower
+        found: dict[int, tuple[int, int]] = {}
+        if "/" not in q:
+            literal = _literal(q)
+            for line in _lines(literal, self._names_text, self._name_starts, _SAMPLE):
+                found[line] = (self._rank(q, names[line], lower[line], None), len(entries[line]))
+        if len(found) < limit:
+            for line in _lines(_literal(q), self._text, self._starts, _SAMPLE):
+                if line not in found:
+                    found[line] = (3, len(entries[line]))
+        if len(found) < limit:
+            # Letters in order: a chunk of the text at a time, stopping once enough are found
+            # (they rank last); a scan that went through is the query's complete matches.
+            pattern, lines = _in_order(q), []
+            for start, end in self._chunks:
+                for m in pattern.finditer(self._text, start, end):
+                    lines.append(bisect.bisect_right(self._starts, m.start()) - 1)
+                if len(lines) >= _SAMPLE or len(found) + len(lines) >= 2 * limit:
+                    break
+            else:
+                self._memo = (q, lines)
+            for line in lines:
+                if line not in found:
+                    found[line] = (3 if q in lower[line] else 5, len(entries[line]))
+        ordered = sorted(found.items(), key=lambda item: (*item[1], lower[item[0]]))
+        return [(i, rank) for i, (rank, _) in ordered[:limit]]
+
+    def _matches(self, q: str, candidates: Sequence[int]) -> list[int]:
+        """Every path of ``candidates`` holding ``q``'s letters in order, in index order."""
         if len(q) == 1:
             return list(candidates)
         pattern = _in_order(q)
@@ -148,18 +207,12 @@ class MentionIndex:
             scored = [(self._rank(q, names[i], lower[i], name_order), len(entries[i]), i)
                       for i in matched]
         else:
-            # Too many to rank one by one: the paths whose name holds the query, then the
-            # shortest of the rest.
-            if slashed:
-                best = [(3, len(entries[i]), i) for i in matched if q in lower[i]]
-            else:
-                best = [(self._rank(q, names[i], lower[i], None), len(entries[i]), i)
-                        for i in matched if q in names[i]]
-            if len(best) < limit:
-                taken = {i for _, _, i in best}
-                rest = sorted((len(entries[i]), i) for i in matched if i not in taken)
-                best += [(5, n, i) for n, i in rest[: limit - len(best)]]
-            scored = best
+            # Many: string tests only (no name-in-order rank), and the best few sorted.
+            scored = [((0 if names[i].rstrip("/") == q else 1 if names[i].startswith(q)
+                        else 2 if q in names[i] else 3 if q in lower[i] else 5)
+                       if not slashed else (3 if q in lower[i] else 5), len(entries[i]), i)
+                      for i in matched]
+            scored = heapq.nsmallest(limit, scored)
         scored.sort(key=lambda s: (s[0], s[1], lower[s[2]]))
         return [(i, rank) for rank, _, i in scored[:limit]]
 
@@ -189,6 +242,31 @@ def _in_order(q: str) -> re.Pattern[str]:
             _compiled.clear()
         _compiled[q] = known
     return known
+
+
+def _literal(q: str) -> re.Pattern[str]:
+    """``q`` itself, then the rest of the line (one match a line)."""
+    return _compiled_get("\n" + q, lambda: re.compile(re.escape(q) + "[^\\n]*+"))
+
+
+def _compiled_get(key: str, make: Callable[[], re.Pattern[str]]) -> re.Pattern[str]:
+    known = _compiled.get(key)
+    if known is None:
+        known = make()
+        if len(_compiled) > 512:
+            _compiled.clear()
+        _compiled[key] = known
+    return known
+
+
+def _lines(pattern: re.Pattern[str], text: str, starts: list[int], most: int) -> list[int]:
+    """The first ``most`` lines of ``text`` where ``pattern`` matches (one match a line)."""
+    found = []
+    for m in pattern.finditer(text):
+        found.append(bisect.bisect_right(starts, m.start()) - 1)
+        if len(found) >= most:
+            break
+    return found
 
 
 _compiled: dict[str, re.Pattern[str]] = {}
