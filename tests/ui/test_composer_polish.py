@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QMimeData, Qt, QUrl
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver
@@ -26,18 +27,18 @@ def test_up_recalls_the_earlier_prompts_only_while_empty(
     drv.wait_finished()
     composer = drv.pane.composer
     composer.setFocus()
-    qtbot.keyClick(composer, Qt.Key.Key_Up)
+    QTest.keyClick(composer, Qt.Key.Key_Up)
     assert composer.toPlainText() == "second"
-    qtbot.keyClick(composer, Qt.Key.Key_Up)
+    QTest.keyClick(composer, Qt.Key.Key_Up)
     assert composer.toPlainText() == "first"
-    qtbot.keyClick(composer, Qt.Key.Key_Up)  # the oldest stays
+    QTest.keyClick(composer, Qt.Key.Key_Up)  # the oldest stays
     assert composer.toPlainText() == "first"
-    qtbot.keyClick(composer, Qt.Key.Key_Down)
+    QTest.keyClick(composer, Qt.Key.Key_Down)
     assert composer.toPlainText() == "second"
-    qtbot.keyClick(composer, Qt.Key.Key_Down)
+    QTest.keyClick(composer, Qt.Key.Key_Down)
     assert composer.toPlainText() == ""
-    qtbot.keyClicks(composer, "typed")
-    qtbot.keyClick(composer, Qt.Key.Key_Up)  # own text: Up is the cursor's again
+    QTest.keyClicks(composer, "typed")
+    QTest.keyClick(composer, Qt.Key.Key_Up)  # own text: Up is the cursor's again
     assert composer.toPlainText() == "typed"
 
 
@@ -51,7 +52,7 @@ def test_ctrl_shift_v_pastes_plain_text(start_app: Callable[..., AppDriver],
     data.setUrls([QUrl.fromLocalFile("/tmp/some file.png")])
     QApplication.clipboard().setMimeData(data)
     composer.setFocus()
-    qtbot.keyClick(composer, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier
+    QTest.keyClick(composer, Qt.Key.Key_V, Qt.KeyboardModifier.ControlModifier
                    | Qt.KeyboardModifier.ShiftModifier)
     assert composer.toPlainText() == "bold words"
 
@@ -90,11 +91,11 @@ def test_a_draft_survives_a_restart(start_app: Callable[..., AppDriver], qtbot: 
     drv = start_app(store_path=store)
     chat = drv.pane.conversation_id
     drv.pane.composer.setFocus()
-    qtbot.keyClicks(drv.pane.composer, "half a thought")
+    QTest.keyClicks(drv.pane.composer, "half a thought")
     drafts = store.parent / "drafts.json"
     qtbot.waitUntil(lambda: drafts.is_file() and Drafts(drafts).get(chat) == "half a thought",
                     timeout=5000)
-    qtbot.keyClicks(drv.pane.composer, ", finished")  # written at shutdown at the latest
+    QTest.keyClicks(drv.pane.composer, ", finished")  # written at shutdown at the latest
     drv.close()
     assert json.loads(drafts.read_text())["drafts"][str(chat)] == "half a thought, finished"
     again = start_app(store_path=store)
