@@ -5,12 +5,32 @@ what Esc or Run → Stop does."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QAction
 
-if TYPE_CHECKING:
-    from tolaria.ui.window.main_window import MainWindow
+from tolaria.ui.chat.chat_stack import ChatStack
+from tolaria.ui.chat.header import ChatHeader
+from tolaria.ui.sidebar.sidebar import Sidebar
+
+
+class MainWindow(Protocol):
+    """What the commands use of the main window (ui/window/main_window.py)."""
+
+    header: ChatHeader
+    stack: ChatStack
+    sidebar: Sidebar
+    new_action: QAction
+    stop_action: QAction
+    restart_action: QAction
+    export_action: QAction
+    chat_limits_action: QAction
+    fan_out_action: QAction
+    new_worktree_action: QAction
+    preferences_action: QAction
+
+    def current_conversation_id(self) -> int | None: ...
 
 
 def slash_commands(window: MainWindow) -> dict[str, Callable[[], object]]:
