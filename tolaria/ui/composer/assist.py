@@ -65,6 +65,7 @@ class ComposerAssist(QObject):
         self._agent_commands: tuple[float, str, list[AgentCommand]] | None = None
         self.list = SuggestionList(composer.window())
         self.list.activated.connect(self._on_list_activated)
+        composer.destroyed.connect(self.list.deleteLater)  # it lives in the window, not the pane
         self.highlighter = MentionHighlighter(composer.document(), self._is_mention)
         #: Paths chosen in the picker (shown as mentions even before the folder is listed).
         self.chosen: set[str] = set()
