@@ -70,6 +70,9 @@ class ComposerAssist(QObject):
         #: Paths chosen in the picker (shown as mentions even before the folder is listed).
         self.chosen: set[str] = set()
         composer.installEventFilter(self)
+        host = self.list.parentWidget()
+        if host is not None and host is not composer:
+            host.installEventFilter(self)  # a resized window moves the list with the composer
         composer.textChanged.connect(self._refresh)
         composer.cursorPositionChanged.connect(self._refresh)
 
@@ -207,6 +210,8 @@ class ComposerAssist(QObject):
     # -- keys -----------------------------------------------------------------------------------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is not self._composer:
+            if event.type() == QEvent.Type.Resize and self.list.isVisible():
+                self.list.place_over(self._composer)
             return False
         if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
             return self._key(event)
