@@ -185,3 +185,24 @@ def test_a_huge_folder_listing_is_cancelled_at_shutdown(tmp_path: Path) -> None:
     source.shutdown()
     assert not source.busy(str(tmp_path))
     assert os.path.isdir(tmp_path)
+
+
+def test_esc_closes_the_list_first_and_stops_the_run_only_then(
+        start_app: Callable[..., AppDriver], qtbot: QtBot, repo: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    drv = start_app()
+    pane = drv.pane
+    running = drv.send("busy")
+    drv.wait_tool_running(running)
+    pane.composer.setFocus()
+    QTest.keyClicks(pane.composer, "next: @src")
+    qtbot.waitUntil(lambda: pane.assist.list.isVisible() and bool(pane.assist.list.rows()))
+    QTest.keyClick(pane.composer, Qt.Key.Key_Escape)
+    assert not pane.assist.list.isVisible()
+    qtbot.wait(200)
+    assert pane.running_stream == running  # the list took that Esc
+    QTest.keyClick(pane.composer, Qt.Key.Key_Escape)
+    drv.wait_finished()
+    assert pane.running_stream is None
+    assert pane.composer.toPlainText() == "next: @src"
