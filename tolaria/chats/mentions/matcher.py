@@ -101,11 +101,21 @@ class MentionIndex:
                     bucket = by_char[ch] = array("i")
                 bucket.append(i)
         self._by_char = by_char
-        # No query: the top level first (folders, then files), then by depth.
-        self._top = sorted(range(len(entries)),
-                           key=lambda i: (entries[i].rstrip("/").count("/"),
-                                          not entries[i].endswith("/"), self._lower[i])
-                           )[:DEFAULT_LIMIT * 4]
+        # No query: the top level first (folders, then files), then by depth. Only the
+        # shallowest are sorted: one long sort is a single C call that would hold the GIL (and
+        # so the window) for a while on the worker thread.
+        by_depth: dict[int, list[int]] = {}
+        for i, low in enumerate(self._lower):
+            by_depth.setdefault(low.rstrip("/").count("/"), []).append(i)
+        top: list[int] = []
+        for depth in sorted(by_depth):
+            level = by_depth[depth]
+            if len(level) > 4 * DEFAULT_LIMIT * 4:
+                level = level[: 4 * DEFAULT_LIMIT * 4]
+            top += sorted(level, key=lambda i: (not entries[i].endswith("/"), self._lower[i]))
+            if len(top) >= DEFAULT_LIMIT * 4:
+                break
+        self._top = top[: DEFAULT_LIMIT * 4]
         self._memo: tuple[str, list[int]] | None = None
         self._known = frozenset(entries)
 
