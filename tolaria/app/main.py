@@ -21,6 +21,7 @@ from tolaria import __version__
 from tolaria.app.prefs import Preferences
 from tolaria.chats import usage
 from tolaria.chats.attachments import AttachmentDesk
+from tolaria.chats.drafts import FILE_NAME as DRAFTS_FILE
 from tolaria.config.settings import load_settings, settings_path
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.limits import RunLimits
@@ -33,15 +34,17 @@ from tolaria.qt.attach_control import AttachControl
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
 from tolaria.qt.controller import ChatController
+from tolaria.qt.drafts import DraftKeeper
 from tolaria.qt.export_control import ChatExport
 from tolaria.qt.fanout import FanOutController
 from tolaria.qt.notify.control import NotificationController
+from tolaria.qt.mention_source import shared_source
 from tolaria.qt.pages import PageLoader
 from tolaria.qt.session_import import SessionImport
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
 from tolaria.qt.worktree_control import WorktreeControl
-from tolaria.support import crash, platforms
+from tolaria.support import crash, paths, platforms
 from tolaria.ui import theme
 from tolaria.ui.window.main_window import MainWindow
 
@@ -82,6 +85,8 @@ class Tolaria:
         # Turns another Tolaria process (`tolaria run`) streams now are not crashed ones.
         self.store = Store(store_path, live_elsewhere=control.live_stream_ids())
         self.tasks = TaskSet()
+        self.drafts = DraftKeeper((store_path.parent if store_path is not None
+                                   else paths.data_dir()) / DRAFTS_FILE)
         self.bridge = Bridge()
         self.bridge.watch_store(self.store)  # a full disk is said in the window
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
@@ -155,6 +160,9 @@ class Tolaria:
         w.new_worktree_chat_requested.connect(self._on_window_new_worktree_chat_requested)
         w.remove_worktree_requested.connect(self.worktrees.remove_with)
         self.bridge.conversation_deleted.connect(self.worktrees.on_conversation_deleted)
+        w.stack.draft_of = self.drafts.draft
+        w.stack.draft_changed.connect(self.drafts.on_draft_changed)
+        self.bridge.conversation_deleted.connect(self.drafts.on_conversation_deleted)
         self.bridge.job_changed.connect(self._on_bridge_job_changed)
         w.closed.connect(self._on_window_closed)
         self.notifications.pending_changed.connect(w.set_pending_questions)
@@ -258,6 +266,8 @@ class Tolaria:
             if self._control_started:
                 await self.control.close()
             self.store.close()
+            self.drafts.close()
+            shared_source().shutdown()
 
 
 async def main(agent: str | None = None, cwd: str | None = None) -> int:

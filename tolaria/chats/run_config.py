@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tolaria.chats.mentions.forms import render_mentions
 from tolaria.config.mcp import McpSettings, load_mcp
 from tolaria.config.overrides import (
     AgentOverrides,
@@ -65,8 +66,11 @@ class RunOptions:
     def request(self, prompt: str, *, cwd: str | None = None, session_id: str | None = None,
                 on_permission: PermissionCallback | None = None,
                 keep_key: str | None = None) -> RunRequest:
-        """The ``RunRequest`` of one turn with these options; ``cwd`` defaults to the agent's."""
-        return RunRequest(manifest=self.manifest, prompt=prompt, cwd=cwd or self.cwd,
+        """The ``RunRequest`` of one turn with these options; ``cwd`` defaults to the agent's.
+        Its ``@path`` mentions become what this agent understands (chats/mentions/forms.py)."""
+        cwd = cwd or self.cwd
+        prompt = render_mentions(prompt, self.manifest.protocol, cwd or os.getcwd())
+        return RunRequest(manifest=self.manifest, prompt=prompt, cwd=cwd,
                           session_id=session_id, on_permission=on_permission,
                           retry_limit_s=self.retry_limit_s, permission_mode=self.permission_mode,
                           model=self.model, keep_key=keep_key,

@@ -26,8 +26,10 @@ from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.ui.chat.pane_questions import PaneQuestions
 from tolaria.ui.composer.attachments import AttachmentTray
+from tolaria.ui.composer.assist import ComposerAssist
 from tolaria.ui.composer.composer import Composer
 from tolaria.ui.composer.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
+from tolaria.ui.composer.polish import BudgetLabel, ComposerKeys
 from tolaria.ui.composer.queue_chips import QueuedChips
 from tolaria.ui.composer.status_line import StatusLine
 from tolaria.ui.review.turn_changes import TurnChangesRow
@@ -69,6 +71,11 @@ class ChatPane(QWidget):
     attach_requested = Signal(int, object)
     #: Send a prompt with its attachments: conversation id, prompt, tuple of Attachment.
     send_attached_requested = Signal(int, str, object)
+    #: The user chose one of Tolaria's commands in the composer's ``/`` menu: conversation id,
+    #: command name (tolaria/ui/composer/slash_menu.py).
+    command_requested = Signal(int, str)
+    #: The composer's text changed (kept as the chat's draft): conversation id, text.
+    draft_changed = Signal(int, str)
 
     def __init__(self, conversation_id: int, agent_name: str, stop_hint: str = "Esc",
                  parent: QWidget | None = None, *,
@@ -128,6 +135,14 @@ class ChatPane(QWidget):
         self.restart_button.clicked.connect(self._on_restart_button_clicked)
         row.addWidget(self.restart_button)
         layout.addLayout(row)
+        # Up recalls, Ctrl+Shift+V, then @ and / (an event filter installed later sees keys first).
+        self.composer_keys = ComposerKeys(self.composer, self._prompts)
+        self.assist = ComposerAssist(self.composer)
+        self.assist.command_requested.connect(self._on_assist_command_requested)
+        self.composer.textChanged.connect(self._on_composer_text_changed)
+        self.budget = BudgetLabel(self.composer, self)
+        self.budget.setContentsMargins(14, 0, 14, 0)
+        layout.addWidget(self.budget)
         self.status_line = StatusLine(self)
         self.status_line.setContentsMargins(12, 0, 12, 0)
         layout.addWidget(self.status_line)
@@ -184,6 +199,20 @@ class ChatPane(QWidget):
         self.send_attached_requested.emit(self.conversation_id, prompt,
                                           tuple(self.attachments.attachments()))
         return True
+
+    def _on_assist_command_requested(self, name: str) -> None:
+        self.command_requested.emit(self.conversation_id, name)
+
+    def _on_composer_text_changed(self) -> None:
+        self.draft_changed.emit(self.conversation_id, self.composer.toPlainText())
+
+    def _prompts(self) -> list[str]:
+        """The prompts of the loaded turns, oldest first (what Up recalls)."""
+        return [view.prompt for view in self.transcript.turns()]
+
+    def set_chat_context(self, cwd: str | None, agent: str, agent_name: str) -> None:
+        """The chat's folder and agent: what ``@`` lists and whose commands ``/`` offers."""
+        self.assist.set_context(cwd, agent, agent_name)
 
     def _on_transcript_retry_requested(self, stream_id: str) -> None:
         view = self.transcript.turn(stream_id)

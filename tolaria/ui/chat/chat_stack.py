@@ -6,7 +6,7 @@ switching conversations never stops or mixes runs, and a hidden pane keeps its r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
@@ -50,6 +50,10 @@ class ChatStack(PaneRouting, QStackedWidget):
     attach_requested = Signal(int, object)
     #: Send a prompt with attachments: conversation id, prompt, tuple of Attachment.
     send_attached_requested = Signal(int, str, object)
+    #: Run one of Tolaria's commands chosen in a composer's ``/`` menu: conversation id, name.
+    command_requested = Signal(int, str)
+    #: A composer's text changed (the chat's draft): conversation id, text.
+    draft_changed = Signal(int, str)
 
     def __init__(self, stop_hint: str, parent: QWidget | None = None, *,
                  watchdog_seconds: float = DEFAULT_WATCHDOG_S) -> None:
@@ -60,6 +64,8 @@ class ChatStack(PaneRouting, QStackedWidget):
         self._agent_names: dict[str, str] = {}
         self._stop_hint = stop_hint
         self._send_key = "Enter"
+        #: The stored draft of a chat (set by the app: tolaria/qt/drafts.py).
+        self.draft_of: Callable[[int], str] = lambda _conversation_id: ""
 
     # -- panes ----------------------------------------------------------------------------------
     def set_agent_names(self, names: dict[str, str]) -> None:
@@ -102,9 +108,14 @@ class ChatStack(PaneRouting, QStackedWidget):
             pane.retry_requested.connect(self.retry_requested)
             pane.attach_requested.connect(self.attach_requested)
             pane.send_attached_requested.connect(self.send_attached_requested)
+            pane.composer.setPlainText(self.draft_of(conversation.id))
+            pane.command_requested.connect(self.command_requested)
+            pane.draft_changed.connect(self.draft_changed)
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)
+        pane.set_chat_context(conversation.cwd, conversation.agent,
+                              self.agent_name(conversation.agent))
         self.setCurrentWidget(pane)
         return pane
 
@@ -122,6 +133,9 @@ class ChatStack(PaneRouting, QStackedWidget):
 
     def conversation_changed(self, conversation: Conversation) -> None:
         pane = self._panes.get(conversation.id)
+        if pane is not None:
+            pane.set_chat_context(conversation.cwd, conversation.agent,
+                                  self.agent_name(conversation.agent))
         if pane is not None and pane.running_stream is None:
             pane.set_agent_name(self.agent_name(conversation.agent))
 

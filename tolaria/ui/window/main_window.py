@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Sequence
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -50,6 +51,7 @@ from tolaria.ui.window.export_dialog import ExportDialog
 from tolaria.ui.window.import_report import ImportReportBar
 from tolaria.ui.window.notifier import BackgroundNotifier
 from tolaria.ui.window.quit_prompt import QuitPrompt
+from tolaria.ui.window.slash_actions import run_slash_command
 from tolaria.ui.window.store_notice import StoreNotice
 from tolaria.ui.window.view_menu import ViewMenu
 from tolaria.ui.window.window_keys import WindowKeys
@@ -224,6 +226,7 @@ class MainWindow(WindowKeys):
         self.stack.retry_requested.connect(self.retry_requested)
         self.stack.attach_requested.connect(self.attach_requested)
         self.stack.send_attached_requested.connect(self.send_attached_requested)
+        self.stack.command_requested.connect(partial(run_slash_command, self))
 
         self._refresh_run_actions()
 

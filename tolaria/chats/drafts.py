@@ -1,0 +1,75 @@
+"""What each chat's composer held when the app last closed (issue 26 item 6).
+
+One small JSON file in the data folder, rewritten whole and atomically (temp file, fsync,
+rename): a crash leaves the old drafts, never half a file. An unreadable file is set aside as
+``drafts.json.bad`` rather than overwritten, and the app starts with no drafts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+
+from tolaria.support.tomlfile import write_atomic
+
+log = logging.getLogger(__name__)
+
+#: Characters kept of one draft (a pasted log is not worth a slow start).
+MAX_DRAFT_CHARS = 200_000
+FILE_NAME = "drafts.json"
+
+
+class Drafts:
+    """conversation id -> text; thread-safe (the window reads, a writer thread saves)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._drafts: dict[int, str] = self._read()
+
+    def _read(self) -> dict[int, str]:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            log.warning("could not read %s: %s", self.path, exc)
+            return {}
+        try:
+            data = json.loads(raw)
+            drafts = data["drafts"]
+            return {int(k): str(v) for k, v in drafts.items() if isinstance(v, str) and v}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("%s is not a drafts file (%s): set aside", self.path, exc)
+            with contextlib.suppress(OSError):
+                os.replace(self.path, self.path.with_name(self.path.name + ".bad"))
+            return {}
+
+    def get(self, conversation_id: int) -> str:
+        with self._lock:
+            return self._drafts.get(conversation_id, "")
+
+    def set(self, conversation_id: int, text: str) -> bool:
+        """Remember ``text`` (empty forgets the draft); True if that changed anything."""
+        text = text[:MAX_DRAFT_CHARS] if text.strip() else ""
+        with self._lock:
+            if self._drafts.get(conversation_id, "") == text:
+                return False
+            if text:
+                self._drafts[conversation_id] = text
+            else:
+                self._drafts.pop(conversation_id, None)
+            return True
+
+    def forget(self, conversation_id: int) -> bool:
+        return self.set(conversation_id, "")
+
+    def save(self) -> None:
+        """Write the file (raises OSError when it cannot be)."""
+        with self._lock:
+            data = {"version": 1, "drafts": {str(k): v for k, v in sorted(self._drafts.items())}}
+        write_atomic(self.path, json.dumps(data, ensure_ascii=False, indent=0) + "\n")
