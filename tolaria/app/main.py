@@ -37,8 +37,8 @@ from tolaria.qt.controller import ChatController
 from tolaria.qt.drafts import DraftKeeper
 from tolaria.qt.export_control import ChatExport
 from tolaria.qt.fanout import FanOutController
-from tolaria.qt.notify.control import NotificationController
 from tolaria.qt.mention_source import shared_source
+from tolaria.qt.notify.control import NotificationController
 from tolaria.qt.pages import PageLoader
 from tolaria.qt.session_import import SessionImport
 from tolaria.qt.settings_controller import SettingsController

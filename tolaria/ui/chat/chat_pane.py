@@ -25,8 +25,8 @@ from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.ui.chat.pane_questions import PaneQuestions
-from tolaria.ui.composer.attachments import AttachmentTray
 from tolaria.ui.composer.assist import ComposerAssist
+from tolaria.ui.composer.attachments import AttachmentTray
 from tolaria.ui.composer.composer import Composer
 from tolaria.ui.composer.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
 from tolaria.ui.composer.polish import BudgetLabel, ComposerKeys
