@@ -14,7 +14,8 @@ import pytest
 from cli.test_cli import EXIT_CANCELLED, Background, json_lines
 from helpers import cli_env, marker_pids
 
-from tolaria.cli.main import _run_with_control, _RunOutput
+from tolaria.cli.run_cmd import RunOutput as _RunOutput
+from tolaria.cli.run_cmd import run_with_control as _run_with_control
 from tolaria.cli.tty import make_printer
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.events import STOP_CANCELLED, Done

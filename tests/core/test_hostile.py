@@ -231,12 +231,12 @@ def test_api_keys_stay_out_of_agents_and_run_output(tolaria_home: Path) -> None:
 #: (its ``[env]`` with the secrets) and the key from the environment.
 _BUGGY_RUN = """\
 import os, sys
-from tolaria.cli import main as cli
+from tolaria.cli import main as cli, run_cmd
 
 async def broken(request, stream_id, *_rest, **_options):
     raise RuntimeError(f"bug: {request.manifest!r} {os.environ['LEAKY_KEY']}")
 
-cli._run_with_control = broken
+run_cmd.run_with_control = broken
 sys.exit(cli.main(["run", "--agent", "leaky-cli", "hi"]))
 """
 

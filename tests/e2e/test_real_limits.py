@@ -15,7 +15,8 @@ from e2e.e2ehelpers import TURN_S, installed_cli, manifest
 from e2e.fake_model import FakeModelServer
 from helpers import RecordingPrinter, marker_pids
 
-from tolaria.cli.main import _run_with_control, _RunOutput
+from tolaria.cli.run_cmd import RunOutput as _RunOutput
+from tolaria.cli.run_cmd import run_with_control as _run_with_control
 from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Done, Usage
 from tolaria.core.limits import RunLimits
 from tolaria.core.stream_id import new_stream_id

@@ -16,7 +16,8 @@ pytest.importorskip("httpx")
 from fakes.fake_openai_server import FakeOpenAIServer, Reply, text_reply, tool_reply
 from helpers import RecordingPrinter
 
-from tolaria.cli.main import _run_with_control, _RunOutput
+from tolaria.cli.run_cmd import RunOutput as _RunOutput
+from tolaria.cli.run_cmd import run_with_control as _run_with_control
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Diagnostic, Done, Usage
 from tolaria.core.limits import RunLimits

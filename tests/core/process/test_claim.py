@@ -29,7 +29,8 @@ SCRIPT = TESTS.parent / "scripts" / "tolaria"
     (["run", f"--stream-id={ID}", "hi"], ID),
     (["run", "--agent", "demo", "hi", "--stream-id", ID], ID),  # options after the prompt
     (["run", "--stream", ID, "hi"], ID),  # argparse takes an unambiguous prefix
-    (["run", "--s", ID, "hi"], ID),
+    (["run", "--st", ID, "hi"], ID),
+    (["run", "--s", ID, "hi"], None),  # ambiguous (--ssh-config): argparse refuses it too
     (["--agent", "demo", "--cwd=/tmp", "run", "--stream-id", ID, "hi"], ID),
     (["run", "--chat", "3", "--grace", "1", "--json", "--no-save", "--stream-id", ID, "x"], ID),
     (["run", "--agent", "--stream-id", "hi"], None),  # the agent is called --stream-id

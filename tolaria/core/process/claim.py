@@ -42,7 +42,7 @@ BACKLOG = 128
 _TOP_VALUED = ("--agent", "--cwd")
 _TOP_FLAGS = ("--version", "--help")
 _RUN_VALUED = ("--agent", "--cwd", "--stream-id", "--grace", "--chat", "--max-time", "--max-cost",
-               "--max-tokens", "--max-tool-calls")
+               "--max-tokens", "--max-tool-calls", "--attach", "--host", "--ssh-config")
 _RUN_FLAGS = ("--json", "--no-save", "--help")
 
 _claimed: _socket.socket | None = None
