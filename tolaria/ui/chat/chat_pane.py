@@ -120,7 +120,7 @@ class ChatPane(QWidget):
         self.composer = Composer(self)
         self.composer.submit_requested.connect(self._on_composer_submit_requested)
         self.attachments.watch(self.composer)
-        row.addWidget(self.attachments.button, 0, Qt.AlignmentFlag.AlignBottom)
+        row.addWidget(self.attachments.button, 0, Qt.AlignmentFlag.AlignVCenter)
         row.addWidget(self.composer, 1)
         self.button = QPushButton(self)
         self.button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Expanding)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QScrollArea,
     QToolButton,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -54,23 +55,33 @@ class AttachmentTray(QScrollArea):
         self.setFrameShape(QScrollArea.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         inner = QWidget(self)
-        self._row = QHBoxLayout(inner)
-        self._row.setContentsMargins(12, 4, 12, 4)
-        self._row.setSpacing(6)
+        column = QVBoxLayout(inner)
+        column.setContentsMargins(12, 4, 12, 4)
+        column.setSpacing(4)
+        #: Why some files were not taken (a line of its own over the chips, never pushing them).
         self.notice = QLabel(inner)
         self.notice.hide()
-        self._row.addWidget(self.notice)
+        column.addWidget(self.notice)
+        self._row = QHBoxLayout()
+        self._row.setContentsMargins(0, 0, 0, 0)
+        self._row.setSpacing(6)
         self._row.addStretch(1)
+        column.addLayout(self._row)
         self.setWidget(inner)
         self.chips: dict[str, AttachmentChip] = {}
         #: The Attach… button, placed by the pane next to the composer.
         self.button = QToolButton(parent)
-        self.button.setText("Attach")
+        self.button.setObjectName("attachButton")
+        self.button.setText("+")
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        self.button.setToolTip("Attach files or images (or paste / drop them on the message)")
+        self.button.setFixedSize(36, 36)
+        self.button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.button.setToolTip("Attach files or images (or paste them, or drop them on the "
+                               "message)")
         self.button.setAccessibleName("Attach files")
         self.button.clicked.connect(self.open_picker)
         self._dialog: QFileDialog | None = None
+        self.restyle()
         self._fit()
         self.hide()
 
@@ -147,6 +158,11 @@ class AttachmentTray(QScrollArea):
 
     def restyle(self) -> None:
         self.notice.setStyleSheet(f"color: {theme.css(theme.error_colors()[2])};")
+        c = theme.css
+        self.button.setStyleSheet(
+            f"QToolButton {{ border: 1px solid {c(theme.border())}; border-radius: 8px;"
+            f" background: {c(theme.base())}; color: {c(theme.muted_text())}; font-size: 18px; }}"
+            f" QToolButton:hover {{ border-color: {c(theme.accent())}; color: {c(theme.text())}; }}")
         for chip in self.chips.values():
             chip.restyle()
 
@@ -156,7 +172,7 @@ class AttachmentTray(QScrollArea):
         chip = AttachmentChip(key, name, self.widget())
         chip.remove_requested.connect(self._remove)
         self.chips[key] = chip
-        self._row.insertWidget(self._row.count() - 1, chip)  # after the notice
+        self._row.insertWidget(self._row.count() - 1, chip)  # before the stretch
         self.show()
         self._fit()
         return key
