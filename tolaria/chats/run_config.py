@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tolaria.chats.mentions.forms import render_mentions
+from tolaria.chats.mentions.forms import find_mentions, render_mentions
 from tolaria.config.mcp import McpSettings, load_mcp
 from tolaria.config.overrides import (
     AgentOverrides,
@@ -69,8 +69,14 @@ class RunOptions:
         """The ``RunRequest`` of one turn with these options; ``cwd`` defaults to the agent's.
         Its ``@path`` mentions become what this agent understands (chats/mentions/forms.py)."""
         cwd = cwd or self.cwd
-        prompt = render_mentions(prompt, self.manifest.protocol, cwd or os.getcwd())
-        return RunRequest(manifest=self.manifest, prompt=prompt, cwd=cwd,
+        folder = cwd or os.getcwd()
+        links: tuple[str, ...] = ()
+        if self.manifest.protocol == "acp":  # each mentioned file as a resource_link too
+            links = tuple(dict.fromkeys(
+                full for m in find_mentions(prompt, folder)
+                if os.path.isfile(full := os.path.join(folder, m.path))))
+        prompt = render_mentions(prompt, self.manifest.protocol, folder)
+        return RunRequest(manifest=self.manifest, prompt=prompt, cwd=cwd, mention_links=links,
                           session_id=session_id, on_permission=on_permission,
                           retry_limit_s=self.retry_limit_s, permission_mode=self.permission_mode,
                           model=self.model, keep_key=keep_key,

@@ -61,6 +61,9 @@ class RunRequest:
     extra_args: tuple[str, ...] = ()
     #: Set by the runner from ``attachments``: Claude stream-json blocks after the prompt's.
     content_blocks: tuple[dict[str, Any], ...] = ()
+    #: Files the prompt mentions (``@path``, absolute): an ACP agent also gets a
+    #: ``resource_link`` for each (every ACP agent takes those; chats/mentions/forms.py).
+    mention_links: tuple[str, ...] = ()
     #: Run the agent on another machine (an ssh host or a command target; ADR 0026) instead
     #: of here. None: this machine.
     target: Target | None = None

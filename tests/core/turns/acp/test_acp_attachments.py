@@ -82,3 +82,32 @@ async def test_an_agent_without_image_support_is_refused_before_the_prompt(
     errors = [e.message for e in collector.events if isinstance(e, Error)]
     assert errors == ["Fake ACP cannot take images (its ACP promptCapabilities say so): "
                       "shot.png was not sent"]
+
+
+@async_test
+async def test_a_mentioned_file_goes_as_a_resource_link_beside_its_path(tmp_path: Path) -> None:
+    # The composer's ``@path`` (issue 26 item 3): an ACP agent gets the path in the text and a
+    # resource_link to the file; a folder or a name that is no file stays text only.
+    from tolaria.chats.run_config import prepare_run
+    from tolaria.config.settings import Settings
+
+    log = tmp_path / "log"
+    log.mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("print('hi')\n")
+    manifest = parse_manifest({"id": "fake-acp", "name": "Fake ACP", "protocol": "acp",
+                               "command": [sys.executable, str(FAKE_ACP), "normal"],
+                               "env": {"FAKE_LOG": str(log), "FAKE_ACP_PROMPT_CAPS": "{}"}})
+    options = prepare_run(manifest, settings=Settings(), overrides={},
+                          path=tmp_path / "settings.toml")
+    request = options.request("fix @src/app.py and @src/ but not @nobody", cwd=str(tmp_path))
+    sid = new_stream_id()
+    done = await stream_ai_agent(request, sid, Collector(), registry=ProcessRegistry(),
+                                 grace_s=0.5)
+    assert_run_gone(sid)
+    assert done.stop_reason == "end_turn"
+    prompts = [json.loads(line) for line in (log / "acp.jsonl").read_text().splitlines()]
+    (blocks,) = [p["prompt"] for p in prompts if p["method"] == "session/prompt"]
+    assert blocks[0] == {"type": "text", "text": "fix src/app.py and src/ but not @nobody"}
+    assert blocks[1:] == [{"type": "resource_link", "name": "app.py",
+                           "uri": (tmp_path / "src" / "app.py").as_uri()}]
