@@ -17,6 +17,8 @@ come back to it; a stop signals every process of the run (found by descent, mark
 group), SIGKILL at once to what ignores SIGTERM (SigIgn), SIGKILL to the rest after the grace,
 and reports what is still alive. If Tolaria goes silent (no frame for ``heartbeat_s``: ssh
 killed, a silent network drop) or its end of the pipe closes, the tree is ended just the same.
+The process ssh started forks first and stays as a watcher (watch()): if the supervisor itself
+is killed on the host, the watcher ends the tree and says so.
 """
 
 from __future__ import annotations
