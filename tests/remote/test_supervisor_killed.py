@@ -32,6 +32,13 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _kill_as_remote(sshd: SshServer, pid: int) -> None:
+    """``kill -9 PID`` as the remote account, as a user there would."""
+    account = sshd.account
+    subprocess.run(["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}",
+                    "--clear-groups", "kill", "-9", str(pid)], check=True)
+
+
 @pytest.mark.parametrize("mode", ["daemon", "scrubbed_daemon"])
 def test_the_supervisor_killed_with_9_leaves_nothing(sshd: SshServer, shared: Path,
                                                      mode: str) -> None:
@@ -50,9 +57,7 @@ def test_the_supervisor_killed_with_9_leaves_nothing(sshd: SshServer, shared: Pa
     daemons = [int(p) for p in pidfile.read_text().split()]
     marked = remote_processes(sid)
     [supervisor] = {_ppid(pid) for pid in marked} - set(marked)
-    account = sshd.account
-    subprocess.run(["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}",
-                    "--clear-groups", "kill", "-9", str(supervisor)], check=True)
+    _kill_as_remote(sshd, supervisor)
     killed = time.monotonic()
     while (remote_processes(sid) or any(map(_alive, daemons))) and \
             time.monotonic() - killed < 5.0:
@@ -65,3 +70,33 @@ def test_the_supervisor_killed_with_9_leaves_nothing(sshd: SshServer, shared: Pa
     assert out["stop_reason"] == "error", out
     assert any(f"the supervisor on {ALIAS} was killed (signal 9); its tree was "
                "ended" in e for e in out["errors"]), out
+
+
+def test_the_watcher_killed_ends_the_tree_too(sshd: SshServer, shared: Path) -> None:
+    """The other way round: a `kill -9` of the watcher (the process sshd started) ends the ssh
+    session; the supervisor sees its link close and ends the tree, as on any disconnect."""
+    sid = new_stream_id()
+    pidfile = shared / "pids"
+    out: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: out.update(run_local(
+        sshd, shared, sid, mode="daemon", action="wait", heartbeat_s=30.0,
+        env={"FAKE_PIDFILE": str(pidfile)})))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pidfile.exists(), "the daemon never started on the host"
+    time.sleep(0.3)
+    daemons = [int(p) for p in pidfile.read_text().split()]
+    marked = remote_processes(sid)
+    [supervisor] = {_ppid(pid) for pid in marked} - set(marked)
+    _kill_as_remote(sshd, _ppid(supervisor))
+    killed = time.monotonic()
+    while (remote_processes(sid) or any(map(_alive, daemons))) and \
+            time.monotonic() - killed < 5.0:
+        time.sleep(0.02)
+    assert remote_processes(sid) == [] and not any(map(_alive, daemons))
+    thread.join(30)
+    assert not thread.is_alive(), "the local run hung"
+    assert out["stop_reason"] == "error", out
+    assert any("lost" in e for e in out["errors"]), out

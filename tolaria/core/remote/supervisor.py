@@ -573,8 +573,8 @@ def watch(child: int, news: int) -> int:
     that it finished (``end``). When the pipe closes without ``end`` the supervisor died
     (killed with -9 on the host, a crash): the watcher, a subreaper whose descendants the
     orphaned tree now is, ends the run's processes (descent, session and group, marker) and
-    sends the GONE frame in its stead, with how the supervisor ended. Killed itself, it leaves
-    the supervisor doing its work.
+    sends the GONE frame in its stead, with how the supervisor ended. Killed itself, it ends the
+    ssh session (sshd started it), so the supervisor ends the tree as on any disconnect.
     """
     null = os.open(os.devnull, os.O_RDONLY)  # the link's frames are the supervisor's alone
     os.dup2(null, 0)
