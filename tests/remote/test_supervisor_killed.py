@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,11 @@ def _kill_as_remote(sshd: SshServer, pid: int) -> None:
                     "--clear-groups", "kill", "-9", str(pid)], check=True)
 
 
-@pytest.mark.parametrize("mode", ["daemon", "scrubbed_daemon"])
-def test_the_supervisor_killed_with_9_leaves_nothing(sshd: SshServer, shared: Path,
-                                                     mode: str) -> None:
+def _kill_mid_run(sshd: SshServer, shared: Path, mode: str,
+                  pick: Callable[[int], int]) -> tuple[dict[str, Any], int]:
+    """A run of ``mode`` (a daemonizing tree) on the host; once its daemon runs, ``pick(the
+    supervisor's pid)`` is killed with -9 as the remote account. Asserts that nothing of the
+    run is left there within 5 s and that the local run ends; its result and the supervisor."""
     sid = new_stream_id()
     pidfile = shared / "pids"
     out: dict[str, Any] = {}
@@ -57,16 +60,23 @@ def test_the_supervisor_killed_with_9_leaves_nothing(sshd: SshServer, shared: Pa
     daemons = [int(p) for p in pidfile.read_text().split()]
     marked = remote_processes(sid)
     [supervisor] = {_ppid(pid) for pid in marked} - set(marked)
-    _kill_as_remote(sshd, supervisor)
+    _kill_as_remote(sshd, pick(supervisor))
     killed = time.monotonic()
     while (remote_processes(sid) or any(map(_alive, daemons))) and \
             time.monotonic() - killed < 5.0:
         time.sleep(0.02)
     left = remote_processes(sid) + [p for p in daemons if _alive(p)]
-    assert left == [], f"left on the remote 5 s after the supervisor was killed: {left}"
-    assert not _alive(supervisor)
+    assert left == [], f"left on the remote 5 s after the kill: {left}"
     thread.join(30)
     assert not thread.is_alive(), "the local run hung"
+    return out, supervisor
+
+
+@pytest.mark.parametrize("mode", ["daemon", "scrubbed_daemon"])
+def test_the_supervisor_killed_with_9_leaves_nothing(sshd: SshServer, shared: Path,
+                                                     mode: str) -> None:
+    out, supervisor = _kill_mid_run(sshd, shared, mode, lambda supervisor: supervisor)
+    assert not _alive(supervisor)
     assert out["stop_reason"] == "error", out
     assert any(f"the supervisor on {ALIAS} was killed (signal 9); its tree was "
                "ended" in e for e in out["errors"]), out
@@ -75,28 +85,6 @@ def test_the_supervisor_killed_with_9_leaves_nothing(sshd: SshServer, shared: Pa
 def test_the_watcher_killed_ends_the_tree_too(sshd: SshServer, shared: Path) -> None:
     """The other way round: a `kill -9` of the watcher (the process sshd started) ends the ssh
     session; the supervisor sees its link close and ends the tree, as on any disconnect."""
-    sid = new_stream_id()
-    pidfile = shared / "pids"
-    out: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: out.update(run_local(
-        sshd, shared, sid, mode="daemon", action="wait", heartbeat_s=30.0,
-        env={"FAKE_PIDFILE": str(pidfile)})))
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert pidfile.exists(), "the daemon never started on the host"
-    time.sleep(0.3)
-    daemons = [int(p) for p in pidfile.read_text().split()]
-    marked = remote_processes(sid)
-    [supervisor] = {_ppid(pid) for pid in marked} - set(marked)
-    _kill_as_remote(sshd, _ppid(supervisor))
-    killed = time.monotonic()
-    while (remote_processes(sid) or any(map(_alive, daemons))) and \
-            time.monotonic() - killed < 5.0:
-        time.sleep(0.02)
-    assert remote_processes(sid) == [] and not any(map(_alive, daemons))
-    thread.join(30)
-    assert not thread.is_alive(), "the local run hung"
+    out, _ = _kill_mid_run(sshd, shared, "daemon", _ppid)
     assert out["stop_reason"] == "error", out
     assert any("lost" in e for e in out["errors"]), out
