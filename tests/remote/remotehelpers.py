@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nonroot import as_other_user, other_user_python, python_env
+from nonroot import as_other_user, other_user_prefix, other_user_python, python_env
 from remote.sshd import ALIAS, SshServer, kill_remote
 
 SCENARIO = Path(__file__).resolve().parents[1] / "fakes" / "remote_scenario.py"
@@ -14,16 +16,22 @@ FAKE_AGENT = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"
 
 
 def run_local(sshd: SshServer, shared: Path, stream_id: str, timeout: float = 90,
-              **cfg: Any) -> dict[str, Any]:
-    """The scenario as the non-root local user; its JSON result."""
+              inside: Sequence[str] = (), **cfg: Any) -> dict[str, Any]:
+    """The scenario as the non-root local user (``inside`` a network namespace: its ``ip
+    netns exec`` prefix); its JSON result."""
     cfg = {"host": ALIAS, "ssh_config": str(sshd.config), "stream_id": stream_id,
            "cwd": str(shared), **cfg}
     try:
         spec = shared / f"scenario-{stream_id}.json"
         spec.write_text(json.dumps(cfg))
-        done = as_other_user([other_user_python(), str(SCENARIO), f"@{spec}"],
-                             env=python_env(shared / "home"), cwd=shared / "home",
-                             timeout=timeout)
+        argv = [other_user_python(), str(SCENARIO), f"@{spec}"]
+        env, home = python_env(shared / "home"), shared / "home"
+        if inside:  # root enters the namespace, then becomes the local user
+            done = subprocess.run([*inside, *other_user_prefix(), *argv], env=env, cwd=home,
+                                  capture_output=True, text=True, timeout=timeout,
+                                  check=False, stdin=subprocess.DEVNULL)
+        else:
+            done = as_other_user(argv, env=env, cwd=home, timeout=timeout)
     finally:
         kill_remote(stream_id)  # a failed test never leaves the remote tree behind
     if done.returncode != 0 or not done.stdout.strip():

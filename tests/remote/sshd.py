@@ -61,7 +61,9 @@ def _free_port() -> int:
 class SshServer:
     """sshd with its files in ``folder``; ``config`` is the client's ``-F`` file."""
 
-    def __init__(self) -> None:
+    def __init__(self, netns: str | None = None) -> None:
+        #: A network namespace to listen in (tests/remote/netns.py): ssh must run there too.
+        self.netns = netns
         self.folder = Path(tempfile.mkdtemp(prefix="tolaria-sshd-", dir="/tmp"))
         os.chmod(self.folder, 0o755)
         self.port = _free_port()
@@ -101,8 +103,11 @@ class SshServer:
         for path in (self.client_key, self.known_hosts, self.config):
             os.chown(path, self.local_uid, self.local_gid)
         os.chmod(self.client_key, 0o600)
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(f / "sshd_config")],
+        inside = ["ip", "netns", "exec", self.netns] if self.netns else []
+        self.proc = subprocess.Popen([*inside, SSHD, "-D", "-e", "-f", str(f / "sshd_config")],
                                      stderr=subprocess.PIPE, start_new_session=True)
+        if self.netns:
+            return self._wait_inside(inside)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port),
@@ -113,6 +118,16 @@ class SshServer:
                 raise RuntimeError(f"sshd did not start: {err}")
             time.sleep(0.05)
         raise RuntimeError("sshd did not listen within 10 s")
+
+    def _wait_inside(self, inside: list[str]) -> SshServer:
+        """Wait for sshd to listen, seen from its namespace."""
+        probe = ("import socket, sys, time\nfor _ in range(200):\n    try:\n"
+                 f"        socket.create_connection(('127.0.0.1', {self.port}), 1).close()\n"
+                 "        sys.exit(0)\n    except OSError:\n        time.sleep(0.05)\nsys.exit(1)")
+        done = subprocess.run([*inside, "python3", "-c", probe], check=False, timeout=30)
+        if done.returncode != 0:
+            raise RuntimeError(f"sshd did not listen in the namespace {self.netns}")
+        return self
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -146,12 +146,26 @@ class Link:
                     return self.fail(f"{self.label}: {message}")
                 elif kind == proto.GONE:
                     gone = json.loads(payload.decode())
-                    self.report(**gone)
                     self.gone = True
+                    if gone.get("supervisor"):  # its watcher speaks: it died mid-run
+                        return self._supervisor_died(gone)
+                    self.report(**gone)
                     code = gone.get("exit_code")
                     if not isinstance(code, int):
                         return EXIT_LINK
                     return 128 - code if code < 0 else code
+
+    def _supervisor_died(self, gone: dict[str, Any]) -> int:
+        """The supervisor on the host was killed (or crashed) mid-run; its watcher ended the
+        tree and says how that went."""
+        survivors = gone.get("survivors") or []
+        ended = ("its tree was ended" if not survivors else
+                 f"{len(survivors)} of its processes survived")
+        message = f"the supervisor on {self.label} was {gone['supervisor']}; {ended}"
+        sys.stderr.write(f"tolaria: {message}\n")
+        sys.stderr.flush()
+        self.report(error=message, survivors=survivors)
+        return EXIT_LINK
 
     def _handshake(self, out: Any) -> dict[str, Any] | int:
         """Bring the supervisor if needed and wait for its READY frame."""

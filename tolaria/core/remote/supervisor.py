@@ -17,6 +17,8 @@ come back to it; a stop signals every process of the run (found by descent, mark
 group), SIGKILL at once to what ignores SIGTERM (SigIgn), SIGKILL to the rest after the grace,
 and reports what is still alive. If Tolaria goes silent (no frame for ``heartbeat_s``: ssh
 killed, a silent network drop) or its end of the pipe closes, the tree is ended just the same.
+The process ssh started forks first and stays as a watcher (watch()): if the supervisor itself
+is killed on the host, the watcher ends the tree and says so.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import struct
 import subprocess
 import sys
 import time
+from typing import Callable
 
 VERSION = "1"
 MARKER = "TOLARIA_STREAM_ID"
@@ -223,7 +226,9 @@ def _survivor_json(tree: Tree, alive: dict[int, tuple[str, int, int, int]]) -> l
 # -- the supervisor -----------------------------------------------------------------------------
 
 class Supervisor:
-    def __init__(self) -> None:
+    def __init__(self, news: int = -1) -> None:
+        #: The watcher's pipe (see watch()): told the run once it started, and its end.
+        self.news = news
         self.reader = FrameReader()
         self.last_heard = time.monotonic()
         self.heartbeat_s = 5.0
@@ -309,6 +314,7 @@ class Supervisor:
         except OSError as exc:
             return f"cannot start {argv[0]}: {exc.strerror or exc}"
         self.tree = Tree(stream_id, self.proc.pid)
+        _tell(self.news, f"start {stream_id} {self.proc.pid}\n".encode())
         assert self.proc.stdout is not None and self.proc.stderr is not None
         assert self.proc.stdin is not None
         self.pipes = {self.proc.stdout.fileno(): STDOUT, self.proc.stderr.fileno(): STDERR}
@@ -448,59 +454,8 @@ class Supervisor:
         return 0
 
     def kill_tree(self, grace: float) -> list[list[object]]:
-        """End every process of the run: frozen, then SIGTERM (SIGKILL at once to what ignores
-        it or appears meanwhile), SIGKILL after ``grace``; what is still alive after that is
-        returned."""
         assert self.tree is not None and self.proc is not None
-        tree = self.tree
-        termed: set[int] = set()
-        start = time.monotonic()
-        killing = False
-        frozen = self.freeze()
-        first: set[int] | None = None
-        if self.status is None:
-            # The agent's own group, in one call, before the per-pid sweep.
-            with contextlib.suppress(OSError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-        while True:
-            self.reap()
-            alive = tree.members()
-            if not alive:
-                return []
-            waited = time.monotonic() - start
-            if waited > grace + _KILL_WAIT_S:
-                return _survivor_json(tree, alive)
-            killing = killing or waited >= grace
-            if first is None:
-                first = set(alive)
-            for pid in alive:
-                # SIGKILL at once: what ignores SIGTERM, and what was born during the stop (a
-                # hopper's next incarnation, a tool started while its agent ends) - no grace
-                # is owed to a process that did not exist when the stop began.
-                if killing or pid not in first or _ignores(pid, signal.SIGTERM):
-                    _send(pid, signal.SIGKILL)
-                elif pid not in termed:
-                    termed.add(pid)
-                    _send(pid, signal.SIGTERM)
-            for pid in frozen:  # the SIGTERM (or SIGKILL) waits for each: it goes on waking
-                _send(pid, signal.SIGCONT)
-            frozen = set()
-            time.sleep(0.01)
-
-    def freeze(self) -> set[int]:
-        """SIGSTOP every process of the run, sweep after sweep until no new one appears: a pid
-        hopper (a process that forks and exits, again and again) outruns a kill sweep, not a
-        stopped tree. Continued once signalled (kill_tree)."""
-        assert self.tree is not None
-        stopped: set[int] = set()
-        for _ in range(50):
-            new = [pid for pid in self.tree.members() if pid not in stopped]
-            if not new:
-                break
-            for pid in new:
-                _send(pid, signal.SIGSTOP)
-                stopped.add(pid)
-        return stopped
+        return end_tree(self.tree, grace, self.reap, self.status is None)
 
     def drain(self) -> None:
         """Forward what is left in the agent's pipes (its writers are gone)."""
@@ -515,6 +470,61 @@ class Supervisor:
                     self.send(self.pipes[fd], data)
                 else:
                     del self.pipes[fd]
+
+
+def end_tree(tree: Tree, grace: float, reap: Callable[[], None],
+             agent_alive: bool = True) -> list[list[object]]:
+    """End every process of the run: frozen, then SIGTERM (SIGKILL at once to what ignores it
+    or appears meanwhile), SIGKILL after ``grace``; what is still alive after that is
+    returned."""
+    termed: set[int] = set()
+    start = time.monotonic()
+    killing = False
+    frozen = freeze(tree)
+    first: set[int] | None = None
+    if agent_alive:
+        # The agent's own group, in one call, before the per-pid sweep.
+        with contextlib.suppress(OSError):
+            os.killpg(tree.agent_pid, signal.SIGTERM)
+    while True:
+        reap()
+        alive = tree.members()
+        if not alive:
+            return []
+        waited = time.monotonic() - start
+        if waited > grace + _KILL_WAIT_S:
+            return _survivor_json(tree, alive)
+        killing = killing or waited >= grace
+        if first is None:
+            first = set(alive)
+        for pid in alive:
+            # SIGKILL at once: what ignores SIGTERM, and what was born during the stop (a
+            # hopper's next incarnation, a tool started while its agent ends) - no grace
+            # is owed to a process that did not exist when the stop began.
+            if killing or pid not in first or _ignores(pid, signal.SIGTERM):
+                _send(pid, signal.SIGKILL)
+            elif pid not in termed:
+                termed.add(pid)
+                _send(pid, signal.SIGTERM)
+        for pid in frozen:  # the SIGTERM (or SIGKILL) waits for each: it goes on waking
+            _send(pid, signal.SIGCONT)
+        frozen = set()
+        time.sleep(0.01)
+
+
+def freeze(tree: Tree) -> set[int]:
+    """SIGSTOP every process of the run, sweep after sweep until no new one appears: a pid
+    hopper (a process that forks and exits, again and again) outruns a kill sweep, not a
+    stopped tree. Continued once signalled (end_tree)."""
+    stopped: set[int] = set()
+    for _ in range(50):
+        new = [pid for pid in tree.members() if pid not in stopped]
+        if not new:
+            break
+        for pid in new:
+            _send(pid, signal.SIGSTOP)
+            stopped.add(pid)
+    return stopped
 
 
 def _read(fd: int) -> bytes | None:
@@ -556,17 +566,75 @@ def _ignore(_signum: int, _frame: object) -> None:
     """A signal the supervisor itself does not act on."""
 
 
+def watch(child: int, news: int) -> int:
+    """The watcher: the parent of the supervisor proper (``child``), idle until it ends.
+
+    The supervisor tells it, on the ``news`` pipe, the run (``start STREAM_ID AGENT_PID``) and
+    that it finished (``end``). When the pipe closes without ``end`` the supervisor died
+    (killed with -9 on the host, a crash): the watcher, a subreaper whose descendants the
+    orphaned tree now is, ends the run's processes (descent, session and group, marker) and
+    sends the GONE frame in its stead, with how the supervisor ended. Killed itself, it ends the
+    ssh session (sshd started it), so the supervisor ends the tree as on any disconnect.
+    """
+    null = os.open(os.devnull, os.O_RDONLY)  # the link's frames are the supervisor's alone
+    os.dup2(null, 0)
+    os.close(null)
+    _become_subreaper()
+    said = b""
+    while True:
+        try:
+            data = os.read(news, 4096)
+        except OSError:
+            data = b""
+        if not data:
+            break
+        said += data
+    _, status = os.waitpid(child, 0)
+    lines = said.decode(errors="replace").split("\n")
+    run = lines[0].split() if lines else []
+    if "end" in lines or len(run) != 3 or run[0] != "start":
+        return _exit_code(status) & 0xFF
+    tree = Tree(run[1], int(run[2]))
+    survivors = end_tree(tree, 1.0, _reap_all)
+    how = (f"killed (signal {os.WTERMSIG(status)})" if os.WIFSIGNALED(status)
+           else f"ended unexpectedly (exit code {os.WEXITSTATUS(status)})")
+    payload = json.dumps({"exit_code": None, "survivors": survivors, "stopped": False,
+                          "disconnected": False, "supervisor": how}).encode()
+    with contextlib.suppress(OSError):
+        os.write(1, frame(GONE, payload))
+    return 0
+
+
+def _reap_all() -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] != 0:
+            pass
+
+
 def main() -> int:
     # Tolaria's interrupt reaches the agent as a frame, never the supervisor itself; a hangup
     # (sshd closing the session) is noticed as the end of stdin instead. A handler, not
     # SIG_IGN: an ignored signal would stay ignored in the agent across exec.
     for sig in (signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _ignore)
-    supervisor = Supervisor()
+    news_r, news_w = os.pipe()  # close-on-exec: the agent never holds it
+    child = os.fork()
+    if child:
+        os.close(news_w)
+        return watch(child, news_r)
+    os.close(news_r)
+    supervisor = Supervisor(news_w)
     supervisor.send(READY, json.dumps({"version": VERSION, "pid": os.getpid(),
                                        "python": list(sys.version_info[:3]),
                                        "platform": sys.platform}).encode())
-    return supervisor.run()
+    code = supervisor.run()
+    _tell(news_w, b"end\n")
+    return code
+
+
+def _tell(fd: int, line: bytes) -> None:
+    with contextlib.suppress(OSError):
+        os.write(fd, line)
 
 
 if __name__ == "__main__":
