@@ -18,7 +18,8 @@ In any mode a prompt containing ``DEAF`` runs the sleep and never answers ``sess
 (the agent stays alive for more turns). Supports ``session/load`` (replays one old exchange).
 Writes the sleep's pid to ``FAKE_PIDFILE`` (written then renamed) when set; with ``FAKE_LOG``
 set, appends ``{"pid", "method"}`` of every request it gets to ``$FAKE_LOG/acp.jsonl``.
-``FAKE_ACP_PROMPT_CAPS`` (JSON, e.g. ``{"image": true}``) is advertised as its
+``FAKE_ACP_COMMANDS`` (a JSON list) is sent as ``available_commands_update`` after
+``session/new``. ``FAKE_ACP_PROMPT_CAPS`` (JSON, e.g. ``{"image": true}``) is advertised as its
 ``promptCapabilities``; the log then also holds each ``session/prompt``'s blocks.
 Its ``usage_update`` cost is the session's running total in this process, as ACP says (0.5 per
 prompt answered). ``FAKE_NULL_USAGE=1`` adds a ``usage_update`` with ``"used": null`` (as claude-agent-acp sends)
@@ -183,6 +184,9 @@ def handle(message: dict[str, Any]) -> None:
                                     "authMethods": []}})
     elif method == "session/new":
         send({"id": rid, "result": {"sessionId": SESSION}})
+        if os.environ.get("FAKE_ACP_COMMANDS"):  # as claude-agent-acp and gemini do then
+            update(SESSION, {"sessionUpdate": "available_commands_update",
+                             "availableCommands": json.loads(os.environ["FAKE_ACP_COMMANDS"])})
     elif method == "session/load":
         session = params["sessionId"]
         update(session, {"sessionUpdate": "user_message_chunk",

@@ -206,3 +206,35 @@ def test_esc_closes_the_list_first_and_stops_the_run_only_then(
     drv.wait_finished()
     assert pane.running_stream is None
     assert pane.composer.toPlainText() == "next: @src"
+
+
+def test_slash_lists_the_commands_an_acp_agent_says_it_has(
+        start_app: Callable[..., AppDriver], qtbot: QtBot) -> None:
+    import json
+    import sys
+
+    from tolaria.core.adapters.manifest import Manifest
+
+    pytest.importorskip("acp")
+    fake = Path(__file__).resolve().parent.parent / "fakes" / "fake_acp_agent.py"
+    listed = [{"name": "init", "description": "Create an AGENTS.md file"},
+              {"name": "memory show", "description": "Shows the memory", "input": None}]
+    drv = start_app()
+    drv.use_agent(Manifest(id="fake-acp-cmds", name="Fake ACP agent", protocol="acp",
+                           command=(sys.executable, str(fake), "normal"),
+                           env={"FAKE_ACP_COMMANDS": json.dumps(listed)}))
+    pane = drv.pane
+    pane.composer.setFocus()
+    typed(qtbot, drv, "/")
+    assert "/init" not in [r.text for r in pane.assist.list.rows()]  # not known before a run
+    pane.composer.clear()
+    drv.send("hello")
+    drv.wait_finished()
+    pane.composer.setFocus()
+    typed(qtbot, drv, "/")
+    rows = {r.text: r for r in pane.assist.list.rows()}
+    assert rows["/init"].detail == "Create an AGENTS.md file" and rows["/init"].kind == "agent"
+    assert "/memory show" in rows and "/stop" in rows  # the agent's, then Tolaria's
+    typed(qtbot, drv, "ini")
+    QTest.keyClick(pane.composer, Qt.Key.Key_Return)
+    assert pane.composer.toPlainText() == "/init "  # inserted for the agent, not run

@@ -198,6 +198,15 @@ class Attached(Event):
     note: str = ""
 
 
+@dataclass(frozen=True)
+class AgentCommands(Event):
+    """The slash commands the agent offers now (ACP ``available_commands_update``), each a
+    ``{"name", "description", "hint"}`` dict: the composer's ``/`` menu lists them."""
+
+    kind: ClassVar[str] = "agent_commands"
+    commands: tuple[dict[str, str], ...] = ()
+
+
 STOP_END_TURN = "end_turn"
 STOP_CANCELLED = "cancelled"
 STOP_ERROR = "error"
@@ -208,7 +217,7 @@ EventCallback = Callable[[Event], None]
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (Init, TextDelta, ThinkingDelta, ToolStart, ToolDone, Usage, Diagnostic, Error, Done,
-                ToolUpdate, PermissionAsked, PermissionSettled, Attached)
+                ToolUpdate, PermissionAsked, PermissionSettled, Attached, AgentCommands)
 }
 
 
@@ -279,6 +288,9 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     if cls is PermissionAsked:
         kwargs["choices"] = tuple(
             {k: str(v) for k, v in dict(c).items()} for c in kwargs.get("choices", ()))
+    if cls is AgentCommands:
+        kwargs["commands"] = tuple(
+            {k: str(v) for k, v in dict(c).items()} for c in kwargs.get("commands", ()))
     if cls is Done:
         kwargs["survivors"] = tuple(
             Survivor(pid=int(s["pid"]), name=str(s["name"])) for s in kwargs.get("survivors", ())

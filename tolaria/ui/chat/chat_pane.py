@@ -18,8 +18,9 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout
 from tolaria.chats.checkpoints import TurnChanges, UndoRequest
 from tolaria.chats.inflight import EDIT, MOVE, PAUSE, RESUME, SEND_NOW, QueueChange, QueueState
 from tolaria.chats.review import FileReview
+from tolaria.chats.slash import AgentCommand
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
-from tolaria.core.events import Done, Event, Usage
+from tolaria.core.events import AgentCommands, Done, Event, Usage
 from tolaria.core.permissions import PermissionRequest
 from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
@@ -436,6 +437,10 @@ class ChatPane(QWidget):
             self.questions.output()  # the silence starts again
             if isinstance(event, Usage):
                 self.status_line.context.feed(event)
+            elif isinstance(event, AgentCommands):  # the agent's own ``/`` commands (ACP)
+                self.assist.set_session_commands([
+                    AgentCommand(c.get("name", ""), c.get("description", ""), "agent")
+                    for c in event.commands])
 
     def permission_requested(self, stream_id: str, key: str, request: PermissionRequest) -> None:
         """A question of a running turn. Never dropped: when the turn's view is not built (a

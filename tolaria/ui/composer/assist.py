@@ -63,6 +63,8 @@ class ComposerAssist(QObject):
         self._dismissed: tuple[str, int] | None = None
         self._failure = ""
         self._agent_commands: tuple[float, str, list[AgentCommand]] | None = None
+        #: Agent id -> the commands its session offers (ACP ``available_commands_update``).
+        self._session_commands: dict[str, list[AgentCommand]] = {}
         self.list = SuggestionList(composer.window())
         self.list.activated.connect(self._on_list_activated)
         composer.destroyed.connect(self.list.deleteLater)  # it lives in the window, not the pane
@@ -84,6 +86,13 @@ class ComposerAssist(QObject):
         self._agent_name = agent_name or agent
         self._agent_commands = None
         self.highlighter.rehighlight()
+
+    def set_session_commands(self, commands: list[AgentCommand]) -> None:
+        """What the chat's agent's running session says it offers (listed until it says
+        otherwise, kept per agent)."""
+        self._session_commands[self._agent] = commands
+        if self._mode == "slash":
+            self._show_commands(self._query)
 
     @property
     def mode(self) -> str:
@@ -154,8 +163,13 @@ class ComposerAssist(QObject):
         self.list.place_over(self._composer)
 
     def _commands_of_agent(self) -> list[AgentCommand]:
+        session = self._session_commands.get(self._agent, [])
         if self._agent not in _CLAUDE_AGENTS:
-            return []
+            return session
+        named = {c.name for c in session}
+        return [*session, *(c for c in self._claude_commands() if c.name not in named)]
+
+    def _claude_commands(self) -> list[AgentCommand]:
         now = time.monotonic()
         cached = self._agent_commands
         if cached is not None and cached[1] == (self._cwd or "") and now - cached[0] < \

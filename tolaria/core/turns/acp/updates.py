@@ -13,6 +13,7 @@ from typing import Any
 from tolaria.core.events import (
     STOP_CANCELLED,
     STOP_END_TURN,
+    AgentCommands,
     Diagnostic,
     Event,
     TextDelta,
@@ -30,7 +31,7 @@ _MAX_OUTPUT = 64_000
 #: ACP statuses of a tool call that has not finished, as ``ToolUpdate.status``.
 _OPEN_STATUS = {"pending": "pending", "in_progress": "running"}
 #: Updates that describe the session, not the conversation: nothing to show in a turn.
-_QUIET = {"available_commands_update", "current_mode_update", "config_option_update",
+_QUIET = {"current_mode_update", "config_option_update",
           "session_info_update", "user_message_chunk"}
 
 
@@ -53,6 +54,35 @@ def result_usage(stream_id: str, result: Mapping[str, Any] | None) -> Usage | No
                  output_tokens=_int(usage.get("outputTokens")))
 
 
+#: Commands kept of an ``available_commands_update``, and characters of each description.
+_MAX_COMMANDS = 200
+_MAX_DESCRIPTION = 300
+
+
+def agent_commands(update: Mapping[str, Any]) -> tuple[dict[str, str], ...]:
+    """The commands of an ``available_commands_update`` (name, one-line description, the input
+    hint), bounded; entries without a usable name are left out."""
+    found: list[dict[str, str]] = []
+    listed = update.get("availableCommands")
+    for entry in listed if isinstance(listed, list) else []:
+        if not isinstance(entry, Mapping):
+            continue
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip() or "\n" in name:
+            continue
+        description = entry.get("description")
+        line = " ".join(description.split()) if isinstance(description, str) else ""
+        if len(line) > _MAX_DESCRIPTION:
+            line = line[:_MAX_DESCRIPTION - 1] + "…"
+        given = entry.get("input")
+        hint = given.get("hint") if isinstance(given, Mapping) else None
+        found.append({"name": name.strip().lstrip("/"), "description": line,
+                      "hint": hint if isinstance(hint, str) else ""})
+        if len(found) >= _MAX_COMMANDS:
+            break
+    return tuple(found)
+
+
 class UpdateMapper:
     """Stateful: remembers which tool calls are open so Stop can close them as cancelled."""
 
@@ -66,9 +96,9 @@ class UpdateMapper:
         self.muted = False
 
     def feed(self, update: Mapping[str, Any]) -> list[Event]:
-        if self.muted:
-            return []
         kind = update.get("sessionUpdate")
+        if self.muted and kind != "available_commands_update":  # the session's, not history
+            return []
         sid = self.stream_id
         if kind in ("agent_message_chunk", "agent_thought_chunk"):
             block = update.get("content")
@@ -98,6 +128,8 @@ class UpdateMapper:
             return [Usage(sid, cost_usd=float(amount) if isinstance(amount, int | float) else None,
                           context_tokens=_int(update.get("used")),
                           context_window=_int(update.get("size")) or None)]
+        if kind == "available_commands_update":
+            return [AgentCommands(sid, commands=agent_commands(update))]
         if kind in _QUIET or not isinstance(kind, str):
             return []
         return [Diagnostic(sid, source="acp", message=f"unhandled session update {kind!r}")]
