@@ -53,6 +53,13 @@ def test_paste_drop_chips_and_send(start_app: Start, qtbot: QtBot, tmp_path: Pat
     assert pasted.attachment is not None and pasted.attachment.mime == "image/png"
     qtbot.waitUntil(lambda: not pasted.thumb.pixmap().isNull(), timeout=10_000)
     assert pane.composer.toPlainText() == ""  # the image did not go into the text
+    # The demo agent takes no images: the chip says so before Send (not a refusal: another
+    # agent could take it); an agent that takes images clears it.
+    assert pasted.detail.text() == pasted.warning == "this agent takes no images"
+    assert pasted.toolTip().startswith("Demo agent (offline) cannot take images")
+    tray.set_agent("Claude Code", True)
+    assert pasted.warning == "" and "image" in pasted.detail.text()
+    tray.set_agent("Demo agent (offline)", False)
     # A dropped text file and a dropped FIFO.
     (tmp_path / "notes.txt").write_text("remember the milk\n")
     fifo = tmp_path / "pipe"

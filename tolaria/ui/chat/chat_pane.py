@@ -211,9 +211,12 @@ class ChatPane(QWidget):
         """The prompts of the loaded turns, oldest first (what Up recalls)."""
         return [view.prompt for view in self.transcript.turns()]
 
-    def set_chat_context(self, cwd: str | None, agent: str, agent_name: str) -> None:
-        """The chat's folder and agent: what ``@`` lists and whose commands ``/`` offers."""
+    def set_chat_context(self, cwd: str | None, agent: str, agent_name: str, *,
+                         takes_images: bool = True) -> None:
+        """The chat's folder and agent: what ``@`` lists, whose commands ``/`` offers, and
+        whether an image chip can go to it."""
         self.assist.set_context(cwd, agent, agent_name)
+        self.attachments.set_agent(agent_name, takes_images)
 
     def _on_transcript_retry_requested(self, stream_id: str) -> None:
         view = self.transcript.turn(stream_id)

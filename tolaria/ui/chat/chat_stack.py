@@ -6,7 +6,7 @@ switching conversations never stops or mixes runs, and a hidden pane keeps its r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QStackedWidget, QWidget
@@ -62,14 +62,18 @@ class ChatStack(PaneRouting, QStackedWidget):
         self._panes: dict[int, ChatPane] = {}
         self._pane_of_stream: dict[str, ChatPane] = {}
         self._agent_names: dict[str, str] = {}
+        self._no_images: frozenset[str] = frozenset()
         self._stop_hint = stop_hint
         self._send_key = "Enter"
         #: The stored draft of a chat (set by the app: tolaria/qt/drafts.py).
         self.draft_of: Callable[[int], str] = lambda _conversation_id: ""
 
     # -- panes ----------------------------------------------------------------------------------
-    def set_agent_names(self, names: dict[str, str]) -> None:
+    def set_agent_names(self, names: dict[str, str],
+                        no_images: Collection[str] = ()) -> None:
+        """The agents' names; ``no_images``: the agents whose manifest takes no images."""
         self._agent_names = dict(names)
+        self._no_images = frozenset(no_images)
 
     def agent_name(self, agent: str) -> str:
         return self._agent_names.get(agent, agent)
@@ -115,7 +119,8 @@ class ChatStack(PaneRouting, QStackedWidget):
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)
         pane.set_chat_context(conversation.cwd, conversation.agent,
-                              self.agent_name(conversation.agent))
+                              self.agent_name(conversation.agent),
+                              takes_images=conversation.agent not in self._no_images)
         self.setCurrentWidget(pane)
         return pane
 
@@ -135,7 +140,8 @@ class ChatStack(PaneRouting, QStackedWidget):
         pane = self._panes.get(conversation.id)
         if pane is not None:
             pane.set_chat_context(conversation.cwd, conversation.agent,
-                                  self.agent_name(conversation.agent))
+                                  self.agent_name(conversation.agent),
+                                  takes_images=conversation.agent not in self._no_images)
         if pane is not None and pane.running_stream is None:
             pane.set_agent_name(self.agent_name(conversation.agent))
 

@@ -25,6 +25,10 @@ class AttachmentChip(QFrame):
         self.state = CHECKING
         self.attachment: Attachment | None = None
         self.problem = ""
+        #: Why the chat's agent will refuse this chip as it is (an image for an agent that
+        #: takes none): said on the chip before Send, not a refusal (another agent may take it).
+        self.warning = ""
+        self._explained = ""
         self.setObjectName("attachmentChip")
         self.setAccessibleName(f"Attachment {name}")
         row = QHBoxLayout(self)
@@ -54,19 +58,39 @@ class AttachmentChip(QFrame):
         self._elide()
         self.restyle()
 
+    def _ready_detail(self) -> str:
+        attachment = self.attachment
+        if attachment is None:
+            return "checking…"
+        return f"{human_size(attachment.size)} · " \
+               f"{'image' if attachment.is_image else attachment.mime}"
+
     def set_ready(self, attachment: Attachment, thumbnail: QImage | None) -> None:
         self.state, self.attachment = READY, attachment
         self.name = attachment.name
-        self.detail.setText(f"{human_size(attachment.size)} · "
-                            f"{'image' if attachment.is_image else attachment.mime}")
         if thumbnail is not None and not thumbnail.isNull():
             pixmap = QPixmap.fromImage(thumbnail).scaled(
                 _THUMB, _THUMB, Qt.AspectRatioMode.KeepAspectRatio,
                 Qt.TransformationMode.SmoothTransformation)
             self.thumb.setPixmap(pixmap)
-        self.setToolTip(f"{attachment.name}\n{human_size(attachment.size)}, {attachment.mime}")
+        self._tip()
         self._elide()
         self.restyle()
+
+    def set_warning(self, warning: str, explained: str = "") -> None:
+        """``warning``: the chip's short line; ``explained``: its tooltip (empty: none)."""
+        if (warning, explained) == (self.warning, self._explained):
+            return
+        self.warning, self._explained = warning, explained
+        self.setAccessibleDescription(explained or warning)
+        self._tip()
+        self._elide()
+        self.restyle()
+
+    def _tip(self) -> None:
+        if self.attachment is not None:
+            self.setToolTip(self._explained or f"{self.attachment.name}\n"
+                            f"{human_size(self.attachment.size)}, {self.attachment.mime}")
 
     def set_refused(self, problem: str) -> None:
         self.state, self.problem = REFUSED, problem
@@ -77,17 +101,20 @@ class AttachmentChip(QFrame):
         self.restyle()
 
     def _elide(self) -> None:
-        detail = self.problem if self.state == REFUSED else self.detail.text()
+        detail = self.problem if self.state == REFUSED else self.warning or self._ready_detail()
         for label, text, mode in ((self.title, self.name, Qt.TextElideMode.ElideMiddle),
                                   (self.detail, detail, Qt.TextElideMode.ElideRight)):
             label.setText(label.fontMetrics().elidedText(text, mode, 220))
 
     def restyle(self) -> None:
-        border = theme.error_colors()[1] if self.state == REFUSED else theme.border()
+        warned = self.state != REFUSED and bool(self.warning)
+        border = theme.error_colors()[1] if self.state == REFUSED else \
+            theme.warning_color() if warned else theme.border()
         self.setStyleSheet(
             f"#attachmentChip {{ background: {theme.css(theme.card_background())};"
             f" border: 1px solid {theme.css(border)}; border-radius: 8px; }}")
-        muted = theme.error_colors()[2] if self.state == REFUSED else theme.muted_text()
+        muted = theme.error_colors()[2] if self.state == REFUSED else \
+            theme.warning_color() if warned else theme.muted_text()
         self.detail.setStyleSheet(f"color: {theme.css(muted)}; font-size: 11px;")
         if self.thumb.pixmap().isNull():
             # Plain letters, not emoji: every font has them (the file's extension, or a mark).

@@ -69,6 +69,9 @@ class AttachmentTray(QScrollArea):
         column.addLayout(self._row)
         self.setWidget(inner)
         self.chips: dict[str, AttachmentChip] = {}
+        #: The chat's agent: its name, and whether it takes images at all (its manifest).
+        self._agent_name = ""
+        self._takes_images = True
         #: The Attach… button, placed by the pane next to the composer.
         self.button = QToolButton(parent)
         self.button.setObjectName("attachButton")
@@ -130,12 +133,28 @@ class AttachmentTray(QScrollArea):
                                                 pending=tuple(self.attachments())))
 
     # -- facts ---------------------------------------------------------------------------------
+    def set_agent(self, name: str, takes_images: bool) -> None:
+        """The chat's agent: an image chip says at once when this one cannot take it."""
+        self._agent_name, self._takes_images = name, takes_images
+        for chip in self.chips.values():
+            self._warn(chip)
+
+    def _warn(self, chip: AttachmentChip) -> None:
+        image = chip.attachment is not None and chip.attachment.is_image
+        if image and not self._takes_images:
+            chip.set_warning("this agent takes no images",
+                             f"{self._agent_name or 'This agent'} cannot take images: pick an "
+                             "agent that can see images, or remove it")
+        else:
+            chip.set_warning("")
+
     def settle(self, settled: AttachSettled) -> None:
         chip = self.chips.get(settled.key)
         if chip is None:
             return  # removed while it was checked
         if settled.attachment is not None:
             chip.set_ready(settled.attachment, settled.thumbnail)
+            self._warn(chip)
         else:
             chip.set_refused(settled.problem)
 

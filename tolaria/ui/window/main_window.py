@@ -264,7 +264,9 @@ class MainWindow(WindowKeys):
     def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
         """The agents Tolaria knows; disabled ones are left out of the picker."""
         self.header.agent_picker.set_manifests(manifests, hidden=disabled)
-        self.stack.set_agent_names({m.id: m.name for m in manifests})
+        self.stack.set_agent_names({m.id: m.name for m in manifests},
+                                   no_images=[m.id for m in manifests
+                                              if not m.attachments.takes_images])
         self.jobs.refresh_agents()
 
     def show_problems(self, problems: Sequence[str]) -> None:
