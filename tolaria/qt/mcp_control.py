@@ -14,8 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from tolaria.config.mcp import McpSettings, load_mcp
 from tolaria.config.mcp_edit import remove_server, save_server, set_on_failure
-from tolaria.core.mcp.servers import McpConfigError, McpServer
-from tolaria.core.mcp.servertest import DEFAULT_TIMEOUT_S, test_server
+from tolaria.core.mcp.servers import DEFAULT_TEST_TIMEOUT_S, McpConfigError, McpServer
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.qt.settings_controller import file_error_text
 from tolaria.qt.tasks import TaskSet
@@ -41,7 +40,7 @@ class McpControl(QObject):
         #: Tests are registered like runs: ``tolaria streams`` lists them, stop all ends them.
         self.registry = registry
         #: How long a Test waits for the server's answers.
-        self.timeout = DEFAULT_TIMEOUT_S
+        self.timeout = DEFAULT_TEST_TIMEOUT_S
         self.grace_s = 2.0
         self._tests: dict[str, asyncio.Task[None]] = {}
         self._closed = False
@@ -91,6 +90,10 @@ class McpControl(QObject):
         task.add_done_callback(lambda _t: self._tests.pop(key, None))
 
     async def _test(self, key: str, server: McpServer, cwd: str | None) -> None:
+        # The MCP SDK (and the web stack it brings) is imported for a Test only: at start-up
+        # it would cost the window ~30 MB for a page most sessions never open.
+        from tolaria.core.mcp.servertest import test_server
+
         folder = cwd if cwd and os.path.isdir(cwd) else None
         try:
             result = await test_server(server, timeout=self.timeout, cwd=folder,

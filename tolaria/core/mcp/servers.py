@@ -26,6 +26,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+#: How long Preferences' Test waits for a server's answers (core/mcp/servertest.py).
+DEFAULT_TEST_TIMEOUT_S = 20.0
+
 class McpConfigError(ValueError):
     """A server entry that cannot be used, said specifically (which server, which key, why)."""
 

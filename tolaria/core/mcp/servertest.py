@@ -29,13 +29,13 @@ from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tolaria.core.mcp.servers import SSE, McpConfigError, McpServer, expand
+from tolaria.core.mcp.servers import DEFAULT_TEST_TIMEOUT_S, SSE, McpConfigError, McpServer, expand
 from tolaria.core.mcp.stdio_process import StdioServerProcess, start_stdio_server
 from tolaria.core.process.registry import RUNNING, ProcessRegistry
 from tolaria.core.stream_id import new_stream_id
 from tolaria.support.redact import is_secret_name
 
-DEFAULT_TIMEOUT_S = 20.0
+DEFAULT_TIMEOUT_S = DEFAULT_TEST_TIMEOUT_S
 #: A server that pages its tools list forever is not waited for.
 _MAX_PAGES = 50
 #: After the server exits, how long its last answer may still be on its way to the session.
