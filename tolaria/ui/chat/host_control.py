@@ -59,6 +59,8 @@ class HostButton(QToolButton):
         self.setAccessibleName("Host")
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        # The arrow is in the text ("Host: local ▾"): the style's own indicator overlaps it.
+        self.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")
         self.host = ""
         menu = QMenu(self)
         menu.setObjectName("hostMenu")
@@ -68,7 +70,7 @@ class HostButton(QToolButton):
 
     def set_host(self, host: str | None) -> None:
         self.host = host or ""
-        self.setText(f"Host: {self.host or LOCAL_LABEL}")
+        self.setText(f"Host: {self.host or LOCAL_LABEL} ▾")
         self.setToolTip("Where this chat's agent runs: this computer, or another machine "
                         "through your ssh (or a command such as docker exec -i)"
                         + (f"\nNow: {self.host}" if self.host else ""))
