@@ -2,7 +2,7 @@
 chat's host, its next turn runs there through the supervisor (a command target, ``env``: no
 sshd needed) and Stop ends its tree; a bad host gets the inline error; changing the host while
 a turn runs is refused; reopening keeps the host. Pictures of the header, light and dark
-(``TOLARIA_DOCS_SHOTS=1``: docs/chat-host[-dark].png)."""
+(``TOLARIA_DOCS_SHOTS=1``: docs/chat-host[-menu][-dark].png)."""
 
 from __future__ import annotations
 
@@ -78,6 +78,7 @@ def test_a_chat_on_a_host_runs_there_stops_and_keeps_its_host(
     type_entry(header, str(folder))
     qtbot.waitUntil(lambda: drv.stored_conversation(chat).cwd == str(folder))
     assert not header.entry.isVisible()
+    assert drv.pane.assist._cwd is None, "@ lists no local folder for a folder on a host"
 
     stream_id = drv.send("work over there")
     drv.wait_tool_running(stream_id)
@@ -168,5 +169,11 @@ def test_pictures_of_the_header_with_its_host(start_app: StartApp, box: str, qtb
             qtbot.wait(50)
             assert save_shot(header, tmp_path, f"chat-host{suffix}.png").is_file()
             QTest.keyClick(header.entry.edit, Qt.Key.Key_Escape)
+            button = header.host_button
+            menu = button.menu()
+            menu.popup(button.mapToGlobal(button.rect().bottomLeft()))
+            qtbot.waitUntil(menu.isVisible)
+            assert save_shot(menu, tmp_path, f"chat-host-menu{suffix}.png").is_file()
+            menu.hide()
     finally:
         theme.apply_theme("light")

@@ -114,7 +114,7 @@ class ChatStack(PaneRouting, QStackedWidget):
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)
-        pane.set_chat_context(conversation.cwd, conversation.agent,
+        pane.set_chat_context(local_folder(conversation), conversation.agent,
                               self.agent_name(conversation.agent))
         self.setCurrentWidget(pane)
         return pane
@@ -134,7 +134,7 @@ class ChatStack(PaneRouting, QStackedWidget):
     def conversation_changed(self, conversation: Conversation) -> None:
         pane = self._panes.get(conversation.id)
         if pane is not None:
-            pane.set_chat_context(conversation.cwd, conversation.agent,
+            pane.set_chat_context(local_folder(conversation), conversation.agent,
                                   self.agent_name(conversation.agent))
         if pane is not None and pane.running_stream is None:
             pane.set_agent_name(self.agent_name(conversation.agent))
@@ -203,3 +203,9 @@ class ChatStack(PaneRouting, QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.turn_restarted(old_stream)
+
+
+def local_folder(conversation: Conversation) -> str | None:
+    """The chat's folder on this machine (what ``@`` lists); None for a chat on another host,
+    whose folder is not here."""
+    return None if conversation.host else conversation.cwd

@@ -39,7 +39,7 @@ from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui import theme
 from tolaria.ui.chat.chat_pane import ChatPane
-from tolaria.ui.chat.chat_stack import ChatStack
+from tolaria.ui.chat.chat_stack import ChatStack, local_folder
 from tolaria.ui.chat.header import ChatHeader
 from tolaria.ui.fanout.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout.fanout_view import FanOutView
@@ -349,7 +349,7 @@ class MainWindow(WindowKeys):
         """A new chat takes the current chat's agent and folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
         agent = current.agent if current else self.default_agent
-        return agent, (current.cwd if current else None) or self.default_cwd
+        return agent, (local_folder(current) if current else None) or self.default_cwd
 
     def _on_sidebar_confirm_closed(self) -> None:
         pane = self.current_pane()
@@ -390,7 +390,7 @@ class MainWindow(WindowKeys):
                      budget: RunLimits | None = None) -> None:
         """Start a job in the current chat's folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
-        cwd = (current.cwd if current else None) or self.default_cwd
+        cwd = (local_folder(current) if current else None) or self.default_cwd
         self.fan_out_requested.emit(prompt, agents, cwd, budget or RunLimits())
 
     def _on_sidebar_open_requested(self, conversation_id: int) -> None:
