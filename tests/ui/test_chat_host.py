@@ -6,13 +6,15 @@ a turn runs is refused; reopening keeps the host. Pictures of the header, light 
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
-from helpers import fake_manifest
+from helpers import cli_env, fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
@@ -57,7 +59,7 @@ def subtitle(drv: AppDriver, conversation_id: int) -> str:
 
 
 def test_a_chat_on_a_host_runs_there_stops_and_keeps_its_host(
-        start_app: StartApp, box: str, tmp_path: Path, qtbot: QtBot,
+        start_app: StartApp, box: str, home: Path, tmp_path: Path, qtbot: QtBot,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_PIDFILE", str(tmp_path / "tool.pids"))
     folder = tmp_path / "on-the-host"
@@ -87,6 +89,12 @@ def test_a_chat_on_a_host_runs_there_stops_and_keeps_its_host(
     agent = [p for p in processes_of(stream_id) if "fake_agent" in " ".join(p.cmdline())]
     assert agent and agent[0].cwd() == str(folder), "the agent runs in the chat's folder there"
     assert not list(folder.glob(".git")), "no checkpoint for a folder on a host"
+
+    streams = subprocess.Popen([sys.executable, "-m", "tolaria", "streams", "--json"],
+                               stdout=subprocess.PIPE, text=True, env=cli_env(home))
+    qtbot.waitUntil(lambda: streams.poll() is not None, timeout=20_000)  # the loop answers it
+    listed = [s for s in json.loads(streams.communicate()[0]) if s["stream_id"] == stream_id]
+    assert listed and listed[0]["host"] == box, listed
 
     pick(header, "Local (this computer)")  # refused: the turn keeps running where it is
     assert "Stop the running turn before changing the host" in header.entry.error.text()
