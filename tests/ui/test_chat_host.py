@@ -137,6 +137,12 @@ def test_a_bad_host_gets_the_inline_error_and_a_good_one_is_kept(start_app: Star
     qtbot.waitUntil(lambda: drv.stored_conversation(chat).host == "ssh://me@devbox:2222")
     assert not header.entry.isVisible()
     assert header.host_button.text() == "Host: ssh://me@devbox:2222 ▾"
+    long = "exec:docker exec -i a-container-with-a-long-name"
+    pick(header, "Other host…")
+    type_entry(header, long)
+    qtbot.waitUntil(lambda: drv.stored_conversation(chat).host == long)
+    assert header.host_button.text() == "Host: exec:docker exec -i a-conta… ▾"
+    assert long in header.host_button.toolTip()
     pick(header, "Local (this computer)")
     qtbot.waitUntil(lambda: drv.stored_conversation(chat).host is None)
     assert header.host_button.text() == "Host: local ▾"

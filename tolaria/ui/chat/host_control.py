@@ -24,6 +24,8 @@ from tolaria.core.remote.hosts import BadDestination
 from tolaria.ui import theme
 
 LOCAL_LABEL = "local"
+#: The header shows at most this much of a host's name.
+_SHOWN_CHARS = 28
 HOST_PLACEHOLDER = "ssh alias, user@host, ssh://user@host:port or exec:COMMAND"
 
 
@@ -70,7 +72,10 @@ class HostButton(QToolButton):
 
     def set_host(self, host: str | None) -> None:
         self.host = host or ""
-        self.setText(f"Host: {self.host or LOCAL_LABEL} ▾")
+        shown = self.host or LOCAL_LABEL
+        if len(shown) > _SHOWN_CHARS:  # e.g. a long exec: prefix: the whole in the tooltip
+            shown = shown[:_SHOWN_CHARS - 1] + "…"
+        self.setText(f"Host: {shown} ▾")
         self.setToolTip("Where this chat's agent runs: this computer, or another machine "
                         "through your ssh (or a command such as docker exec -i)"
                         + (f"\nNow: {self.host}" if self.host else ""))
