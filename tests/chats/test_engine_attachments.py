@@ -73,3 +73,24 @@ async def test_attachments_go_with_the_turn_retry_and_the_chat(
         await engine.shutdown()
         await asyncio.sleep(0)
         store.close()
+
+
+@async_test
+async def test_attachments_are_refused_for_a_chat_on_another_host(tmp_path: Path) -> None:
+    """The agent on a host cannot read this machine's stored copies: refused before anything
+    is recorded or started, the reason said (as ``tolaria run --host --attach`` is)."""
+    store = Store(tmp_path / "tolaria.sqlite3")
+    seen = Seen()
+    engine = TurnEngine(store, ProcessRegistry(), seen, TaskSet(), adapters=load_adapters(),
+                        grace_s=1.0)
+    try:
+        chat = engine.new_conversation("demo", None, host="devbox").id
+        (tmp_path / "notes.txt").write_text("n")
+        notes = AttachmentDesk(store).attach(str(tmp_path / "notes.txt"), chat)
+        assert engine.send(chat, "read it", attachments=[notes]) is None
+        assert seen.problems == ["Attachments do not work on another host yet: the agent on "
+                                 "devbox cannot read this machine's files."]
+        assert store.turns(chat) == []
+    finally:
+        await engine.shutdown()
+        store.close()

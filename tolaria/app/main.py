@@ -151,6 +151,7 @@ class Tolaria:
         w.delete_requested.connect(c.delete)
         w.agent_change_requested.connect(c.set_agent)
         w.cwd_change_requested.connect(c.set_cwd)
+        w.host_change_requested.connect(c.set_host)
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.import_requested.connect(self.session_import.start)
@@ -170,10 +171,15 @@ class Tolaria:
         w.conversation_shown.connect(self.notifications.chat_shown)
 
     def _stream_details(self, stream_id: str) -> dict[str, object]:
-        """What ``tolaria streams`` lists with a run of this window: its chat's title."""
+        """What ``tolaria streams`` lists with a run of this window: its chat's title, and its
+        host for a chat on another machine."""
         turn = self.store.turn_by_stream(stream_id)
         conversation = self.store.get_conversation(turn.conversation_id) if turn else None
-        return {"chat": conversation.title} if conversation else {}
+        if conversation is None:
+            return {}
+        if conversation.host:
+            return {"chat": conversation.title, "host": conversation.host}
+        return {"chat": conversation.title}
 
     def _in_view(self, conversation_id: int) -> bool:
         """The chat is the one shown in the active, not minimized window: no notification."""

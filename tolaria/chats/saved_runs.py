@@ -83,12 +83,20 @@ class SavedRun:
         return self.conversation.agent if self.conversation is not None else None
 
     @property
+    def host(self) -> str | None:
+        """The continued chat's host (the default for ``--host``; None: this machine)."""
+        return self.conversation.host if self.conversation is not None else None
+
+    @property
     def chat_id(self) -> int | None:
         return self.conversation.id if self.conversation is not None else None
 
-    def begin(self, request: RunRequest, stream_id: str, *, explicit_cwd: str | None) -> RunRequest:
+    def begin(self, request: RunRequest, stream_id: str, *, explicit_cwd: str | None,
+              host: str | None = None) -> RunRequest:
         """Record the running turn; returns the request with the prompt the agent gets (the
-        history preamble, or the session to resume) and the chat's folder.
+        history preamble, or the session to resume) and the chat's folder. ``host``: the
+        destination as given to ``--host`` (kept with the chat, so ``--chat`` and the window
+        continue there).
 
         ValueError when ``stream_id`` already has a turn (a reused ``--stream-id``).
         """
@@ -98,10 +106,13 @@ class SavedRun:
             cwd = explicit_cwd or request.cwd or (conversation.cwd if conversation else "") or ""
             if conversation is None:
                 conversation = self.engine.new_conversation(agent, cwd,
-                                                            origin=ORIGIN_COMMAND_LINE)
-            elif conversation.agent != agent or conversation.cwd != cwd:
-                conversation = self.store.update_conversation(conversation.id, agent=agent,
-                                                              cwd=cwd)
+                                                            origin=ORIGIN_COMMAND_LINE, host=host)
+            else:
+                if conversation.agent != agent:
+                    conversation = self.store.update_conversation(conversation.id, agent=agent)
+                if conversation.cwd != cwd or conversation.host != host:
+                    conversation = self.store.set_conversation_host(conversation.id, host,
+                                                                    cwd or None)
         elif conversation is None:
             cwd = os.path.abspath(request.cwd or os.getcwd())
             conversation = self.engine.new_conversation(agent, cwd, origin=ORIGIN_COMMAND_LINE)

@@ -122,6 +122,8 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     for warning in prepared.warnings:
         print(f"tolaria: settings: {warning}", file=sys.stderr)
     request = prepared.request(args.prompt, cwd=args.run_cwd)
+    if args.host is None and saved is not None and saved.host is not None:
+        args.host = saved.host  # ``--chat ID`` continues on the chat's host
     if args.host is not None:  # another machine (tolaria/cli/remote_run.py)
         from tolaria.cli.remote_run import with_host
 
@@ -142,7 +144,8 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     request = dataclasses.replace(request, attachments=attached)
     if saved is not None:  # the turn goes into the store first (history, resume, chat folder)
         try:
-            request = saved.begin(request, stream_id, explicit_cwd=args.run_cwd)
+            request = saved.begin(request, stream_id, explicit_cwd=args.run_cwd,
+                                  host=args.host)
         except ValueError as exc:
             print(f"tolaria: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT

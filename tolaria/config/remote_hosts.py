@@ -21,6 +21,7 @@ is a ``BadDestination`` naming the key: a run never goes elsewhere than configur
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Mapping
@@ -34,6 +35,7 @@ from tolaria.core.remote.hosts import (
     parse_destination,
     parse_prefix,
 )
+from tolaria.core.turns.request import RunRequest
 from tolaria.support import tomlfile
 from tolaria.support.tomlfile import SettingsFileError
 
@@ -110,3 +112,30 @@ def load_target(destination: str, path: Path | None = None, *, interactive: bool
     if prefix is not None:
         return Target(prefix=prefix, interactive=interactive, name=destination, **options)
     return parse_destination(destination, interactive=interactive, **options)
+
+
+def configured_hosts(path: Path | None = None) -> list[str]:
+    """The names of the settings' ``[hosts."NAME"]`` tables, sorted (none when the file is
+    missing or cannot be read: the window's host menu still offers "Other host…")."""
+    from tolaria.config.settings import settings_path
+
+    try:
+        found = tomlfile.read(path or settings_path())
+    except SettingsFileError:
+        return []
+    hosts = found[1].get("hosts", {}) if found is not None else {}
+    return sorted(name for name, table in hosts.items()
+                  if isinstance(hosts, dict) and isinstance(table, dict))
+
+
+def on_host(request: RunRequest, destination: str, *, ssh_config: str | None = None,
+            interactive: bool = False, path: Path | None = None) -> RunRequest | str:
+    """``request`` run on ``destination`` (the settings' ``[remote]`` and ``[hosts."DEST"]``
+    applied), or the one-line reason it cannot be: ``tolaria run --host`` and a window chat's
+    host both go through here. Not ``interactive``: ssh may not ask anything (BatchMode), so an
+    unknown host key or a passphrase is refused with ssh's own reason."""
+    try:
+        target = load_target(destination, path, interactive=interactive, ssh_config=ssh_config)
+    except BadDestination as exc:
+        return str(exc)
+    return dataclasses.replace(request, target=target)

@@ -196,6 +196,13 @@ class ChatController(CheckpointControl, QObject):
     def set_cwd(self, conversation_id: int, cwd: str) -> None:
         self.engine.set_cwd(conversation_id, cwd)
 
+    def set_host(self, conversation_id: int, host: str) -> None:
+        """Run the chat's next turns on ``host`` ("" for this computer) in the host's home
+        folder (a remote chat's folder is typed afterwards); refused while a turn runs."""
+        refusal = self.engine.set_host(conversation_id, host or None, None)
+        if refusal is not None:
+            self.engine.observer.problem_reported(refusal)
+
     def delete(self, conversation_id: int) -> None:
         """Delete a conversation; a running turn is stopped (tree gone) first."""
         self.engine.delete(conversation_id)

@@ -48,8 +48,8 @@ class ConversationPart:
         return found
 
     def new_conversation(self, agent: str, cwd: str | None, *, title: str = DEFAULT_TITLE,
-                         origin: str = ORIGIN_WINDOW) -> Conversation:
-        conversation = self.db.create_conversation(title, agent, cwd, origin=origin)
+                         origin: str = ORIGIN_WINDOW, host: str | None = None) -> Conversation:
+        conversation = self.db.create_conversation(title, agent, cwd, origin=origin, host=host)
         self.observer.conversation_saved(conversation)
         return conversation
 
@@ -70,6 +70,20 @@ class ConversationPart:
         self._save(lambda: self.db.update_conversation(conversation_id, cwd=cwd))
         if before is not None and before.cwd != cwd:
             self._close_kept(conversation_id)
+
+    def set_host(self, conversation_id: int, host: str | None, cwd: str | None) -> str | None:
+        """Run the chat's next turns on ``host`` (None: this machine) in ``cwd`` (a folder
+        there; None: the host's home, or this machine's current folder). Refused, with the
+        line to show, while a turn of the chat runs: its agent stays where it is."""
+        if conversation_id in self._running:
+            return "Stop the running turn before changing the host: it keeps running where it is."
+        before = self.db.get_conversation(conversation_id)
+        if before is None:
+            return None
+        self._save(lambda: self.db.set_conversation_host(conversation_id, host or None, cwd))
+        if before.host != (host or None) or before.cwd != cwd:
+            self._close_kept(conversation_id)
+        return None
 
     def _close_kept(self, conversation_id: int, *, deleted: bool = False) -> None:
         """Close the chat's kept process in the background (its settings changed, or it is

@@ -45,6 +45,7 @@ from tolaria.chats.engine.snapshots import SnapshotPart
 from tolaria.chats.inflight import Launch, MessageQueues
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
+from tolaria.config.remote_hosts import on_host
 from tolaria.core.adapters.manifest import AdapterSet, Manifest
 from tolaria.core.attachments.model import Attachment
 from tolaria.core.events import STOP_CANCELLED, STOP_ERROR, Done, Error, Event
@@ -173,6 +174,9 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
             return None
         launch = self.plan(conversation, prompt, attachments=attachments)
         problem = self._attachment_refusal(launch)
+        if problem is None and attachments and conversation.host:
+            problem = (f"Attachments do not work on another host yet: the agent on "
+                       f"{conversation.host} cannot read this machine's files.")
         if problem is not None:  # said to the user; the prompt and its chips stay
             self.observer.problem_reported(problem)
             return None
@@ -193,7 +197,10 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         kept = (self.keepers.session_id(self.keep_key(conversation.id))
                 if self.keepers is not None else None)
         turn = self.service.next_turn(conversation, prompt, manifest, kept_session=kept)
-        cwd = cwd or (conversation.cwd if conversation.cwd else os.getcwd())
+        if conversation.host:  # a folder on the host, as typed ("": its home)
+            cwd = cwd or conversation.cwd or ""
+        else:
+            cwd = cwd or (conversation.cwd if conversation.cwd else os.getcwd())
         return Launch(conversation.id, prompt, turn.full_prompt, turn.resume_id,
                       conversation.agent, cwd, tuple(attachments))
 
@@ -313,7 +320,14 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
             on_permission=(self.permissions.hook(conversation_id)
                            if self.permissions is not None else None),
             keep_key=self.keep_key(conversation_id) if self.keepers is not None else None)
-        return dataclasses.replace(request, attachments=launch.attachments)
+        request = dataclasses.replace(request, attachments=launch.attachments)
+        conversation = self.store.get_conversation(conversation_id) if self.store else None
+        if conversation is None or not conversation.host:
+            return request
+        # The same settings as ``tolaria run --host``. BatchMode stays on: the window has no
+        # way yet to answer ssh's questions, so an unknown host key or a passphrase is
+        # refused with ssh's own line in the chat, never accepted.
+        return on_host(request, conversation.host)
 
     async def _run(self, request: RunRequest, run: Run, on_event: Callable[[Event], None],
                    before: Awaitable[None] | None, turn_id: int = 0) -> None:

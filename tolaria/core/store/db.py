@@ -163,16 +163,17 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
     # conversations
 
     def create_conversation(self, title: str, agent: str, cwd: str | None,
-                            origin: str = ORIGIN_WINDOW) -> Conversation:
+                            origin: str = ORIGIN_WINDOW, host: str | None = None) -> Conversation:
         with self._db_lock, self._tx():
             now = self._tick()
             cur = self._conn.execute(
-                "INSERT INTO conversations (title, agent, cwd, created_at, updated_at, origin)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (title, agent, cwd, now, now, origin),
+                "INSERT INTO conversations (title, agent, cwd, created_at, updated_at, origin,"
+                " host) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (title, agent, cwd, now, now, origin, host),
             )
             assert cur.lastrowid is not None
-            return Conversation(cur.lastrowid, title, agent, cwd, now, now, None, origin, None)
+            return Conversation(cur.lastrowid, title, agent, cwd, now, now, None, origin, None,
+                                host)
 
     def get_conversation(self, conversation_id: int) -> Conversation | None:
         rows = self._query(f"SELECT {_CONV_COLS} FROM conversations WHERE id = ?", conversation_id)
@@ -200,6 +201,12 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
     def set_conversation_limits(self, conversation_id: int, limits: str | None) -> Conversation:
         """A chat's own limits (JSON; None: the defaults again). KeyError for an unknown id."""
         return self._update_conversation(conversation_id, {"limits": limits})
+
+    def set_conversation_host(self, conversation_id: int, host: str | None,
+                              cwd: str | None) -> Conversation:
+        """Where the chat's turns run (None: this machine) with its folder there (None: the
+        host's home). KeyError for an unknown id."""
+        return self._update_conversation(conversation_id, {"host": host, "cwd": cwd})
 
     def delete_conversation(self, conversation_id: int) -> None:
         """Delete it with its turns and events; later events of its running turns are ignored."""

@@ -45,6 +45,9 @@ class Conversation:
     #: The chat's own limits (tolaria/core/limits.py ``RunLimits.to_dict`` as JSON), over the
     #: Preferences' ``[limits]``; None: the defaults.
     limits: str | None = None
+    #: Where the chat's turns run: None for this machine, else a destination as
+    #: ``tolaria run --host`` takes it (an ssh host, ``exec:PREFIX``, a ``[hosts."NAME"]``).
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
             size INTEGER NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL,
             PRIMARY KEY (turn_id, position))""",
         "CREATE INDEX attachments_by_sha ON attachments (sha256)",
+    ),
+    (
+        # Where a chat's turns run (issue 25): NULL on this machine, else the host as given.
+        "ALTER TABLE conversations ADD COLUMN host TEXT",
     ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

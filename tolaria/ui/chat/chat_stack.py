@@ -118,7 +118,7 @@ class ChatStack(PaneRouting, QStackedWidget):
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)
-        pane.set_chat_context(conversation.cwd, conversation.agent,
+        pane.set_chat_context(local_folder(conversation), conversation.agent,
                               self.agent_name(conversation.agent),
                               takes_images=conversation.agent not in self._no_images)
         self.setCurrentWidget(pane)
@@ -139,7 +139,7 @@ class ChatStack(PaneRouting, QStackedWidget):
     def conversation_changed(self, conversation: Conversation) -> None:
         pane = self._panes.get(conversation.id)
         if pane is not None:
-            pane.set_chat_context(conversation.cwd, conversation.agent,
+            pane.set_chat_context(local_folder(conversation), conversation.agent,
                                   self.agent_name(conversation.agent),
                                   takes_images=conversation.agent not in self._no_images)
         if pane is not None and pane.running_stream is None:
@@ -209,3 +209,9 @@ class ChatStack(PaneRouting, QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.turn_restarted(old_stream)
+
+
+def local_folder(conversation: Conversation) -> str | None:
+    """The chat's folder on this machine (what ``@`` lists); None for a chat on another host,
+    whose folder is not here."""
+    return None if conversation.host else conversation.cwd

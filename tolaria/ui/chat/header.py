@@ -1,4 +1,4 @@
-"""Above the chat: the conversation's title, its agent and its working folder."""
+"""Above the chat: the conversation's title, its agent, its host and its working folder."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSizePolicy,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -28,6 +29,13 @@ from tolaria.ui.chat.agent_status import (
     READY,
     AgentStatus,
     agent_status,
+)
+from tolaria.ui.chat.host_control import (
+    HOST_PLACEHOLDER,
+    HostButton,
+    InlineEntry,
+    folder_problem,
+    host_problem,
 )
 from tolaria.ui.chat.picker_rows import HINT_ROLE, NAME_ROLE, PickerRow
 from tolaria.ui.transcript.markdown import plain_tooltip
@@ -171,14 +179,24 @@ class AgentPicker(QComboBox):
 class ChatHeader(QWidget):
     #: The user picked another agent for the current conversation: agent id.
     agent_change_requested = Signal(str)
-    #: The user picked another working folder for the current conversation: path.
+    #: The user picked another working folder for the current conversation: path (on the
+    #: chat's host for a remote chat, as typed).
     cwd_change_requested = Signal(str)
+    #: The user picked another host for the current conversation ("" for this computer).
+    host_change_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("chatHeader")
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(12, 6, 12, 6)
+        rows = QVBoxLayout(self)
+        rows.setContentsMargins(12, 6, 12, 6)
+        rows.setSpacing(0)
+        layout = QHBoxLayout()
+        layout.setContentsMargins(0, 0, 0, 0)
+        rows.addLayout(layout)
+        #: Where "Other host…" and a remote chat's folder are typed, with their error.
+        self.entry = InlineEntry(self)
+        rows.addWidget(self.entry)
         self.title = QLabel(self)
         self.title.setObjectName("chatTitle")
         self.title.setTextFormat(Qt.TextFormat.PlainText)  # a title is prompt text
@@ -194,22 +212,55 @@ class ChatHeader(QWidget):
         self.agent_picker.activated.connect(self._on_agent_picker_activated)
         layout.addWidget(agent_label)
         layout.addWidget(self.agent_picker)
+        self.host_button = HostButton(self)
+        self.host_button.host_picked.connect(self.host_change_requested.emit)
+        self.host_button.other_requested.connect(self._ask_host)
+        layout.addWidget(self.host_button)
         self.folder_button = QPushButton(self)
         self.folder_button.setObjectName("folderButton")
         self.folder_button.setAccessibleName("Working folder")
         self.folder_button.clicked.connect(self._on_folder_button_clicked)
         layout.addWidget(self.folder_button)
         self._cwd = ""
+        self._host = ""
+        self._conversation_id: int | None = None
         self._dialog: QFileDialog | None = None
 
+    @property
+    def host(self) -> str:
+        """The shown chat's host ("" for this computer)."""
+        return self._host
+
     def show_conversation(self, conversation: Conversation) -> None:
+        if conversation.id != self._conversation_id:
+            self.entry.close_entry()  # typed for another chat
+        self._conversation_id = conversation.id
         self.title.setText(conversation.title)
         self.agent_picker.select(conversation.agent)
-        self._cwd = conversation.cwd or os.getcwd()
-        name = os.path.basename(self._cwd.rstrip(os.sep)) or self._cwd
+        self._host = conversation.host or ""
+        self.host_button.set_host(self._host)
+        if self._host:  # a folder on the host, as typed; none: its home
+            self._cwd = conversation.cwd or ""
+            name = self._cwd.rstrip("/").rpartition("/")[2] or self._cwd or "~"
+            tip = (f"Folder on {self._host}: {self._cwd or '~ (the home folder there)'}\n"
+                   "Click to type another")
+        else:
+            self._cwd = conversation.cwd or os.getcwd()
+            name = os.path.basename(self._cwd.rstrip(os.sep)) or self._cwd
+            tip = f"Working folder: {self._cwd}\nClick to change"
         self.folder_button.setText(name)
-        self.folder_button.setToolTip(plain_tooltip(f"Working folder: {self._cwd}\n"
-                                                    "Click to change"))
+        self.folder_button.setToolTip(plain_tooltip(tip))
+
+    def show_host_error(self, message: str) -> None:
+        """A host change that cannot be made, said on the entry line."""
+        if not self.entry.isVisible():
+            self.entry.ask("Host:", self._host, HOST_PLACEHOLDER, host_problem,
+                           self.host_change_requested.emit)
+        self.entry.show_error(message)
+
+    def _ask_host(self) -> None:
+        self.entry.ask("Host:", self._host, HOST_PLACEHOLDER, host_problem,
+                       self.host_change_requested.emit)
 
     def _on_agent_picker_activated(self, index: int) -> None:
         agent = self.agent_picker.itemData(index)
@@ -217,6 +268,10 @@ class ChatHeader(QWidget):
             self.agent_change_requested.emit(agent)
 
     def _on_folder_button_clicked(self) -> None:
+        if self._host:  # no local picker for a folder on another machine: typed
+            self.entry.ask(f"Folder on {self._host}:", self._cwd, "/home/me/project or ~/project",
+                           folder_problem, self.cwd_change_requested.emit)
+            return
         # open(), not exec(): a nested event loop would stall the asyncio tasks.
         dialog = QFileDialog(self, "Working folder for this chat", self._cwd)
         dialog.setFileMode(QFileDialog.FileMode.Directory)

@@ -172,6 +172,8 @@ class Sidebar(SidebarGroups, QWidget):
         running = conversation_id in self._running
         when = relative_time(conversation.updated_at)
         subtitle = f"{when} · {conversation.agent}"
+        if conversation.host:  # runs on another machine
+            subtitle += f" · on {conversation.host}"
         item.setText(conversation.title)
         item.setData(SUBTITLE_ROLE, subtitle)
         item.setData(RUNNING_ROLE, running)

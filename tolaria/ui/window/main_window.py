@@ -39,7 +39,7 @@ from tolaria.core.store.db import Conversation, Turn
 from tolaria.qt.bridge import Bridge
 from tolaria.ui import theme
 from tolaria.ui.chat.chat_pane import ChatPane
-from tolaria.ui.chat.chat_stack import ChatStack
+from tolaria.ui.chat.chat_stack import ChatStack, local_folder
 from tolaria.ui.chat.header import ChatHeader
 from tolaria.ui.fanout.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout.fanout_view import FanOutView
@@ -107,6 +107,8 @@ class MainWindow(WindowKeys):
     agent_change_requested = Signal(int, str)
     #: Use another working folder in a conversation: id, path.
     cwd_change_requested = Signal(int, str)
+    #: Run a conversation's turns on another host: id, destination ("" for this computer).
+    host_change_requested = Signal(int, str)
     #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder,
     #: the job's budget (RunLimits).
     fan_out_requested = Signal(str, object, str, object)
@@ -212,6 +214,7 @@ class MainWindow(WindowKeys):
         self.sidebar.confirm_closed.connect(self._on_sidebar_confirm_closed)
         self.header.agent_change_requested.connect(self._on_header_agent_change_requested)
         self.header.cwd_change_requested.connect(self._on_header_cwd_change_requested)
+        self.header.host_change_requested.connect(self._on_header_host_change_requested)
         self.stack.send_requested.connect(self.send_requested)
         self.stack.stop_requested.connect(self.stop_requested)
         self.stack.open_requested.connect(self.open_requested)
@@ -348,7 +351,7 @@ class MainWindow(WindowKeys):
         """A new chat takes the current chat's agent and folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
         agent = current.agent if current else self.default_agent
-        return agent, (current.cwd if current else None) or self.default_cwd
+        return agent, (local_folder(current) if current else None) or self.default_cwd
 
     def _on_sidebar_confirm_closed(self) -> None:
         pane = self.current_pane()
@@ -389,7 +392,7 @@ class MainWindow(WindowKeys):
                      budget: RunLimits | None = None) -> None:
         """Start a job in the current chat's folder."""
         current = self._conversations.get(self.current_conversation_id() or -1)
-        cwd = (current.cwd if current else None) or self.default_cwd
+        cwd = (local_folder(current) if current else None) or self.default_cwd
         self.fan_out_requested.emit(prompt, agents, cwd, budget or RunLimits())
 
     def _on_sidebar_open_requested(self, conversation_id: int) -> None:
@@ -419,6 +422,16 @@ class MainWindow(WindowKeys):
         conversation_id = self.current_conversation_id()
         if conversation_id is not None:
             self.cwd_change_requested.emit(conversation_id, path)
+
+    def _on_header_host_change_requested(self, host: str) -> None:
+        pane = self.current_pane()
+        if pane is None or host == self.header.host:
+            return
+        if pane.running_stream is not None:  # its agent stays where it runs
+            self.header.show_host_error("Stop the running turn before changing the host: it "
+                                        "keeps running where it is.")
+            return
+        self.host_change_requested.emit(pane.conversation_id, host)
 
     # -- facts --------------------------------------------------------------------------------
     def open_conversation(self, conversation_id: int, focus: bool = True) -> None:
