@@ -29,6 +29,7 @@ HEAVY = ("asyncio", "sqlite3", "psutil", "PySide6", "argparse", "typing", "concu
 #: does: the C modules of the socket client and these of Tolaria's, nothing else.
 ALLOWED = frozenset({
     "__future__", "_json", "_socket", "select", "tolaria", "tolaria.cli", "tolaria.cli.main",
+    "tolaria.cli.exits",
     "tolaria.cli.streams", "tolaria.core", "tolaria.core.process",
     "tolaria.core.process.claim", "tolaria.core.process.control_client",
     "tolaria.core.process.procread",

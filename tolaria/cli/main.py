@@ -18,17 +18,19 @@ from __future__ import annotations
 import sys
 
 from tolaria import __version__
+from tolaria.cli.exits import (  # noqa: F401 (exit codes: main's API too)
+    EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
+    EXIT_CANCELLED,
+    EXIT_ERROR,
+    EXIT_OK,
+    catch_early_signals,
+)
 
 TYPE_CHECKING = False  # not typing's: importing typing costs ``tolaria abort`` ~3 ms
 if TYPE_CHECKING:
     import argparse
     from typing import Any
-
-
-EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_CANCELLED = 0, 1, 2, 130
-#: ``tolaria run``'s reader went away (``| head -1``): the run was stopped. 128 + SIGPIPE, as a
-#: shell reports a program killed by the broken pipe.
-EXIT_BROKEN_PIPE = 141
 
 _EXAMPLES = """\
 examples:
@@ -177,11 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     if "run" in argv:
         # First of all, before any heavy import: a ``run --stream-id ID`` listens on its
         # control socket now, so an abort sent while it starts waits there and is not lost;
-        # a Ctrl+C or SIGTERM while it starts is kept too (_catch_early_signals).
+        # a Ctrl+C or SIGTERM while it starts is kept too (catch_early_signals).
         from tolaria.core.process import claim
 
         if claim.run_args(argv) is not None:
-            _catch_early_signals()  # first: once the claim is visible, a signal is kept
+            catch_early_signals()  # first: once the claim is visible, a signal is kept
             claim.claim_run(argv)
     try:
         fast = _fast(argv)
@@ -263,30 +265,6 @@ def _main(args: argparse.Namespace) -> int:
 
         return cmd_key(args.key_action, args.key_agent)
     return _open_window(args)
-
-
-#: SIGINT/SIGTERM/SIGHUP received while ``tolaria run`` started, before it had a run to stop:
-#: the run stops as soon as it is reserved (it ends cancelled, nothing spawned).
-_early_signals: list[int] = []
-
-
-def _catch_early_signals() -> None:
-    """Keep a stop signal that comes before the run is reserved instead of dying half-way
-    (a KeyboardInterrupt traceback, a turn left "running" in the store). A second one acts as
-    if no handler were there, so a start-up that hangs can still be interrupted. Installed
-    before the claim: once another terminal can name the run, its signals are kept too."""
-    if sys.platform == "win32":  # runs are refused there (ADR 0014), and it has no SIGHUP
-        return
-    import signal
-
-    def early(signum: int, _frame: object) -> None:
-        if _early_signals:
-            signal.signal(signum, signal.SIG_DFL)
-            signal.raise_signal(signum)
-        _early_signals.append(signum)
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, early)
 
 
 def _install_crash_hook_lazily() -> None:

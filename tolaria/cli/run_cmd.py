@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from tolaria.cli.main import (
+from tolaria.cli.exits import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     EXIT_CANCELLED,
     EXIT_ERROR,
     EXIT_OK,
-    _early_signals,
+    early_signals,
 )
 
 TYPE_CHECKING = False
@@ -252,7 +252,7 @@ async def run_with_control(request: RunRequest, stream_id: str, output: RunOutpu
     run = registry.reserve(stream_id, request.manifest.id, request.cwd)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, engine.stop_stream, stream_id)
-    if _early_signals:  # one came while the run started
+    if early_signals:  # one came while the run started
         engine.stop_stream(stream_id)
     printer = output.printer
     printer.output.on_closed = lambda: engine.stop_stream(stream_id)
