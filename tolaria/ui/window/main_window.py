@@ -309,6 +309,11 @@ class MainWindow(WindowKeys):
         window would send every widget, the transcript's too, through the style-sheet style)."""
         for button in (self.sidebar.new_button, self.header.folder_button):
             button.setStyleSheet(flat_button_css())
+        # The host menu's button looks like its neighbour, the folder button (its arrow is in
+        # its text: the style's own indicator would overlap it).
+        self.header.host_button.setStyleSheet(
+            flat_button_css().replace("QPushButton", "QToolButton")
+            + " QToolButton::menu-indicator { image: none; width: 0px; }")
 
     def _on_view_menu_find_requested(self) -> None:
         pane = self.stack.current_pane()
