@@ -37,8 +37,9 @@ from tolaria.core.process import procfs, proctree, watchdog
 from tolaria.core.stream_id import new_stream_id
 
 ROOT = Path(__file__).resolve().parents[3]
-#: A grace period no stop below may come near: "without waiting the grace" is unambiguous.
-LONG_GRACE = 5.0
+#: A grace period no stop below may come near, even on a loaded machine (the portable backend
+#: took 1.4-1.7 s there): "without waiting the grace" is unambiguous.
+LONG_GRACE = 15.0
 
 
 def _kill_all(pids: list[int]) -> list[int]:
@@ -76,7 +77,7 @@ async def test_a_pid_hopper_is_stopped_and_every_incarnation_is_gone(tmp_path: P
     assert alive == [], f"hoppers alive after done: {alive}; reported {done.survivors}"
     assert done.survivors == ()
     assert len(hops) >= 2, "the tool never hopped: the test proves nothing"
-    assert elapsed < LONG_GRACE / 5, f"the stop took {elapsed:.2f} s: it waited for the grace"
+    assert elapsed < LONG_GRACE / 3, f"the stop took {elapsed:.2f} s: it waited for the grace"
     assert is_gone(first)
     assert_run_gone(run.stream_id)
 
