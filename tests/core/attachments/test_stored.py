@@ -1,4 +1,4 @@
-"""Stored copies (content-addressed, private), their rows in the store (schema 7), the per-chat
+"""Stored copies (content-addressed, private), their rows in the store (schema 7 and later), the per-chat
 cap, and deletion with the chat: real files, real SQLite."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tolaria.core.attachments.blobs import BlobStore
 from tolaria.core.attachments.check import Checked
 from tolaria.core.attachments.model import IMAGE, AttachError, AttachLimits
 from tolaria.core.store.db import Store
-from tolaria.core.store.schema import MIGRATIONS
+from tolaria.core.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_a_version_5_store_gains_the_attachments_table(tmp_path: Path) -> None:
         turn = store.start_turn(conv.id, "ai-agent-stream-old", "demo", "hi")
         assert store.attachments(turn.id) == []
     with closing(sqlite3.connect(db)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
 if sys.platform == "win32":  # pragma: no cover
