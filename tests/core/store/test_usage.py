@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tolaria.core.events import STOP_CANCELLED, STOP_END_TURN, Done, Usage
-from tolaria.core.store.db import SCHEMA_VERSION, Store
+from tolaria.core.store.db import Store
 from tolaria.core.store.schema import MIGRATIONS
 from tolaria.core.store.usage import BY_AGENT, BY_CHAT, BY_DAY
 
@@ -116,7 +116,7 @@ def test_a_deleted_chats_turns_leave_the_totals(store: Store) -> None:
 def test_a_store_of_the_version_before_gets_the_usage_columns(tmp_path: Path) -> None:
     """An existing store migrates: its turns keep their tokens, the new columns start empty."""
     db = tmp_path / "old.sqlite3"
-    before = SCHEMA_VERSION - 1
+    before = 5  # the version before the usage columns (migration 6)
     with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         for migration in MIGRATIONS[:before]:
             for statement in migration:
