@@ -289,18 +289,5 @@ def preferences_css() -> str:
         f" border-bottom: 1px solid {border}; padding: 4px 6px; color: {muted};"
         f" font-weight: 600; }}"
         f" QTableWidget::item {{ padding: 4px 6px; }}"
-        # Fusion's own indicators all but vanish on the dark palette: drawn here, in both.
-        f" QCheckBox::indicator, QRadioButton::indicator, QListView::indicator {{ width: 13px;"
-        f" height: 13px; border: 1px solid {muted}; background: {base}; }}"
-        f" QCheckBox::indicator, QListView::indicator {{ border-radius: 3px; }}"
-        f" QRadioButton::indicator {{ border-radius: 7px; }}"
-        f" QCheckBox::indicator:checked, QListView::indicator:checked {{"
-        f" background: qradialgradient(cx:0.5, cy:0.5, radius:0.5, fx:0.5, fy:0.5,"
-        f" stop:0 #ffffff, stop:0.3 #ffffff, stop:0.4 {accent}, stop:1 {accent});"
-        f" border-color: {accent}; }}"
-        f" QRadioButton::indicator:checked {{ background: qradialgradient(cx:0.5, cy:0.5,"
-        f" radius:0.5, fx:0.5, fy:0.5, stop:0 #ffffff, stop:0.3 #ffffff, stop:0.4 {accent},"
-        f" stop:1 {accent}); border-color: {accent}; }}"
-        f" QCheckBox::indicator:disabled, QRadioButton::indicator:disabled {{"
-        f" background: {card}; }}"
+        + theme.indicator_css()
     )

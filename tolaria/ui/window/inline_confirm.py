@@ -110,6 +110,7 @@ class DeleteConfirm(InlineConfirm):
         self.conversation_id = conversation.id
         extra = " Its running turn is stopped first." if running else ""
         self.remove_worktree.setChecked(False)
+        self.remove_worktree.setStyleSheet(theme.indicator_css())  # the theme of the moment
         self.remove_worktree.setText(f"Also remove its git worktree {worktree} (git keeps it "
                                      "if it has uncommitted work; the branch stays)")
         self.remove_worktree.setVisible(bool(worktree))
