@@ -161,3 +161,14 @@ def test_empty_prompt_is_bad_input_and_saves_nothing(tolaria_home: Path, work: P
         assert result.stdout == ""
     chats = tolaria("chats", "--json", env=cli_env(tolaria_home), cwd=work)
     assert json.loads(chats.stdout) == []
+
+
+def test_commands_that_read_the_store_do_not_load_the_checkpoint_machinery(
+        tolaria_home: Path, work: Path) -> None:
+    """Building ``tolaria``'s parser must not import what only changes/revert/rewind use (git
+    checkpoints, restore plans: ~0.3 s of a ``tolaria usage`` or ``tolaria chats``)."""
+    for args in (["usage", "--json"], ["chats"]):
+        names, _ = imported_modules(args, tolaria_home, work)
+        assert not {n for n in names if n in ("tolaria.cli.changes", "tolaria.chats.checkpoints",
+                                              "tolaria.chats.restore", "tolaria.core.checkpoints")
+                    }, args

@@ -138,11 +138,10 @@ def _parser() -> argparse.ArgumentParser:
     models.add_argument("--json", action="store_true", help="as JSON")
     models.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
                         help="seconds to wait for the endpoint (default 10)")
-    from tolaria.cli import changes as cli_changes
-    from tolaria.cli import export_cmd, usage_cmd
+    from tolaria.cli import changes_args, export_cmd, usage_cmd
     from tolaria.cli import importing as cli_import
 
-    cli_changes.add_parsers(sub)
+    changes_args.add_parsers(sub)
     cli_import.add_parser(sub)
     export_cmd.add_parsers(sub)
     usage_cmd.add_parser(sub)
@@ -244,7 +243,7 @@ def _main(args: argparse.Namespace) -> int:
         from tolaria.cli.models import cmd_models
 
         return cmd_models(args.models_agent, args.json, args.timeout)
-    if args.command in ("changes", "revert", "rewind", "undo"):
+    if args.command in ("changes", "revert", "rewind", "undo"):  # changes_args.COMMANDS
         from tolaria.cli import changes as cli_changes
 
         return cli_changes.run(args)
