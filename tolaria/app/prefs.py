@@ -23,6 +23,7 @@ from tolaria.core.mcp.forms import plan as mcp_plan
 from tolaria.core.mcp.servers import McpServer
 from tolaria.qt.checkpoint_storage_control import CheckpointStorageControl
 from tolaria.qt.controller import ChatController
+from tolaria.qt.host_agents import HostAgentsControl
 from tolaria.qt.mcp_control import McpControl
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
@@ -50,6 +51,11 @@ class Preferences:
         self.mcp.server_saved.connect(self._on_mcp_server_saved)
         self.mcp.save_failed.connect(self._on_mcp_save_failed)
         self.mcp.test_finished.connect(self._on_mcp_test_finished)
+        #: Which agents each host has (the picker of a chat on a host; Preferences' Test there).
+        self.hosts = HostAgentsControl(tasks, self._effective_manifests)
+        picker = window.header.agent_picker
+        picker.host_agents_requested.connect(self.hosts.look)
+        self.hosts.host_agents_found.connect(picker.set_host_agents)
         self.apply_to_runs(settings.settings)
         chat.run_config.overrides = settings.overrides
         window.preferences_requested.connect(self.open)
@@ -70,6 +76,11 @@ class Preferences:
         self.chat.retry_limit_s = values.retry_limit_seconds
         self.chat.run_config.settings = values
         self.window.limit_defaults = values.run_limits()
+
+    def _effective_manifests(self) -> list[Manifest]:
+        """Every agent as its next run would start it (overrides applied)."""
+        return [m for agent in self.settings.adapters.manifests
+                if (m := self.settings.effective(agent)) is not None]
 
     def show_manifests(self) -> None:
         self.window.set_manifests(self.settings.manifests(), disabled=self.settings.disabled())
@@ -175,6 +186,7 @@ class Preferences:
         """The app is closing: the window goes, Tests are cancelled, nothing new starts."""
         self.settings.shutdown()
         self.mcp.shutdown()
+        self.hosts.shutdown()
         if self.dialog is not None:
             self.dialog.close()
 
@@ -231,6 +243,8 @@ class Preferences:
                            overrides: dict[str, AgentOverrides]) -> None:
         self.chat.run_config.overrides = overrides
         self.show_manifests()
+        self.hosts.forget()  # a program or its environment may have changed
+        self.window.header.agent_picker.forget_hosts()
         if self.dialog is not None:
             self._fill_agents(self.dialog)
         if not self.settings.closed:
