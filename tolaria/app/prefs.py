@@ -24,6 +24,7 @@ from tolaria.core.mcp.servers import McpServer
 from tolaria.qt.checkpoint_storage_control import CheckpointStorageControl
 from tolaria.qt.controller import ChatController
 from tolaria.qt.host_agents import HostAgentsControl
+from tolaria.qt.hosts_control import HostsControl
 from tolaria.qt.mcp_control import McpControl
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
@@ -56,6 +57,11 @@ class Preferences:
         picker = window.header.agent_picker
         picker.host_agents_requested.connect(self.hosts.look)
         self.hosts.host_agents_found.connect(picker.set_host_agents)
+        #: Preferences → Hosts: ``[hosts."NAME"]`` written at once.
+        self.host_settings = HostsControl()
+        self.host_settings.hosts_changed.connect(self._on_hosts_changed)
+        self.host_settings.host_saved.connect(self._on_host_saved)
+        self.host_settings.save_failed.connect(self._on_host_save_failed)
         self.apply_to_runs(settings.settings)
         chat.run_config.overrides = settings.overrides
         window.preferences_requested.connect(self.open)
@@ -118,6 +124,8 @@ class Preferences:
             agents.test_requested.connect(self._on_agents_test_requested)
             agents.test_cancel_requested.connect(self.settings.cancel_test)
             agents.models_requested.connect(self.settings.list_models)
+            dialog.hosts.save_requested.connect(self.host_settings.save)
+            dialog.hosts.remove_requested.connect(self.host_settings.remove)
             servers = dialog.mcp
             servers.save_requested.connect(self.mcp.save)
             servers.remove_requested.connect(self.mcp.remove)
@@ -134,6 +142,8 @@ class Preferences:
         if not dialog.isVisible():
             dialog.agents.discard_edits()
             dialog.mcp.discard_edits()
+            dialog.hosts.discard_edits()
+            self._fill_hosts(dialog)
             dialog.set_settings(self.settings.settings)
             self._fill_agents(dialog)
             self._fill_mcp(dialog, self.mcp.settings())
@@ -148,6 +158,13 @@ class Preferences:
         manifests = self.settings.manifests()
         lists = {m.id for m in manifests if self.settings.can_list_models(m)}
         dialog.set_agents(manifests, self.settings.overrides, lists, select)
+
+    def _fill_hosts(self, dialog: SettingsDialog, select: str | None = None) -> None:
+        hosts, problem = self.host_settings.hosts()
+        dialog.hosts.set_hosts(hosts, select)
+        dialog.agents.editor.set_test_hosts(list(hosts))
+        if problem:
+            dialog.hosts.editor.general_error.show_message(problem)
 
     def _fill_mcp(self, dialog: SettingsDialog, servers: McpSettings,
                   select: str | None = None) -> None:
@@ -214,8 +231,9 @@ class Preferences:
             return
         self.dialog.open_custom_agent(manifest_data(manifest), agent_id)
 
-    def _on_agents_test_requested(self, agent_id: str, overrides: AgentOverrides) -> None:
-        self.settings.test(agent_id, overrides, overrides.cwd or self.window.default_cwd)
+    def _on_agents_test_requested(self, agent_id: str, overrides: AgentOverrides,
+                                  host: str = "") -> None:
+        self.settings.test(agent_id, overrides, overrides.cwd or self.window.default_cwd, host)
 
     def _on_mcp_test_requested(self, key: str, server: McpServer) -> None:
         # In the folder new chats start in: a server's relative paths mean the same there.
@@ -261,6 +279,23 @@ class Preferences:
     def _on_models_listed(self, agent_id: str, models: list[str], error: str) -> None:
         if self.dialog is not None:
             self.dialog.show_models(agent_id, models, error)
+
+    def _on_hosts_changed(self, hosts: object, select: object) -> None:
+        """A host was written or removed: the page, the Test's hosts, and what each host was
+        found to have (its programs or environment may differ now)."""
+        self.hosts.forget()
+        self.window.header.agent_picker.forget_hosts()
+        if self.dialog is not None:
+            self._fill_hosts(self.dialog, select if isinstance(select, str) else None)
+
+    def _on_host_saved(self, name: str) -> None:
+        if self.dialog is not None:
+            self.dialog.hosts.show_saved(name)
+            self.dialog.status.setText(f"Saved the host {name}. New runs there use it.")
+
+    def _on_host_save_failed(self, problems: list[tuple[str, str]]) -> None:
+        if self.dialog is not None:
+            self.dialog.hosts.show_save_failed(problems)
 
     def _on_mcp_servers_changed(self, servers: McpSettings) -> None:
         if self.dialog is not None:
