@@ -145,3 +145,33 @@ def test_no_python_on_the_host(tmp_path: Path) -> None:
     target = Target(prefix=("env",), name="bare", python="python9.99-nowhere")
     found = asyncio.run(discover(target, _manifests("claude")))
     assert found.error == "no Python on bare to look for agents (set the host's python in settings)"
+
+
+def test_preferences_test_on_the_host_runs_a_real_turn_there(sshd: SshServer, remote_home: Path,
+                                                            tmp_path: Path) -> None:
+    """The Test button's run on a host: the agent found there (its version probe over the same
+    connection kind), then a tiny real turn through ssh and the supervisor; an agent the host
+    lacks is said as such."""
+    from tolaria.config.overrides import AgentOverrides
+    from tolaria.config.probe import test_agent
+
+    fake = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"
+    _script(remote_home / "bin" / "talker",
+            f'[ "$1" = --version ] && {{ echo "talker 1.2.3"; exit 0; }}\nexec python3 "{fake}" "$@"')
+    shutil.chown(remote_home / "bin" / "talker", REMOTE_USER)
+    talker = Manifest(id="talker", name="Talker", protocol="claude-stream-json",
+                      command=("talker", "normal", "{prompt}"),
+                      version_command=("talker", "--version"))
+    settings = _settings(tmp_path / "settings.toml", sshd, remote_home)
+    target = load_target(ALIAS, settings)
+    result = asyncio.run(test_agent(talker, AgentOverrides(), "", 60, target=target))
+    assert result.ok, result
+    assert result.message == "Talker answered" and result.version == "talker 1.2.3"
+    assert result.detail.startswith("Hello from fake"), result.detail
+
+    missing = Manifest(id="ghost", name="Ghost", protocol="claude-stream-json",
+                       command=("ghost-cli-nowhere", "{prompt}"))
+    result = asyncio.run(test_agent(missing, AgentOverrides(), "", 60, target=target))
+    assert not result.ok
+    assert result.message == f"Ghost is not installed on {ALIAS}"
+    assert "not found on PATH or through the login shell" in result.detail
