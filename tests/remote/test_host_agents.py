@@ -175,3 +175,37 @@ def test_preferences_test_on_the_host_runs_a_real_turn_there(sshd: SshServer, re
     assert not result.ok
     assert result.message == f"Ghost is not installed on {ALIAS}"
     assert "not found on PATH or through the login shell" in result.detail
+
+
+def test_tolaria_agents_on_a_host(sshd: SshServer, remote_home: Path, tolaria_home: Path) -> None:
+    """``tolaria agents --host``: the same look from the command line, the host's settings
+    applied; an unreachable host is one line on stderr and exit code 1."""
+    import json
+    import subprocess
+    import sys
+
+    from helpers import cli_env
+
+    _settings(tolaria_home / "settings.toml", sshd, remote_home)
+    done = subprocess.run([sys.executable, "-m", "tolaria", "agents", "--host", ALIAS, "--json"],
+                          env=cli_env(tolaria_home), capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    agents = {a["agent"]: a for a in data["agents"]}
+    assert agents["claude"]["version"] == "2.1.7 (Claude Code)"
+    assert agents["codex"]["source"] == "login shell"
+    assert agents["gemini"]["source"] == "settings"
+    text = subprocess.run([sys.executable, "-m", "tolaria", "agents", "--host", ALIAS],
+                          env=cli_env(tolaria_home), capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert text.returncode == 0 and text.stdout.startswith(f"on {ALIAS}: Linux"), text.stdout
+    assert "2.1.7 (Claude Code)" in text.stdout
+
+    gone = subprocess.run([sys.executable, "-m", "tolaria", "agents", "--host",
+                           f"ssh://{REMOTE_USER}@127.0.0.1:{_closed_port()}",
+                           "--ssh-config", str(sshd.config)],
+                          env=cli_env(tolaria_home), capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert gone.returncode == 1
+    assert gone.stderr.startswith("tolaria: cannot connect to") and gone.stderr.count("\n") == 1
