@@ -70,7 +70,10 @@ def run_version(argv: list[str], env: dict[str, str], timeout: float) -> tuple[s
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+            if sys.platform == "win32":  # not a host Tolaria supports; said by the supervisor
+                proc.kill()
+            else:  # the version command and whatever it started (its own session)
+                os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return None, (f"`{label}` timed out after {timeout:g} s (it may be waiting for a first-run "
                       "setup: try it in a terminal there)")
