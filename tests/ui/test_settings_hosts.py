@@ -7,6 +7,7 @@ Pictures light and dark (``TOLARIA_DOCS_SHOTS=1``: docs/settings-hosts[-dark].pn
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import tomllib
@@ -31,6 +32,7 @@ from tolaria.ui.settings import SettingsDialog
 from tolaria.ui.settings.hosts_page import NEW
 
 Start = Callable[..., AppDriver]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _hosts_page(drv: AppDriver) -> SettingsDialog:
@@ -173,6 +175,19 @@ def test_preferences_test_runs_the_agent_on_a_chosen_host(
     # The host's own program ran, started by the supervisor where the command target starts
     # (here: the link's folder; over ssh, the home there).
     assert "tolaria-remote-" in mark.read_text(), mark.read_text()
+    dialog.resize(900, 700)
+    try:
+        for suffix, name in (("", "light"), ("-dark", "dark")):
+            theme.apply_theme(name)
+            qtbot.wait(50)
+            # The Test row alone: the form above it shows this machine's paths.
+            editor = dialog.agents.editor
+            row = editor.test_host.geometry().united(editor.test_result.geometry())
+            folder = ROOT / "docs" if os.environ.get("TOLARIA_DOCS_SHOTS") == "1" else tmp_path
+            shot = editor.grab(row.adjusted(-8, -8, 8, 8))
+            assert shot.save(str(folder / f"settings-test-on-host{suffix}.png"))
+    finally:
+        theme.apply_theme("light")
 
     where.setCurrentIndex(2)
     started = time.monotonic()
