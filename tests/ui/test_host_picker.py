@@ -7,10 +7,12 @@ docs/host-agents-picker[-dark].png)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 from PySide6.QtGui import QStandardItemModel
 from pytestqt.qtbot import QtBot
@@ -135,3 +137,33 @@ def _shots(drv: AppDriver, qtbot: QtBot, tmp_path: Path) -> None:
             picker.hidePopup()
     finally:
         theme.apply_theme("light")
+
+
+def test_a_host_that_hangs_never_hangs_the_window(start_app: StartApp, home: Path,
+                                                  qtbot: QtBot, tmp_path: Path) -> None:
+    """The look runs off the GUI thread: while the host says nothing the window works (another
+    chat is opened and its picker is the local one), and quitting ends the look's process."""
+    hang = tmp_path / "hang"
+    _script(hang, "exec sleep 300")
+    (home / "settings.toml").write_text(f'[hosts."stuck"]\ncommand = "{hang}"\n')
+    drv = start_app()
+    header = drv.window.header
+    picker = header.agent_picker
+    first = drv.pane.conversation_id
+    pick(header, "stuck")
+    qtbot.waitUntil(lambda: picker.headers()[:1] == ["On stuck · looking for agents…"])
+    qtbot.waitUntil(lambda: bool(_sleepers()))
+    drv.window.new_action.trigger()
+    qtbot.waitUntil(lambda: drv.pane.conversation_id != first)
+    assert "On stuck · looking for agents…" not in picker.headers()
+    drv.close()
+    assert not _sleepers(), "the look ended with the app"
+
+
+def _sleepers() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if proc.cmdline()[:2] == ["sleep", "300"] and proc.status() != "zombie":
+                found.append(proc)
+    return found

@@ -72,3 +72,10 @@ class HostAgentsControl(QObject):
         self._closed = True
         for task in list(self._looking.values()):
             task.cancel()
+
+    async def aclose(self) -> None:
+        """``shutdown``, then wait until every look's ssh client is killed and reaped."""
+        tasks = list(self._looking.values())
+        self.shutdown()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
