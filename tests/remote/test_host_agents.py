@@ -31,16 +31,16 @@ def _script(path: Path, body: str) -> None:
 @pytest.fixture
 def remote_home(sshd: SshServer) -> Iterator[Path]:
     """A folder in the remote account's home: ``bin`` (on the PATH the host's env gives),
-    ``login`` (on PATH only in its login shell: its ``.profile``), ``set`` (named by the host's
-    ``programs``). Used as HOME through the host's env, so the account's own files stay as
-    other tests left them."""
+    ``login`` (on PATH only in the login shell ``login-sh``, named as SHELL by the host's env,
+    whose "profile" adds it and prints a banner), ``set`` (named by the host's ``programs``).
+    The account's own files stay as other tests left them."""
     home = Path(sshd.account.pw_dir) / f"tolaria-agents-{secrets.token_hex(4)}"
     _script(home / "bin" / "claude", 'echo "2.1.7 (Claude Code)"')
     _script(home / "bin" / "qwen", 'echo "qwen: first run: set up an account" >&2; exit 3')
     _script(home / "login" / "codex", 'echo "WARNING: no home"; echo "codex-cli 0.58.0"')
     _script(home / "set" / "my-gemini", 'echo "0.19.1"')
-    (home / ".profile").write_text(f'PATH="{home / "login"}:$PATH"\nexport PATH\n'
-                                   'echo "Welcome to the test host"\n')
+    _script(home / "login-sh", f'shift\necho "Welcome to the test host"\n'
+                               f'PATH="{home / "login"}:$PATH" exec /bin/sh -c "$@"')
     shutil.chown(home, REMOTE_USER)
     for path in home.rglob("*"):
         shutil.chown(path, REMOTE_USER)
@@ -59,7 +59,7 @@ def _settings(path: Path, sshd: SshServer, home: Path, host: str = ALIAS) -> Pat
     path.write_text(
         f'[remote]\nssh_config = "{sshd.config}"\n\n'
         f'[hosts."{host}"]\n'
-        f'env = {{ PATH = "{home / "bin"}:/usr/bin:/bin", HOME = "{home}" }}\n'
+        f'env = {{ PATH = "{home / "bin"}:/usr/bin:/bin", SHELL = "{home / "login-sh"}" }}\n'
         f'programs = {{ gemini = "{home / "set" / "my-gemini"}" }}\n')
     return path
 

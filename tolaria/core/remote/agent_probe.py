@@ -10,7 +10,8 @@ The request names, per agent, the program a run would start and its version comm
 program is found as the supervisor finds it when a run starts (``supervisor._resolve``): a path
 is taken as it is, a name is looked up on PATH (the ssh session's, with the host's and the
 agent's environment applied), then through the user's login shell (``$SHELL -lc``, one shell
-for all names). Version commands run at once, each in its own session, killed with its group
+for all names, run with the session's own environment as the supervisor runs it;
+tests/remote/test_agent_probe_static.py holds the two to the same answers). Version commands run at once, each in its own session, killed with its group
 when it takes too long. The answer is one line, ``TOLARIA-AGENTS {json}``: a login shell's
 banners may come first.
 """
@@ -38,12 +39,14 @@ SHELL_SCRIPT = 'for p in "$@"; do printf "%s%s\\t%s\\n" "' + WORD + '" "$p" "$(c
 
 
 def login_shell_paths(names: list[str], env: dict[str, str], timeout: float) -> dict[str, str]:
-    """Each name's path as the login shell finds it (only absolute answers count)."""
+    """Each name's path as the login shell finds it (only absolute answers count). As in
+    ``supervisor._resolve``: the shell is ``env``'s SHELL (the host's settings may name one), run
+    with the session's own environment (a login shell builds its PATH from its profile)."""
     if not names:
         return {}
     shell = env.get("SHELL") or "/bin/sh"
     try:
-        done = subprocess.run([shell, "-lc", SHELL_SCRIPT, "sh", *names], env=env,
+        done = subprocess.run([shell, "-lc", SHELL_SCRIPT, "sh", *names],
                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, timeout=timeout, check=False,
                               start_new_session=True)
