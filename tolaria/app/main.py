@@ -262,6 +262,7 @@ class Tolaria:
     async def shutdown(self) -> None:
         """Stop every run and wait for their trees to be gone, then close socket and store."""
         self.preferences.close()
+        await self.preferences.hosts.aclose()  # no look at a host left running
         self.window.hide()
         for view in self.window.fan_out_views.values():
             view.hide()

@@ -23,6 +23,8 @@ from tolaria.core.mcp.forms import plan as mcp_plan
 from tolaria.core.mcp.servers import McpServer
 from tolaria.qt.checkpoint_storage_control import CheckpointStorageControl
 from tolaria.qt.controller import ChatController
+from tolaria.qt.host_agents import HostAgentsControl
+from tolaria.qt.hosts_control import HostsControl
 from tolaria.qt.mcp_control import McpControl
 from tolaria.qt.settings_controller import SettingsController
 from tolaria.qt.tasks import TaskSet
@@ -50,6 +52,16 @@ class Preferences:
         self.mcp.server_saved.connect(self._on_mcp_server_saved)
         self.mcp.save_failed.connect(self._on_mcp_save_failed)
         self.mcp.test_finished.connect(self._on_mcp_test_finished)
+        #: Which agents each host has (the picker of a chat on a host; Preferences' Test there).
+        self.hosts = HostAgentsControl(tasks, self._effective_manifests)
+        picker = window.header.agent_picker
+        picker.host_agents_requested.connect(self.hosts.look)
+        self.hosts.host_agents_found.connect(picker.set_host_agents)
+        #: Preferences → Hosts: ``[hosts."NAME"]`` written at once.
+        self.host_settings = HostsControl()
+        self.host_settings.hosts_changed.connect(self._on_hosts_changed)
+        self.host_settings.host_saved.connect(self._on_host_saved)
+        self.host_settings.save_failed.connect(self._on_host_save_failed)
         self.apply_to_runs(settings.settings)
         chat.run_config.overrides = settings.overrides
         window.preferences_requested.connect(self.open)
@@ -70,6 +82,11 @@ class Preferences:
         self.chat.retry_limit_s = values.retry_limit_seconds
         self.chat.run_config.settings = values
         self.window.limit_defaults = values.run_limits()
+
+    def _effective_manifests(self) -> list[Manifest]:
+        """Every agent as its next run would start it (overrides applied)."""
+        return [m for agent in self.settings.adapters.manifests
+                if (m := self.settings.effective(agent)) is not None]
 
     def show_manifests(self) -> None:
         self.window.set_manifests(self.settings.manifests(), disabled=self.settings.disabled())
@@ -107,6 +124,8 @@ class Preferences:
             agents.test_requested.connect(self._on_agents_test_requested)
             agents.test_cancel_requested.connect(self.settings.cancel_test)
             agents.models_requested.connect(self.settings.list_models)
+            dialog.hosts.save_requested.connect(self.host_settings.save)
+            dialog.hosts.remove_requested.connect(self.host_settings.remove)
             servers = dialog.mcp
             servers.save_requested.connect(self.mcp.save)
             servers.remove_requested.connect(self.mcp.remove)
@@ -123,6 +142,8 @@ class Preferences:
         if not dialog.isVisible():
             dialog.agents.discard_edits()
             dialog.mcp.discard_edits()
+            dialog.hosts.discard_edits()
+            self._fill_hosts(dialog)
             dialog.set_settings(self.settings.settings)
             self._fill_agents(dialog)
             self._fill_mcp(dialog, self.mcp.settings())
@@ -137,6 +158,13 @@ class Preferences:
         manifests = self.settings.manifests()
         lists = {m.id for m in manifests if self.settings.can_list_models(m)}
         dialog.set_agents(manifests, self.settings.overrides, lists, select)
+
+    def _fill_hosts(self, dialog: SettingsDialog, select: str | None = None) -> None:
+        hosts, problem = self.host_settings.hosts()
+        dialog.hosts.set_hosts(hosts, select)
+        dialog.agents.editor.set_test_hosts(list(hosts))
+        if problem:
+            dialog.hosts.editor.general_error.show_message(problem)
 
     def _fill_mcp(self, dialog: SettingsDialog, servers: McpSettings,
                   select: str | None = None) -> None:
@@ -175,6 +203,7 @@ class Preferences:
         """The app is closing: the window goes, Tests are cancelled, nothing new starts."""
         self.settings.shutdown()
         self.mcp.shutdown()
+        self.hosts.shutdown()
         if self.dialog is not None:
             self.dialog.close()
 
@@ -202,8 +231,9 @@ class Preferences:
             return
         self.dialog.open_custom_agent(manifest_data(manifest), agent_id)
 
-    def _on_agents_test_requested(self, agent_id: str, overrides: AgentOverrides) -> None:
-        self.settings.test(agent_id, overrides, overrides.cwd or self.window.default_cwd)
+    def _on_agents_test_requested(self, agent_id: str, overrides: AgentOverrides,
+                                  host: str = "") -> None:
+        self.settings.test(agent_id, overrides, overrides.cwd or self.window.default_cwd, host)
 
     def _on_mcp_test_requested(self, key: str, server: McpServer) -> None:
         # In the folder new chats start in: a server's relative paths mean the same there.
@@ -231,6 +261,8 @@ class Preferences:
                            overrides: dict[str, AgentOverrides]) -> None:
         self.chat.run_config.overrides = overrides
         self.show_manifests()
+        self.hosts.forget()  # a program or its environment may have changed
+        self.window.header.agent_picker.forget_hosts()
         if self.dialog is not None:
             self._fill_agents(self.dialog)
         if not self.settings.closed:
@@ -247,6 +279,23 @@ class Preferences:
     def _on_models_listed(self, agent_id: str, models: list[str], error: str) -> None:
         if self.dialog is not None:
             self.dialog.show_models(agent_id, models, error)
+
+    def _on_hosts_changed(self, hosts: object, select: object) -> None:
+        """A host was written or removed: the page, the Test's hosts, and what each host was
+        found to have (its programs or environment may differ now)."""
+        self.hosts.forget()
+        self.window.header.agent_picker.forget_hosts()
+        if self.dialog is not None:
+            self._fill_hosts(self.dialog, select if isinstance(select, str) else None)
+
+    def _on_host_saved(self, name: str) -> None:
+        if self.dialog is not None:
+            self.dialog.hosts.show_saved(name)
+            self.dialog.status.setText(f"Saved the host {name}. New runs there use it.")
+
+    def _on_host_save_failed(self, problems: list[tuple[str, str]]) -> None:
+        if self.dialog is not None:
+            self.dialog.hosts.show_save_failed(problems)
 
     def _on_mcp_servers_changed(self, servers: McpSettings) -> None:
         if self.dialog is not None:

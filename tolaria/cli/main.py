@@ -121,6 +121,10 @@ def _parser() -> argparse.ArgumentParser:
                             description="List the adapters, where their program was found "
                                         "and its version.")
     agents.add_argument("--json", action="store_true", help="as JSON")
+    agents.add_argument("--host", metavar="DEST",
+                        help="the agents of another machine (as --host of 'run'), found there "
+                             "through its login shell; one ssh connection")
+    agents.add_argument("--ssh-config", metavar="FILE", help="with --host: ssh -F FILE")
     streams = sub.add_parser("streams", help="list the live runs of every Tolaria process",
                              description="List the runs streaming now, in the window or in "
                                          "'tolaria run': stream id, agent, chat, elapsed time "
@@ -238,6 +242,10 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "agents":
         import asyncio
 
+        if args.host:
+            from tolaria.cli.host_agents import cmd_host_agents
+
+            return asyncio.run(cmd_host_agents(args.host, args.ssh_config, args.json))
         return asyncio.run(_cmd_agents(args.json))
     if args.command == "models":
         from tolaria.cli.models import cmd_models

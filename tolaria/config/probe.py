@@ -20,6 +20,7 @@ from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.events import STOP_END_TURN, Diagnostic, Error, Event, TextDelta
 from tolaria.core.process.registry import ProcessRegistry, default_registry
 from tolaria.core.programs import discovery
+from tolaria.core.remote.hosts import Target
 from tolaria.core.stream_id import new_stream_id
 from tolaria.core.turns.runner import RunRequest, abort_ai_agent_stream, stream_ai_agent
 
@@ -43,18 +44,37 @@ class TestResult:
 async def test_agent(manifest: Manifest, o: AgentOverrides, cwd: str,
                      timeout: float = 60,  # noqa: PT028 (not a pytest test)
                      *, registry: ProcessRegistry | None = None,  # noqa: PT028
-                     grace_s: float = 2.0) -> TestResult:  # noqa: PT028
-    """Version probe, then a tiny real turn; never raises for a failing agent."""
+                     grace_s: float = 2.0,  # noqa: PT028
+                     target: Target | None = None) -> TestResult:  # noqa: PT028
+    """Version probe, then a tiny real turn; never raises for a failing agent. With
+    ``target`` both happen on that host: the agent found there as a run there finds it
+    (``core/remote/discover``), the turn run through the remote launch in the host's home."""
     try:
         applied = apply_overrides(manifest, o)
     except AgentSettingsError as exc:
         return TestResult(False, None, "the agent's settings cannot be applied", str(exc))
-    detection = await discovery.detect(applied, timeout=min(timeout, discovery.PROBE_TIMEOUT_S))
+    if target is not None and applied.protocol != OPENAI_CHAT:
+        from tolaria.core.remote.discover import discover
+
+        there = await discover(target, [applied], timeout=min(timeout, 30.0))
+        if there.error:
+            return TestResult(False, None, there.error)
+        found = there.get(applied.id)
+        if found is None or found.path is None:
+            return TestResult(False, None, f"{applied.name} is not installed on {target.label}",
+                              found.error if found and found.error else "")
+        detection = found
+        cwd = ""  # the host's home
+    else:
+        target = None  # a model endpoint is reached from this computer
+        detection = await discovery.detect(applied,
+                                           timeout=min(timeout, discovery.PROBE_TIMEOUT_S))
     if applied.protocol != OPENAI_CHAT and detection.path is None:
         return TestResult(False, None, f"{applied.name} is not installed",
                           detection.error or "")
     notes = [f"version check: {detection.error}"] if detection.error else []
-    result = await _turn(applied, o, cwd, timeout, registry or default_registry(), grace_s)
+    result = await _turn(applied, o, cwd, timeout, registry or default_registry(), grace_s,
+                         target)
     detail = "\n".join([*notes, result.detail]) if notes else result.detail
     return TestResult(result.ok, detection.version, result.message, detail.strip())
 
@@ -63,7 +83,8 @@ test_agent.__test__ = False  # type: ignore[attr-defined]  # pytest: not a test
 
 
 async def _turn(manifest: Manifest, o: AgentOverrides, cwd: str, timeout: float,
-                registry: ProcessRegistry, grace_s: float) -> TestResult:
+                registry: ProcessRegistry, grace_s: float,
+                target: Target | None = None) -> TestResult:
     errors: list[str] = []
     diagnostics: list[str] = []
     text: list[str] = []
@@ -77,7 +98,7 @@ async def _turn(manifest: Manifest, o: AgentOverrides, cwd: str, timeout: float,
             text.append(event.text)
 
     request = RunRequest(manifest=manifest, prompt=TEST_PROMPT, cwd=cwd,
-                         permission_mode=o.permission_mode, model=o.model)
+                         permission_mode=o.permission_mode, model=o.model, target=target)
     stream_id = new_stream_id()
     task = asyncio.ensure_future(stream_ai_agent(request, stream_id, on_event, registry=registry,
                                                  grace_s=grace_s))

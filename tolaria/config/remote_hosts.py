@@ -15,7 +15,7 @@ env = { PATH = "/opt/node/bin:/usr/bin:/bin" }
 programs = { claude = "/home/me/.local/bin/claude" }   # agent id -> program there
 ```
 
-Read-only here (the window's host editor will write through support/tomlfile); every bad value
+Read here; Preferences → Hosts writes through config/remote_hosts_edit.py; every bad value
 is a ``BadDestination`` naming the key: a run never goes elsewhere than configured.
 """
 
@@ -79,6 +79,12 @@ def _options(where: str, table: Mapping[str, Any]) -> dict[str, Any]:
         if key in table:
             out[key] = _table(f"{where}.{key}", table[key])
     return out
+
+
+def check_options(where: str, table: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``Target`` fields a ``[remote]`` or ``[hosts."NAME"]`` table gives; BadDestination
+    names the first bad key (``where.key: why``). Preferences' Hosts page checks with it."""
+    return _options(where, table)
 
 
 def load_target(destination: str, path: Path | None = None, *, interactive: bool = False,

@@ -21,6 +21,8 @@ from PySide6.QtCore import QObject, Signal
 
 from tolaria.config import agents as agent_config
 from tolaria.config.agents import AgentOverrides
+from tolaria.config.probe import TestResult
+from tolaria.config.remote_hosts import load_target
 from tolaria.config.settings import Settings, SettingsFileError, load_settings, save_settings
 from tolaria.core.adapters.manifest import (
     OPENAI_CHAT,
@@ -31,6 +33,7 @@ from tolaria.core.adapters.manifest import (
 )
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.programs import discovery
+from tolaria.core.remote.hosts import BadDestination
 from tolaria.qt.tasks import TaskSet
 
 log = logging.getLogger(__name__)
@@ -225,22 +228,30 @@ class SettingsController(QObject):
                      if (m := self.effective(agent)) is not None and m.protocol == OPENAI_CHAT]
         return await discovery.detect_all(manifests)
 
-    def test(self, agent_id: str, overrides: AgentOverrides, cwd: str) -> None:
+    def test(self, agent_id: str, overrides: AgentOverrides, cwd: str, host: str = "") -> None:
+        """The agent's Test, here or on ``host`` (a destination, its settings applied)."""
         manifest = self.adapters.manifests.get(agent_id)
         if manifest is None or agent_id in self._tests:
             return
-        task = self._spawn(self._test(agent_id, manifest, overrides, cwd), name=f"test-{agent_id}")
+        task = self._spawn(self._test(agent_id, manifest, overrides, cwd, host),
+                           name=f"test-{agent_id}")
         if task is None:
             return
         self._tests[agent_id] = task
         task.add_done_callback(lambda _t: self._tests.pop(agent_id, None))
 
     async def _test(self, agent_id: str, manifest: Manifest, overrides: AgentOverrides,
-                    cwd: str) -> None:
+                    cwd: str, host: str = "") -> None:
+        try:
+            target = load_target(host) if host else None
+        except BadDestination as exc:
+            self.test_finished.emit(agent_id, TestResult(False, None, str(exc)))
+            return
         try:
             result = await agent_config.test_agent(manifest, overrides, cwd,
                                                    registry=self.registry,
-                                                   grace_s=self.settings.grace_seconds)
+                                                   grace_s=self.settings.grace_seconds,
+                                                   target=target)
         except asyncio.CancelledError:
             self.test_finished.emit(agent_id, None)
             raise

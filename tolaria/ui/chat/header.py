@@ -19,8 +19,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from tolaria.core.adapters.manifest import Manifest
+from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.programs.discovery import Detection
+from tolaria.core.remote.discover import HostAgents
 from tolaria.core.store.db import Conversation
 from tolaria.ui import theme
 from tolaria.ui.chat.agent_status import (
@@ -37,6 +38,7 @@ from tolaria.ui.chat.host_control import (
     folder_problem,
     host_problem,
 )
+from tolaria.ui.chat.host_rows import remote_status, sections
 from tolaria.ui.chat.picker_rows import HINT_ROLE, NAME_ROLE, PickerRow
 from tolaria.ui.transcript.markdown import plain_tooltip
 
@@ -45,16 +47,23 @@ _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")
 HEADER_ROLE = Qt.ItemDataRole.UserRole + 10
 #: The agent's group (READY, NEEDS_SETUP, NOT_INSTALLED).
 GROUP_ROLE = Qt.ItemDataRole.UserRole + 11
+#: Set on the "Look again on HOST" row (an action, not an agent).
+REFRESH_ROLE = Qt.ItemDataRole.UserRole + 14
 
 
 class AgentPicker(QComboBox):
     """The agents Tolaria knows, grouped Ready / Needs setup / Not installed under section
     headers (the demo first). A not-installed agent is greyed with its one-line install hint; one
     that needs setup says what to do (start the local server, set the key) and stays choosable.
-    Agents disabled in Preferences are left out (a chat that still uses one shows it greyed)."""
+    Agents disabled in Preferences are left out (a chat that still uses one shows it greyed).
+    For a chat on another machine the agents are those found there, under the host's heading
+    (``host_rows``), with a row to look again."""
 
     #: The list was opened: worth asking the local model servers again.
     popup_opened = Signal()
+    #: The chat is on a host whose agents are not known yet, or the user asked to look again:
+    #: host, whether to look afresh (not the cached answer).
+    host_agents_requested = Signal(str, bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -68,10 +77,39 @@ class AgentPicker(QComboBox):
         self._manifests: dict[str, Manifest] = {}
         self._detections: dict[str, Detection] = {}
         self._hidden: set[str] = set()
+        #: The shown chat's host ("" for this computer) and what each host was found to have.
+        self._host = ""
+        self._host_agents: dict[str, HostAgents] = {}
+        self._chosen: str | None = None
+        self.activated.connect(self._on_activated)
 
     def showPopup(self) -> None:
         self.popup_opened.emit()
+        if self._host and self._host not in self._host_agents:
+            self.host_agents_requested.emit(self._host, False)
         super().showPopup()
+
+    def set_host(self, host: str) -> None:
+        """The shown chat's host: its agents are listed (asked for when not known yet)."""
+        if host == self._host:
+            return
+        self._host = host
+        self._rebuild()
+        if host and host not in self._host_agents:
+            self.host_agents_requested.emit(host, False)
+
+    def set_host_agents(self, host: str, found: HostAgents) -> None:
+        """What a look at ``host`` found (or why it could not look)."""
+        self._host_agents[host] = found
+        if host == self._host:
+            self._rebuild()
+
+    def forget_hosts(self) -> None:
+        """The hosts' settings changed: what was found may no longer hold."""
+        self._host_agents.clear()
+        self._rebuild()
+        if self._host:
+            self.host_agents_requested.emit(self._host, True)
 
     def set_manifests(self, manifests: Sequence[Manifest], hidden: Collection[str] = ()) -> None:
         self._manifests = {m.id: m for m in manifests}
@@ -87,7 +125,14 @@ class AgentPicker(QComboBox):
 
     def status(self, agent: str) -> AgentStatus | None:
         manifest = self._manifests.get(agent)
-        return agent_status(manifest, self._detections.get(agent)) if manifest else None
+        if manifest is None:
+            return None
+        found = self._host_agents.get(self._host)
+        if self._host and manifest.protocol != OPENAI_CHAT:
+            reached = found is not None and not found.error
+            return remote_status(manifest, found.get(agent) if reached and found else None,
+                                 self._host)
+        return agent_status(manifest, self._detections.get(agent))
 
     def headers(self) -> list[str]:
         """The section headers shown, top to bottom."""
@@ -95,6 +140,9 @@ class AgentPicker(QComboBox):
                 if self.itemData(row, HEADER_ROLE)]
 
     def _rebuild(self) -> None:
+        if self._host:
+            self._rebuild_for_host()
+            return
         current = self.current_agent()
         groups: dict[str, list[tuple[Manifest, AgentStatus]]] = {g: [] for g in GROUPS}
         # The built-in demo first: it always works.
@@ -117,8 +165,46 @@ class AgentPicker(QComboBox):
         if current:
             self.select(current)
 
-    def _add_header(self, model: QStandardItemModel, group: str) -> None:
-        self.addItem(group.upper(), None)
+    def _rebuild_for_host(self) -> None:
+        current = self.current_agent() or self._chosen
+        shown = [m for m in sorted(self._manifests.values(), key=lambda m: m.name.lower())
+                 if m.id not in self._hidden]
+        model = self.model()
+        assert isinstance(model, QStandardItemModel)
+        self.blockSignals(True)
+        self.clear()
+        for section in sections(self._host, shown, self._host_agents.get(self._host),
+                                self._detections):
+            self._add_header(model, section.heading, upper=False)
+            if section.problem:
+                self.addItem(section.problem, None)
+                item = model.item(self.count() - 1)
+                item.setData(True, HEADER_ROLE)
+                item.setFlags(Qt.ItemFlag.NoItemFlags)
+                item.setForeground(theme.error_colors()[2])
+                item.setToolTip(plain_tooltip(section.problem))
+            for manifest, status in section.agents:
+                self._add_agent(model, manifest, status)
+        self.addItem(f"↻ Look again on {self._host}", None)
+        item = model.item(self.count() - 1)
+        item.setData(True, REFRESH_ROLE)
+        item.setToolTip(f"Ask {self._host} again which agents it has (through your ssh)")
+        self.blockSignals(False)
+        if current:
+            self.select(current)
+
+    def _on_activated(self, index: int) -> None:
+        if self.itemData(index, REFRESH_ROLE):
+            self.host_agents_requested.emit(self._host, True)
+            self._host_agents.pop(self._host, None)
+            self._rebuild()  # "looking for agents…"; the chat's agent stays chosen
+            return
+        agent = self.itemData(index)
+        if isinstance(agent, str):
+            self._chosen = agent
+
+    def _add_header(self, model: QStandardItemModel, group: str, upper: bool = True) -> None:
+        self.addItem(group.upper() if upper else group, None)
         item = model.item(self.count() - 1)
         item.setData(True, HEADER_ROLE)
         item.setFlags(Qt.ItemFlag.NoItemFlags)
@@ -132,6 +218,9 @@ class AgentPicker(QComboBox):
     def _add_agent(self, model: QStandardItemModel, manifest: Manifest,
                    status: AgentStatus) -> None:
         found = self._detections.get(manifest.id)
+        there = self._host_agents.get(self._host) if self._host else None
+        if self._host and manifest.protocol != OPENAI_CHAT:
+            found = there.get(manifest.id) if there is not None else None
         text = manifest.name
         if status.group == READY and found is not None:
             match = _VERSION_RE.search(found.version or "")
@@ -154,6 +243,7 @@ class AgentPicker(QComboBox):
         return value if isinstance(value, str) else None
 
     def select(self, agent: str) -> None:
+        self._chosen = agent
         index = self.findData(agent)
         if index < 0:
             # An agent this install no longer has, or one disabled: show it, unusable.
@@ -236,6 +326,7 @@ class ChatHeader(QWidget):
             self.entry.close_entry()  # typed for another chat
         self._conversation_id = conversation.id
         self.title.setText(conversation.title)
+        self.agent_picker.set_host(conversation.host or "")  # its agents, before choosing
         self.agent_picker.select(conversation.agent)
         self._host = conversation.host or ""
         self.host_button.set_host(self._host)

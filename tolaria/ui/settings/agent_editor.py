@@ -156,6 +156,14 @@ class AgentEditor(QWidget):
         self.errors["general"] = self.general_error
 
         test_row = QHBoxLayout()
+        #: Where the Test runs: this computer, or a configured host (through the remote launch).
+        self.test_host = QComboBox(self)
+        self.test_host.setObjectName("agentTestHost")
+        self.test_host.setAccessibleName("Test on")
+        self.test_host.setToolTip("Where the Test runs: here, or on a host through your ssh "
+                                  "(the agent found there as a chat there finds it)")
+        self.set_test_hosts([])
+        test_row.addWidget(self.test_host)
         self.test_button = QPushButton("Test", self)
         self.test_button.setObjectName("agentTestButton")
         self.test_button.setAutoDefault(False)
@@ -180,6 +188,16 @@ class AgentEditor(QWidget):
         test_row.addWidget(self.test_result, 1)
         outer.addLayout(test_row)
         outer.addStretch(1)
+
+    def set_test_hosts(self, hosts: list[str]) -> None:
+        """The configured hosts a Test can run on (the chosen one kept when still there)."""
+        chosen = self.test_host.currentData() or ""
+        self.test_host.clear()
+        self.test_host.addItem("On this computer", "")
+        for host in hosts:
+            self.test_host.addItem(f"On {host}", host)
+        self.test_host.setCurrentIndex(max(self.test_host.findData(chosen), 0))
+        self.test_host.setVisible(bool(hosts))
 
     def _with_error(self, field: QWidget, name: str) -> QWidget:
         box, self.errors[name] = with_error_label(self, field, name)
@@ -221,6 +239,9 @@ class AgentEditor(QWidget):
         self.cwd.set_text(overrides.cwd or "")
         self.detected.setText("Detecting…")
         self.test_result.clear()
+        if chat:  # a model endpoint is reached from this computer, whatever the chat's host
+            self.test_host.setCurrentIndex(0)
+        self.test_host.setEnabled(not chat)
         if testing:
             self.show_test_started()
         else:

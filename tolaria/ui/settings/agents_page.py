@@ -51,8 +51,8 @@ class AgentsPage(QWidget):
     reset_requested = Signal(str)
     #: Find the agent's program with these overrides: agent id, AgentOverrides.
     detect_requested = Signal(str, object)
-    #: Run the Test: agent id, AgentOverrides.
-    test_requested = Signal(str, object)
+    #: Run the Test: agent id, AgentOverrides, the host ("" for this computer).
+    test_requested = Signal(str, object, str)
     #: Stop the running Test of an agent: agent id.
     test_cancel_requested = Signal(str)
     #: Fetch an openai-chat agent's models: agent id, AgentOverrides.
@@ -242,7 +242,8 @@ class AgentsPage(QWidget):
             return
         self._testing.add(agent_id)
         self.editor.show_test_started()
-        self.test_requested.emit(agent_id, self.overrides_of(agent_id))
+        self.test_requested.emit(agent_id, self.overrides_of(agent_id),
+                                 str(self.editor.test_host.currentData() or ""))
 
     def _on_editor_models_requested(self) -> None:
         agent_id = self.current_agent()

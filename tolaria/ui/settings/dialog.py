@@ -1,6 +1,6 @@
-"""The Preferences window (Ctrl+,): Agents, MCP servers, Shortcuts, Behaviour and Checkpoints
-pages and one Save (Checkpoints has its own Prune; it saves nothing; MCP servers writes each
-server with its own Save server, like a custom agent).
+"""The Preferences window (Ctrl+,): Agents, MCP servers, Hosts, Shortcuts, Behaviour and
+Checkpoints pages and one Save (Checkpoints has its own Prune; it saves nothing; MCP servers and
+Hosts write each entry with its own Save, like a custom agent).
 
 Non-modal (``show()``), so chats keep running and the chat window stays usable while it is
 open. It emits intents; ``tolaria.qt.settings_controller`` writes the files and answers with
@@ -38,6 +38,7 @@ from tolaria.ui.settings.behaviour_page import BehaviourPage
 from tolaria.ui.settings.checkpoints_page import CheckpointsPage
 from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 from tolaria.ui.settings.fields import ErrorLabel
+from tolaria.ui.settings.hosts_page import HostsPage
 from tolaria.ui.settings.mcp_page import McpPage
 from tolaria.ui.settings.shortcuts_page import ShortcutsPage
 from tolaria.ui.transcript.cards.style import follow_palette
@@ -83,11 +84,13 @@ class SettingsDialog(QDialog):
         self.tabs.setObjectName("settingsTabs")
         self.agents = AgentsPage(self)
         self.mcp = McpPage(self)
+        self.hosts = HostsPage(self)
         self.shortcuts = ShortcutsPage(self)
         self.behaviour = BehaviourPage(self)
         self.checkpoints = CheckpointsPage(self)
         self.tabs.addTab(self.agents, "&Agents")
         self.tabs.addTab(self.mcp, "&MCP servers")
+        self.tabs.addTab(self.hosts, "&Hosts")
         self.tabs.addTab(self.shortcuts, "&Shortcuts")
         self.tabs.addTab(self.behaviour, "&Behaviour")
         self.tabs.addTab(self.checkpoints, "Chec&kpoints")

@@ -1,0 +1,80 @@
+"""The agent probe runs on the host's own Python, like the supervisor: standard library only,
+Python >= 3.8, and the loader that runs it is a constant. These checks need no sshd."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tolaria.core.remote import agent_probe, discover
+
+SOURCE = Path(agent_probe.__file__)
+
+
+def test_the_probe_imports_the_standard_library_only() -> None:
+    names = set()
+    for node in ast.walk(ast.parse(SOURCE.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+
+
+def test_the_probe_needs_no_python_newer_than_3_8() -> None:
+    vermin = shutil.which("vermin") or str(Path(sys.executable).parent / "vermin")
+    if not Path(vermin).exists():
+        pytest.fail("vermin is missing: pip install -e '.[test]'")
+    done = subprocess.run([vermin, "-t=3.8-", "--violations", "--no-tips", "--no-parse-comments",
+                           str(SOURCE)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_shipped_source_is_what_is_sent() -> None:
+    assert discover.probe_source() == SOURCE.read_bytes()
+    assert "{" not in discover.LOADER.replace("{}", ""), "a constant: nothing is formatted in"
+
+
+def login_shell(folder: Path, adds: Path) -> Path:
+    """A login shell whose profile puts ``adds`` on PATH and prints a banner (the account's
+    own profile is left alone: other tests use the account too)."""
+    shell = folder / "login-sh"
+    shell.write_text(f'#!/bin/sh\nshift\necho "Welcome"\nPATH="{adds}:$PATH" exec /bin/sh -c "$@"\n')
+    shell.chmod(0o755)
+    return shell
+
+
+def test_names_never_reach_the_shell_script() -> None:
+    """A program name with shell syntax is an argument of the login shell, never its script."""
+    hostile = "x; touch /tmp/tolaria-probe-pwned #"
+    found = agent_probe.login_shell_paths([hostile], {"PATH": "/usr/bin:/bin",
+                                                      "SHELL": "/bin/sh"}, 5.0)
+    assert found == {}
+    assert not Path("/tmp/tolaria-probe-pwned").exists()
+
+
+def test_the_probe_finds_programs_as_the_supervisor_does(tmp_path: Path) -> None:
+    """The probe's resolver and the supervisor's (``_resolve``, what a run there uses) agree:
+    on PATH, only through the login shell, by path, and not at all."""
+    from tolaria.core.remote import supervisor
+
+    on_path, in_login = tmp_path / "bin", tmp_path / "login"
+    for folder, name in ((on_path, "agent-a"), (in_login, "agent-b")):
+        folder.mkdir()
+        (folder / name).write_text("#!/bin/sh\necho 1.0\n")
+        (folder / name).chmod(0o755)
+    env = {"PATH": f"{on_path}:/usr/bin:/bin", "SHELL": str(login_shell(tmp_path, in_login))}
+    names = ["agent-a", "agent-b", str(on_path / "agent-a"), "agent-none"]
+    answer = agent_probe.probe({"env": env, "timeout": 5, "agents": [
+        {"id": name, "program": name, "version": [name], "same": True} for name in names]})
+    probed = {a["id"]: a["path"] for a in answer["agents"]}
+    base = {**os.environ, **env}
+    assert probed == {name: supervisor._resolve(name, dict(base)) for name in names}
+    assert probed["agent-b"] == str(in_login / "agent-b")
+    assert [a["version"] for a in answer["agents"]][:3] == ["1.0"] * 3
