@@ -251,6 +251,8 @@ class Supervisor:
         signal.set_wakeup_fd(wakeup_w)
         signal.signal(signal.SIGCHLD, _ignore)
         self.link_open = True
+        #: Frames read together with START (the agent's stdin): handled once it started.
+        self.early: list[tuple[bytes, bytes]] = []
 
     # -- output to Tolaria ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
@@ -276,10 +278,12 @@ class Supervisor:
             data = os.read(0, _CHUNK)
             if not data:
                 return None
-            for kind, payload in self.reader.feed(data):
+            frames = self.reader.feed(data)
+            for i, (kind, payload) in enumerate(frames):
                 if kind == START:
                     spec = json.loads(payload.decode())
                     if isinstance(spec, dict):
+                        self.early = frames[i + 1:]  # the prompt may come in the same read
                         return spec
         return None
 
@@ -331,6 +335,8 @@ class Supervisor:
         if problem is not None:
             self.send_json(FAILED, {"message": problem})
             return 1
+        for kind, payload in self.early:
+            self.on_frame(kind, payload)
         while True:
             self.reap()
             if self.status is not None and self.exited_at is None:
