@@ -5,6 +5,7 @@ agent. It was once dropped, and a real Claude Code on a host waited for its prom
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ SUPERVISOR = Path(proto.__file__)
 
 
 def test_stdin_sent_with_start_in_one_write_reaches_the_agent() -> None:
-    start = {"argv": ["cat"], "cwd": None, "env": {}, "stream_id": new_stream_id(),
+    start: dict[str, object] = {"argv": ["cat"], "cwd": None, "env": {}, "stream_id": new_stream_id(),
              "heartbeat_s": 10.0, "grace_s": 0.5}
     prompt = b'{"type":"user","message":{"content":"hello"}}\n'
     proc = subprocess.Popen([sys.executable, str(SUPERVISOR)], stdin=subprocess.PIPE,
@@ -28,7 +29,7 @@ def test_stdin_sent_with_start_in_one_write_reaches_the_agent() -> None:
         proc.stdin.flush()
         reader, out, gone = proto.FrameReader(), b"", None
         while gone is None:
-            data = proc.stdout.read1(65536)
+            data = os.read(proc.stdout.fileno(), 65536)
             assert data, "the supervisor closed before GONE"
             for kind, payload in reader.feed(data):
                 if kind == proto.STDOUT:

@@ -109,7 +109,7 @@ def _proc_read(path: str) -> bytes | None:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
-    chunks = []
+    chunks: list[bytes] = []
     try:
         while True:
             data = os.read(fd, 65536)
