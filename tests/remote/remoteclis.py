@@ -18,7 +18,16 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from e2e.clis import CLIS, Cli, RegistryUnreachable, cache_root, install, installed, run_env
+from e2e.clis import (
+    CLIS,
+    Cli,
+    RegistryUnreachable,
+    cache_root,
+    install,
+    installed,
+    promote,
+    run_env,
+)
 from remote.sshd import SKIPPED, remote_account
 
 #: The remote account's PATH besides the CLI's own bin folder (node is /usr/bin/node here).
@@ -48,12 +57,12 @@ def remote_bin(agent: str) -> tuple[Cli, Path]:
     final = root / cli.folder_name
     done = final / ".complete"
     if not (done.exists() and done.read_text() == cli.spec):
-        _put(cache_root() / "npm" / cli.folder_name, root, final, account.pw_uid,
+        _put(cache_root() / "npm" / cli.folder_name, root, final, cli.spec, account.pw_uid,
              account.pw_gid)
     return cli, final / "node_modules" / ".bin"
 
 
-def _put(source: Path, root: Path, final: Path, uid: int, gid: int) -> None:
+def _put(source: Path, root: Path, final: Path, spec: str, uid: int, gid: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for folder in (root, root.parent, root.parent.parent):  # .cache/tolaria-e2e/npm
         if folder.is_relative_to(Path(remote_account().pw_dir)):
@@ -73,11 +82,7 @@ def _put(source: Path, root: Path, final: Path, uid: int, gid: int) -> None:
                 for name in [*dirs, *files]:
                     with contextlib.suppress(OSError):
                         os.chown(os.path.join(path, name), uid, gid, follow_symlinks=False)
-        (staging / ".complete").write_text(
-            next(c.spec for c in CLIS.values() if c.folder_name == final.name))
-        if final.exists():
-            shutil.rmtree(final)
-        staging.rename(final)
+        promote(staging, final, spec)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
