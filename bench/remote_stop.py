@@ -36,7 +36,7 @@ from nonroot import (  # noqa: E402  (tests/ is the import root of the test help
     python_env,
 )
 from remote.remotehelpers import run_local  # noqa: E402
-from remote.sshd import SshServer, kill_remote, remote_processes, sshd_problem  # noqa: E402
+from remote.sshd import SshServer, kill_remote, sshd_problem  # noqa: E402
 
 from tolaria.core.stream_id import new_stream_id  # noqa: E402
 
@@ -73,7 +73,7 @@ def remote_stop(sshd: SshServer, mode: str) -> tuple[float, int]:
                                 "FAKE_HOPLOG": str(shared / "hops")})
         if result["stop_reason"] != "cancelled" or result["stop_ms"] is None:
             raise SystemExit(f"{mode}: the run was not stopped: {result}")
-        left = len(remote_processes(sid)) + len(result["survivors"])
+        left = len(result["remote_left"]) + len(result["survivors"])
         return float(result["stop_ms"]), left
     finally:
         kill_remote(sid)

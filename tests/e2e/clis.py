@@ -109,15 +109,19 @@ def install(cli: Cli, timeout: float = 900.0) -> Path:
             stdin=subprocess.DEVNULL, cwd=staging)
         if r.returncode != 0:
             raise RuntimeError(f"npm install {cli.spec} failed: {r.stderr.strip()[-2000:]}")
-        (staging / ".complete").write_text(cli.spec)
-        final = root / cli.folder_name
-        if final.exists():
-            shutil.rmtree(final)
-        staging.rename(final)
+        promote(staging, root / cli.folder_name, cli.spec)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return bin_dir(cli)
+
+
+def promote(staging: Path, final: Path, spec: str) -> None:
+    """Mark the complete ``staging`` folder with ``spec`` and rename it into place."""
+    (staging / ".complete").write_text(spec)
+    if final.exists():
+        shutil.rmtree(final)
+    staging.rename(final)
 
 
 def run_env(cli: Cli, home: Path, model_url: str, key: str = GOOD_KEY) -> dict[str, str]:

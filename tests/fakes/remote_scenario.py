@@ -5,7 +5,9 @@ user, who cannot signal the remote account's processes. JSON: ``host`` (a destin
 ``ssh_config``, ``mode`` (fake_agent.py's), ``cwd``, ``env``, ``stream_id``, ``action``
 ("finish": let it end; "stop": abort once it started; "disconnect": SIGKILL our ssh client once it
 started; "freeze": SIGSTOP it for ``hold`` seconds (a silent drop), then SIGKILL it; "wait":
-let the test act, e.g. kill the remote sshd session), ``grace``, ``heartbeat_s``, ``python``, ``cache_dir``.
+let the test act, e.g. kill the remote sshd session), ``grace``, ``heartbeat_s``, ``python``, ``cache_dir``;
+``agent`` (a built-in adapter instead of the fake agent), ``permission_mode``, ``wait_file`` (act
+once this file exists, instead of after the ``wait_for`` event; the test makes it) and ``wait_s``.
 Prints one JSON line: ``stop_reason``, ``exit_code``, ``survivors``, ``errors``, ``text``,
 ``stop_ms``, ``kinds``, ``acted_at`` (time.time() of the stop or the kill).
 """
@@ -25,7 +27,8 @@ from typing import Any
 FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
 
 
-def _ssh_children(pid: int) -> list[int]:
+def _children(pid: int) -> list[tuple[int, bytes]]:
+    """(pid, name) of the children of ``pid``."""
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -37,34 +40,33 @@ def _ssh_children(pid: int) -> list[int]:
             ppid = int(fields[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
-        if ppid == pid and name == b"ssh":
-            out.append(int(entry))
+        if ppid == pid:
+            out.append((int(entry), name))
     return out
 
 
 def _descendant_ssh() -> list[int]:
+    """The ssh clients of *our* links: other scenarios (other test runs) may run at once."""
     found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if b"tolaria.core.remote.link" in fh.read():
-                        found += _ssh_children(int(entry))
-            except OSError:
-                continue
+    for link, _name in _children(os.getpid()):
+        with contextlib.suppress(OSError), open(f"/proc/{link}/cmdline", "rb") as fh:
+            if b"tolaria.core.remote.link" in fh.read():
+                found += [pid for pid, name in _children(link) if name == b"ssh"]
     return found
 
 
 async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
-    from tolaria.core.adapters.manifest import Manifest
-    from tolaria.core.events import Done, Error, Event, TextDelta
+    from tolaria.core.adapters.manifest import Manifest, load_adapters
+    from tolaria.core.events import Diagnostic, Done, Error, Event, TextDelta
     from tolaria.core.process.registry import ProcessRegistry
     from tolaria.core.remote.hosts import parse_destination
     from tolaria.core.turns.runner import RunRequest, stream_ai_agent
 
-    command = tuple(cfg.get("command") or ("python3", str(FAKE_AGENT), cfg["mode"], "{prompt}"))
+    command = tuple(cfg.get("command") or ("python3", str(FAKE_AGENT), cfg.get("mode", "normal"), "{prompt}"))
     manifest = Manifest(id="scenario", name=f"remote {cfg.get('mode')}",
                         protocol=cfg.get("protocol", "claude-stream-json"), command=command)
+    if cfg.get("agent"):  # a real CLI, through Tolaria's own adapter for it
+        manifest = load_adapters().get(cfg["agent"])
     settings: dict[str, Any] = {"ssh_config": cfg.get("ssh_config"),
                                 "heartbeat_s": float(cfg.get("heartbeat_s", 3.0))}
     for key in ("python", "cache_dir"):
@@ -75,14 +77,16 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     sid = cfg["stream_id"]
     events: list[Event] = []
     task = asyncio.ensure_future(stream_ai_agent(
-        RunRequest(manifest, cfg.get("prompt", "go"), cfg.get("cwd"), cfg.get("env") or {}, target=target), sid,
+        RunRequest(manifest, cfg.get("prompt", "go"), cfg.get("cwd"), cfg.get("env") or {},
+                   permission_mode=cfg.get("permission_mode"), target=target), sid,
         events.append, registry=registry, grace_s=float(cfg.get("grace", 0.5))))
     action = cfg.get("action", "finish")
     acted_at = started = 0.0
     if action in ("stop", "disconnect", "freeze"):
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + float(cfg.get("wait_s", 30))
         wait_for = cfg.get("wait_for", "init")  # the event after which the tree is there
-        while not any(e.kind == wait_for for e in events):
+        wait_file = Path(cfg["wait_file"]) if cfg.get("wait_file") else None
+        while not (wait_file.exists() if wait_file else any(e.kind == wait_for for e in events)):
             if task.done() or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.01)
@@ -107,6 +111,7 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     return {"stop_reason": done.stop_reason, "exit_code": done.exit_code,
             "survivors": [[s.pid, s.name] for s in done.survivors],
             "errors": [e.message for e in events if isinstance(e, Error)],
+            "diagnostics": [e.message[:500] for e in events if isinstance(e, Diagnostic)],
             "text": "".join(e.text for e in events if isinstance(e, TextDelta)),
             "deltas": sum(1 for e in events if isinstance(e, TextDelta)),
             "in_order": all(e.text.startswith(f"flood {i}: ") for i, e in

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from e2e.fake_model import FakeModelServer
 from nonroot import other_uid_gid
 from remote.sshd import SKIPPED, SshServer, sshd_problem
 
@@ -26,6 +27,14 @@ def sshd() -> Iterator[SshServer]:
             SKIPPED.append(message)
         pytest.skip(message)
     server = SshServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def model_server() -> Iterator[FakeModelServer]:
+    """The e2e tier's scripted model on 127.0.0.1, for the real CLIs run on the host."""
+    server = FakeModelServer().start()
     yield server
     server.stop()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nonroot import as_other_user, other_user_prefix, other_user_python, python_env
-from remote.sshd import ALIAS, SshServer, kill_remote
+from remote.sshd import ALIAS, SshServer, kill_remote, remote_processes
 
 SCENARIO = Path(__file__).resolve().parents[1] / "fakes" / "remote_scenario.py"
 FAKE_AGENT = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"
@@ -18,7 +18,8 @@ FAKE_AGENT = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"
 def run_local(sshd: SshServer, shared: Path, stream_id: str, timeout: float = 90,
               inside: Sequence[str] = (), **cfg: Any) -> dict[str, Any]:
     """The scenario as the non-root local user (``inside`` a network namespace: its ``ip
-    netns exec`` prefix); its JSON result."""
+    netns exec`` prefix); its JSON result, with ``remote_left``: the run's processes alive on
+    the remote account once the scenario returned (seen as root, before they are cleaned up)."""
     cfg = {"host": ALIAS, "ssh_config": str(sshd.config), "stream_id": stream_id,
            "cwd": str(shared), **cfg}
     try:
@@ -32,10 +33,12 @@ def run_local(sshd: SshServer, shared: Path, stream_id: str, timeout: float = 90
                                   check=False, stdin=subprocess.DEVNULL)
         else:
             done = as_other_user(argv, env=env, cwd=home, timeout=timeout)
+        left = remote_processes(stream_id)
     finally:
         kill_remote(stream_id)  # a failed test never leaves the remote tree behind
     if done.returncode != 0 or not done.stdout.strip():
         raise AssertionError(f"scenario failed ({done.returncode}):\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     result["stderr"] = done.stderr
+    result["remote_left"] = left
     return result

@@ -59,7 +59,7 @@ def test_stop_leaves_nothing_on_the_remote(sshd: SshServer, shared: Path, mode: 
                        wait_for="init" if quiet else "text_delta",
                        env={"FAKE_PIDFILE": str(shared / "pids"), "FAKE_HOPLOG":
                             str(shared / "hops")})
-    left = remote_processes(sid)
+    left = result["remote_left"]  # at the scenario's end, before any cleanup of ours
     assert result["stop_reason"] == "cancelled", result
     assert result["survivors"] == [], result
     assert left == [], f"{mode}: left on the remote: {left}"
@@ -162,6 +162,7 @@ def test_tolaria_killed_with_9_ends_the_remote_tree(sshd: SshServer, shared: Pat
     """The local side dies at once (no stop, no watchdog in this scenario): its link notices it
     was orphaned and closes, and the supervisor ends the tree."""
     sid = new_stream_id()
+    marker = f"TOLARIA_STREAM_ID={sid}".encode()  # the link carries the run's marker
     links: list[int] = []
 
     def kill_tolaria() -> None:
@@ -169,9 +170,10 @@ def test_tolaria_killed_with_9_ends_the_remote_tree(sshd: SshServer, shared: Pat
             if entry.name.isdigit():
                 try:
                     cmd = (entry / "cmdline").read_bytes()
+                    ours = marker in (entry / "environ").read_bytes().split(b"\0")
                 except OSError:
                     continue
-                if b"tolaria.core.remote.link" in cmd:
+                if b"tolaria.core.remote.link" in cmd and ours:  # not another run's link
                     links.append(int(entry.name))
         assert links
         scenario = _ppid(links[0])
