@@ -25,7 +25,14 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QLabel,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tolaria.core.events import Done, Event
 from tolaria.core.permissions import PermissionRequest
@@ -279,6 +286,11 @@ class TranscriptView(QScrollArea):
         self._busy.pop(turn.stream_id, None)
         if self._anchor is not None and self._anchor[0] is turn:
             self._anchor = None
+        focused = QApplication.focusWidget()
+        if focused is not None and turn.isAncestorOf(focused):
+            # Else the focus goes on to the next turn's button, and the scroll area scrolls
+            # to show it: the view would jump to where the released turn was.
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
         self._layout.removeWidget(turn)
         turn.hide()
         turn.deleteLater()
