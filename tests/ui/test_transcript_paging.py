@@ -28,25 +28,27 @@ def _ids(view: TranscriptView) -> list[str]:
     return [turn.stream_id for turn in view.turns()]
 
 
-def _at_top(view: TranscriptView, sids: list[str], store: Store, conversation: int,
-            qtbot: QtBot) -> None:
-    """Load older pages until the window holds ``MAX_LIVE_TURNS`` or more turns, all built."""
+def _full_window(qtbot: QtBot, store: Store, turns: int,
+                 text_chars: int) -> tuple[TranscriptView, list[str], int]:
+    """A view on a stored chat of ``turns`` turns, older pages loaded until its window holds
+    ``MAX_LIVE_TURNS`` or more turns, all built: the view, the stream ids, the chat's id."""
+    conversation = store.create_conversation("Long", "demo", "/tmp").id
+    sids = fill_chat(store, conversation, turns, text_chars=text_chars)
+    view = _view(qtbot)
+    view.show_page(store.turns_page(conversation), {})
+    qtbot.waitUntil(lambda: not view.busy, timeout=20_000)
     while len(view.turns()) < MAX_LIVE_TURNS:
         first = view.turns()[0].turn_id
         assert first is not None
         view.show_page(store.turns_page(conversation, first), {})
         qtbot.waitUntil(lambda: not view.busy, timeout=20_000)
     assert _ids(view) == sids[-len(view.turns()):]
+    return view, sids, conversation
 
 
 def test_an_older_page_is_built_one_turn_per_tick_and_the_view_keeps_still(
         qtbot: QtBot, store: Store) -> None:
-    conversation = store.create_conversation("Long", "demo", "/tmp").id
-    sids = fill_chat(store, conversation, 80, text_chars=1200)
-    view = _view(qtbot)
-    view.show_page(store.turns_page(conversation), {})
-    qtbot.waitUntil(lambda: not view.busy, timeout=20_000)
-    _at_top(view, sids, store, conversation, qtbot)
+    view, sids, conversation = _full_window(qtbot, store, 80, 1200)
     held = len(view.turns())
 
     # Read from the middle of the first turn held; an older page arrives.
@@ -83,12 +85,7 @@ def test_an_older_page_is_built_one_turn_per_tick_and_the_view_keeps_still(
 
 def test_a_newer_page_is_built_below_and_the_oldest_released(
         qtbot: QtBot, store: Store) -> None:
-    conversation = store.create_conversation("Long", "demo", "/tmp").id
-    sids = fill_chat(store, conversation, 70, text_chars=800)
-    view = _view(qtbot)
-    view.show_page(store.turns_page(conversation), {})
-    qtbot.waitUntil(lambda: not view.busy, timeout=20_000)
-    _at_top(view, sids, store, conversation, qtbot)
+    view, sids, conversation = _full_window(qtbot, store, 70, 800)
     # Jump into the middle (a search), then read the newer turns below it.
     view.show_page(store.turns_around(conversation, view.turns()[0].turn_id or 0), {})
     qtbot.waitUntil(lambda: not view.busy, timeout=20_000)
