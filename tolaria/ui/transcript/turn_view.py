@@ -315,6 +315,8 @@ class TurnView(QWidget):
                 touched[id(widget)] = widget
                 if not item.parts:
                     queue.pop()
+                    if queue.ended:  # (stored text: nothing more comes) rendered now, timed
+                        widget.refresh()
             else:
                 queue.pop()
                 if isinstance(item, Ending):

@@ -10,6 +10,11 @@ the viewport are added, grow or go away, the view stays anchored on the turn und
 All updates of a transcript go through one single-shot 16 ms timer: events are queued on their
 turn, and each tick applies as much as fits in a small time budget. So at most ~60 renders a
 second happen whatever the agent prints, and the event loop is never held for long.
+
+A page of stored turns loaded while scrolling is built one turn per tick, and the turns it
+pushes out of the window are released one per tick (ADR 0037): a new turn costs its widgets,
+then their first show (style polish, layout) in the events that follow, and a released one its
+destruction; a whole page of either at once held the loop for 100 ms and more.
 """
 
 from __future__ import annotations
@@ -20,7 +25,14 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QLabel,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 from tolaria.core.events import Done, Event
 from tolaria.core.permissions import PermissionRequest
@@ -41,6 +53,8 @@ RESTORE_BUDGET_S = 0.008
 _STICKY_SLACK = 24
 #: Turn widgets kept at most (about three pages); beyond, the far end is released.
 MAX_LIVE_TURNS = 30
+#: Stored turns built, and held turns released, per tick while scrolling loads a page.
+BUILDS_PER_TICK = 1
 
 
 class TranscriptView(QScrollArea):
@@ -89,6 +103,9 @@ class TranscriptView(QScrollArea):
         #: Stored turns of a page still to be built (one or a few per frame), and where.
         self._to_build: deque[tuple[Turn, list[Event], str]] = deque()
         self._build_at_top = False
+        #: Turns beyond ``MAX_LIVE_TURNS`` are to be released, from this end (True: the bottom),
+        #: one per tick (None: nothing to release).
+        self._releasing: bool | None = None
         self._restarted: set[str] = set()
         #: Messages steered into a turn, by stream id: (marker id, text), shown when it is built.
         self._steered: dict[str, list[tuple[int, str]]] = {}
@@ -233,6 +250,7 @@ class TranscriptView(QScrollArea):
             # page (building a turn and its first layout cost milliseconds each).
             self._to_build.extend(rows)
             self._build_at_top = at_top
+            self._releasing = None
             self._timer.start()
             return []
         made = [self.add_stored(turn, events, name) for turn, events, name in rows]
@@ -251,11 +269,12 @@ class TranscriptView(QScrollArea):
         view, _ending = self.add_stored(turn, events, name, at_top=self._build_at_top)
         self.schedule(view)
         if not self._to_build:
-            self._release(from_bottom=self._build_at_top)
+            self._releasing = self._build_at_top  # the far end, one turn per tick
 
     def clear(self) -> None:
         """Release every turn (the window is about to show another part of the chat)."""
         self._to_build.clear()
+        self._releasing = None
         for turn in list(self._order):
             self._drop(turn)
         self._anchor = None
@@ -267,28 +286,39 @@ class TranscriptView(QScrollArea):
         self._busy.pop(turn.stream_id, None)
         if self._anchor is not None and self._anchor[0] is turn:
             self._anchor = None
+        focused = QApplication.focusWidget()
+        if focused is not None and turn.isAncestorOf(focused):
+            # Else the focus goes on to the next turn's button, and the scroll area scrolls
+            # to show it: the view would jump to where the released turn was.
+            self.setFocus(Qt.FocusReason.OtherFocusReason)
         self._layout.removeWidget(turn)
         turn.hide()
         turn.deleteLater()
 
-    def _release(self, *, from_bottom: bool) -> None:
-        """Give back turns beyond ``MAX_LIVE_TURNS`` at the end away from the user, as long as
-        they are a screen or more away from what is shown."""
+    def _release(self, *, from_bottom: bool, most: int | None = None) -> bool:
+        """Give back turns beyond ``MAX_LIVE_TURNS`` at the end away from the user (``most``
+        of them at most), as long as they are a screen or more away from what is shown; True
+        if more are to be released."""
         self._layout.activate()  # positions as they are now
         top, screen = self.verticalScrollBar().value(), self.viewport().height()
         while len(self._order) > MAX_LIVE_TURNS:
+            if most is not None and most <= 0:
+                return True
             victim = self._order[-1] if from_bottom else self._order[0]
             if not victim.ended:
-                return  # a live turn stays (its events keep arriving)
+                return False  # a live turn stays (its events keep arriving)
             if (victim.y() < top + 2 * screen if from_bottom
                     else victim.y() + victim.height() > top - screen):
-                return  # near the viewport: the user may be reading it
+                return False  # near the viewport: the user may be reading it
             self._drop(victim)
+            if most is not None:
+                most -= 1
             if from_bottom:
                 self.has_newer = True
                 self._sticky = False
             else:
                 self.has_older = True
+        return False
 
     def mark_restarted(self, stream_id: str) -> None:
         """Remember an abandoned attempt: collapsed now, or when its page is loaded."""
@@ -371,7 +401,7 @@ class TranscriptView(QScrollArea):
 
     @property
     def busy(self) -> bool:
-        return bool(self._busy or self._to_build)
+        return bool(self._busy or self._to_build or self._releasing is not None)
 
     def flush_all(self) -> None:
         """Apply everything queued now, whatever it costs (tests and screenshots)."""
@@ -387,13 +417,20 @@ class TranscriptView(QScrollArea):
             else:
                 budget = VISIBLE_BUDGET_S
         deadline = time.perf_counter() + budget
-        while self._to_build:
+        worked = False
+        for _ in range(BUILDS_PER_TICK):  # (a whole page at once held the loop for 100+ ms)
+            if not self._to_build:
+                break
             self._build_next()
-            if time.perf_counter() >= deadline:
-                break
+            worked = True
+        if not worked and self._releasing is not None:
+            if not self._release(from_bottom=self._releasing, most=BUILDS_PER_TICK):
+                self._releasing = None
+            worked = True
         for stream_id, turn in list(self._busy.items()):
-            if time.perf_counter() >= deadline and self._to_build:
-                break
+            if worked and time.perf_counter() >= deadline:
+                break  # (something was done this tick: the rest waits for the next)
+            worked = True
             if turn.drain(deadline):
                 break  # out of time; keep the order
             del self._busy[stream_id]
