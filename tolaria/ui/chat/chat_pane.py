@@ -26,6 +26,7 @@ from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.ui.chat.pane_questions import PaneQuestions
+from tolaria.ui.chat.ssh_question import SshQuestions
 from tolaria.ui.composer.assist import ComposerAssist
 from tolaria.ui.composer.attachments import AttachmentTray
 from tolaria.ui.composer.composer import Composer
@@ -103,6 +104,9 @@ class ChatPane(QWidget):
         #: The turn whose prompt is being edited in the composer (sent in its place).
         self.editing: str | None = None
         layout.addWidget(self.transcript, 1)
+        #: ssh's own questions of this chat's remote turn (ADR 0033), above the composer.
+        self.ssh_questions = SshQuestions(self)
+        layout.addWidget(self.ssh_questions)
         self.queued_chips = QueuedChips(self)
         self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
         self.queued_chips.remove_requested.connect(self._on_queued_chips_remove_requested)

@@ -41,6 +41,7 @@ from tolaria.ui import theme
 from tolaria.ui.chat.chat_pane import ChatPane
 from tolaria.ui.chat.chat_stack import ChatStack, local_folder
 from tolaria.ui.chat.header import ChatHeader
+from tolaria.ui.chat.ssh_question import SshQuestionRouter
 from tolaria.ui.fanout.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout.fanout_view import FanOutView
 from tolaria.ui.fanout.jobs import JobWindows, job_label
@@ -154,6 +155,10 @@ class MainWindow(WindowKeys):
         self._stop_hint = stop_key.toString(QKeySequence.SequenceFormat.NativeText)
         self.stack = ChatStack(stop_key.toString(QKeySequence.SequenceFormat.NativeText), self,
                                watchdog_seconds=settings.watchdog_seconds)
+        #: ssh's questions (host key, passphrase) to their chat's pane (ADR 0033).
+        self.ssh_questions = SshQuestionRouter(
+            self.stack.pane, lambda c: (self._conversations[c].host or "")
+            if c in self._conversations else "", self)
         right = QWidget(self)
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
@@ -263,6 +268,8 @@ class MainWindow(WindowKeys):
         bridge.turn_restarted.connect(self.refresh_run_state)
         bridge.store_write_failed.connect(self.store_notice.show_failure)
         bridge.store_write_recovered.connect(self.store_notice.clear)
+        bridge.ssh_question_asked.connect(self.ssh_questions.on_question_asked)
+        bridge.ssh_question_closed.connect(self.ssh_questions.on_question_closed)
 
     def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
         """The agents Tolaria knows; disabled ones are left out of the picker."""
