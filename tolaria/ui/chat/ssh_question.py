@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.remote.askpass_desk import KIND_CONFIRM, KIND_NOTICE, KIND_SECRET, SshQuestion
 from tolaria.ui import theme
+from tolaria.ui.transcript.cards.style import follow_palette
 
 
 class SshQuestionCard(QFrame):
@@ -36,9 +37,7 @@ class SshQuestionCard(QFrame):
         super().__init__(parent)
         self.setObjectName("sshQuestionCard")
         self.question = question
-        self.setStyleSheet(
-            f"QFrame#sshQuestionCard {{ background: {theme.css(theme.card_background())};"
-            f" border: 1px solid {theme.css(theme.warning_color())}; border-radius: 6px; }}")
+        self.restyle()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 8)
         heading = QLabel(f"ssh asks, connecting to {host}" if host else "ssh asks", self)
@@ -90,6 +89,11 @@ class SshQuestionCard(QFrame):
         row.addWidget(self.yes)
         layout.addLayout(row)
 
+    def restyle(self) -> None:
+        self.setStyleSheet(
+            f"QFrame#sshQuestionCard {{ background: {theme.css(theme.card_background())};"
+            f" border: 1px solid {theme.css(theme.warning_color())}; border-radius: 6px; }}")
+
     def focus_answer(self) -> None:
         (self.field or self.yes).setFocus(Qt.FocusReason.OtherFocusReason)
 
@@ -127,6 +131,8 @@ class SshQuestions(QWidget):
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(12, 0, 12, 0)
         self.cards: dict[str, SshQuestionCard] = {}
+        # A card with a style sheet gets no PaletteChange of its own: restyled from here.
+        follow_palette(self, lambda: [card.restyle() for card in self.cards.values()])
         self.hide()
 
     def ask(self, question: SshQuestion, host: str) -> SshQuestionCard:
