@@ -132,8 +132,12 @@ class SshQuestions(QWidget):
         self._layout.setContentsMargins(12, 0, 12, 0)
         self.cards: dict[str, SshQuestionCard] = {}
         # A card with a style sheet gets no PaletteChange of its own: restyled from here.
-        follow_palette(self, lambda: [card.restyle() for card in self.cards.values()])
+        follow_palette(self, self._restyle)
         self.hide()
+
+    def _restyle(self) -> None:
+        for card in self.cards.values():
+            card.restyle()
 
     def ask(self, question: SshQuestion, host: str) -> SshQuestionCard:
         card = SshQuestionCard(question, host, self)
