@@ -200,7 +200,10 @@ class Tolaria:
         self.window.raise_()
         self.window.activateWindow()
 
-    def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
+    def _on_window_new_chat_requested(self, agent: str, cwd: str, host: str = "") -> None:
+        if host:  # a folder there (or the host's home); nothing of this machine applies
+            self.controller.new_conversation(agent, cwd or None, host=host)
+            return
         # The agent's default working folder (Preferences) wins for a new chat.
         self.controller.new_conversation(agent, self.settings_controller.default_cwd(agent) or cwd)
 

@@ -18,6 +18,8 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -30,6 +32,8 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation
 from tolaria.ui import theme
+from tolaria.ui.chat.host_control import InlineEntry
+from tolaria.ui.sidebar.new_chat_host import NewChatHostButton
 from tolaria.ui.sidebar.sidebar_groups import ID_ROLE, SidebarGroups
 from tolaria.ui.sidebar.sidebar_rows import (  # re-exported: the list's API
     COMMAND_LINE_ROLE,
@@ -48,6 +52,8 @@ __all__ = ["COMMAND_LINE_ROLE", "RUNNING_ROLE", "SUBTITLE_ROLE", "Sidebar", "rel
 class Sidebar(SidebarGroups, QWidget):
     #: The user wants a new conversation.
     new_chat_requested = Signal()
+    #: The user wants a new conversation on this host ("" for this computer).
+    new_chat_on_host_requested = Signal(str)
     #: The user selected a conversation: id.
     open_requested = Signal(int)
     #: The user pressed Enter on a conversation (go to its composer): id.
@@ -71,7 +77,19 @@ class Sidebar(SidebarGroups, QWidget):
         self.new_button.setAccessibleName("New chat")
         self.new_button.setToolTip(f"New chat ({QKeySequence(QKeySequence.StandardKey.New).toString(QKeySequence.SequenceFormat.NativeText)})")
         self.new_button.clicked.connect(self.new_chat_requested)
-        layout.addWidget(self.new_button)
+        # "▾": a new chat on another host (or this computer), typed in the line under it.
+        self.new_host_entry = InlineEntry(self)
+        entry_layout = self.new_host_entry.layout()
+        if isinstance(entry_layout, QBoxLayout):  # narrow column: label, field, error
+            entry_layout.setDirection(QBoxLayout.Direction.TopToBottom)
+        self.new_host_button = NewChatHostButton(self.new_host_entry, self)
+        self.new_host_button.new_chat_on_host_requested.connect(self.new_chat_on_host_requested)
+        top = QHBoxLayout()
+        top.setSpacing(2)
+        top.addWidget(self.new_button, 1)
+        top.addWidget(self.new_host_button)
+        layout.addLayout(top)
+        layout.addWidget(self.new_host_entry)
         self.search = QLineEdit(self)
         self.search.setObjectName("chatSearch")
         self.search.setAccessibleName("Search chats")

@@ -68,8 +68,9 @@ def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> Q
 
 
 class MainWindow(WindowKeys):
-    #: Create a conversation: agent id, working folder.
-    new_chat_requested = Signal(str, str)
+    #: Create a conversation: agent id, working folder ("" on a host: its home), host ("" for
+    #: this computer).
+    new_chat_requested = Signal(str, str, str)
     #: A conversation's view was created and needs its stored transcript: id.
     open_requested = Signal(int)
     #: A transcript wants a page of stored turns: conversation id, page kind, turn id.
@@ -211,6 +212,8 @@ class MainWindow(WindowKeys):
         self.stack.set_send_key(settings.send_shortcut)
 
         self.sidebar.new_chat_requested.connect(self._on_new_action_triggered)
+        self.sidebar.new_chat_on_host_requested.connect(self._on_sidebar_new_chat_on_host_requested)
+        self.sidebar.new_host_button.hosts_of_chats = self._hosts_of_chats
         self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
         self.sidebar.activate_requested.connect(self._on_sidebar_activate_requested)
         self.sidebar.rename_requested.connect(self.rename_requested)
@@ -351,8 +354,24 @@ class MainWindow(WindowKeys):
 
     # -- intents ------------------------------------------------------------------------------
     def _on_new_action_triggered(self) -> None:
+        """A new chat where the current one runs (a remote chat's context keeps its host)."""
+        current = self._conversations.get(self.current_conversation_id() or -1)
+        self._on_sidebar_new_chat_on_host_requested(current.host or "" if current else "")
+
+    def _on_sidebar_new_chat_on_host_requested(self, host: str) -> None:
         self._want_new += 1
-        self.new_chat_requested.emit(*self._new_chat_defaults())
+        agent, cwd = self._new_chat_defaults()
+        current = self._conversations.get(self.current_conversation_id() or -1)
+        if host:  # a folder there: the current chat's on the same host, else the host's home
+            cwd = (current.cwd or "") if current is not None and current.host == host else ""
+        self.new_chat_requested.emit(agent, cwd, host)
+
+    def _hosts_of_chats(self) -> tuple[list[str], str]:
+        """The hosts of the chats, most recently active first, and the current chat's."""
+        chats = sorted(self._conversations.values(), key=lambda c: -c.updated_at)
+        recent = list(dict.fromkeys(c.host for c in chats if c.host))
+        current = self._conversations.get(self.current_conversation_id() or -1)
+        return recent, (current.host or "") if current is not None else ""
 
     def _on_new_worktree_action_triggered(self) -> None:
         self._want_new += 1
