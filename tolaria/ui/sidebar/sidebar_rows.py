@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLineEdit, QStyle, QStyledItemDelegate, QStyleOpti
 
 from tolaria.ui import theme
 from tolaria.ui.sidebar.sidebar_groups import GROUP_ROLE, ID_ROLE, MEMBER_ROLE
+from tolaria.ui.sidebar.sidebar_hosts import COLLAPSED_ROLE, COUNT_ROLE, HOST_ROLE
 
 
 class Renamer(Protocol):
@@ -86,6 +87,10 @@ class RowDelegate(QStyledItemDelegate):
         if index.data(GROUP_ROLE):
             _paint_group_header(painter, opt, str(index.data(GROUP_ROLE)))
             return
+        if index.data(HOST_ROLE):
+            _paint_host_header(painter, opt, str(index.data(HOST_ROLE)),
+                               bool(index.data(COLLAPSED_ROLE)), int(index.data(COUNT_ROLE) or 0))
+            return
         if index.data(MEMBER_ROLE):
             opt.rect = opt.rect.adjusted(14, 0, 0, 0)
         widget = opt.widget
@@ -155,6 +160,8 @@ class RowDelegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem,
                  index: QModelIndex | QPersistentModelIndex) -> QSize:
+        if index.data(HOST_ROLE):
+            return QSize(180, option.fontMetrics.height() + 16)
         if index.data(GROUP_ROLE):
             return QSize(180, option.fontMetrics.height() + 10)
         return QSize(180, option.fontMetrics.height() * 2 + 14)
@@ -172,4 +179,29 @@ def _paint_group_header(painter: QPainter, opt: QStyleOptionViewItem, label: str
     text = painter.fontMetrics().elidedText(f"JOB · {label}", Qt.TextElideMode.ElideRight,
                                             rect.width())
     painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
+    painter.restore()
+
+
+def _paint_host_header(painter: QPainter, opt: QStyleOptionViewItem, host: str,
+                       collapsed: bool, count: int) -> None:
+    """A host's heading: a fold arrow, the host's name, and (folded) how many chats it holds;
+    a thin rule above it separates it from the chats before."""
+    painter.save()
+    painter.setPen(theme.border())
+    painter.drawLine(opt.rect.left() + 8, opt.rect.top() + 2, opt.rect.right() - 8,
+                     opt.rect.top() + 2)
+    font = QFont(opt.font)
+    font.setPointSizeF(font.pointSizeF() * 0.9)
+    font.setBold(True)
+    painter.setFont(font)
+    painter.setPen(theme.muted_text())
+    rect = opt.rect.adjusted(10, 6, -10, 0)
+    arrow = "▸" if collapsed else "▾"
+    tail = f"{count}" if collapsed and count else ""
+    tail_width = painter.fontMetrics().horizontalAdvance(tail) + 4 if tail else 0
+    text = painter.fontMetrics().elidedText(f"{arrow}  {host}", Qt.TextElideMode.ElideRight,
+                                            rect.width() - tail_width)
+    painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
+    if tail:
+        painter.drawText(rect, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, tail)
     painter.restore()
