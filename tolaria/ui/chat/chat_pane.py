@@ -166,6 +166,7 @@ class ChatPane(QWidget):
         #: (tolaria/ui/chat/pane_questions.py).
         self.questions = PaneQuestions(self.transcript, self.watchdog, self)
         self.questions.latest_requested.connect(self._show_latest)
+        self.ssh_questions.asking_changed.connect(self._on_ssh_questions_asking_changed)
         self.setFocusProxy(self.composer)
         answer = QShortcut(QKeySequence(ANSWER_SHORTCUT), self)
         answer.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -256,7 +257,14 @@ class ChatPane(QWidget):
         answers (Ctrl+Shift+A, the watchdog notice's link). When its turn is out of the
         transcript's window (a search jumped to an old turn) the newest turns come back first,
         and the card gets the focus once built. False if no question is open."""
-        return self.questions.show_open(self.running_stream)
+        return self.ssh_questions.focus_oldest() or self.questions.show_open(self.running_stream)
+
+    def _on_ssh_questions_asking_changed(self, asking: bool) -> None:
+        """ssh waits for the user (host key, passphrase): no silence is counted meanwhile."""
+        if asking:
+            self.watchdog.wait_for_answer()
+        elif self.running_stream is not None and not self.questions.asking:
+            self.watchdog.arm()
 
     def _show_latest(self) -> None:
         """Back to the newest turns (the transcript was scrolled or jumped far up)."""

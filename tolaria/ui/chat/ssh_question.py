@@ -124,6 +124,8 @@ class SshQuestions(QWidget):
     answer_requested = Signal(str, str)
     #: The user refused an ssh question: question id.
     refusal_requested = Signal(str)
+    #: A first question opened (True) or the last one closed (False).
+    asking_changed = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -147,7 +149,16 @@ class SshQuestions(QWidget):
         self._layout.addWidget(card)
         self.show()
         card.focus_answer()
+        if len(self.cards) == 1:
+            self.asking_changed.emit(True)
         return card
+
+    def focus_oldest(self) -> bool:
+        """Focus the oldest open question's answer (False: none is open)."""
+        for card in self.cards.values():
+            card.focus_answer()
+            return True
+        return False
 
     def close_question(self, question_id: str) -> None:
         """The question went away without an answer here (timeout, the turn stopped)."""
@@ -157,6 +168,8 @@ class SshQuestions(QWidget):
                 card.field.clear()
             card.hide()
             card.deleteLater()
+            if not self.cards:
+                self.asking_changed.emit(False)
         self.setVisible(bool(self.cards))
 
     def _on_card_answered(self, question_id: str, answer: str) -> None:
