@@ -17,6 +17,7 @@ from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver
 
 from tolaria.core.adapters.manifest import Manifest
+from tolaria.ui.chat.ssh_question import SshQuestions
 
 StartApp = Callable[..., AppDriver]
 QUESTION = ("The authenticity of host 'devbox (10.0.0.2)' can't be established.\n"
@@ -62,14 +63,20 @@ def remote_chat(drv: AppDriver, qtbot: QtBot) -> int:
     return chat
 
 
-def test_yes_in_the_card_reaches_ssh_and_no_batchmode(start_app: StartApp, home: Path,
-                                                      tmp_path: Path, qtbot: QtBot) -> None:
-    out = fake_ssh(home, tmp_path)
-    drv = start_app()
+def asked(drv: AppDriver, qtbot: QtBot) -> SshQuestions:
+    """A chat on devbox sends a prompt; its ssh asks (the card is shown)."""
     remote_chat(drv, qtbot)
     drv.send("hello")
     questions = drv.pane.ssh_questions
     qtbot.waitUntil(lambda: bool(questions.cards), timeout=20_000)
+    return questions
+
+
+def test_yes_in_the_card_reaches_ssh_and_no_batchmode(start_app: StartApp, home: Path,
+                                                      tmp_path: Path, qtbot: QtBot) -> None:
+    out = fake_ssh(home, tmp_path)
+    drv = start_app()
+    questions = asked(drv, qtbot)
     card = next(iter(questions.cards.values()))
     assert card.prompt.text() == QUESTION.rstrip()  # ssh's words, as ssh gave them
     assert card.yes.text() == "Yes" and card.no.text() == "No" and card.field is None
@@ -90,10 +97,7 @@ def test_no_is_a_refusal(start_app: StartApp, home: Path, tmp_path: Path,
                          qtbot: QtBot) -> None:
     out = fake_ssh(home, tmp_path)
     drv = start_app()
-    remote_chat(drv, qtbot)
-    drv.send("hello")
-    questions = drv.pane.ssh_questions
-    qtbot.waitUntil(lambda: bool(questions.cards), timeout=20_000)
+    questions = asked(drv, qtbot)
     next(iter(questions.cards.values())).no.click()
     qtbot.waitUntil(lambda: Path(str(out) + ".answer").exists(), timeout=20_000)
     assert Path(str(out) + ".answer").read_text() == "1:"

@@ -167,18 +167,27 @@ class RowDelegate(QStyledItemDelegate):
         return QSize(180, option.fontMetrics.height() * 2 + 14)
 
 
-def _paint_group_header(painter: QPainter, opt: QStyleOptionViewItem, label: str) -> None:
-    """A fan-out job's header row: small, muted, the job's prompt, agents and status."""
-    painter.save()
+def _paint_heading(painter: QPainter, opt: QStyleOptionViewItem, text: str, *,
+                   scale: float, top: int, tail: str = "") -> None:
+    """A heading row's small, muted, bold text (elided), and ``tail`` at its right."""
     font = QFont(opt.font)
-    font.setPointSizeF(font.pointSizeF() * 0.85)
+    font.setPointSizeF(font.pointSizeF() * scale)
     font.setBold(True)
     painter.setFont(font)
     painter.setPen(theme.muted_text())
-    rect = opt.rect.adjusted(10, 4, -10, 0)
-    text = painter.fontMetrics().elidedText(f"JOB · {label}", Qt.TextElideMode.ElideRight,
-                                            rect.width())
-    painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
+    rect = opt.rect.adjusted(10, top, -10, 0)
+    tail_width = painter.fontMetrics().horizontalAdvance(tail) + 4 if tail else 0
+    shown = painter.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight,
+                                             rect.width() - tail_width)
+    painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, shown)
+    if tail:
+        painter.drawText(rect, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, tail)
+
+
+def _paint_group_header(painter: QPainter, opt: QStyleOptionViewItem, label: str) -> None:
+    """A fan-out job's header row: small, muted, the job's prompt, agents and status."""
+    painter.save()
+    _paint_heading(painter, opt, f"JOB · {label}", scale=0.85, top=4)
     painter.restore()
 
 
@@ -190,18 +199,6 @@ def _paint_host_header(painter: QPainter, opt: QStyleOptionViewItem, host: str,
     painter.setPen(theme.border())
     painter.drawLine(opt.rect.left() + 8, opt.rect.top() + 2, opt.rect.right() - 8,
                      opt.rect.top() + 2)
-    font = QFont(opt.font)
-    font.setPointSizeF(font.pointSizeF() * 0.9)
-    font.setBold(True)
-    painter.setFont(font)
-    painter.setPen(theme.muted_text())
-    rect = opt.rect.adjusted(10, 6, -10, 0)
-    arrow = "▸" if collapsed else "▾"
-    tail = f"{count}" if collapsed and count else ""
-    tail_width = painter.fontMetrics().horizontalAdvance(tail) + 4 if tail else 0
-    text = painter.fontMetrics().elidedText(f"{arrow}  {host}", Qt.TextElideMode.ElideRight,
-                                            rect.width() - tail_width)
-    painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
-    if tail:
-        painter.drawText(rect, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, tail)
+    _paint_heading(painter, opt, f"{'▸' if collapsed else '▾'}  {host}", scale=0.9, top=6,
+                   tail=f"{count}" if collapsed and count else "")
     painter.restore()
