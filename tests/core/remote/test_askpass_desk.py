@@ -156,3 +156,28 @@ def test_an_old_or_unknown_ssh_keeps_batchmode(tmp_path: Path) -> None:
     assert "\n" not in problem
     problem = ssh_problem("/no/such/ssh")
     assert problem is not None and "BatchMode" in problem
+
+
+def test_the_askpass_environment_is_for_the_local_ssh_only() -> None:
+    """``Target.askpass_env`` goes to the link (whose ssh inherits it), never into the spec's
+    environment that is sent to the host."""
+    import json
+
+    from tolaria.core.remote.hosts import parse_destination
+    from tolaria.core.remote.launch import RemoteLaunch
+
+    askpass = {"SSH_ASKPASS": "/run/x/askpass", "SSH_ASKPASS_REQUIRE": "force",
+               TOKEN_ENV: "f" * 32}
+    target = parse_destination("devbox", interactive=True, askpass_env=askpass)
+    launch = RemoteLaunch(target, "ai-agent-stream-test", 1.0)
+    try:
+        argv, env = launch.prepare("claude", ["claude", "-p", "hi"], None,
+                                   {**os.environ, "TOLARIA_STREAM_ID": "ai-agent-stream-test"})
+        assert {k: env[k] for k in askpass} == askpass
+        with open(launch.spec_path, encoding="utf-8") as fh:
+            spec = json.load(fh)
+        assert not any("ASKPASS" in key for key in spec["env"])
+        assert "BatchMode=yes" not in spec["transport"]
+        assert argv[-1] == launch.spec_path
+    finally:
+        launch.close()
