@@ -121,3 +121,20 @@ def test_an_old_openssh_keeps_batchmode_and_says_so(start_app: StartApp, home: P
     assert turn.status == "failed"
     assert "BatchMode=yes" in json.loads(out.read_text())["argv"]
     assert not drv.pane.ssh_questions.cards
+
+
+def test_a_question_in_a_chat_not_shown_is_said_and_waits_there(
+        start_app: StartApp, home: Path, tmp_path: Path, qtbot: QtBot) -> None:
+    fake_ssh(home, tmp_path)
+    drv = start_app()
+    chat = remote_chat(drv, qtbot)
+    remote_pane = drv.pane
+    drv.send("hello")
+    drv.window.sidebar.new_host_button.new_chat_on_host_requested.emit("")  # another chat
+    qtbot.waitUntil(lambda: drv.window.current_conversation_id() != chat)
+    qtbot.waitUntil(lambda: bool(remote_pane.ssh_questions.cards), timeout=20_000)
+    assert "ssh asks in" in drv.window.statusBar().currentMessage()
+    assert not drv.pane.ssh_questions.cards, "asked in its own chat only"
+    drv.window.open_conversation(chat)
+    next(iter(remote_pane.ssh_questions.cards.values())).no.click()
+    assert drv.wait_finished(timeout_ms=20_000).status == "failed"

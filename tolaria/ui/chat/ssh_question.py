@@ -188,6 +188,8 @@ class SshQuestionRouter(QObject):
     answer_requested = Signal(str, str)
     #: The user refused an ssh question (or its chat has no pane to ask in): question id.
     refusal_requested = Signal(str)
+    #: ssh's question is shown in a chat's pane: conversation id.
+    question_shown = Signal(int)
 
     def __init__(self, panes: Callable[[int], QWidget | None], host_of: Callable[[int], str],
                  parent: QObject | None = None) -> None:
@@ -209,6 +211,7 @@ class SshQuestionRouter(QObject):
             questions.refusal_requested.connect(self._on_refusal_requested)
         self._shown[question.id] = questions
         questions.ask(question, self._host_of(question.conversation_id))
+        self.question_shown.emit(question.conversation_id)
 
     def on_question_closed(self, question_id: str) -> None:
         questions = self._shown.pop(question_id, None)

@@ -8,18 +8,36 @@ button, checked by the same parser as ``tolaria run --host``, the reason beside 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QToolButton, QWidget
 
 from tolaria.config.remote_hosts import configured_hosts
+from tolaria.core.store.db import Conversation
 from tolaria.ui.chat.host_control import HOST_PLACEHOLDER, InlineEntry, host_problem
 
 #: The menu lists at most this many hosts of recent chats (besides the configured ones).
 RECENT_HOSTS = 5
 THIS_COMPUTER = "This computer"
+
+
+def hosts_of_chats(chats: Iterable[Conversation],
+                   current_id: int | None) -> tuple[list[str], str]:
+    """The hosts of ``chats``, most recently active first, and the current chat's ("" local)."""
+    listed = sorted(chats, key=lambda c: -c.updated_at)
+    recent = list(dict.fromkeys(c.host for c in listed if c.host))
+    current = next((c for c in listed if c.id == current_id), None)
+    return recent, (current.host or "") if current is not None else ""
+
+
+def folder_on(host: str, current: Conversation | None, local: str) -> str:
+    """A new chat's folder: ``local`` here; on a host the current chat's folder when it is on
+    the same host, else "" (the host's home)."""
+    if not host:
+        return local
+    return (current.cwd or "") if current is not None and current.host == host else ""
 
 
 class NewChatHostButton(QToolButton):

@@ -45,6 +45,7 @@ from tolaria.ui.chat.ssh_question import SshQuestionRouter
 from tolaria.ui.fanout.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout.fanout_view import FanOutView
 from tolaria.ui.fanout.jobs import JobWindows, job_label
+from tolaria.ui.sidebar.new_chat_host import folder_on, hosts_of_chats
 from tolaria.ui.sidebar.sidebar import Sidebar
 from tolaria.ui.transcript.cards.style import flat_button_css, follow_palette
 from tolaria.ui.window import keymap
@@ -160,6 +161,7 @@ class MainWindow(WindowKeys):
         self.ssh_questions = SshQuestionRouter(
             self.stack.pane, lambda c: (self._conversations[c].host or "")
             if c in self._conversations else "", self)
+        self.ssh_questions.question_shown.connect(self._on_ssh_questions_question_shown)
         right = QWidget(self)
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
@@ -213,7 +215,8 @@ class MainWindow(WindowKeys):
 
         self.sidebar.new_chat_requested.connect(self._on_new_action_triggered)
         self.sidebar.new_chat_on_host_requested.connect(self._on_sidebar_new_chat_on_host_requested)
-        self.sidebar.new_host_button.hosts_of_chats = self._hosts_of_chats
+        self.sidebar.new_host_button.hosts_of_chats = lambda: hosts_of_chats(
+            self._conversations.values(), self.current_conversation_id())
         self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
         self.sidebar.activate_requested.connect(self._on_sidebar_activate_requested)
         self.sidebar.rename_requested.connect(self.rename_requested)
@@ -362,16 +365,7 @@ class MainWindow(WindowKeys):
         self._want_new += 1
         agent, cwd = self._new_chat_defaults()
         current = self._conversations.get(self.current_conversation_id() or -1)
-        if host:  # a folder there: the current chat's on the same host, else the host's home
-            cwd = (current.cwd or "") if current is not None and current.host == host else ""
-        self.new_chat_requested.emit(agent, cwd, host)
-
-    def _hosts_of_chats(self) -> tuple[list[str], str]:
-        """The hosts of the chats, most recently active first, and the current chat's."""
-        chats = sorted(self._conversations.values(), key=lambda c: -c.updated_at)
-        recent = list(dict.fromkeys(c.host for c in chats if c.host))
-        current = self._conversations.get(self.current_conversation_id() or -1)
-        return recent, (current.host or "") if current is not None else ""
+        self.new_chat_requested.emit(agent, folder_on(host, current, cwd), host)
 
     def _on_new_worktree_action_triggered(self) -> None:
         self._want_new += 1
@@ -544,6 +538,11 @@ class MainWindow(WindowKeys):
 
     def _on_bridge_agents_detected(self, detections: Sequence[Detection]) -> None:
         self.header.agent_picker.set_detections(detections)
+
+    def _on_ssh_questions_question_shown(self, conversation_id: int) -> None:
+        chat = self._conversations.get(conversation_id)  # not the chat shown: said, not opened
+        if chat is not None and conversation_id != self.current_conversation_id():
+            self.statusBar().showMessage(f"ssh asks in “{chat.title}”: open it to answer", 30_000)
 
     def _on_bridge_problem_reported(self, message: str) -> None:
         self.statusBar().showMessage(message, 10_000)
