@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytestqt.qtbot import QtBot
-from ui.uihelpers import AppDriver
+from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.ui.chat.ssh_question import SshQuestions
@@ -138,3 +138,17 @@ def test_a_question_in_a_chat_not_shown_is_said_and_waits_there(
     drv.window.open_conversation(chat)
     next(iter(remote_pane.ssh_questions.cards.values())).no.click()
     assert drv.wait_finished(timeout_ms=20_000).status == "failed"
+
+
+def test_stop_while_ssh_asks_ends_it_all_and_closes_the_card(
+        start_app: StartApp, home: Path, tmp_path: Path, qtbot: QtBot) -> None:
+    fake_ssh(home, tmp_path)
+    drv = start_app()
+    questions = asked(drv, qtbot)
+    stream_id = drv.pane.running_stream
+    assert stream_id is not None
+    drv.button("stopButton").click()
+    assert drv.wait_finished(timeout_ms=20_000).status == "cancelled"
+    qtbot.waitUntil(lambda: not questions.cards, timeout=10_000)  # its askpass went away
+    assert processes_of(stream_id) == [], "ssh and its askpass are gone"
+    assert drv.app.askpass.desk.open_ids() == []

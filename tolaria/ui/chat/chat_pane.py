@@ -476,6 +476,7 @@ class ChatPane(QWidget):
         if stream_id == self.running_stream:
             self.status_line.stopping()
             self.questions.stopping()
+            self.ssh_questions.refuse_all()  # ssh gives up at once: the stop need not wait
 
     def run_finished(self, stream_id: str, done: Done) -> None:
         view = self.transcript.turn(stream_id)

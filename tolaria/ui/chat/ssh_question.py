@@ -153,6 +153,11 @@ class SshQuestions(QWidget):
             self.asking_changed.emit(True)
         return card
 
+    def refuse_all(self) -> None:
+        """The turn is being stopped: every open question is refused."""
+        for card in list(self.cards.values()):
+            card.refuse()
+
     def focus_oldest(self) -> bool:
         """Focus the oldest open question's answer (False: none is open)."""
         for card in self.cards.values():
