@@ -95,6 +95,9 @@ def test_chats_grouped_by_host(qtbot: QtBot, tmp_path: Path) -> None:
     assert not sidebar.is_host_collapsed("devbox")
     assert len(rows(sidebar)) == 7
     assert sidebar.list.currentItem() is sidebar._items[5], "a heading click selects nothing"
+    heading = sidebar.list.visualItemRect(sidebar._host_headers["devbox"]).center()
+    sidebar.list.customContextMenuRequested.emit(heading)  # no chat menu on a heading
+    assert sidebar.current_id() == 5
 
 
 def test_fan_out_groups_and_host_groups_together(qtbot: QtBot) -> None:

@@ -290,7 +290,7 @@ class Sidebar(SidebarHosts, SidebarGroups, QWidget):
     # -- rename / delete (dialogs use open(): never a nested event loop) -----------------------
     def _on_list_custom_context_menu_requested(self, pos: QPoint) -> None:
         item = self.list.itemAt(pos)
-        if item is None:
+        if item is None or item.data(ID_ROLE) is None:  # a heading (job, host): no chat menu
             return
         self.list.setCurrentItem(item)
         menu = QMenu(self)
