@@ -115,3 +115,12 @@ def test_other_host_is_checked_beside_the_field_and_then_offered_as_recent(
         save_shot(menu, tmp_path, f"new-chat-host{'' if name == 'light' else '-dark'}.png")
         menu.hide()
     theme.apply_theme("light")
+
+
+def test_file_menu_opens_the_host_menu(start_app: StartApp, box: str, qtbot: QtBot) -> None:
+    drv = start_app()
+    menu = drv.window.sidebar.new_host_button.menu()
+    drv.window.new_on_host_action.trigger()
+    qtbot.waitUntil(menu.isVisible)
+    assert box in [a.text() for a in menu.actions()]
+    menu.hide()
