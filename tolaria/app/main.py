@@ -31,6 +31,7 @@ from tolaria.core.process.control import ControlServer
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.store.db import Store
 from tolaria.qt import loop
+from tolaria.qt.askpass_control import AskpassControl
 from tolaria.qt.attach_control import AttachControl
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.compat import protect_singletons
@@ -110,6 +111,9 @@ class Tolaria:
         self.attaching = AttachControl(self.bridge, AttachmentDesk(
             self.store, limits=self.settings.attach_limits()), self.tasks)
         self.control = ControlServer(self.registry, details=self._stream_details)
+        #: ssh's own questions answered in the window (ADR 0033).
+        self.askpass = AskpassControl(self.bridge)
+        self.controller.engine.ssh_askpass = self.askpass.env_for
         self.window = MainWindow(self.settings, problems, default_agent=self.default_agent,
                                  default_cwd=self.default_cwd)
         if broken_file is not None:
@@ -153,6 +157,8 @@ class Tolaria:
         w.agent_change_requested.connect(c.set_agent)
         w.cwd_change_requested.connect(c.set_cwd)
         w.host_change_requested.connect(c.set_host)
+        w.ssh_questions.answer_requested.connect(self.askpass.answer)
+        w.ssh_questions.refusal_requested.connect(self.askpass.refuse)
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.import_requested.connect(self.session_import.start)
@@ -195,7 +201,10 @@ class Tolaria:
         self.window.raise_()
         self.window.activateWindow()
 
-    def _on_window_new_chat_requested(self, agent: str, cwd: str) -> None:
+    def _on_window_new_chat_requested(self, agent: str, cwd: str, host: str = "") -> None:
+        if host:  # a folder there (or the host's home); nothing of this machine applies
+            self.controller.new_conversation(agent, cwd or None, host=host)
+            return
         # The agent's default working folder (Preferences) wins for a new chat.
         self.controller.new_conversation(agent, self.settings_controller.default_cwd(agent) or cwd)
 
@@ -228,6 +237,7 @@ class Tolaria:
                 self._control_started = True
         except OSError as exc:
             self.bridge.problem_reported.emit(f"control socket unavailable: {exc}")
+        await self.askpass.start()
         conversations = self.controller.load()
         self.worktrees.load()
         self.show_jobs()
@@ -279,6 +289,7 @@ class Tolaria:
         finally:
             if self._control_started:
                 await self.control.close()
+            await self.askpass.close()
             self.store.close()
             self.drafts.close()
             shared_source().shutdown()

@@ -77,6 +77,11 @@ class Bridge(QObject):
     #: A permission question ended: stream_id, question key, outcome (allow_once, allow_always,
     #: reject, remembered: answered by an earlier "allow always", cancelled: by Stop).
     permission_settled = Signal(str, str, str)
+    #: ssh asks something of a chat's turn (host key, passphrase, password; ADR 0033):
+    #: tolaria.core.remote.askpass_desk.SshQuestion, ssh's words verbatim.
+    ssh_question_asked = Signal(object)
+    #: An ssh question went away unanswered (timeout, the turn stopped): its id.
+    ssh_question_closed = Signal(str)
     #: A fan-out job's conversations exist; its runs start right after: FanOutJob.
     job_created = Signal(object)
     #: A fan-out job's status changed (running, completed, cancelled, failed): job id, status.

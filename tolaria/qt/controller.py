@@ -171,8 +171,9 @@ class ChatController(CheckpointControl, QObject):
         """Announce every stored conversation (after pausing the queues a crash left)."""
         return self.engine.load()
 
-    def new_conversation(self, agent: str, cwd: str | None) -> Conversation:
-        return self.engine.new_conversation(agent, cwd)
+    def new_conversation(self, agent: str, cwd: str | None,
+                         host: str | None = None) -> Conversation:
+        return self.engine.new_conversation(agent, cwd, host=host or None)
 
     def open_conversation(self, conversation_id: int) -> None:
         """Send the newest page of a conversation's stored turns to its (new) view; the view

@@ -87,6 +87,10 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         #: Each chat's kept agent process (docs/adr/0009); ``tolaria run`` keeps none.
         self.keepers = keepers
         self.permissions = permissions
+        #: Answers ssh's own questions of a chat's turn (ADR 0033): (chat id, ssh command) ->
+        #: the ssh client's askpass environment, {} when it cannot (BatchMode stays on).
+        #: None (``tolaria run``): nobody to ask.
+        self.ssh_askpass: Callable[[int, str], dict[str, str]] | None = None
         #: The chat rules: titles, history, the resume decision.
         self.chats = ChatService(store) if store is not None else None
         #: Messages queued behind running turns, kept in the store (queueing.py).
@@ -324,10 +328,19 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         conversation = self.store.get_conversation(conversation_id) if self.store else None
         if conversation is None or not conversation.host:
             return request
-        # The same settings as ``tolaria run --host``. BatchMode stays on: the window has no
-        # way yet to answer ssh's questions, so an unknown host key or a passphrase is
-        # refused with ssh's own line in the chat, never accepted.
-        return on_host(request, conversation.host)
+        # The same settings as ``tolaria run --host``. Where the window can answer ssh's
+        # questions (host key, passphrase: ADR 0033) BatchMode goes; else ssh refuses them.
+        remote = on_host(request, conversation.host)
+        if isinstance(remote, str) or self.ssh_askpass is None:
+            return remote
+        target = remote.target
+        if target is None or target.ssh is None:
+            return remote
+        askpass = self.ssh_askpass(conversation_id, target.ssh_command)
+        if not askpass:
+            return remote
+        return dataclasses.replace(remote, target=dataclasses.replace(
+            target, interactive=True, askpass_env=askpass))
 
     async def _run(self, request: RunRequest, run: Run, on_event: Callable[[Event], None],
                    before: Awaitable[None] | None, turn_id: int = 0) -> None:

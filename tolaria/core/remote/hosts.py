@@ -71,6 +71,9 @@ class Target:
     env: Mapping[str, str] = field(default_factory=dict)
     #: The name the user gave it (a ``[hosts."NAME"]`` command target), for the label.
     name: str = ""
+    #: The local ssh's environment for the window's askpass (ADR 0033): ``SSH_ASKPASS`` and
+    #: its socket; for the ssh client only, never sent to the host.
+    askpass_env: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:

@@ -66,7 +66,9 @@ class RemoteLaunch:
             json.dump(spec, fh)
         # The link itself runs with our environment (it needs the ssh agent, our PATH) and
         # carries the run's marker, so the watchdog finds it.
-        return [sys.executable, "-m", "tolaria.core.remote.link", self.spec_path], dict(env)
+        # ``askpass_env`` (ADR 0033) is for the local ssh only: not in the spec's env.
+        return ([sys.executable, "-m", "tolaria.core.remote.link", self.spec_path],
+                {**env, **target.askpass_env})
 
     async def end(self, pid: int, exited: asyncio.Event) -> None:
         """End the remote tree (unless the run already ended there) and wait for the report."""

@@ -26,6 +26,7 @@ from tolaria.core.store.db import MARKER_TURN_RESTARTED, Marker, Turn
 from tolaria.core.store.markers import MARKER_MESSAGE_STEERED
 from tolaria.core.store.pages import PAGE_AROUND, PAGE_LATEST, TurnPage
 from tolaria.ui.chat.pane_questions import PaneQuestions
+from tolaria.ui.chat.ssh_question import SshQuestions
 from tolaria.ui.composer.assist import ComposerAssist
 from tolaria.ui.composer.attachments import AttachmentTray
 from tolaria.ui.composer.composer import Composer
@@ -103,6 +104,9 @@ class ChatPane(QWidget):
         #: The turn whose prompt is being edited in the composer (sent in its place).
         self.editing: str | None = None
         layout.addWidget(self.transcript, 1)
+        #: ssh's own questions of this chat's remote turn (ADR 0033), above the composer.
+        self.ssh_questions = SshQuestions(self)
+        layout.addWidget(self.ssh_questions)
         self.queued_chips = QueuedChips(self)
         self.queued_chips.edit_requested.connect(self._on_queued_chips_edit_requested)
         self.queued_chips.remove_requested.connect(self._on_queued_chips_remove_requested)
@@ -162,6 +166,7 @@ class ChatPane(QWidget):
         #: (tolaria/ui/chat/pane_questions.py).
         self.questions = PaneQuestions(self.transcript, self.watchdog, self)
         self.questions.latest_requested.connect(self._show_latest)
+        self.ssh_questions.asking_changed.connect(self._on_ssh_questions_asking_changed)
         self.setFocusProxy(self.composer)
         answer = QShortcut(QKeySequence(ANSWER_SHORTCUT), self)
         answer.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -252,7 +257,14 @@ class ChatPane(QWidget):
         answers (Ctrl+Shift+A, the watchdog notice's link). When its turn is out of the
         transcript's window (a search jumped to an old turn) the newest turns come back first,
         and the card gets the focus once built. False if no question is open."""
-        return self.questions.show_open(self.running_stream)
+        return self.ssh_questions.focus_oldest() or self.questions.show_open(self.running_stream)
+
+    def _on_ssh_questions_asking_changed(self, asking: bool) -> None:
+        """ssh waits for the user (host key, passphrase): no silence is counted meanwhile."""
+        if asking:
+            self.watchdog.wait_for_answer()
+        elif self.running_stream is not None and not self.questions.asking:
+            self.watchdog.arm()
 
     def _show_latest(self) -> None:
         """Back to the newest turns (the transcript was scrolled or jumped far up)."""
@@ -464,6 +476,7 @@ class ChatPane(QWidget):
         if stream_id == self.running_stream:
             self.status_line.stopping()
             self.questions.stopping()
+            self.ssh_questions.refuse_all()  # ssh gives up at once: the stop need not wait
 
     def run_finished(self, stream_id: str, done: Done) -> None:
         view = self.transcript.turn(stream_id)

@@ -15,9 +15,11 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence, QMouseEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QBoxLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
@@ -30,7 +32,10 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation
 from tolaria.ui import theme
+from tolaria.ui.chat.host_control import InlineEntry
+from tolaria.ui.sidebar.new_chat_host import NewChatHostButton
 from tolaria.ui.sidebar.sidebar_groups import ID_ROLE, SidebarGroups
+from tolaria.ui.sidebar.sidebar_hosts import SidebarHosts
 from tolaria.ui.sidebar.sidebar_rows import (  # re-exported: the list's API
     COMMAND_LINE_ROLE,
     RUNNING_ROLE,
@@ -45,9 +50,11 @@ from tolaria.ui.window.inline_confirm import DeleteConfirm
 __all__ = ["COMMAND_LINE_ROLE", "RUNNING_ROLE", "SUBTITLE_ROLE", "Sidebar", "relative_time"]
 
 
-class Sidebar(SidebarGroups, QWidget):
+class Sidebar(SidebarHosts, SidebarGroups, QWidget):
     #: The user wants a new conversation.
     new_chat_requested = Signal()
+    #: The user wants a new conversation on this host ("" for this computer).
+    new_chat_on_host_requested = Signal(str)
     #: The user selected a conversation: id.
     open_requested = Signal(int)
     #: The user pressed Enter on a conversation (go to its composer): id.
@@ -71,7 +78,19 @@ class Sidebar(SidebarGroups, QWidget):
         self.new_button.setAccessibleName("New chat")
         self.new_button.setToolTip(f"New chat ({QKeySequence(QKeySequence.StandardKey.New).toString(QKeySequence.SequenceFormat.NativeText)})")
         self.new_button.clicked.connect(self.new_chat_requested)
-        layout.addWidget(self.new_button)
+        # "▾": a new chat on another host (or this computer), typed in the line under it.
+        self.new_host_entry = InlineEntry(self)
+        entry_layout = self.new_host_entry.layout()
+        if isinstance(entry_layout, QBoxLayout):  # narrow column: label, field, error
+            entry_layout.setDirection(QBoxLayout.Direction.TopToBottom)
+        self.new_host_button = NewChatHostButton(self.new_host_entry, self)
+        self.new_host_button.new_chat_on_host_requested.connect(self.new_chat_on_host_requested)
+        top = QHBoxLayout()
+        top.setSpacing(2)
+        top.addWidget(self.new_button, 1)
+        top.addWidget(self.new_host_button)
+        layout.addLayout(top)
+        layout.addWidget(self.new_host_entry)
         self.search = QLineEdit(self)
         self.search.setObjectName("chatSearch")
         self.search.setAccessibleName("Search chats")
@@ -91,6 +110,8 @@ class Sidebar(SidebarGroups, QWidget):
         self.list.customContextMenuRequested.connect(self._on_list_custom_context_menu_requested)
         self.list.currentItemChanged.connect(self._on_list_current_item_changed)
         self.list.itemActivated.connect(self._on_list_item_activated)
+        self.list.viewport().installEventFilter(self)  # a click on a host heading folds it
+        self._init_hosts()
         layout.addWidget(self.list, 1)
         self.no_match = QLabel("No chat matches.", self)
         self.no_match.setObjectName("noChatMatches")
@@ -133,10 +154,8 @@ class Sidebar(SidebarGroups, QWidget):
             item = QListWidgetItem()
             item.setData(ID_ROLE, conversation.id)
             self._items[conversation.id] = item
-            self.list.blockSignals(True)
-            self.list.insertItem(0, item)
-            self.list.blockSignals(False)
         self._conversations[conversation.id] = conversation
+        self._place(conversation.id, conversation.host or "")  # new, or its host changed
         self._refresh(conversation.id)
         self._apply_filter()
 
@@ -146,6 +165,7 @@ class Sidebar(SidebarGroups, QWidget):
         self._running.pop(conversation_id, None)
         if item is not None:
             self.list.takeItem(self.list.row(item))
+            self._forget_host(conversation_id)
         if any(conversation_id in ids for _label, ids in self._groups):
             self.set_groups(self._groups)
         if self.confirm.conversation_id == conversation_id:
@@ -213,6 +233,11 @@ class Sidebar(SidebarGroups, QWidget):
         """In the search field: Down goes into the list; Esc clears the search (rather than
         stopping the chat's run) while there is something to clear."""
         kind = event.type()
+        if watched is self.list.viewport() and kind == QEvent.Type.MouseButtonRelease:
+            assert isinstance(event, QMouseEvent)
+            if event.button() == Qt.MouseButton.LeftButton \
+                    and self._host_header_clicked(event.position().toPoint()):
+                return True
         if watched is self.search and kind in (QEvent.Type.KeyPress,
                                                QEvent.Type.ShortcutOverride):
             assert isinstance(event, QKeyEvent)
@@ -244,6 +269,7 @@ class Sidebar(SidebarGroups, QWidget):
             shown += not hide
         for header in self._headers:
             header.setHidden(all(m.isHidden() for m in self._members_under(header)))
+        self._filter_hosts(bool(words))
         self.no_match.setVisible(bool(words) and shown == 0)
 
     def _on_search_return_pressed(self) -> None:
@@ -264,7 +290,7 @@ class Sidebar(SidebarGroups, QWidget):
     # -- rename / delete (dialogs use open(): never a nested event loop) -----------------------
     def _on_list_custom_context_menu_requested(self, pos: QPoint) -> None:
         item = self.list.itemAt(pos)
-        if item is None:
+        if item is None or item.data(ID_ROLE) is None:  # a heading (job, host): no chat menu
             return
         self.list.setCurrentItem(item)
         menu = QMenu(self)

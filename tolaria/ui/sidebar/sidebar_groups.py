@@ -55,6 +55,9 @@ class SidebarGroups:
         order: Items = []
         placed: set[int] = set()
         for item in self._rows():
+            if item.data(ID_ROLE) is None:  # a host's heading (sidebar_hosts.py) stays put
+                order.append(item)
+                continue
             conversation_id = int(item.data(ID_ROLE))
             group = group_of.get(conversation_id)
             item.setData(MEMBER_ROLE, group is not None)

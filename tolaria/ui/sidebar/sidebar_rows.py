@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLineEdit, QStyle, QStyledItemDelegate, QStyleOpti
 
 from tolaria.ui import theme
 from tolaria.ui.sidebar.sidebar_groups import GROUP_ROLE, ID_ROLE, MEMBER_ROLE
+from tolaria.ui.sidebar.sidebar_hosts import COLLAPSED_ROLE, COUNT_ROLE, HOST_ROLE
 
 
 class Renamer(Protocol):
@@ -86,6 +87,10 @@ class RowDelegate(QStyledItemDelegate):
         if index.data(GROUP_ROLE):
             _paint_group_header(painter, opt, str(index.data(GROUP_ROLE)))
             return
+        if index.data(HOST_ROLE):
+            _paint_host_header(painter, opt, str(index.data(HOST_ROLE)),
+                               bool(index.data(COLLAPSED_ROLE)), int(index.data(COUNT_ROLE) or 0))
+            return
         if index.data(MEMBER_ROLE):
             opt.rect = opt.rect.adjusted(14, 0, 0, 0)
         widget = opt.widget
@@ -155,21 +160,45 @@ class RowDelegate(QStyledItemDelegate):
 
     def sizeHint(self, option: QStyleOptionViewItem,
                  index: QModelIndex | QPersistentModelIndex) -> QSize:
+        if index.data(HOST_ROLE):
+            return QSize(180, option.fontMetrics.height() + 16)
         if index.data(GROUP_ROLE):
             return QSize(180, option.fontMetrics.height() + 10)
         return QSize(180, option.fontMetrics.height() * 2 + 14)
 
 
-def _paint_group_header(painter: QPainter, opt: QStyleOptionViewItem, label: str) -> None:
-    """A fan-out job's header row: small, muted, the job's prompt, agents and status."""
-    painter.save()
+def _paint_heading(painter: QPainter, opt: QStyleOptionViewItem, text: str, *,
+                   scale: float, top: int, tail: str = "") -> None:
+    """A heading row's small, muted, bold text (elided), and ``tail`` at its right."""
     font = QFont(opt.font)
-    font.setPointSizeF(font.pointSizeF() * 0.85)
+    font.setPointSizeF(font.pointSizeF() * scale)
     font.setBold(True)
     painter.setFont(font)
     painter.setPen(theme.muted_text())
-    rect = opt.rect.adjusted(10, 4, -10, 0)
-    text = painter.fontMetrics().elidedText(f"JOB · {label}", Qt.TextElideMode.ElideRight,
-                                            rect.width())
-    painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
+    rect = opt.rect.adjusted(10, top, -10, 0)
+    tail_width = painter.fontMetrics().horizontalAdvance(tail) + 4 if tail else 0
+    shown = painter.fontMetrics().elidedText(text, Qt.TextElideMode.ElideRight,
+                                             rect.width() - tail_width)
+    painter.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, shown)
+    if tail:
+        painter.drawText(rect, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, tail)
+
+
+def _paint_group_header(painter: QPainter, opt: QStyleOptionViewItem, label: str) -> None:
+    """A fan-out job's header row: small, muted, the job's prompt, agents and status."""
+    painter.save()
+    _paint_heading(painter, opt, f"JOB · {label}", scale=0.85, top=4)
+    painter.restore()
+
+
+def _paint_host_header(painter: QPainter, opt: QStyleOptionViewItem, host: str,
+                       collapsed: bool, count: int) -> None:
+    """A host's heading: a fold arrow, the host's name, and (folded) how many chats it holds;
+    a thin rule above it separates it from the chats before."""
+    painter.save()
+    painter.setPen(theme.border())
+    painter.drawLine(opt.rect.left() + 8, opt.rect.top() + 2, opt.rect.right() - 8,
+                     opt.rect.top() + 2)
+    _paint_heading(painter, opt, f"{'▸' if collapsed else '▾'}  {host}", scale=0.9, top=6,
+                   tail=f"{count}" if collapsed and count else "")
     painter.restore()

@@ -41,9 +41,11 @@ from tolaria.ui import theme
 from tolaria.ui.chat.chat_pane import ChatPane
 from tolaria.ui.chat.chat_stack import ChatStack, local_folder
 from tolaria.ui.chat.header import ChatHeader
+from tolaria.ui.chat.ssh_question import SshQuestionRouter
 from tolaria.ui.fanout.fanout_dialog import FanOutDialog
 from tolaria.ui.fanout.fanout_view import FanOutView
 from tolaria.ui.fanout.jobs import JobWindows, job_label
+from tolaria.ui.sidebar.new_chat_host import folder_on, hosts_of_chats
 from tolaria.ui.sidebar.sidebar import Sidebar
 from tolaria.ui.transcript.cards.style import flat_button_css, follow_palette
 from tolaria.ui.window import keymap
@@ -67,8 +69,9 @@ def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> Q
 
 
 class MainWindow(WindowKeys):
-    #: Create a conversation: agent id, working folder.
-    new_chat_requested = Signal(str, str)
+    #: Create a conversation: agent id, working folder ("" on a host: its home), host ("" for
+    #: this computer).
+    new_chat_requested = Signal(str, str, str)
     #: A conversation's view was created and needs its stored transcript: id.
     open_requested = Signal(int)
     #: A transcript wants a page of stored turns: conversation id, page kind, turn id.
@@ -154,6 +157,11 @@ class MainWindow(WindowKeys):
         self._stop_hint = stop_key.toString(QKeySequence.SequenceFormat.NativeText)
         self.stack = ChatStack(stop_key.toString(QKeySequence.SequenceFormat.NativeText), self,
                                watchdog_seconds=settings.watchdog_seconds)
+        #: ssh's questions (host key, passphrase) to their chat's pane (ADR 0033).
+        self.ssh_questions = SshQuestionRouter(
+            self.stack.pane, lambda c: (self._conversations[c].host or "")
+            if c in self._conversations else "", self)
+        self.ssh_questions.question_shown.connect(self._on_ssh_questions_question_shown)
         right = QWidget(self)
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
@@ -206,6 +214,9 @@ class MainWindow(WindowKeys):
         self.stack.set_send_key(settings.send_shortcut)
 
         self.sidebar.new_chat_requested.connect(self._on_new_action_triggered)
+        self.sidebar.new_chat_on_host_requested.connect(self._on_sidebar_new_chat_on_host_requested)
+        self.sidebar.new_host_button.hosts_of_chats = lambda: hosts_of_chats(
+            self._conversations.values(), self.current_conversation_id())
         self.sidebar.open_requested.connect(self._on_sidebar_open_requested)
         self.sidebar.activate_requested.connect(self._on_sidebar_activate_requested)
         self.sidebar.rename_requested.connect(self.rename_requested)
@@ -263,6 +274,8 @@ class MainWindow(WindowKeys):
         bridge.turn_restarted.connect(self.refresh_run_state)
         bridge.store_write_failed.connect(self.store_notice.show_failure)
         bridge.store_write_recovered.connect(self.store_notice.clear)
+        bridge.ssh_question_asked.connect(self.ssh_questions.on_question_asked)
+        bridge.ssh_question_closed.connect(self.ssh_questions.on_question_closed)
 
     def set_manifests(self, manifests: Sequence[Manifest], disabled: Collection[str] = ()) -> None:
         """The agents Tolaria knows; disabled ones are left out of the picker."""
@@ -344,8 +357,15 @@ class MainWindow(WindowKeys):
 
     # -- intents ------------------------------------------------------------------------------
     def _on_new_action_triggered(self) -> None:
+        """A new chat where the current one runs (a remote chat's context keeps its host)."""
+        current = self._conversations.get(self.current_conversation_id() or -1)
+        self._on_sidebar_new_chat_on_host_requested(current.host or "" if current else "")
+
+    def _on_sidebar_new_chat_on_host_requested(self, host: str) -> None:
         self._want_new += 1
-        self.new_chat_requested.emit(*self._new_chat_defaults())
+        agent, cwd = self._new_chat_defaults()
+        current = self._conversations.get(self.current_conversation_id() or -1)
+        self.new_chat_requested.emit(agent, folder_on(host, current, cwd), host)
 
     def _on_new_worktree_action_triggered(self) -> None:
         self._want_new += 1
@@ -518,6 +538,11 @@ class MainWindow(WindowKeys):
 
     def _on_bridge_agents_detected(self, detections: Sequence[Detection]) -> None:
         self.header.agent_picker.set_detections(detections)
+
+    def _on_ssh_questions_question_shown(self, conversation_id: int) -> None:
+        chat = self._conversations.get(conversation_id)  # not the chat shown: said, not opened
+        if chat is not None and conversation_id != self.current_conversation_id():
+            self.statusBar().showMessage(f"ssh asks in “{chat.title}”: open it to answer", 30_000)
 
     def _on_bridge_problem_reported(self, message: str) -> None:
         self.statusBar().showMessage(message, 10_000)

@@ -96,6 +96,11 @@ class WindowKeys(QMainWindow):
     def _on_export_action_triggered(self) -> None:
         raise NotImplementedError
 
+    def _on_new_on_host_action(self) -> None:
+        """The "▾" of New chat, opened from the menu or the palette (popup: no nested loop)."""
+        button = self.sidebar.new_host_button
+        button.menu().popup(button.mapToGlobal(button.rect().bottomLeft()))
+
     # -- actions and menus ----------------------------------------------------------------------
 
     def _build_actions(self, stop_key: QKeySequence, stop_all_key: QKeySequence,
@@ -106,6 +111,8 @@ class WindowKeys(QMainWindow):
         self.new_worktree_action = add("New chat in a git &worktree", None,
                                        self._on_new_worktree_action_triggered,
                                        name="newWorktreeChatAction")
+        self.new_on_host_action = add("New chat on &host…", None, self._on_new_on_host_action,
+                                      name="newChatOnHostAction")
         self.search_action = add("&Search chats", SEARCH_SHORTCUT, self.sidebar.focus_search,
                                  name="searchChatsAction")
         self.registry.adopt(self.sidebar.rename_action)
@@ -153,7 +160,8 @@ class WindowKeys(QMainWindow):
                              for n in range(1, 10)]
         self.command_palette = CommandPalette(self)
         file_menu = self.menuBar().addMenu("&File")
-        for action in (self.new_action, self.new_worktree_action, self.search_action, self.sidebar.rename_action,
+        for action in (self.new_action, self.new_on_host_action, self.new_worktree_action,
+                       self.search_action, self.sidebar.rename_action,
                        self.sidebar.delete_action):
             file_menu.addAction(action)
         file_menu.addSeparator()
