@@ -17,6 +17,7 @@ import pytest
 from PySide6.QtGui import QStandardItemModel
 from pytestqt.qtbot import QtBot
 from ui.test_chat_host import pick
+from ui.test_new_chat_host import pick as pick_new_chat_host
 from ui.uihelpers import AppDriver, save_shot
 
 from tolaria.core.adapters.manifest import Manifest
@@ -153,7 +154,7 @@ def test_a_host_that_hangs_never_hangs_the_window(start_app: StartApp, home: Pat
     pick(header, "stuck")
     qtbot.waitUntil(lambda: picker.headers()[:1] == ["On stuck · looking for agents…"])
     qtbot.waitUntil(lambda: bool(_sleepers()))
-    drv.window.new_action.trigger()
+    pick_new_chat_host(drv.window.sidebar.new_host_button, "This computer")  # a local chat
     qtbot.waitUntil(lambda: drv.pane.conversation_id != first)
     assert "On stuck · looking for agents…" not in picker.headers()
     drv.close()
