@@ -111,6 +111,7 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     return {"stop_reason": done.stop_reason, "exit_code": done.exit_code,
             "survivors": [[s.pid, s.name] for s in done.survivors],
             "errors": [e.message for e in events if isinstance(e, Error)],
+            "hints": [e.hint for e in events if isinstance(e, Error)],
             "diagnostics": [e.message[:500] for e in events if isinstance(e, Diagnostic)],
             "text": "".join(e.text for e in events if isinstance(e, TextDelta)),
             "deltas": sum(1 for e in events if isinstance(e, TextDelta)),

@@ -38,6 +38,8 @@ def _error(sshd: SshServer, shared: Path, config: Path | None = None, **cfg: Any
     assert len(result["errors"]) == 1, result
     error: str = result["errors"][0]
     assert "\n" not in error
+    # The line is the whole story: no agent advice about the model API under it.
+    assert result["hints"] == [""], result
     return error
 
 

@@ -26,7 +26,7 @@ from tolaria.core.linereader import read_lines
 from tolaria.core.mcp.toolnames import with_server
 from tolaria.core.process.registry import ProcessRegistry, Run
 from tolaria.core.runtimes import make_runtime
-from tolaria.core.turns.diagnose import Agent, Diagnosis, diagnose, retry_cutoff
+from tolaria.core.turns.diagnose import UNKNOWN, Agent, Diagnosis, diagnose, retry_cutoff
 from tolaria.core.turns.process_turn import ProcessTurn, exit_code_of
 from tolaria.core.turns.request import RunRequest
 from tolaria.core.turns.spawn import ExitProtocol
@@ -107,7 +107,10 @@ class CliTurn(ProcessTurn):
             self.emit(event)
         remote_error = self._remote_error()
         if remote_error is not None and not cancelled:
-            return self._fail(remote_error)
+            # The link's line already says what failed on the way to the host (ssh, the
+            # supervisor); the agent's advice ("could not reach the model API") would mislead.
+            self._emit_error(remote_error, diagnosis=Diagnosis(UNKNOWN, ""))
+            return self._done(STOP_ERROR, exit_code)
         if cancelled:
             if self._cut_off is not None:
                 message, diagnosis = self._cut_off
