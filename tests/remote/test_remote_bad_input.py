@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -94,6 +95,26 @@ def test_cache_folder_not_writable(sshd: SshServer, shared: Path) -> None:
     error = _error(sshd, shared, cache_dir="/proc/tolaria-cache")
     assert error.startswith("target: cannot write Tolaria's cache folder /proc/tolaria-cache"), \
         error
+
+
+def test_a_full_disk_on_the_host(sshd: SshServer, shared: Path) -> None:
+    """The host's cache folder is on a full file system: one line, and no partial copy of the
+    supervisor is left there."""
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root and mount")
+    full = shared / "full"  # a folder both accounts reach
+    full.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k,mode=0777", "tmpfs",
+                              str(full)], capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        error = _error(sshd, shared, cache_dir=str(full))
+        assert error.startswith(f"target: cannot write Tolaria's cache folder {full} on this "
+                                "host: No space left on device"), error
+        assert list(full.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(full)], check=False)
 
 
 def test_a_missing_folder_and_a_missing_agent_there(sshd: SshServer, shared: Path) -> None:

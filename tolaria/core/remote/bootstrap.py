@@ -54,6 +54,10 @@ if not ok(f):
             h.write(b)
         os.replace(t, f)
     except OSError as e:
+        try:
+            os.unlink(t)  # a full disk: no half-written file left behind
+        except OSError:
+            pass
         say("TOLARIA-ERROR cannot write Tolaria's cache folder %%s on this host: %%s"
             %% (d, e.strerror or e)); sys.exit(6)
 sys.argv = [f]
