@@ -1,0 +1,47 @@
+"""A message sent with attachments while the chat's turn runs (issue 26): queued with them (the
+composer and its chips emptied, nothing refused), then sent with them when the turn ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from pytestqt.qtbot import QtBot
+from ui.test_attachments_window import _drop
+from ui.uihelpers import StartApp
+
+from tolaria.ui.composer.attachment_chip import READY
+
+
+def test_a_message_with_a_file_queues_with_it(start_app: StartApp, qtbot: QtBot,
+                                              tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    drv = start_app()
+    pane = drv.pane
+    first = drv.send("busy")
+    drv.wait_tool_running(first)
+    (tmp_path / "notes.txt").write_text("remember the milk\n")
+    _drop(pane.composer, [tmp_path / "notes.txt"])
+    qtbot.waitUntil(lambda: [c.state for c in pane.attachments.chips.values()] == [READY],
+                    timeout=10_000)
+    pane.composer.setPlainText("and read this")
+    QTest.keyClick(pane.composer, Qt.Key.Key_Return)
+    store = drv.app.store
+    qtbot.waitUntil(lambda: len(store.queued(pane.conversation_id)) == 1, timeout=5_000)
+    [message] = store.queued(pane.conversation_id)
+    assert message.text == "and read this"
+    assert [a.name for a in message.attachments] == ["notes.txt"]
+    assert pane.composer.toPlainText() == "" and not pane.attachments.chips
+    assert pane.running_stream == first, "queueing never touches the running turn"
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "0")
+    drv.button("stopButton").click()
+    qtbot.waitUntil(lambda: pane.running_stream not in (None, first), timeout=10_000)
+    second = pane.running_stream
+    drv.wait_finished()
+    turn = store.turn_by_stream(second or "")
+    assert turn is not None and turn.prompt == "and read this"
+    assert [a.name for a in store.attachments(turn.id)] == ["notes.txt"]
+    assert store.queued(pane.conversation_id) == []
