@@ -45,3 +45,28 @@ def test_a_message_with_a_file_queues_with_it(start_app: StartApp, qtbot: QtBot,
     assert turn is not None and turn.prompt == "and read this"
     assert [a.name for a in store.attachments(turn.id)] == ["notes.txt"]
     assert store.queued(pane.conversation_id) == []
+
+
+def test_taking_a_queued_message_back_brings_its_files_back(
+        start_app: StartApp, qtbot: QtBot, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
+    drv = start_app()
+    pane = drv.pane
+    first = drv.send("busy")
+    drv.wait_tool_running(first)
+    (tmp_path / "notes.txt").write_text("n\n")
+    _drop(pane.composer, [tmp_path / "notes.txt"])
+    qtbot.waitUntil(lambda: [c.state for c in pane.attachments.chips.values()] == [READY],
+                    timeout=10_000)
+    pane.composer.setPlainText("later")
+    QTest.keyClick(pane.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(pane.queued_chips.chips()) == 1, timeout=5_000)
+    [chip] = pane.queued_chips.chips()
+    assert [a.name for a in chip.message.attachments] == ["notes.txt"]
+    chip.edit_requested.emit(chip.message.id, chip.message.text)
+    qtbot.waitUntil(lambda: pane.queued_chips.chips() == [], timeout=5_000)
+    assert pane.composer.toPlainText() == "later"
+    assert [(c.state, c.name) for c in pane.attachments.chips.values()] == [(READY, "notes.txt")]
+    drv.button("stopButton").click()
+    drv.wait_finished()

@@ -272,6 +272,9 @@ class ChatPane(QWidget):
         typed = self.composer.toPlainText()
         self.composer.setPlainText(f"{text}\n{typed}" if typed.strip() else text)
         self.composer.setFocus()
+        for chip in self.queued_chips.chips():  # its files come back as chips too
+            if chip.message.id == message_id:
+                self.attachments.add_stored(chip.message.attachments)
         self.unqueue_requested.emit(self.conversation_id, message_id)
 
     def _on_queued_chips_remove_requested(self, message_id: int) -> None:
