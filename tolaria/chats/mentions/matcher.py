@@ -44,6 +44,7 @@ _KEEP_MADE = 64
 _FIRST_CHUNK = 1_024
 _CHUNK = 8_192
 _SPLIT = 256 * 1024
+_SLICE = 16_384
 #: Up to this many paths (or names) holding a query's letters, those are tested one by one (in
 #: C); more, and the joined text is searched, stopping when the rows are full.
 _FEW = 20_000
@@ -89,8 +90,10 @@ class _Letters:
         starts = _starts(strings)
         for letter in letters:
             if text.count(letter) * _RARE >= self.size:
-                self._dense[letter] = int.from_bytes(
-                    bytes(map(contains, strings, repeat(letter))), "little")
+                # In slices: each one C call, short enough not to hold the window's GIL long.
+                self._dense[letter] = int.from_bytes(b"".join(
+                    bytes(map(contains, strings[at:at + _SLICE], repeat(letter)))
+                    for at in range(0, self.size, _SLICE)), "little")
                 continue
             lines = array("i")
             for found in re.finditer(re.escape(letter), text):
@@ -139,9 +142,9 @@ class MentionIndex:
         self._entries = entries
         self._lower = lower = [e.lower() for e in entries]
         self._names = names = [low[low.rstrip("/").rfind("/") + 1:].rstrip("/") for low in lower]
-        self._text = "\n" + "\n".join(lower) + "\n"
+        self._text = _joined(lower)
         self._starts = _starts(lower)
-        self._names_text = "\n" + "\n".join(names) + "\n"
+        self._names_text = _joined(names)
         self._name_starts = _starts(names)
         self._has = _Letters(lower, self._text)
         self._name_has = _Letters(names, self._names_text)
@@ -160,7 +163,10 @@ class MentionIndex:
         self._top = top[: DEFAULT_LIMIT * 4]
         #: The last in-order scan: (query, every path below this index was tested, its matches).
         self._memo: tuple[str, int, list[int]] | None = None
-        self._known = frozenset(entries)
+        known: set[str] = set()
+        for at in range(0, len(entries), _SLICE):
+            known.update(entries[at:at + _SLICE])
+        self._known = known
 
     def has(self, path: str) -> bool:
         """Whether ``path`` (a folder with its ``/``, or without) is offered."""
@@ -268,6 +274,12 @@ class MentionIndex:
                         self._memo = (q, tested, matches)
                         return
         self._memo = (q, size, matches)
+
+
+def _joined(lines: list[str]) -> str:
+    """``"\n" + "\n".join(lines) + "\n"``, joined a slice at a time (short C calls)."""
+    parts = ["\n".join(lines[at:at + _SLICE]) for at in range(0, len(lines), _SLICE)]
+    return "\n" + "\n".join(parts) + "\n"
 
 
 def _starts(lines: Sequence[str]) -> list[int]:
