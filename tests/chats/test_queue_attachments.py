@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 from attachfiles import write_png
+from chats.test_engine_attachments import Seen as AttachSeen
 from helpers import async_test, wait_until
 
 from tolaria.chats.attachments import AttachmentDesk
-from tolaria.chats.engine import QuietObserver, TurnEngine
+from tolaria.chats.engine import TurnEngine
 from tolaria.core.adapters.manifest import AdapterSet, load_adapters, parse_manifest
-from tolaria.core.events import Event, TextDelta
+from tolaria.core.events import TextDelta
 from tolaria.core.process.registry import ProcessRegistry
 from tolaria.core.store.db import Store
 from tolaria.support.tasks import TaskSet
@@ -24,17 +25,7 @@ from tolaria.support.tasks import TaskSet
 AGENT = Path(__file__).resolve().parents[1] / "fakes" / "image_agent.py"
 
 
-class Seen(QuietObserver):
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self.problems: list[str] = []
-
-    def event(self, event: Event) -> None:
-        self.events.append(event)
-
-    def problem_reported(self, message: str) -> None:
-        self.problems.append(message)
-
+class Seen(AttachSeen):
     def text(self, stream_id: str) -> str:
         return "".join(e.text for e in self.events
                        if isinstance(e, TextDelta) and e.stream_id == stream_id)

@@ -105,22 +105,13 @@ async def capture(agent: str, server: FakeModelServer, out: Path, live: bool = F
 def _image(agent: str, tmp: Path, home: Path, env: dict[str, str]) -> tuple[Any, ...]:
     """A PNG in a Downloads folder, stored as Tolaria stores an attachment; the CLI told its
     model can see (Qwen decides by the model's name, opencode by its config)."""
-    sys.path[:0] = [str(HERE.parent)]
     from attachfiles import write_png
+    from e2e.test_real_attach import _vision_env
 
     downloads = tmp / "Downloads"
     downloads.mkdir()
     write_png(downloads / "screen shot.png", width=16, height=12)
-    if agent == "qwen":
-        env["OPENAI_MODEL"] = "qwen-vl-max"
-    if agent == "opencode":
-        import json
-
-        conf = home / ".config" / "opencode" / "opencode.json"
-        data = json.loads(conf.read_text())
-        data["provider"]["fake"]["models"]["fake-model"].update(
-            attachment=True, modalities={"input": ["text", "image"], "output": ["text"]})
-        conf.write_text(json.dumps(data))
+    _vision_env(agent, env, home)
     os.environ["TOLARIA_HOME"] = str(tmp / "tolaria")  # the stored copy the run stages
     return (AttachmentDesk(None).attach(str(downloads / "screen shot.png")),)
 

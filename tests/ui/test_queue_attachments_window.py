@@ -10,9 +10,23 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 from ui.test_attachments_window import _drop
-from ui.uihelpers import StartApp
+from ui.uihelpers import AppDriver, StartApp
 
 from tolaria.ui.composer.attachment_chip import READY
+
+
+def _queue_with_a_file(drv: AppDriver, qtbot: QtBot, tmp_path: Path, text: str) -> str:
+    """A turn runs (its tool for a minute); a file dropped and ``text`` sent meanwhile."""
+    pane = drv.pane
+    first = drv.send("busy")
+    drv.wait_tool_running(first)
+    (tmp_path / "notes.txt").write_text("remember the milk\n")
+    _drop(pane.composer, [tmp_path / "notes.txt"])
+    qtbot.waitUntil(lambda: [c.state for c in pane.attachments.chips.values()] == [READY],
+                    timeout=10_000)
+    pane.composer.setPlainText(text)
+    QTest.keyClick(pane.composer, Qt.Key.Key_Return)
+    return first
 
 
 def test_a_message_with_a_file_queues_with_it(start_app: StartApp, qtbot: QtBot,
@@ -21,14 +35,7 @@ def test_a_message_with_a_file_queues_with_it(start_app: StartApp, qtbot: QtBot,
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     pane = drv.pane
-    first = drv.send("busy")
-    drv.wait_tool_running(first)
-    (tmp_path / "notes.txt").write_text("remember the milk\n")
-    _drop(pane.composer, [tmp_path / "notes.txt"])
-    qtbot.waitUntil(lambda: [c.state for c in pane.attachments.chips.values()] == [READY],
-                    timeout=10_000)
-    pane.composer.setPlainText("and read this")
-    QTest.keyClick(pane.composer, Qt.Key.Key_Return)
+    first = _queue_with_a_file(drv, qtbot, tmp_path, "and read this")
     store = drv.app.store
     qtbot.waitUntil(lambda: len(store.queued(pane.conversation_id)) == 1, timeout=5_000)
     [message] = store.queued(pane.conversation_id)
@@ -53,14 +60,7 @@ def test_taking_a_queued_message_back_brings_its_files_back(
     monkeypatch.setenv("TOLARIA_DEMO_TOOL_SECONDS", "60")
     drv = start_app()
     pane = drv.pane
-    first = drv.send("busy")
-    drv.wait_tool_running(first)
-    (tmp_path / "notes.txt").write_text("n\n")
-    _drop(pane.composer, [tmp_path / "notes.txt"])
-    qtbot.waitUntil(lambda: [c.state for c in pane.attachments.chips.values()] == [READY],
-                    timeout=10_000)
-    pane.composer.setPlainText("later")
-    QTest.keyClick(pane.composer, Qt.Key.Key_Return)
+    _queue_with_a_file(drv, qtbot, tmp_path, "later")
     qtbot.waitUntil(lambda: len(pane.queued_chips.chips()) == 1, timeout=5_000)
     [chip] = pane.queued_chips.chips()
     assert [a.name for a in chip.message.attachments] == ["notes.txt"]
