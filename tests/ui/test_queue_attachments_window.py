@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 from ui.test_attachments_window import _drop
-from ui.uihelpers import AppDriver, StartApp
+from ui.uihelpers import AppDriver, StartApp, save_shot
 
 from tolaria.ui.composer.attachment_chip import READY
 
@@ -64,6 +64,9 @@ def test_taking_a_queued_message_back_brings_its_files_back(
     qtbot.waitUntil(lambda: len(pane.queued_chips.chips()) == 1, timeout=5_000)
     [chip] = pane.queued_chips.chips()
     assert [a.name for a in chip.message.attachments] == ["notes.txt"]
+    assert chip.files.text() == "+ 1 file" and chip.files.toolTip() == "Sent with it: notes.txt"
+    assert "with 1 attached file" in chip.accessibleName()
+    save_shot(pane, tmp_path, "queued-with-a-file.png")
     chip.edit_requested.emit(chip.message.id, chip.message.text)
     qtbot.waitUntil(lambda: pane.queued_chips.chips() == [], timeout=5_000)
     assert pane.composer.toPlainText() == "later"
