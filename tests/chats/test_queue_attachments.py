@@ -74,6 +74,17 @@ async def test_a_queued_image_reaches_the_agent_in_its_form(tmp_path: Path) -> N
         said = seen.text(second.stream_id)
         assert f"image 1-bug.png {hashlib.sha256(data).hexdigest()}" in said, said
         assert store.queued(chat) == []
+        # A chat deleted with a message still queued: its file's copy goes with it.
+        assert engine.send(chat, "WAIT again") is not None
+        (work / "release").unlink()
+        write_png(tmp_path / "other.png", width=3, height=3)
+        other = AttachmentDesk(store).attach(str(tmp_path / "other.png"), chat)
+        assert engine.queue(chat, "never sent", [other]) is not None
+        engine.delete(chat)
+        (work / "release").write_text("")
+        await wait_until(lambda: store.get_conversation(chat) is None, within=20,
+                         what="the deletion")
+        assert not AttachmentDesk(store).blobs.has(other.sha256)
     finally:
         await engine.shutdown()
         await asyncio.sleep(0)
