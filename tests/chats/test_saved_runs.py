@@ -295,3 +295,25 @@ def test_sigkill_of_tolaria_run_keeps_the_turn_and_kills_the_tree(tolaria_home: 
         assert got["titles"] == ["tick please"]  # the chat the window's sidebar shows
         assert got["stored"] > 0 and got["stored_prefix"]
         assert got["loss_ms"] <= LOSS_BOUND_S * 1000, got
+
+
+def test_a_run_stores_the_prompt_as_typed_and_sends_the_agents_form(
+        tolaria_home: Path) -> None:
+    """``tolaria run`` as the window: the turn keeps ``@path`` as typed; the agent (here one
+    that takes the path) gets its own form, a real process that prints its argv."""
+    (tolaria_home / "src").mkdir()
+    (tolaria_home / "src" / "app.py").write_text("x")
+    _adapter(tolaria_home, "argv", f'name = "Argv"\nprotocol = "lines"\ncommand = '
+                                   f'["{sys.executable}", "{FAKES / "argv_agent.py"}", "--", '
+                                   '"{prompt}"]\n')
+    done = _tolaria(tolaria_home, "run", "--agent", "argv", "fix @src/app.py please")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[0])["argv"] == [
+        "--", "fix src/app.py please"]
+    store = _store(tolaria_home)
+    try:
+        [chat] = store.list_conversations()
+        [turn] = store.turns(chat.id)
+        assert turn.prompt == "fix @src/app.py please"
+    finally:
+        store.close()

@@ -8,6 +8,10 @@ by ``/home/user`` (HOME) and ``/home/user/work`` (the working folder) so fixture
 
     PYTHONPATH=. python tests/e2e/capture_sessions.py tests/fixtures/sessions [AGENT ...]
 
+With ``--image`` (into ``tests/fixtures/sessions_image``): one turn with an image attached (a
+PNG from outside the working folder, as a user's Downloads), through Tolaria's own forms for
+the CLI (ADR 0028), so the session holds the image the way that CLI stores one.
+
 With ``--live`` (into ``tests/fixtures/sessions_live``): a session caught while the CLI writes it.
 Three turns: a tool that ends by itself (``sleep 8``), a tool stopped by Tolaria's Stop
 (``sleep 300``), a text turn; the files are copied into ``OUT/<agent>/mid`` the moment the first
@@ -19,6 +23,7 @@ Needs the e2e tier's CLIs installed (run the e2e tests once, or they are install
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sqlite3
 import sys
@@ -34,6 +39,7 @@ from e2e.clis import CLIS, install, run_env  # noqa: E402
 from e2e.fake_model import FakeModelServer  # noqa: E402
 from helpers import Collector, marker_pids  # noqa: E402
 
+from tolaria.chats.attachments import AttachmentDesk  # noqa: E402
 from tolaria.core.adapters.manifest import load_adapters  # noqa: E402
 from tolaria.core.events import Init  # noqa: E402
 from tolaria.core.process.registry import ProcessRegistry  # noqa: E402
@@ -51,11 +57,14 @@ SESSION_DIRS = {
 }
 PROMPTS = ["E2E-TEXT: say hello", "E2E-ECHO: run echo hi"]
 #: ``--live``: (prompt, what to do once the tool's ``sleep`` runs: "snapshot" or "stop").
+#: ``--image``: the prompt sent with the image.
+IMAGE_PROMPT = "E2E-TEXT: what is in the attachment?"
 LIVE = [("E2E-WAIT: run the waiting command", "snapshot"),
         ("E2E-SLEEP: run the slow command", "stop"), ("E2E-TEXT: say hello", None)]
 
 
-async def capture(agent: str, server: FakeModelServer, out: Path, live: bool = False) -> None:
+async def capture(agent: str, server: FakeModelServer, out: Path, live: bool = False,
+                  image: bool = False) -> None:
     install(CLIS[agent])
     manifest = load_adapters().get(agent)
     with tempfile.TemporaryDirectory(prefix="tolaria-capture-") as tmp:
@@ -66,12 +75,16 @@ async def capture(agent: str, server: FakeModelServer, out: Path, live: bool = F
         env["PWD"] = str(work)  # opencode takes its folder from PWD, not from its cwd
         session: str | None = None
         script = LIVE if live else [(prompt, None) for prompt in PROMPTS]
+        attached: tuple[Any, ...] = ()
+        if image:
+            script = [(IMAGE_PROMPT, None)]
+            attached = _image(agent, Path(tmp), home, env)
         for prompt, action in script:
             events = Collector()
             registry = ProcessRegistry()
             stream_id = new_stream_id()
             request = RunRequest(manifest, prompt, str(work), env, session_id=session,
-                                 permission_mode="full")
+                                 permission_mode="full", attachments=attached)
             task = asyncio.ensure_future(
                 stream_ai_agent(request, stream_id, events, registry=registry))
             if action is not None:
@@ -87,6 +100,20 @@ async def capture(agent: str, server: FakeModelServer, out: Path, live: bool = F
         target = out / agent / "final" if live else out / agent
         _snapshot(agent, home, work, tmp, target)
         print(f"{agent}: {sum(1 for p in target.rglob('*') if p.is_file())} files in {target}")
+
+
+def _image(agent: str, tmp: Path, home: Path, env: dict[str, str]) -> tuple[Any, ...]:
+    """A PNG in a Downloads folder, stored as Tolaria stores an attachment; the CLI told its
+    model can see (Qwen decides by the model's name, opencode by its config)."""
+    from attachfiles import write_png
+    from e2e.test_real_attach import _vision_env
+
+    downloads = tmp / "Downloads"
+    downloads.mkdir()
+    write_png(downloads / "screen shot.png", width=16, height=12)
+    _vision_env(agent, env, home)
+    os.environ["TOLARIA_HOME"] = str(tmp / "tolaria")  # the stored copy the run stages
+    return (AttachmentDesk(None).attach(str(downloads / "screen shot.png")),)
 
 
 async def _until_sleeping(stream_id: str, task: asyncio.Future[Any]) -> None:
@@ -113,7 +140,8 @@ def _snapshot(agent: str, home: Path, work: Path, tmp: str, target: Path) -> Non
             continue
         if agent == "opencode":
             _copy_database(src / "opencode.db", target / rel / "opencode.db",
-                           {str(work): "/home/user/work", str(home): "/home/user"})
+                           {str(work): "/home/user/work", str(home): "/home/user",
+                            tmp: "/tmp/capture"})
             continue
         for path in sorted(p for p in src.rglob("*") if p.is_file()):
             rel_name = str(path.relative_to(home)).replace(
@@ -151,15 +179,16 @@ def _copy_database(src: Path, dest: Path, paths: dict[str, str]) -> None:
         copy.close()
 
 
-async def main(out: Path, agents: list[str], live: bool) -> None:
+async def main(out: Path, agents: list[str], live: bool, image: bool = False) -> None:
     server = FakeModelServer().start()
     try:
         for agent in agents:
-            await capture(agent, server, out, live)
+            await capture(agent, server, out, live, image)
     finally:
         server.stop()
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--live"]
-    asyncio.run(main(Path(args[0]), args[1:] or AGENTS, "--live" in sys.argv))
+    args = [a for a in sys.argv[1:] if a not in ("--live", "--image")]
+    asyncio.run(main(Path(args[0]), args[1:] or AGENTS, "--live" in sys.argv,
+                     "--image" in sys.argv))

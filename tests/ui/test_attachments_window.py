@@ -111,6 +111,10 @@ def test_paste_drop_chips_and_send(start_app: Start, qtbot: QtBot, tmp_path: Pat
     view = pane.transcript.turn(stream)
     assert view is not None
     (card,) = view.findChildren(AttachmentCard)
+    # Under the prompt (the user's bubble), above the agent's answer: not part of the answer.
+    assert view.attached_box is not None and card.parent() is view.attached_box
+    assert not view.body.isAncestorOf(card)
+    assert card.mapTo(view, card.rect().topLeft()).y() < view.agent_header.y()
     assert card.attached.name == "notes.txt" and "as a path to a private copy" in " ".join(
         label.text() for label in card.findChildren(QLabel))
     card.copy.click()

@@ -175,6 +175,7 @@ class Tolaria:
         w.closed.connect(self._on_window_closed)
         self.notifications.pending_changed.connect(w.set_pending_questions)
         self.settings_controller.settings_saved.connect(self.notifications.configure)
+        self.settings_controller.settings_saved.connect(self.attaching.configure)
         w.conversation_shown.connect(self.notifications.chat_shown)
 
     def _stream_details(self, stream_id: str) -> dict[str, object]:

@@ -95,9 +95,11 @@ class AttachmentDesk:
 
 
 def delete_chat(store: Store, conversation_id: int, blobs: BlobStore | None = None) -> None:
-    """Delete the chat, and then its attachments' copies no other chat refers to."""
+    """Delete the chat, and then its attachments' copies (of its turns and of its queued
+    messages) no other chat refers to."""
     shas = {a.sha256 for turn in store.turns(conversation_id)
             for a in store.attachments(turn.id)}
+    shas |= {a.sha256 for message in store.queued(conversation_id) for a in message.attachments}
     store.delete_conversation(conversation_id)
     if shas:
         AttachmentDesk(store, blobs).forget_chat(shas)

@@ -14,6 +14,12 @@ the items, whether it was complete), so the next import adds exactly what the CL
   its prompt, in order, and not imported twice (also how sessions imported before record ids
   were kept are recognised).
 
+Images sent with a prompt (Claude's image blocks, Codex's ``input_image``, Gemini's and Qwen's
+``inlineData``, opencode's image ``file`` parts) become the imported turn's attachments: stored
+content-addressed like an attached file, under the same caps (``[attachments]``), each said by
+an ``attached`` event so the transcript shows its card; one over a cap (or unreadable) is an
+``attached`` event with no stored copy whose note says why.
+
 The CLIs' files are only read.
 """
 
@@ -25,10 +31,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tolaria.chats.attachments import AttachmentDesk
 from tolaria.chats.importers import IMPORTERS
 from tolaria.chats.importers.model import Session, SessionFormatError, Thinking, Tool, Turn
 from tolaria.chats.titles import title_from_prompt
-from tolaria.core.events import Done, Event, Init, TextDelta, ThinkingDelta, ToolDone, ToolStart
+from tolaria.core.attachments.blobs import BlobStore
+from tolaria.core.attachments.model import AttachError, AttachLimits, Attachment
+from tolaria.core.events import (
+    Attached,
+    Done,
+    Event,
+    Init,
+    TextDelta,
+    ThinkingDelta,
+    ToolDone,
+    ToolStart,
+)
 from tolaria.core.store.db import Store
 from tolaria.core.store.schema import STOP_NOT_ANSWERED
 from tolaria.core.store.schema import Turn as StoredTurn
@@ -84,14 +102,17 @@ class _Known:
 
 
 def import_sessions(store: Store, home: Path, agents: Iterable[str] | None = None, *,
-                    dry_run: bool = False) -> ImportReport:
-    """Import every session of ``agents`` (default: all) found under ``home``."""
+                    dry_run: bool = False, limits: AttachLimits | None = None,
+                    blobs: BlobStore | None = None) -> ImportReport:
+    """Import every session of ``agents`` (default: all) found under ``home``. ``limits``: the
+    caps for the sessions' images (default: the settings' ``[attachments]``)."""
     chosen = list(agents) if agents is not None else list(IMPORTERS)
     unknown = [a for a in chosen if a not in IMPORTERS]
     if unknown:
         raise ValueError(f"no importer for {', '.join(unknown)} (known: {', '.join(IMPORTERS)})")
     report = ImportReport()
     known = _stored_sessions(store)
+    desk = AttachmentDesk(store, blobs, limits if limits is not None else _limits())
     for agent in chosen:
         importer = IMPORTERS[agent]
         for path in importer.find(home):
@@ -102,7 +123,7 @@ def import_sessions(store: Store, home: Path, agents: Iterable[str] | None = Non
                 continue
             for session in sessions:
                 report.bad_lines += session.bad_lines
-                _import_one(store, session, known, report, dry_run)
+                _import_one(store, session, known, report, dry_run, desk)
     if not dry_run:
         store.flush()
     return report
@@ -136,7 +157,7 @@ def record_key(index: int, turn: Turn) -> str:
 
 
 def _import_one(store: Store, session: Session, known: dict[str, _Known],
-                report: ImportReport, dry_run: bool) -> None:
+                report: ImportReport, dry_run: bool, desk: AttachmentDesk) -> None:
     have = known.get(session.session_id)
     added: list[tuple[str, Turn]] = []
     updated: list[tuple[str, Turn, dict[str, Any]]] = []
@@ -179,8 +200,12 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
         records[key] = _record(stream_id, turn, stored.get("items") or [])
     for key, turn in added:
         stream_id = new_stream_id()
-        store.start_turn(chat_id, stream_id, session.agent, turn.prompt, started_at=turn.started_at)
+        attachments, said = _images(desk, chat_id, session.agent, stream_id, turn)
+        store.start_turn(chat_id, stream_id, session.agent, turn.prompt, started_at=turn.started_at,
+                         attachments=attachments)
         store.append_event(Init(stream_id, agent=session.agent, session_id=session.session_id))
+        for event in said:
+            store.append_event(event)
         _store_events(store, stream_id, _events(stream_id, turn.items, [], turn.complete), turn)
         records[key] = _record(stream_id, turn)
     store.add_marker(chat_id, IMPORT_MARKER, data={
@@ -191,6 +216,39 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
     entry.unrecorded = unrecorded
     report.imported.append(Imported(session.agent, session.session_id, chat_id, title,
                                     len(added), len(continued), unfinished, tuple(continued)))
+
+
+def _limits() -> AttachLimits:
+    from tolaria.config.settings import load_settings
+
+    return load_settings()[0].attach_limits()
+
+
+def _images(desk: AttachmentDesk, chat_id: int, agent: str, stream_id: str,
+            turn: Turn) -> tuple[list[Attachment], list[Attached]]:
+    """The turn's images stored (within the caps, the chat's earlier ones counted) and the
+    ``attached`` events that show them; one that cannot be kept is said with why."""
+    stored: list[Attachment] = []
+    said: list[Attached] = []
+    how = f"in the {IMPORTERS[agent].label} session"
+    for image in turn.images:
+        try:
+            if image.problem is not None:
+                raise AttachError(f"{image.name}: {image.problem}")
+            if image.data is not None:
+                attachment = desk.attach_bytes(image.name, image.data, chat_id, stored)
+            else:
+                attachment = desk.attach(image.path or "", chat_id, stored)
+        except AttachError as exc:
+            size = len(image.data) if image.data is not None else 0
+            said.append(Attached(stream_id, name=image.name, size=size, form="imported",
+                                 how=how, note=f"not imported: {exc}"))
+            continue
+        stored.append(attachment)
+        said.append(Attached(stream_id, name=image.name, size=attachment.size,
+                             mime=attachment.mime, sha256=attachment.sha256, form="imported",
+                             how=how))
+    return stored, said
 
 
 def _same_prompt(stored: str, written: str) -> bool:

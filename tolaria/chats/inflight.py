@@ -69,8 +69,9 @@ class MessageQueues:
         #: conversation id -> the message "Send now" picked to go next, alone.
         self._next: dict[int, int] = {}
 
-    def add(self, conversation_id: int, text: str) -> QueuedMessage | None:
-        return self.store.queue_add(conversation_id, text)
+    def add(self, conversation_id: int, text: str,
+            attachments: Sequence[Attachment] = ()) -> QueuedMessage | None:
+        return self.store.queue_add(conversation_id, text, attachments)
 
     def remove(self, conversation_id: int, message_id: int) -> QueuedMessage | None:
         found = self.store.queue_remove(conversation_id, [message_id])

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tolaria.chats.mentions.forms import render_mentions
 from tolaria.core.process import control
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation, Store, Turn
 
@@ -92,11 +93,13 @@ class SavedRun:
         return self.conversation.id if self.conversation is not None else None
 
     def begin(self, request: RunRequest, stream_id: str, *, explicit_cwd: str | None,
-              host: str | None = None) -> RunRequest:
+              host: str | None = None, typed: str | None = None) -> RunRequest:
         """Record the running turn; returns the request with the prompt the agent gets (the
         history preamble, or the session to resume) and the chat's folder. ``host``: the
         destination as given to ``--host`` (kept with the chat, so ``--chat`` and the window
-        continue there).
+        continue there). ``typed``: the prompt as typed (``request.prompt`` has the agent's
+        form of its ``@path`` mentions): stored as typed, like the window's, and put in the
+        agent's form again with the history around it.
 
         ValueError when ``stream_id`` already has a turn (a reused ``--stream-id``).
         """
@@ -122,14 +125,17 @@ class SavedRun:
             if conversation.agent != agent or conversation.cwd != cwd:
                 conversation = self.store.update_conversation(conversation.id, agent=agent,
                                                               cwd=cwd)
-        launch = self.engine.plan(conversation, request.prompt, manifest=request.manifest,
-                                  cwd=cwd, attachments=request.attachments)
+        launch = self.engine.plan(conversation, request.prompt if typed is None else typed,
+                                  manifest=request.manifest, cwd=cwd,
+                                  attachments=request.attachments)
         self.conversation = self.store.get_conversation(conversation.id) or conversation
         self.turn = self.engine.record(launch, stream_id)
         self.stream_id = stream_id
         self.launch = launch
-        return dataclasses.replace(request, prompt=launch.full_prompt,
-                                   session_id=launch.resume_id, cwd=cwd)
+        full = launch.full_prompt
+        if typed is not None:  # as RunOptions.request does for the window's turns
+            full = render_mentions(full, request.manifest.protocol, cwd or os.getcwd())
+        return dataclasses.replace(request, prompt=full, session_id=launch.resume_id, cwd=cwd)
 
     def close(self) -> None:
         """A turn that never got its ``Done`` (a bug, an interrupt before the run started) is

@@ -145,7 +145,7 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     if saved is not None:  # the turn goes into the store first (history, resume, chat folder)
         try:
             request = saved.begin(request, stream_id, explicit_cwd=args.run_cwd,
-                                  host=args.host)
+                                  host=args.host, typed=args.prompt)
         except ValueError as exc:
             print(f"tolaria: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT

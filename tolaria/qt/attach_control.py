@@ -73,6 +73,12 @@ class AttachControl:
         self.desk = desk
         self.tasks = tasks
 
+    def configure(self, settings: object) -> None:
+        """Preferences were saved: the next file is held to the caps saved (``Settings``)."""
+        limits = getattr(settings, "attach_limits", None)
+        if callable(limits):
+            self.desk.limits = limits()
+
     def attach(self, conversation_id: int, intent: AttachIntent) -> None:
         self.tasks.spawn(self._run(conversation_id, intent), name="attach")
 

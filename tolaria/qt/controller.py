@@ -122,7 +122,11 @@ class ChatController(CheckpointControl, QObject):
 
     def send_attached(self, conversation_id: int, prompt: str,
                       attachments: Sequence[Attachment]) -> str | None:
-        """Start a turn with attachments (ADR 0028); None when it did not start (refused)."""
+        """Start a turn with attachments (ADR 0028); None when it did not start (refused).
+        While the chat's turn runs, the message is queued with them (sent when it ends)."""
+        if self.engine.running_stream(conversation_id) is not None:
+            self.engine.queue(conversation_id, prompt, tuple(attachments))
+            return None
         return self.engine.send(conversation_id, prompt, attachments=tuple(attachments))
 
     def stop(self, conversation_id: int) -> bool:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+from tolaria.chats.mentions import matcher
 from tolaria.chats.mentions.listing import folders_of
 from tolaria.chats.mentions.matcher import MentionIndex
 
@@ -98,3 +101,49 @@ def test_has_knows_files_and_folders() -> None:
     idx = index()
     assert idx.has("src/composer.py") and idx.has("src/ui") and idx.has("src/ui/")
     assert not idx.has("src/nope.py")
+
+
+def _reference(entries: list[str], query: str, limit: int) -> list[tuple[str, int]]:
+    """The ranking spelled out (matcher.py's docstring), every path scored: what the index,
+    the implementation before it where it ranked completely, and any keystroke must give."""
+    q = query.lower().replace("\\", "/").strip()
+    scored = []
+    for entry in entries:
+        low = entry.lower()
+        if not _in_order(q, low) or low == q:
+            continue
+        name = low[low.rstrip("/").rfind("/") + 1:].rstrip("/")
+        if "/" in q:
+            rank = 3 if q in low else 5
+        else:
+            rank = (0 if name == q else 1 if name.startswith(q) else 2 if q in name
+                    else 3 if q in low else 4 if _in_order(q, name) else 5)
+        scored.append((rank, len(entry), low, entry))
+    scored.sort(key=lambda s: s[:3])
+    return [(entry, rank) for rank, _, _, entry in scored[:limit]]
+
+
+@pytest.mark.parametrize("few", [20_000, 40])
+def test_every_keystroke_ranks_as_scoring_every_path(few: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random queries typed a letter at a time (and some retyped after a Backspace), on a folder
+    where the index narrows, tests candidates or scans the joined text (``few``: when it
+    switches) and stops early: always the reference's rows."""
+    monkeypatch.setattr(matcher, "_FEW", few)
+    rnd = random.Random(26)
+    files = _files(6_000) + [f"deep/{i % 97}/x{i}_mtchr.py" for i in range(1_000)]
+    folders = folders_of(files)
+    entries = [f"{d}/" for d in folders] + files
+    typed = MentionIndex(files, folders)
+    alphabet = "abeglmorstvwxy_./12"
+    queries = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 6)))
+               for _ in range(12)]
+    queries += [rnd.choice(entries).lower()[rnd.randint(0, 6):][:rnd.randint(2, 10)]
+                for _ in range(12)]
+    queries += ["mtchr", "x1_m", "alpha", "/", "deep/1"]
+    for query in queries:
+        for end in [*range(1, len(query) + 1), max(1, len(query) - 1), len(query)]:
+            q = query[:end]
+            expected = _reference(entries, q, 50)
+            assert [(m.path, m.rank) for m in typed.search(q)] == expected, q
+            assert [(m.path, m.rank) for m in typed.search(q, 7)] == expected[:7], q

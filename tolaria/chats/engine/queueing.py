@@ -17,8 +17,9 @@ starts a second turn in the same process. Stopping is prompt on every agent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from tolaria.chats.attachments import agent_refusal
 from tolaria.chats.engine.observer import TurnObserver
 from tolaria.chats.inflight import (
     EDIT,
@@ -31,7 +32,9 @@ from tolaria.chats.inflight import (
     QueuedMessage,
     join_messages,
 )
-from tolaria.core.store.db import MARKER_MESSAGE_QUEUED, MARKER_MESSAGE_UNQUEUED
+from tolaria.core.adapters.manifest import AdapterSet
+from tolaria.core.attachments.model import Attachment
+from tolaria.core.store.db import MARKER_MESSAGE_QUEUED, MARKER_MESSAGE_UNQUEUED, Store
 from tolaria.core.store.markers import Marker
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_AT_QUIT
 
@@ -41,6 +44,8 @@ class QueuePart:
 
     observer: TurnObserver
     queues: MessageQueues | None
+    adapters: AdapterSet | None
+    store: Store | None
     _running: dict[int, str]
     _deleting: set[int]
 
@@ -55,20 +60,40 @@ class QueuePart:
             raise RuntimeError("this turn engine keeps no queues (tolaria run)")
         return self.queues
 
-    def queue(self, conversation_id: int, text: str) -> QueuedMessage | None:
+    def queue(self, conversation_id: int, text: str,
+              attachments: Sequence[Attachment] = ()) -> QueuedMessage | None:
         """Queue ``text`` behind the running turn (sent at once if none runs and the queue is
-        not paused). Stored before this returns."""
+        not paused), with ``attachments`` (stored copies: they go with it, in the agent's form,
+        and survive a restart). Stored before this returns. An image the chat's agent cannot
+        take is refused here, said to the user, and nothing is queued."""
         if not text.strip() or conversation_id in self._deleting:
             return None
-        message = self.queue_store.add(conversation_id, text)
+        if attachments:
+            problem = self._queue_refusal(conversation_id, attachments)
+            if problem is not None:
+                self.observer.problem_reported(problem)
+                return None
+        message = self.queue_store.add(conversation_id, text, attachments)
         if message is None:
             return None
-        self._mark(conversation_id, MARKER_MESSAGE_QUEUED, None,
-                   {"id": message.id, "text": text})
+        data: dict[str, object] = {"id": message.id, "text": text}
+        if attachments:
+            data["attachments"] = [a.name for a in attachments]
+        self._mark(conversation_id, MARKER_MESSAGE_QUEUED, None, data)
         self.announce_queue(conversation_id)
         if conversation_id not in self._running:
             self._deliver(conversation_id)
         return message
+
+    def _queue_refusal(self, conversation_id: int,
+                       attachments: Sequence[Attachment]) -> str | None:
+        conversation = self.store.get_conversation(conversation_id) if self.store else None
+        manifest = (self.adapters.manifests.get(conversation.agent)
+                    if self.adapters is not None and conversation is not None else None)
+        if conversation is not None and conversation.host:
+            return (f"Attachments do not work on another host yet: the agent on "
+                    f"{conversation.host} cannot read this machine's files.")
+        return agent_refusal(manifest, attachments) if manifest is not None else None
 
     def unqueue(self, conversation_id: int, message_id: int) -> QueuedMessage | None:
         """Take a queued message back before delivery (to remove or edit it)."""
@@ -127,7 +152,8 @@ class QueuePart:
         # show a sent message again, nor lose it. (The send may end at once, e.g. an unknown
         # agent: still delivered exactly once.)
         stream_id = self.send(conversation_id, join_messages(messages),
-                              delivering=[m.id for m in messages])
+                              delivering=[m.id for m in messages],
+                              attachments=[a for m in messages for a in m.attachments])
         if stream_id is None:
             return None
         queues.taken(conversation_id, messages)

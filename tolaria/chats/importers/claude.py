@@ -2,8 +2,9 @@
 
 One JSON object a line. ``user`` lines carry a prompt (a string, or text parts) or tool results
 (``tool_result`` parts, matched to ``tool_use`` by id); ``assistant`` lines carry one content
-block each (``text``, ``thinking``, ``tool_use``). Everything else (attachments, queue
-operations, API request shapes, cost state) is bookkeeping. Sidechain (sub-agent) and meta lines
+block each (``text``, ``thinking``, ``tool_use``). A prompt's ``image`` blocks (base64) are its
+images. Everything else (attachments, queue operations, API request shapes, cost state) is
+bookkeeping. Sidechain (sub-agent) and meta lines
 are not the conversation, nor are Claude's own interruption notes (a user record
 ``[Request interrupted by user]`` / ``... for tool use]`` after a stop, and the ``<synthetic>``
 assistant reply "No response requested." that follows it). A tool call the user stopped (its
@@ -22,11 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from tolaria.chats.importers.model import (
+    Image,
     Session,
     SessionFormatError,
     Thinking,
     Tool,
     Turn,
+    image_from_base64,
+    image_name,
     output_text,
     read_jsonl,
     timestamp,
@@ -75,7 +79,8 @@ def parse(path: Path) -> Session:
             elif prompt is not None:
                 uuid = record.get("uuid")
                 turn = Turn(prompt, started_at=timestamp(record.get("timestamp")),
-                            record_id=uuid if isinstance(uuid, str) else None)
+                            record_id=uuid if isinstance(uuid, str) else None,
+                            images=_images(content))
                 session.turns.append(turn)
                 turn.saw(turn.started_at)
             elif _results(content, tools, stopped=_stopped(record)) and turn is not None:
@@ -106,6 +111,21 @@ def _prompt(content: Any) -> str | None:
     if not text.strip() or text.lstrip().startswith(_NOT_TYPED):
         return None
     return text
+
+
+def _images(content: Any) -> list[Image]:
+    """The prompt's ``image`` blocks (base64 ``source``: what Claude was sent)."""
+    blocks = [p for p in content if isinstance(p, dict) and p.get("type") == "image"
+              and isinstance(p.get("source"), dict)] if isinstance(content, list) else []
+    found = []
+    for number, block in enumerate(blocks, 1):
+        source = block["source"]
+        name = image_name(None, source.get("media_type"), number)
+        if source.get("type") == "base64":
+            found.append(image_from_base64(name, source.get("data")))
+        else:
+            found.append(Image(name, problem="the session keeps only a link to it"))
+    return found
 
 
 def _stopped(record: dict[str, Any]) -> bool:

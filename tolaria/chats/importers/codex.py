@@ -3,8 +3,8 @@
 ``session_meta`` names the session and folder; ``response_item`` lines are the conversation as
 the model saw it: ``message`` (user / assistant; developer and context messages are Codex's
 own), ``function_call`` / ``custom_tool_call`` and their ``*_output`` by ``call_id``, and
-``reasoning`` summaries. ``event_msg`` lines repeat the same for the UI and are not read, but for
-``task_complete``: a turn is complete when Codex wrote it for the prompt's turn id (a
+``reasoning`` summaries; a prompt's ``input_image`` parts are its images. ``event_msg`` lines
+repeat the same for the UI and are not read, but for ``task_complete``: a turn is complete when Codex wrote it for the prompt's turn id (a
 ``turn_aborted`` one was stopped). The prompt message's ``id`` names the turn. A command the user
 stopped while it ran (its output ends in Codex's "aborted by user") has no result: it shows as
 interrupted with its turn, not as done.
@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from tolaria.chats.importers.model import (
+    Image,
     Session,
     SessionFormatError,
     Thinking,
     Tool,
     Turn,
     answered,
+    image_from_url,
+    image_name,
     output_text,
     read_jsonl,
     text_of,
@@ -38,6 +41,8 @@ _CONTEXT = ("<environment_context>", "<user_instructions>", "<skills_instruction
 #: The last line of a command's output when the user stopped it while it ran.
 _ABORTED = "aborted by user"
 _EXIT = re.compile(r"(?:Process exited with code|Exit code:)\s*(-?\d+)")
+#: The text part Codex puts before an attached image: ``<image name=[Image #1] path="...">``.
+_IMAGE_TAG = re.compile(r'^<image name=[^>]*?(?: path="([^"]*)")?>$|^</image>$')
 _ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 
 
@@ -72,11 +77,12 @@ def parse(path: Path) -> Session:
         if turn is not None:
             turn.saw(timestamp(record.get("timestamp")))
         if kind == "message" and payload.get("role") == "user":
-            text = text_of(payload.get("content"))
+            text, images = _prompt(payload.get("content"))
             if text.strip() and not text.lstrip().startswith(_CONTEXT):
                 record_id = payload.get("id")
                 turn = Turn(text, started_at=timestamp(record.get("timestamp")),
-                            record_id=record_id if isinstance(record_id, str) else None)
+                            record_id=record_id if isinstance(record_id, str) else None,
+                            images=images)
                 meta = payload.get("internal_chat_message_metadata_passthrough")
                 if isinstance(meta, dict) and meta.get("turn_id"):
                     turn_ids[len(session.turns)] = str(meta["turn_id"])
@@ -106,6 +112,33 @@ def parse(path: Path) -> Session:
                          else answered(each))
     session.last_open()
     return session
+
+
+def _prompt(content: Any) -> tuple[str, list[Image]]:
+    """The typed text and the images of a user message: Codex wraps each ``input_image`` (a
+    ``data:`` URL) in ``<image name=... path="...">`` / ``</image>`` text parts, left out."""
+    if not isinstance(content, list):
+        return text_of(content), []
+    texts: list[str] = []
+    images: list[Image] = []
+    path: str | None = None
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "input_image":
+            name = image_name(path, None, len(images) + 1)
+            images.append(image_from_url(name, part.get("image_url")))
+            path = None
+            continue
+        text = part.get("text")
+        if not isinstance(text, str):
+            continue
+        tag = _IMAGE_TAG.match(text.strip())
+        if tag is not None:
+            path = tag.group(1) or path
+            continue
+        texts.append(text)
+    return "".join(texts), images
 
 
 def _arguments(payload: dict[str, Any]) -> Any:

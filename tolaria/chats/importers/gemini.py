@@ -33,6 +33,7 @@ from tolaria.chats.importers.model import (
     read_jsonl,
     text_of,
     timestamp,
+    typed_and_images,
 )
 
 AGENT = "gemini"
@@ -80,10 +81,10 @@ def parse(path: Path) -> Session:
     turn: Turn | None = None
     for (message_id, kind), message in messages.items():
         if kind == "user":
-            text = text_of(message.get("content"))
+            text, images = typed_and_images(message.get("content"))
             if text.strip() and not text.lstrip().startswith(_CONTEXT):
                 turn = Turn(text, started_at=timestamp(message.get("timestamp")),
-                            record_id=message_id)
+                            record_id=message_id, images=images)
                 session.turns.append(turn)
                 turn.saw(turn.started_at)
         elif kind == "gemini" and turn is not None:

@@ -7,6 +7,8 @@ parser is a pure function of a file, tested on real files the CLIs wrote (tests/
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import stat
 from collections.abc import Iterator
@@ -42,12 +44,25 @@ class Tool:
         self.output, self.is_error, self.stopped = None, False, True
 
 
+@dataclass(frozen=True)
+class Image:
+    """An image of the prompt as the CLI kept it: its bytes (base64 or a ``data:`` URL in the
+    session), or the path of the file it read. ``problem``: why neither can be had."""
+
+    name: str
+    data: bytes | None = None
+    path: str | None = None
+    problem: str | None = None
+
+
 @dataclass
 class Turn:
     """One user prompt and what the agent did in answer, in order: ``str`` items are text."""
 
     prompt: str
     items: list[str | Tool | Thinking] = field(default_factory=list)
+    #: The images the user sent with the prompt (stored as the imported turn's attachments).
+    images: list[Image] = field(default_factory=list)
     started_at: float | None = None
     #: The time of the turn's last record the CLI stamped (its answer's end when complete).
     ended_at: float | None = None
@@ -189,3 +204,70 @@ def output_text(value: Any) -> str:
     if value is None:
         return ""
     return json.dumps(value, ensure_ascii=False)
+
+
+_IMAGE_EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif",
+              "image/webp": ".webp"}
+
+
+def image_name(name: Any, mime: Any, number: int) -> str:
+    """The file name a CLI gave the image (no folder), else ``image-N`` with its type's suffix."""
+    if isinstance(name, str) and name.strip():
+        return name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or name
+    ext = _IMAGE_EXT.get(mime, ".png") if isinstance(mime, str) else ".png"
+    return f"image-{number}{ext}"
+
+
+def image_from_base64(name: str, data: Any) -> Image:
+    """An image from base64 text in the session (Claude's ``source.data``, Gemini's and Qwen's
+    ``inlineData.data``)."""
+    if not isinstance(data, str) or not data:
+        return Image(name, problem="the session holds no image data for it")
+    try:
+        return Image(name, data=base64.b64decode(data, validate=False))
+    except (binascii.Error, ValueError):
+        return Image(name, problem="its image data in the session is not valid base64")
+
+
+def image_from_url(name: str, url: Any) -> Image:
+    """An image from a ``data:image/...;base64,`` URL (Codex, opencode) or a ``file://`` URL."""
+    if isinstance(url, str) and url.startswith("data:") and ";base64," in url[:80]:
+        return image_from_base64(name, url.split(",", 1)[1])
+    if isinstance(url, str) and url.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return Image(name, path=unquote(urlparse(url).path))
+    return Image(name, problem="the session names it but holds no image data for it")
+
+
+#: Gemini CLI and Qwen Code put the files an ``@path`` read after the typed text, between these.
+REFERENCED_START = "--- Content from referenced files ---"
+REFERENCED_END = "--- End of content ---"
+
+
+def typed_and_images(parts: Any) -> tuple[str, list[Image]]:
+    """A Gemini/Qwen user message's parts: the text typed (the files its ``@path`` references
+    read in are left out) and its images (``inlineData`` parts)."""
+    if not isinstance(parts, list):
+        return text_of(parts), []
+    texts: list[str] = []
+    images: list[Image] = []
+    inside = False
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        inline = part.get("inlineData")
+        if isinstance(inline, dict) and str(inline.get("mimeType", "")).startswith("image/"):
+            name = image_name(inline.get("displayName"), inline.get("mimeType"), len(images) + 1)
+            images.append(image_from_base64(name, inline.get("data")))
+            continue
+        text = part.get("text")
+        if not isinstance(text, str):
+            continue
+        if text.strip() == REFERENCED_START:
+            inside = True
+        elif text.strip() == REFERENCED_END:
+            inside = False
+        elif not inside:
+            texts.append(text)
+    return "".join(texts), images

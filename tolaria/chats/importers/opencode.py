@@ -2,7 +2,8 @@
 
 Tables ``session`` (id, directory, title; a ``parent_id`` marks a sub-agent's session),
 ``message`` (JSON ``data`` with ``role``) and ``part`` (JSON ``data``: ``text``, ``reasoning``,
-``tool`` with ``state.input/output/status``, step markers). The database is copied (with its WAL)
+``tool`` with ``state.input/output/status``, step markers; a user message's image ``file``
+parts are its images). The database is copied (with its WAL)
 to a temporary folder and read there: opening it in place could write its ``-shm`` file, and an
 import never writes to a CLI's files. The user message's id names the turn; a turn is complete
 when its last assistant message finished (``time.completed``) with a ``finish`` that ends the
@@ -20,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from tolaria.chats.importers.model import (
+    Image,
     Session,
     SessionFormatError,
     Thinking,
     Tool,
     Turn,
     check_file,
+    image_from_url,
+    image_name,
     output_text,
     timestamp,
 )
@@ -89,7 +93,8 @@ def _turns(conn: sqlite3.Connection, session: Session) -> None:
             text = "".join(p.get("text", "") for p in mine
                            if p.get("type") == "text" and not p.get("synthetic"))
             if text.strip():
-                turn = Turn(text, started_at=timestamp(created), record_id=str(message_id))
+                turn = Turn(text, started_at=timestamp(created), record_id=str(message_id),
+                            images=_images(mine))
                 session.turns.append(turn)
         elif info.get("role") == "assistant" and turn is not None:
             for part in mine:
@@ -100,6 +105,14 @@ def _turns(conn: sqlite3.Connection, session: Session) -> None:
             turn.saw(timestamp(times["completed"] if finished else created))
             turn.complete = (finished and not info.get("error")
                              and info.get("finish") not in (None, "tool-calls", "unknown"))
+
+
+def _images(parts: list[dict[str, Any]]) -> list[Image]:
+    """A user message's ``file`` parts that are images (a ``data:`` or ``file://`` URL)."""
+    files = [p for p in parts if p.get("type") == "file"
+             and str(p.get("mime", "")).startswith("image/")]
+    return [image_from_url(image_name(p.get("filename"), p.get("mime"), n), p.get("url"))
+            for n, p in enumerate(files, 1)]
 
 
 def _part(part: dict[str, Any], turn: Turn) -> None:

@@ -25,6 +25,7 @@ from tolaria.chats.importers.model import (
     output_text,
     read_jsonl,
     timestamp,
+    typed_and_images,
 )
 
 AGENT = "qwen"
@@ -54,11 +55,11 @@ def parse(path: Path) -> Session:
         if turn is not None:
             turn.saw(timestamp(record.get("timestamp")))
         if kind == "user":
-            text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str))
+            text, images = typed_and_images(parts)
             if text.strip():
                 uuid = record.get("uuid")
                 turn = Turn(text, started_at=timestamp(record.get("timestamp")),
-                            record_id=uuid if isinstance(uuid, str) else None)
+                            record_id=uuid if isinstance(uuid, str) else None, images=images)
                 session.turns.append(turn)
                 turn.saw(turn.started_at)
         elif kind == "assistant" and turn is not None:

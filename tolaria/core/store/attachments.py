@@ -59,5 +59,7 @@ class AttachmentLog(StorePart):
         return sum(self.chat_attachment_sizes(conversation_id).values())
 
     def referenced_attachments(self) -> set[str]:
-        """The SHA-256s some turn still refers to (the blob store keeps those)."""
-        return {row[0] for row in self._query("SELECT DISTINCT sha256 FROM attachments")}
+        """The SHA-256s some turn or queued message still refers to (the blob store keeps
+        those)."""
+        return {row[0] for row in self._query("SELECT sha256 FROM attachments UNION"
+                                              " SELECT sha256 FROM queued_attachments")}

@@ -5,7 +5,8 @@ deltas): a message typed a moment before a crash is still there at the next star
 ``paused`` flag with its reason (``user``; ``quit``: Tolaria was closed with messages waiting;
 ``crash``: it ended without shutting down): a paused queue is not delivered when the turn ends.
 ``QueueLog`` is the part of ``Store`` that reads and writes the ``queued_messages`` and
-``queue_state`` tables (schema version 3).
+``queue_state`` tables (schema version 3), and ``queued_attachments`` (the files queued with a
+message, issue 26).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tolaria.core.attachments.model import Attachment
 from tolaria.core.store.parts import StorePart
+
+_ATTACH_COLS = "name, sha256, size, mime, kind"
 
 #: Why a queue is paused.
 PAUSED_BY_USER = "user"
@@ -29,6 +33,8 @@ class QueuedMessage:
     id: int
     text: str
     created: float = 0.0
+    #: The files sent with it (stored copies; ADR 0028), in order.
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,8 +50,10 @@ class QueueState:
 class QueueLog(StorePart):
     """Mixed into ``Store``, which provides the connection, its lock and transactions."""
 
-    def queue_add(self, conversation_id: int, text: str) -> QueuedMessage | None:
-        """Append ``text`` to the conversation's queue; None if the conversation is gone."""
+    def queue_add(self, conversation_id: int, text: str,
+                  attachments: Sequence[Attachment] = ()) -> QueuedMessage | None:
+        """Append ``text`` (with ``attachments``, in the same transaction) to the
+        conversation's queue; None if the conversation is gone."""
         with self._db_lock:
             try:
                 with self._tx():
@@ -55,16 +63,29 @@ class QueueLog(StorePart):
                         " VALUES (?, (SELECT COALESCE(MAX(position), 0) + 1 FROM queued_messages"
                         " WHERE conversation_id = ?), ?, ?)",
                         (conversation_id, conversation_id, text, now))
+                    assert cur.lastrowid is not None
+                    self._conn.executemany(
+                        f"INSERT INTO queued_attachments (message_id, position, {_ATTACH_COLS})"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(cur.lastrowid, i, a.name, a.sha256, a.size, a.mime, a.kind)
+                         for i, a in enumerate(attachments)])
             except sqlite3.IntegrityError:  # the conversation was deleted
                 return None
-        assert cur.lastrowid is not None
-        return QueuedMessage(cur.lastrowid, text, now)
+        return QueuedMessage(cur.lastrowid, text, now, tuple(attachments))
 
     def queued(self, conversation_id: int) -> list[QueuedMessage]:
-        """The conversation's queued messages in delivery order."""
+        """The conversation's queued messages in delivery order, with their attachments."""
         rows = self._query("SELECT id, text, created FROM queued_messages WHERE conversation_id = ?"
                            " ORDER BY position, id", conversation_id)
-        return [QueuedMessage(*row) for row in rows]
+        files: dict[int, list[Attachment]] = {}
+        for message_id, *rest in self._query(
+                f"SELECT q.message_id, {', '.join('q.' + c for c in _ATTACH_COLS.split(', '))}"
+                " FROM queued_attachments q JOIN queued_messages m ON m.id = q.message_id"
+                " WHERE m.conversation_id = ? ORDER BY q.message_id, q.position",
+                conversation_id):
+            files.setdefault(message_id, []).append(Attachment(*rest))
+        return [QueuedMessage(row[0], row[1], row[2], tuple(files.get(row[0], ())))
+                for row in rows]
 
     def queue_state(self, conversation_id: int) -> QueueState:
         rows = self._query("SELECT paused, reason FROM queue_state WHERE conversation_id = ?",

@@ -146,6 +146,15 @@ MIGRATIONS: list[tuple[str, ...]] = [
         # Where a chat's turns run (issue 25): NULL on this machine, else the host as given.
         "ALTER TABLE conversations ADD COLUMN host TEXT",
     ),
+    (
+        # Files queued with a message typed while a turn ran (issue 26; tolaria/core/store/
+        # queue.py): the stored copies by SHA-256, in order; they go with the message.
+        """CREATE TABLE IF NOT EXISTS queued_attachments (
+            message_id INTEGER NOT NULL REFERENCES queued_messages (id) ON DELETE CASCADE,
+            position INTEGER NOT NULL, name TEXT NOT NULL, sha256 TEXT NOT NULL,
+            size INTEGER NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL,
+            PRIMARY KEY (message_id, position))""",
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -71,7 +71,8 @@ class ChatPane(QWidget):
     #: Check and store files for this chat's next message (ADR 0028): conversation id,
     #: AttachIntent.
     attach_requested = Signal(int, object)
-    #: Send a prompt with its attachments: conversation id, prompt, tuple of Attachment.
+    #: Send a prompt with its attachments: conversation id, prompt, tuple of Attachment (while
+    #: the chat's turn runs: queue it with them; the composer and its chips are emptied).
     send_attached_requested = Signal(int, str, object)
     #: The user chose one of Tolaria's commands in the composer's ``/`` menu: conversation id,
     #: command name (tolaria/ui/composer/slash_menu.py).
@@ -195,15 +196,16 @@ class ChatPane(QWidget):
     def _send_attached(self, prompt: str) -> bool:
         """Send with the chips' files (True), or say why not (True: nothing else happens)."""
         problem = self.attachments.send_problem()
-        if problem is None and self.running_stream is not None:
-            problem = "Attachments go with a new turn: send when the agent has finished"
-        if problem is None and self.editing is not None:
+        if problem is None and self.editing is not None and self.running_stream is None:
             problem = "Edit and resend keeps the turn's own attachments: remove these chips"
         if problem is not None:
             self.status_line.set_idle(self._agent_name, problem)
             return True
-        self.send_attached_requested.emit(self.conversation_id, prompt,
-                                          tuple(self.attachments.attachments()))
+        attached = tuple(self.attachments.attachments())
+        if self.running_stream is not None:  # queued with its files, sent when the turn ends
+            self.composer.clear()
+            self.attachments.clear()
+        self.send_attached_requested.emit(self.conversation_id, prompt, attached)
         return True
 
     def _on_assist_command_requested(self, name: str) -> None:
@@ -282,6 +284,9 @@ class ChatPane(QWidget):
         typed = self.composer.toPlainText()
         self.composer.setPlainText(f"{text}\n{typed}" if typed.strip() else text)
         self.composer.setFocus()
+        for chip in self.queued_chips.chips():  # its files come back as chips too
+            if chip.message.id == message_id:
+                self.attachments.add_stored(chip.message.attachments)
         self.unqueue_requested.emit(self.conversation_id, message_id)
 
     def _on_queued_chips_remove_requested(self, message_id: int) -> None:

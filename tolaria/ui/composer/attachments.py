@@ -10,6 +10,7 @@ an event filter, and takes only what carries files or an image (text pastes as b
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 from PySide6.QtCore import QEvent, QMimeData, QObject, Qt, Signal
 from PySide6.QtGui import (
@@ -157,6 +158,13 @@ class AttachmentTray(QScrollArea):
             self._warn(chip)
         else:
             chip.set_refused(settled.problem)
+
+    def add_stored(self, attachments: Sequence[Attachment]) -> None:
+        """Chips for files stored already (a queued message taken back into the composer)."""
+        for attachment in attachments:
+            chip = self.chips[self._chip(attachment.name)]
+            chip.set_ready(attachment, None)
+            self._warn(chip)
 
     def attachments(self) -> list[Attachment]:
         return [c.attachment for c in self.chips.values()

@@ -107,6 +107,16 @@ class QueuedChip(QFrame):
         self.label = ElidedLabel(message.text, self)
         self.label.setObjectName("queuedText")
         row.addWidget(self.label, 1)
+        #: Its files (sent with it), said by count; their names in the tooltip.
+        self.files = QLabel(self)
+        self.files.setObjectName("queuedFiles")
+        if message.attachments:
+            count_files = len(message.attachments)
+            self.files.setText(f"+ {count_files} file{'s' if count_files != 1 else ''}")
+            self.files.setToolTip("Sent with it: " + ", ".join(
+                a.name for a in message.attachments))
+        self.files.setVisible(bool(message.attachments))
+        row.addWidget(self.files)
         self.editor = QLineEdit(self)
         self.editor.setObjectName("queuedTextEdit")
         self.editor.hide()
@@ -136,7 +146,11 @@ class QueuedChip(QFrame):
         edit.ensurePolished()
         self.setMinimumHeight(edit.sizeHint().height() + 2)
         self._show_actions(False)
-        self.setAccessibleName(f"Queued message {index + 1} of {count}: {message.text[:200]}")
+        with_files = (f" (with {len(message.attachments)} attached file"
+                      f"{'s' if len(message.attachments) != 1 else ''})"
+                      if message.attachments else "")
+        self.setAccessibleName(
+            f"Queued message {index + 1} of {count}{with_files}: {message.text[:200]}")
         self.setToolTip("Double-click or F2 to edit in place")
 
     def _show_actions(self, shown: bool) -> None:

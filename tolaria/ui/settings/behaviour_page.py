@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from tolaria.config.settings import THEMES, Settings
 from tolaria.ui import theme
+from tolaria.ui.settings.attachment_fields import AttachmentFields
 from tolaria.ui.settings.limit_fields import LimitFields
 from tolaria.ui.settings.notify_fields import NotifyFields
 
@@ -118,6 +119,13 @@ class BehaviourPage(QWidget):
             self.limits, "A run that reaches one is stopped (its answer so far kept) and the "
                          "turn says which; a warning at 80 %. A chat's own limits and tolaria "
                          "run --max-* override these.", self))
+        self.attachments = AttachmentFields(self)
+        self.attachments.setObjectName("attachmentCaps")
+        self.attachments.changed.connect(self.changed)
+        form.addRow("Attachments", _with_hint(
+            self.attachments, "The most one attached file, and all the files of one chat "
+                              "(each counted once), may take. Also for the images of imported "
+                              "sessions.", self))
         layout.addStretch(1)
 
     def _fields(self) -> tuple[QWidget, ...]:
@@ -137,13 +145,18 @@ class BehaviourPage(QWidget):
         self.notify.set_settings(settings)
         self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
         self.limits.set_limits(settings.run_limits())
+        self.attachments.set_settings(settings)
         for widget in self._fields():
             widget.blockSignals(False)
+
+    def is_valid(self) -> bool:
+        """False while a field says what is wrong with it (Save waits)."""
+        return self.attachments.is_valid()
 
     def apply(self, settings: Settings) -> Settings:
         limits = self.limits.limits()
         return replace(
-            self.notify.apply(settings), grace_seconds=float(self.grace.value()),
+            self.attachments.apply(self.notify.apply(settings)), grace_seconds=float(self.grace.value()),
             polite_window_ms=None if self.polite_own.isChecked() else int(self.polite.value()),
             watchdog_seconds=float(self.watchdog.value()),
             confirm_quit=self.confirm_quit.isChecked(),

@@ -221,7 +221,8 @@ class SettingsDialog(QDialog):
         return self.behaviour.apply(self.shortcuts.apply(self._settings))
 
     def can_save(self) -> bool:
-        return self.shortcuts.validate() and self.agents.is_valid()
+        return (self.shortcuts.validate() and self.agents.is_valid()
+                and self.behaviour.is_valid())
 
     # -- intents ------------------------------------------------------------------------------
     def _refresh_save(self) -> None:

@@ -80,6 +80,8 @@ __all__ = [
 W = TypeVar("W", bound=QWidget)
 #: Statuses a turn can be retried from.
 RETRYABLE = (STATUS_FAILED, STATUS_CANCELLED, STATUS_INTERRUPTED)
+#: The widest an attachment card under the prompt grows (a file, not a block of the answer).
+_ATTACHMENT_WIDTH = 420
 
 
 class TurnView(QWidget):
@@ -139,6 +141,9 @@ class TurnView(QWidget):
         bubble.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         bubble.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         layout.addWidget(bubble)
+        self._bubble = bubble
+        #: The prompt's files (``attached`` events), under the prompt: made with the first.
+        self.attached_box: QWidget | None = None
         self.agent_header = MessageHeader(agent_name, self.started_at, self)
         self.copy_answer = self.agent_header.action("Copy", "Copy the answer", "copyAnswer")
         self.copy_answer.clicked.connect(self._on_copy_answer_clicked)
@@ -338,6 +343,22 @@ class TurnView(QWidget):
                                     f"{human_size(self._cap.dropped)}.")
         return bool(queue)
 
+    def _attach_card(self, event: Attached) -> None:
+        """A file of the prompt shows under the prompt's bubble, not in the agent's answer (as
+        Claude desktop shows the files of a message with the message)."""
+        if self.attached_box is None:
+            self.attached_box = QWidget(self)
+            self.attached_box.setObjectName("promptAttachments")
+            column = QVBoxLayout(self.attached_box)
+            column.setContentsMargins(0, 0, 0, 0)  # aligned with the bubble
+            column.setSpacing(6)
+            self._layout.insertWidget(self._layout.indexOf(self._bubble) + 1, self.attached_box)
+        card = AttachmentCard(event, self.attached_box)
+        card.setMaximumWidth(_ATTACHMENT_WIDTH)
+        layout = self.attached_box.layout()
+        assert layout is not None
+        layout.addWidget(card)
+
     def _add_block(self, widget: QWidget) -> None:
         self._blocks.addWidget(widget)
         self._last = widget
@@ -375,8 +396,8 @@ class TurnView(QWidget):
                 self._tools[event.tool_id] = known
                 self._add_block(known)
             known.finish(event.output, event.is_error)
-        elif isinstance(event, Attached):  # a file of the prompt (ADR 0028)
-            self._add_block(AttachmentCard(event, self.body))
+        elif isinstance(event, Attached):  # a file of the prompt (ADR 0028): under it
+            self._attach_card(event)
         elif isinstance(event, Error):
             error = ErrorCard(event.message, list(self._stderr), self, hint=event.hint)
             self._errors.append(error)
