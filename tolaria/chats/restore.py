@@ -41,6 +41,7 @@ from tolaria.chats.checkpoints import (
     UndoRequest,
     chat_ref_part,
     current_limits,
+    where_the_chat_is,
 )
 from tolaria.chats.restore_plan import (
     DELETE,
@@ -93,6 +94,7 @@ class TurnRestore(UndoAndHunks):
         self.writers = writers or other_process_writers
 
     # -- entry points ---------------------------------------------------------------------------
+    @where_the_chat_is
     def handle(self, conversation_id: int, request: UndoRequest) -> RestoreResult:
         """Carry out an UndoRequest of the window (a plan to confirm when it may not go yet)."""
         if request.kind == CANCEL:
@@ -104,6 +106,7 @@ class TurnRestore(UndoAndHunks):
         return self.run(conversation_id, request.turn_id, REVERT, (request.path,),
                         request.confirmed)
 
+    @where_the_chat_is
     def run(self, conversation_id: int, turn_id: int, kind: str, paths: Sequence[str] = (),
             confirmed: str = "") -> RestoreResult:
         """Revert ``paths`` of the turn (all its files when empty) or rewind to before it.
@@ -114,6 +117,7 @@ class TurnRestore(UndoAndHunks):
         plan, steps, expected, repo = work(conversation_id, turn_id, list(paths))
         return self._go(conversation_id, plan, steps, expected, repo, confirmed)
 
+    @where_the_chat_is
     def plan(self, conversation_id: int, turn_id: int, kind: str,
              paths: Sequence[str] = ()) -> RestorePlan:
         """What ``run`` would do, without doing it."""

@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from tolaria.core.checkpoints import hosted
 from tolaria.core.checkpoints.gitrun import Cancel, CheckpointError, in_user_repo
 from tolaria.core.checkpoints.migrate import migrate_once
 from tolaria.core.checkpoints.model import (
@@ -57,6 +58,8 @@ def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 def find_repo(folder: Path) -> Path | None:
     """The top of the git working tree that holds ``folder``, or None (no git, not a work tree)."""
+    if (host := hosted.current()) is not None:
+        return hosted.find_repo(host, str(folder))
     if not folder.is_dir():
         return None
     try:
@@ -85,6 +88,8 @@ def snapshot(folder: Path, ref: str, *, limits: Limits | None = None,
     under ``ref`` in Tolaria's store; ``cancel`` kills it (CheckpointCancelled)."""
     if not ref.startswith(REF_PREFIX):
         raise ValueError(f"checkpoint refs live under {REF_PREFIX}: {ref!r}")
+    if (host := hosted.current()) is not None:
+        return hosted.snapshot(host, str(folder), ref, limits or Limits())
     lay = _layout(folder, cancel)
     limits = limits or Limits()
     tree, skipped = write_tree(lay, limits, cancel)
@@ -117,6 +122,8 @@ def skipped_of(checkpoint: Checkpoint) -> Skipped:
     """What the snapshot left out (read from its commit when the Checkpoint was rebuilt)."""
     if checkpoint.skipped is not None:
         return checkpoint.skipped
+    if (host := hosted.current()) is not None:
+        return hosted.skipped_of(host, checkpoint)
     lay = _layout(checkpoint.repo)
     done = store_git(lay, "cat-file", "commit", checkpoint.commit, check=False)
     if done.returncode != 0:
@@ -135,6 +142,8 @@ def changes(before: Checkpoint, after: Checkpoint | None = None, *,
             limits: Limits | None = None) -> list[FileChange]:
     """Files that differ between ``before`` and ``after`` (None: the working tree now). A file
     one side holds and the other left out (too big, unreadable, ...) is not a change."""
+    if (host := hosted.current()) is not None:
+        return hosted.changes(host, before, after, limits)
     if after is None:
         lay, target, after_skipped = _now(before, limits)
     else:
@@ -169,6 +178,8 @@ def _checked(lay: Layout, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 def file_diff_bytes(before: Checkpoint, after: Checkpoint | None, path: str) -> bytes:
     """The unified diff of one file as bytes (``after`` None: against the working tree now)."""
+    if (host := hosted.current()) is not None:
+        return hosted.file_diff_bytes(host, before, after, path)
     lay = _layout(before.repo)
     target = after.commit if after is not None else _now(before, None)[1]
     return _checked(lay, "--literal-pathspecs", "diff", "--no-renames", "--no-color",
@@ -212,6 +223,8 @@ def tree_entries(checkpoint: Checkpoint, paths: Sequence[str]
                  ) -> list[tuple[str, str, str, str]]:
     """(mode, type, object id, path) of every entry at or under ``paths`` (from the work tree's
     top) in ``checkpoint``, files and submodules alike (``ls-tree -r``); [] for no paths."""
+    if (host := hosted.current()) is not None:
+        return hosted.tree_entries(host, checkpoint, paths)
     if not paths:
         return []
     lay = _layout(checkpoint.repo)
@@ -228,11 +241,15 @@ def tree_entries(checkpoint: Checkpoint, paths: Sequence[str]
 def blob_bytes(repo: Path, sha: str) -> bytes:
     """The bytes of blob ``sha`` of a checkpoint of the work tree ``repo`` (Tolaria's store,
     which borrows the repository's objects); CheckpointError when it is gone (git gc)."""
+    if (host := hosted.current()) is not None:
+        return hosted.blob_bytes(host, repo, sha)
     return _checked(_layout(repo), "cat-file", "blob", sha).stdout
 
 
 def revert_file(before: Checkpoint, path: str) -> None:
     """Put ``path`` back as it was at ``before`` (deleting it if it did not exist then)."""
+    if (host := hosted.current()) is not None:
+        return hosted.revert_file(host, before, path)
     target = _inside(before.repo, path)
     lay = _layout(before.repo)
     entry = _blob(lay, before.commit, path)
@@ -277,6 +294,8 @@ def revert_hunk(before: Checkpoint, path: str, hunk: Hunk) -> None:
 
     Raises CheckpointError when the file has changed since so that the hunk no longer applies.
     """
+    if (host := hosted.current()) is not None:
+        return hosted.revert_hunk(host, before, path, hunk.patch_bytes)
     _inside(before.repo, path)
     lay = _layout(before.repo)
     done = store_git(lay, "apply", "--reverse", "--whitespace=nowarn", "-",
@@ -299,6 +318,8 @@ def delete(repo: Path, prefix: str) -> int:
     and an earlier Tolaria's refs under it in the repository itself; returns how many."""
     if not prefix.startswith(REF_PREFIX):
         raise ValueError(f"checkpoint refs live under {REF_PREFIX}: {prefix!r}")
+    if (host := hosted.current()) is not None:
+        return hosted.delete(host, repo, prefix)
     lay = _layout(repo)
     refs = store_git(lay, "for-each-ref", "--format=%(refname)", prefix).stdout.decode(
         errors="surrogateescape").split()
