@@ -10,6 +10,7 @@ import pwd
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ def as_remote(*argv: str, cwd: str) -> str:
 
 
 @pytest.fixture
-def remote_repo(sshd: SshServer) -> str:
+def remote_repo(sshd: SshServer) -> Iterator[str]:
     home = pwd.getpwnam(REMOTE_USER).pw_dir
     repo = os.path.join(home, f"proj-{uuid.uuid4().hex[:8]}")
     as_remote("mkdir", repo, cwd=home)
