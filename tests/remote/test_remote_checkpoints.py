@@ -123,3 +123,49 @@ def test_the_folder_picker_lists_the_hosts_folders_and_refuses_a_bad_path_in_one
     assert out["odd"] == {"error": f"no such folder: {remote_repo}/$(touch x) on {ALIAS}"}
     assert not os.path.exists(os.path.join(remote_home, "x"))
     assert not os.path.exists(os.path.join(remote_repo, "x"))
+
+
+CLAUDE_SESSION = (Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "claude"
+                  / ".claude" / "projects" / "-home-user-work"
+                  / "3f433ab6-a368-406f-96fc-fa2b37961ab2.jsonl")
+HOSTS_OF_CHATS = """
+import json
+from tolaria.chats.saved_runs import open_store
+store = open_store()
+print(json.dumps([[c.id, c.host, c.agent] for c in store.list_conversations()]))
+store.close()
+"""
+
+
+def test_import_from_a_host_brings_its_claude_sessions_as_chats_on_that_host(
+        sshd: SshServer, shared: Path) -> None:
+    remote_home = pwd.getpwnam(REMOTE_USER).pw_dir
+    folder = os.path.join(remote_home, ".claude", "projects", "-home-user-work")
+    as_remote("mkdir", "-p", folder, cwd=remote_home)
+    target = os.path.join(folder, CLAUDE_SESSION.name)
+    as_remote("cp", str(CLAUDE_SESSION), target, cwd=remote_home)
+    home = shared / "home"
+    env = python_env(home)
+    argv = [other_user_python(), "-m", "tolaria", "import", "--host", ALIAS, "--ssh-config",
+            str(sshd.config), "--from", "claude", "--json"]
+    try:
+        done = as_other_user(argv, env=env, cwd=home, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        (item,) = report["imported"]
+        assert item["agent"] == "claude" and item["turns_added"] >= 1, report
+        assert item["session_id"] == CLAUDE_SESSION.stem
+        listed = as_other_user([other_user_python(), "-c", HOSTS_OF_CHATS], env=env, cwd=home)
+        chats = json.loads(listed.stdout.strip().splitlines()[-1])
+        assert [item["conversation_id"], ALIAS, "claude"] in chats, chats
+        # Again: nothing new there, nothing imported twice; the host's file is only read.
+        again = as_other_user(argv, env=env, cwd=home, timeout=120)
+        assert json.loads(again.stdout.strip().splitlines()[-1])["unchanged"] == 1
+        assert Path(target).read_bytes() == CLAUDE_SESSION.read_bytes()
+        # A host that cannot be reached: one line, exit 1.
+        bad = as_other_user([*argv[:5], "nowhere.invalid", *argv[6:-1]], env=env, cwd=home,
+                            timeout=120)
+        assert bad.returncode == 1 and len(bad.stdout.strip().splitlines()) == 1, bad.stdout
+        assert bad.stdout.startswith("tolaria import: nowhere.invalid: "), bad.stdout
+    finally:
+        subprocess.run(["rm", "-rf", os.path.join(remote_home, ".claude")], check=False)

@@ -20,7 +20,7 @@ The CLIs' files are only read.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,8 +84,11 @@ class _Known:
 
 
 def import_sessions(store: Store, home: Path, agents: Iterable[str] | None = None, *,
-                    dry_run: bool = False) -> ImportReport:
-    """Import every session of ``agents`` (default: all) found under ``home``."""
+                    dry_run: bool = False, host: str | None = None,
+                    source: Callable[[Path], str] | None = None) -> ImportReport:
+    """Import every session of ``agents`` (default: all) found under ``home``. ``host``: the
+    files came from that host (tolaria/chats/importers/remote.py): new chats get it, so their
+    next turns run there; ``source`` names a file as it is there."""
     chosen = list(agents) if agents is not None else list(IMPORTERS)
     unknown = [a for a in chosen if a not in IMPORTERS]
     if unknown:
@@ -102,7 +105,8 @@ def import_sessions(store: Store, home: Path, agents: Iterable[str] | None = Non
                 continue
             for session in sessions:
                 report.bad_lines += session.bad_lines
-                _import_one(store, session, known, report, dry_run)
+                _import_one(store, session, known, report, dry_run, host,
+                            source(path) if source is not None else str(session.source))
     if not dry_run:
         store.flush()
     return report
@@ -136,7 +140,8 @@ def record_key(index: int, turn: Turn) -> str:
 
 
 def _import_one(store: Store, session: Session, known: dict[str, _Known],
-                report: ImportReport, dry_run: bool) -> None:
+                report: ImportReport, dry_run: bool, host: str | None = None,
+                source: str = "") -> None:
     have = known.get(session.session_id)
     added: list[tuple[str, Turn]] = []
     updated: list[tuple[str, Turn, dict[str, Any]]] = []
@@ -166,7 +171,7 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
                                         len(added), len(updated), unfinished))
         return
     if chat_id is None:
-        chat_id = store.create_conversation(title, session.agent, session.cwd).id
+        chat_id = store.create_conversation(title, session.agent, session.cwd, host=host).id
     records: dict[str, dict[str, Any]] = {}
     continued: list[str] = []
     for key, turn, stored in updated:
@@ -184,7 +189,7 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
         _store_events(store, stream_id, _events(stream_id, turn.items, [], turn.complete), turn)
         records[key] = _record(stream_id, turn)
     store.add_marker(chat_id, IMPORT_MARKER, data={
-        "agent": session.agent, "session_id": session.session_id, "source": str(session.source),
+        "agent": session.agent, "session_id": session.session_id, "source": source or str(session.source),
         "turns": len(added), "completed": len(updated), "records": records})
     entry = known.setdefault(session.session_id, _Known(chat_id))
     entry.records.update(records)
