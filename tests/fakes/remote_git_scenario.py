@@ -109,6 +109,12 @@ def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     out["undo_done"] = undone.done
     out["notes_after_undo"] = host_sh(target, f"cat {json.dumps(repo)}/notes.txt")
     out["user_notes"] = user_notes
+    # The host's home folder is too wide to snapshot; a folder outside git gets its notice.
+    for name, folder in (("home", cfg["home"]), ("empty", ""), ("plain", cfg["plain"])):
+        other = store.create_conversation(name, "demo", folder or None, host=host)
+        other_turn = store.start_turn(other.id, f"{cfg['stream_id']}{name}", "demo", "x").id
+        service.take_before(other, other_turn, folder)
+        out[f"notice_{name}"] = [c.notice for c in service.changes(other.id)]
     out["local_store_refs"] = sorted(p.name for p in (paths.data_dir() / "checkpoints").glob(
         "**/*") if p.is_file()) if (paths.data_dir() / "checkpoints").exists() else []
     return out

@@ -140,8 +140,9 @@ class TurnRestore(UndoAndHunks):
         files: list[FilePlan] = []
         steps: list[rs.Step] = []
         expected: dict[str, rs.State] = {}
+        nows = rs.states_now(repo, paths)
         for path in paths:
-            now, want, base = rs.state_now(repo, path), targets[path], bases[path]
+            now, want, base = nows[path], targets[path], bases[path]
             if now == want:
                 continue
             later = ""
@@ -194,8 +195,9 @@ class TurnRestore(UndoAndHunks):
         files: list[FilePlan] = []
         steps: list[rs.Step] = []
         expected: dict[str, rs.State] = {}
+        nows = rs.states_now(repo, inside)
         for path in inside:
-            now, want = rs.state_now(repo, path), targets[path]
+            now, want = nows[path], targets[path]
             if now == want:
                 continue
             later = "" if now == refs[path] else f"changed since turn {last[path][1]}"
@@ -264,7 +266,7 @@ class TurnRestore(UndoAndHunks):
         except ck.CheckpointError:
             rs.drop(safety)
             raise
-        after = {p: rs.state_now(repo, p).as_json() for p in written}
+        after = {p: s.as_json() for p, s in rs.states_now(repo, written).items()}
         if undoes is not None:
             self.store.add_marker(conversation_id, MARKER_RESTORE_UNDONE, turn_id=plan.turn_id,
                                   data={"point": undoes, "safety": safety.commit,
@@ -290,7 +292,7 @@ class TurnRestore(UndoAndHunks):
         if conversation is None:
             raise RestoreInputError(f"no chat {conversation_id}")
         ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), f"undo-{time.time_ns()}")
-        if any(rs.state_now(repo, p) != s for p, s in expected.items()):
+        if rs.states_now(repo, list(expected)) != expected:
             raise SafetyChanged
         try:
             return rs.take_safety(repo, ref, expected, current_limits())

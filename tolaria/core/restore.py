@@ -120,6 +120,16 @@ def state_now(repo: Path, path: str) -> State:
     return State(FILE, "100755" if info.st_mode & stat.S_IXUSR else "100644", sha)
 
 
+def states_now(repo: Path, paths: Sequence[str]) -> dict[str, State]:
+    """``state_now`` of each path (on a host: one round trip for all of them)."""
+    if (host := hosted.current()) is not None and paths:
+        for path in paths:
+            inside(repo, path)
+        return {p: State(*s) for p, s in zip(paths, hosted.states(host, repo, list(paths)),
+                                             strict=True)}
+    return {path: state_now(repo, path) for path in paths}
+
+
 def _file_id(repo: Path, target: Path) -> str:
     """``blob_id`` of a file's bytes, read in pieces (a 300 MB file is not held in memory)."""
     digest = hashlib.sha256() if _object_format(repo) == "sha256" else hashlib.sha1()

@@ -22,7 +22,12 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from tolaria.core.checkpoints.gitrun import SAFE_CONFIG, CheckpointError
+from tolaria.core.checkpoints.gitrun import (
+    SAFE_CONFIG,
+    Cancel,
+    CheckpointCancelled,
+    CheckpointError,
+)
 from tolaria.core.checkpoints.model import (
     Checkpoint,
     FileChange,
@@ -30,7 +35,7 @@ from tolaria.core.checkpoints.model import (
     Skipped,
     skipped_of_message,
 )
-from tolaria.core.remote.hostcall import HostError, b64decode, b64encode, batch
+from tolaria.core.remote.hostcall import Cancelled, HostError, b64decode, b64encode, batch
 from tolaria.core.remote.hosts import Target
 
 _HOST: ContextVar[Target | None] = ContextVar("tolaria_checkpoints_host", default=None)
@@ -52,9 +57,12 @@ def on_host(target: Target | None) -> Iterator[None]:
         _HOST.reset(token)
 
 
-def _call(target: Target, *ops: dict[str, Any]) -> list[dict[str, Any]]:
+def _call(target: Target, *ops: dict[str, Any], cancel: Cancel | None = None
+          ) -> list[dict[str, Any]]:
     try:
-        results = batch(target, ops, SAFE_CONFIG)
+        results = batch(target, ops, SAFE_CONFIG, cancel=cancel)
+    except Cancelled:
+        raise CheckpointCancelled(f"the snapshot on {target.label} was cancelled") from None
     except HostError as exc:
         raise CheckpointError(f"on {target.label}: {exc}") from exc
     for result in results:
@@ -86,17 +94,25 @@ def _checked(target: Target, repo: Path | str, *args: str, stdin: bytes = b"") -
 
 
 def find_repo(target: Target, folder: str) -> Path | None:
+    """The work tree's top there; None when it is not in one. CheckpointError when it is the
+    home folder or / there (too wide to snapshot)."""
     try:
-        top = _call(target, {"op": "repo", "folder": folder})[0].get("top")
+        done = _call(target, {"op": "repo", "folder": folder})[0]
     except CheckpointError:
         return None
+    if done.get("wide"):
+        raise CheckpointError(f"the home folder or / on {target.label} is too wide to track: "
+                              "changes are not tracked (open the chat on a project folder)")
+    top = done.get("top")
     return Path(top) if isinstance(top, str) else None
 
 
-def snapshot(target: Target, folder: str, ref: str, limits: Limits) -> Checkpoint:
+def snapshot(target: Target, folder: str, ref: str, limits: Limits,
+             cancel: Cancel | None = None) -> Checkpoint:
     data = {k: v for k, v in dataclasses.asdict(limits).items()
             if k in ("max_file_bytes", "max_files", "max_bytes", "heavy_dirs")}
-    done = _call(target, {"op": "snapshot", "folder": folder, "ref": ref, "limits": data})[0]
+    done = _call(target, {"op": "snapshot", "folder": folder, "ref": ref, "limits": data},
+                 cancel=cancel)[0]
     return Checkpoint(repo=Path(str(done["top"])),
                       commit=str(done["commit"]), ref=ref,
                       skipped=Skipped.from_json(done.get("skipped")))

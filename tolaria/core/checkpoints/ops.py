@@ -89,7 +89,7 @@ def snapshot(folder: Path, ref: str, *, limits: Limits | None = None,
     if not ref.startswith(REF_PREFIX):
         raise ValueError(f"checkpoint refs live under {REF_PREFIX}: {ref!r}")
     if (host := hosted.current()) is not None:
-        return hosted.snapshot(host, str(folder), ref, limits or Limits())
+        return hosted.snapshot(host, str(folder), ref, limits or Limits(), cancel)
     lay = _layout(folder, cancel)
     limits = limits or Limits()
     tree, skipped = write_tree(lay, limits, cancel)

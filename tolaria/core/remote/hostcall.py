@@ -16,7 +16,7 @@ import selectors
 import subprocess
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from tolaria.core.remote import bootstrap
 from tolaria.core.remote.hosts import Target
@@ -54,10 +54,21 @@ def run_remote(target: Target, remote: Sequence[str], stdin: bytes = b"", *,
     return out
 
 
+class Cancelled(HostError):
+    """The call was cancelled (``cancel.is_set``): ssh was killed."""
+
+
+class CancelFlag(Protocol):
+    @property
+    def is_set(self) -> bool: ...
+
+
 def batch(target: Target, ops: Sequence[dict[str, Any]], safe: Sequence[str] = (), *,
-          timeout: float = CALL_TIMEOUT_S) -> list[dict[str, Any]]:
+          timeout: float = CALL_TIMEOUT_S, cancel: CancelFlag | None = None,
+          ) -> list[dict[str, Any]]:
     """Run ``ops`` on ``target`` through hostgit.py (one round trip); one result per op up to
-    the first that failed (``{"error": ...}``)."""
+    the first that failed (``{"error": ...}``). ``cancel`` set (from any thread): ssh is
+    killed and Cancelled raised."""
     request = json.dumps({"ops": list(ops), "safe": list(safe)}).encode()
     remote = bootstrap.program_argv("hostgit", target.python, target.cache_dir)
     proc = _spawn(target, remote)
@@ -72,7 +83,7 @@ def batch(target: Target, ops: Sequence[dict[str, Any]], safe: Sequence[str] = (
         return None
 
     try:
-        out, err = _talk(proc, answer, timeout, MAX_ANSWER, handshake=True)
+        out, err = _talk(proc, answer, timeout, MAX_ANSWER, handshake=True, cancel=cancel)
     finally:
         _reap(proc)
     lines = out.strip().splitlines()
@@ -104,7 +115,7 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _talk(proc: subprocess.Popen[bytes], answer: Any, timeout: float, most: int, *,
-          handshake: bool) -> tuple[bytes, bytes]:
+          handshake: bool, cancel: CancelFlag | None = None) -> tuple[bytes, bytes]:
     """Read stdout and stderr until both close; with ``handshake`` each first-phase stdout line
     is shown to ``answer``, whose bytes go to stdin (then stdin is closed); else ``answer``'s
     bytes go at once."""
@@ -121,10 +132,13 @@ def _talk(proc: subprocess.Popen[bytes], answer: Any, timeout: float, most: int,
         watch.register(proc.stderr, selectors.EVENT_READ, err)
         while watch.get_map():
             left = deadline - time.monotonic()
+            if cancel is not None and cancel.is_set:
+                proc.kill()
+                raise Cancelled("cancelled")
             if left <= 0:
                 proc.kill()
                 raise HostError(f"the host did not answer within {timeout:.0f} s")
-            for key, _mask in watch.select(min(left, 0.5)):
+            for key, _mask in watch.select(min(left, 0.05)):
                 chunk = os.read(key.fd, 1 << 16)
                 if not chunk:
                     watch.unregister(key.fileobj)

@@ -123,9 +123,13 @@ def in_store(folder: str) -> tuple[str, str, dict[str, str]]:
 
 def op_repo(req: Req) -> Req:
     try:
-        return {"top": layout(req["folder"])[0]}
+        top = layout(req["folder"])[0]
     except Failed:
         return {"top": None}
+    real = os.path.realpath(top)
+    if real in ("/", os.path.realpath(os.path.expanduser("~"))):
+        return {"top": None, "wide": True}  # snapshotting it would hash everything there
+    return {"top": top}
 
 
 def op_git(req: Req) -> Req:
