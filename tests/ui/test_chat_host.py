@@ -91,7 +91,7 @@ def test_a_chat_on_a_host_runs_there_stops_and_keeps_its_host(
     assert any("tolaria.core.remote.link" in line for line in tree), tree
     agent = [p for p in processes_of(stream_id) if "fake_agent" in " ".join(p.cmdline())]
     assert agent and agent[0].cwd() == str(folder), "the agent runs in the chat's folder there"
-    assert not list(folder.glob(".git")), "no checkpoint for a folder on a host"
+    assert not list(folder.glob(".git")), "a snapshot there writes nothing into the folder"
 
     streams = subprocess.Popen([sys.executable, "-m", "tolaria", "streams", "--json"],
                                stdout=subprocess.PIPE, text=True, env=cli_env(home))
