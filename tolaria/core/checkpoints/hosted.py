@@ -33,13 +33,15 @@ from tolaria.core.checkpoints.model import (
     FileChange,
     Limits,
     Skipped,
+    changes_of,
+    entries_of,
+    git_failure,
     skipped_of_message,
 )
 from tolaria.core.remote.hostcall import Cancelled, HostError, b64decode, b64encode, batch
 from tolaria.core.remote.hosts import Target
 
 _HOST: ContextVar[Target | None] = ContextVar("tolaria_checkpoints_host", default=None)
-_STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "type"}
 
 
 def current() -> Target | None:
@@ -84,12 +86,7 @@ def store_git(target: Target, repo: Path | str, *args: str, stdin: bytes = b"",
 def _checked(target: Target, repo: Path | str, *args: str, stdin: bytes = b"") -> bytes:
     rc, out, err = store_git(target, repo, *args, stdin=stdin)
     if rc != 0:
-        why = err.decode(errors="replace")
-        if any(s in why for s in ("bad object", "unable to read", "missing", "bad file")):
-            raise CheckpointError("that checkpoint's content is gone from the repository (its "
-                                  "objects were removed, e.g. by git gc): nothing was changed")
-        last = why.strip().splitlines()
-        raise CheckpointError(f"git {args[0]} failed: {last[-1] if last else rc}")
+        raise git_failure(args[0], err, rc)
     return out
 
 
@@ -137,17 +134,7 @@ def changes(target: Target, before: Checkpoint, after: Checkpoint | None,
     before_skipped, after_skipped = skipped_of(target, before), skipped_of(target, after)
     out = _checked(target, before.repo, "diff-tree", "-r", "--no-renames", "--name-status",
                    "-z", before.commit, after.commit).decode(errors="surrogateescape")
-    fields = out.split("\0")
-    found = []
-    for status, path in zip(fields[0::2], fields[1::2], strict=False):
-        if not status:
-            continue
-        kind = _STATUS.get(status[0], "modified")
-        if (kind == "added" and before_skipped.covers(path)) or (
-                kind == "deleted" and after_skipped.covers(path)):
-            continue
-        found.append(FileChange(path=path, status=kind))
-    return found
+    return changes_of(out, before_skipped, after_skipped)
 
 
 def file_diff_bytes(target: Target, before: Checkpoint, after: Checkpoint | None,
@@ -164,12 +151,7 @@ def tree_entries(target: Target, checkpoint: Checkpoint, paths: Sequence[str]
         return []
     out = _checked(target, checkpoint.repo, "--literal-pathspecs", "ls-tree", "-r", "-z",
                    "--full-tree", checkpoint.commit, "--", *paths)
-    found = []
-    for entry in filter(None, out.decode(errors="surrogateescape").split("\0")):
-        meta, _, name = entry.partition("\t")
-        mode, kind, sha = meta.split()
-        found.append((mode, kind, sha, name))
-    return found
+    return entries_of(out.decode(errors="surrogateescape"))
 
 
 def blob_bytes(target: Target, repo: Path | str, sha: str) -> bytes:

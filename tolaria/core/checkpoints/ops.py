@@ -24,6 +24,9 @@ from tolaria.core.checkpoints.model import (
     Hunk,
     Limits,
     Skipped,
+    changes_of,
+    entries_of,
+    git_failure,
     message_of,
     skipped_of_message,
 )
@@ -38,7 +41,6 @@ from tolaria.core.checkpoints.store import (
 )
 
 _REF_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "type"}
 
 
 def ref_name(*parts: str) -> str:
@@ -151,28 +153,13 @@ def changes(before: Checkpoint, after: Checkpoint | None = None, *,
     before_skipped = skipped_of(before)
     out = _checked(lay, "diff-tree", "-r", "--no-renames", "--name-status", "-z",
                    before.commit, target).stdout.decode(errors="surrogateescape")
-    fields = out.split("\0")
-    found: list[FileChange] = []
-    for status, path in zip(fields[0::2], fields[1::2], strict=False):
-        if not status:
-            continue
-        kind = _STATUS.get(status[0], "modified")
-        if (kind == "added" and before_skipped.covers(path)) or (
-                kind == "deleted" and after_skipped.covers(path)):
-            continue
-        found.append(FileChange(path=path, status=kind))
-    return found
+    return changes_of(out, before_skipped, after_skipped)
 
 
 def _checked(lay: Layout, *args: str) -> subprocess.CompletedProcess[bytes]:
     done = store_git(lay, *args, check=False)
     if done.returncode != 0:
-        why = done.stderr.decode(errors="replace")
-        if any(said in why for said in ("bad object", "unable to read", "missing", "bad file")):
-            raise CheckpointError("that checkpoint's content is gone from the repository (its "
-                                  "objects were removed, e.g. by git gc): nothing was changed")
-        last = why.strip().splitlines()
-        raise CheckpointError(f"git {args[0]} failed: {last[-1] if last else done.returncode}")
+        raise git_failure(args[0], done.stderr, done.returncode)
     return done
 
 
@@ -230,12 +217,7 @@ def tree_entries(checkpoint: Checkpoint, paths: Sequence[str]
     lay = _layout(checkpoint.repo)
     out = _checked(lay, "--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree",
                    checkpoint.commit, "--", *paths).stdout.decode(errors="surrogateescape")
-    found = []
-    for entry in filter(None, out.split("\0")):
-        meta, _, name = entry.partition("\t")
-        mode, kind, sha = meta.split()
-        found.append((mode, kind, sha, name))
-    return found
+    return entries_of(out)
 
 
 def blob_bytes(repo: Path, sha: str) -> bytes:

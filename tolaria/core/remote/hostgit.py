@@ -245,12 +245,24 @@ def _state(repo: str, path: str, sha256: bool) -> list[str]:
         return ["submodule" if os.path.exists(os.path.join(target, ".git")) else "folder", "", ""]
     if not stat.S_ISREG(info.st_mode):
         return ["special", "", ""]
+    mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
     try:
-        with open(target, "rb") as fh:
-            data = fh.read()
+        with open(target, "rb") as fh:  # in pieces: a 300 MB file is not held in memory
+            size = os.fstat(fh.fileno()).st_size
+            digest = hashlib.sha256() if sha256 else hashlib.sha1()
+            digest.update(b"blob %d\0" % size)
+            read = 0
+            chunk = fh.read(1 << 20)
+            while chunk:
+                digest.update(chunk)
+                read += len(chunk)
+                chunk = fh.read(1 << 20)
+            if read == size:
+                return ["file", mode, digest.hexdigest()]
+            fh.seek(0)
+            data = fh.read()  # written while being read: hash what is there now, whole
     except PermissionError:
         return ["unreadable", "", ""]
-    mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
     return ["file", mode, _blob_id(len(data), [data], sha256)]
 
 
