@@ -67,3 +67,26 @@ def test_a_batch_runs_through_the_bootstrap_and_stops_at_the_first_failure(
     assert len(list((tmp_path / "cache").glob("hostgit-*.py"))) == 1
     with pytest.raises(HostError, match="no /nonexistent/python3"):
         batch(Target(prefix=("env",), python="/nonexistent/python3"), [])
+
+
+def test_a_cancelled_batch_kills_its_connection_at_once(tmp_path: Path) -> None:
+    """A Stop during a before-snapshot on a host: the ssh (here a command that hangs) is killed
+    within moments, and the snapshot says it was cancelled."""
+    import threading
+    import time
+
+    from tolaria.core.checkpoints import Cancel
+    from tolaria.core.remote.hostcall import Cancelled
+
+    marker = tmp_path / "hung.pid"
+    hang = Target(prefix=("sh", "-c", f'echo $$ > "{marker}"; exec sleep 60', "sh"))
+    cancel = Cancel()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        batch(hang, [{"op": "repo", "folder": "/"}], cancel=cancel)
+    assert time.monotonic() - started < 5
+    pid = int(marker.read_text())
+    import psutil
+
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

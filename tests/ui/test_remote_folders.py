@@ -84,7 +84,9 @@ def test_a_bad_typed_path_gets_its_one_line_and_the_listing_stays(
         said: str) -> None:
     dialog = opened(qtbot, box, str(tree))
     wait_listed(qtbot, dialog, str(tree))
-    dialog.path.setText(f"{tree}/{typed}")
+    dialog.path.selectAll()
+    QTest.keyClicks(dialog.path, f"{tree}/{typed}")
+    assert not dialog.choose.isEnabled(), "a typed folder is opened (checked) before Choose"
     QTest.keyClick(dialog.path, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: dialog.status.text() == said.format(tree=tree), timeout=20_000)
     assert not dialog.choose.isEnabled(), "a folder that failed its check cannot be chosen"

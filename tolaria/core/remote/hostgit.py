@@ -108,10 +108,12 @@ def store_of(common: str) -> str:
             have = fh.read()
     except OSError:
         have = ""
-    if have != want:
+    if have != want:  # another Tolaria may do the same at once: whole or not at all
         os.makedirs(os.path.dirname(alternates), exist_ok=True)
-        with open(alternates, "w") as fh:
+        tmp = f"{alternates}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
             fh.write(want)
+        os.replace(tmp, alternates)
     return store
 
 

@@ -4,7 +4,7 @@ The dialog only asks (``listing_requested``: a path there, "" for the home folde
 what comes back (``show_listing`` / ``show_error``); the listing itself runs off the GUI thread
 through the user's ssh (tolaria/qt/remote_folders.py, tolaria/core/remote/folders.py). A typed
 path is checked there the same way: Enter lists it, so a bad one gets its one line at once.
-"Choose" takes the folder shown. Opened with ``open()``, never ``exec()``.
+"Choose" takes the folder shown (off while a typed path is not opened yet). Opened with ``open()``, never ``exec()``.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ class RemoteFolderDialog(QDialog):
         self.path.setPlaceholderText("~/project or /srv/app (Enter to open)")
         self.path.setText(start)
         self.path.returnPressed.connect(self._on_path_return_pressed)
+        self.path.textEdited.connect(self._on_path_text_edited)
         go = QPushButton("Open", self)
         go.clicked.connect(self._on_path_return_pressed)
         row.addWidget(self.up)
@@ -135,6 +136,11 @@ class RemoteFolderDialog(QDialog):
         color = theme.error_colors()[2] if error else self.palette().placeholderText().color()
         self.status.setStyleSheet(f"color: {theme.css(color)};")
         self.status.setText(text)
+
+    def _on_path_text_edited(self, _text: str) -> None:
+        # Choose takes the folder shown, checked there: a typed one is opened first (Enter).
+        self.choose.setEnabled(False)
+        self._say(f"Enter opens the typed folder on {self.host}", error=False)
 
     def _on_up_clicked(self) -> None:
         if self.shown is not None and self.shown.parent:
