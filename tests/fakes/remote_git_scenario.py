@@ -5,7 +5,8 @@ JSON``. JSON: ``host``, ``ssh_config``, ``repo`` (the git folder on the host), `
 A real turn: an agent process started on the host through the supervisor changes a line of
 ``notes.txt`` and creates ``new.txt``; the snapshots before and after are taken on the host.
 Then "the user" edits ``notes.txt`` on the host (through ssh, not through Tolaria), and the
-scenario asks for revert and rewind. Prints one JSON line with what it saw.
+scenario asks for revert and rewind, then Undo and a hunk revert. Prints one JSON line with what
+it saw.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     from tolaria.chats.checkpoints import TurnCheckpoints
     from tolaria.chats.restore import TurnRestore
     from tolaria.chats.restore_plan import REVERT, REWIND
-    from tolaria.chats.review import ReviewRequest, TurnReview
+    from tolaria.chats.review import ReviewRequest, TurnReview, hunk_key
     from tolaria.config.remote_hosts import load_target
     from tolaria.config.settings import settings_path
     from tolaria.core.store.db import Store
@@ -109,6 +110,14 @@ def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     out["undo_done"] = undone.done
     out["notes_after_undo"] = host_sh(target, f"cat {json.dumps(repo)}/notes.txt")
     out["user_notes"] = user_notes
+    # One hunk of the turn's diff reverted there (git apply in the store, on the work tree):
+    # the user's later line stays.
+    (hunk,) = shown.hunks
+    hunked = review.handle_now(chat.id, ReviewRequest(turn_id, "notes.txt", action="revert",
+                                                      hunk=hunk_key(hunk)))
+    out["hunk_error"] = hunked.error
+    out["hunk_reverted"] = sorted(hunked.reverted)
+    out["notes_after_hunk"] = host_sh(target, f"cat {json.dumps(repo)}/notes.txt")
     # The host's home folder is too wide to snapshot; a folder outside git gets its notice.
     for name, folder in (("home", cfg["home"]), ("empty", ""), ("plain", cfg["plain"])):
         other = store.create_conversation(name, "demo", folder or None, host=host)

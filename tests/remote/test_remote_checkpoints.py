@@ -56,6 +56,8 @@ def test_a_turn_on_a_host_is_checkpointed_reviewed_and_reverted_there_keeping_th
     assert out["merged_done"] is True
     assert out["notes_after_yes"] == "one\ntwo\nthree\nfour\nfive\nuser line\n"
     assert out["undo_done"] is True and out["notes_after_undo"] == out["user_notes"]
+    assert not out["hunk_error"] and len(out["hunk_reverted"]) == 1, out
+    assert out["notes_after_hunk"] == "one\ntwo\nthree\nfour\nfive\nuser line\n", out
     # Nothing of the host's repository was stored on this machine.
     assert out["local_store_refs"] in ([], ["gitconfig"]), out
     # The user's own repository: no Tolaria refs, its index and HEAD untouched.
