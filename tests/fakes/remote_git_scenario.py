@@ -1,6 +1,7 @@
 """Checkpoints, review, revert and rewind of a folder on a host, as whoever runs this (the
 non-root local side of tests/remote/test_remote_checkpoints.py): ``python remote_git_scenario.py
-JSON``. JSON: ``host``, ``ssh_config``, ``repo`` (the git folder on the host), ``stream_id``.
+JSON``. JSON: ``host``, ``ssh_config``, ``repo`` (the git folder on the host), ``stream_id``,
+``home`` (the home folder there), ``plain`` (a folder there outside git).
 
 A real turn: an agent process started on the host through the supervisor changes a line of
 ``notes.txt`` and creates ``new.txt``; the snapshots before and after are taken on the host.

@@ -115,6 +115,19 @@ def snapshot(target: Target, folder: str, ref: str, limits: Limits,
                       skipped=Skipped.from_json(done.get("skipped")))
 
 
+def load(target: Target, folder: str, ref: str) -> Checkpoint | None:
+    """The checkpoint under ``ref`` in the store there, or None."""
+    top = find_repo(target, folder)
+    if top is None:
+        return None
+    rc, out, _err = store_git(target, top, "rev-parse", "--verify", "--quiet",
+                              f"{ref}^{{commit}}")
+    if rc != 0:
+        return None
+    found = Checkpoint(top, out.decode().strip(), ref)
+    return Checkpoint(top, found.commit, ref, skipped_of(target, found))
+
+
 def skipped_of(target: Target, checkpoint: Checkpoint) -> Skipped:
     if checkpoint.skipped is not None:
         return checkpoint.skipped

@@ -105,6 +105,8 @@ def snapshot(folder: Path, ref: str, *, limits: Limits | None = None,
 def load(folder: Path, ref: str) -> Checkpoint | None:
     """The checkpoint stored under ``ref`` (in Tolaria's store, or an earlier Tolaria's ref in
     the repository itself), or None when there is none."""
+    if (host := hosted.current()) is not None:
+        return hosted.load(host, str(folder), ref)
     try:
         lay = _layout(folder)
     except CheckpointError:

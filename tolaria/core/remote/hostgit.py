@@ -99,8 +99,18 @@ def store_of(common: str) -> str:
     store = os.path.join(folder, hashlib.sha256(os.path.realpath(common).encode(
         "utf-8", "surrogateescape")).hexdigest()[:24] + ".git")
     if not os.path.isfile(os.path.join(store, "HEAD")):
+        # Made aside and renamed into place: another Tolaria may make the same store at once.
         os.makedirs(folder, 0o700, exist_ok=True)
-        checked(["init", "--quiet", "--bare", store])
+        tmp = tempfile.mkdtemp(prefix=".new-", dir=folder)
+        try:
+            checked(["init", "--quiet", "--bare", "--template=", tmp])
+            try:
+                os.rename(tmp, store)
+            except OSError:
+                if not os.path.isfile(os.path.join(store, "HEAD")):
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     alternates = os.path.join(store, "objects", "info", "alternates")
     want = os.path.join(os.path.realpath(common), "objects") + "\n"
     try:
