@@ -1,6 +1,6 @@
 """The remote chat's folder picker over real ssh (issue 25.6): the host's folders listed there,
 a bad typed path refused with its one line, a path never read as shell text. The window's
-dialog itself: tests/ui/test_remote_folders.py."""
+dialog itself: tests/ui/test_remote_folder_picker.py."""
 
 from __future__ import annotations
 

@@ -174,7 +174,10 @@ def blob_bytes(target: Target, repo: Path | str, sha: str) -> bytes:
 def revert_file(target: Target, before: Checkpoint, path: str) -> None:
     """Put ``path`` back as it was at ``before`` (deleting it if it did not exist then): the
     blob is read there and written there, in one rename."""
-    entries = [e for e in tree_entries(target, before, [path]) if e[3] == path]
+    listed = tree_entries(target, before, [path])
+    if any(e[3].startswith(path + "/") for e in listed):
+        raise CheckpointError(f"{path} was a folder at that checkpoint: not replaced")
+    entries = [e for e in listed if e[3] == path]
     write: dict[str, Any] = {"op": "write", "repo": str(before.repo), "path": path}
     if not entries:
         if skipped_of(target, before).covers(path):
