@@ -5,12 +5,15 @@ no sshd is needed (over ssh: tests/remote/test_remote_checkpoints.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import async_test, git, git_repo, wait_until
+from helpers import async_test, cli_env, git, git_repo, wait_until
 
 from tolaria.chats.checkpoints import MARKER_TURN_BEFORE, MARKER_TURN_CHANGES
 from tolaria.chats.engine import QuietObserver, TurnEngine
@@ -32,7 +35,7 @@ async def test_a_turn_on_a_host_gets_its_checkpoints_there(
         f'[hosts."box"]\ncommand = "env"\npython = "{sys.executable}"\n'
         f'cache_dir = "{tmp_path / "cache"}"\n')
     repo = git_repo(tmp_path / "proj", {"a.txt": "one\n"})
-    store = Store(tmp_path / "tolaria.sqlite3")
+    store = Store()  # this home's: ``tolaria changes`` reads it too
     engine = TurnEngine(store, ProcessRegistry(), QuietObserver(), TaskSet(),
                         adapters=load_adapters(), grace_s=1.0)
     try:
@@ -55,6 +58,16 @@ async def test_a_turn_on_a_host_gets_its_checkpoints_there(
             (tolaria_home / "data" / "checkpoints" / "stores").iterdir())
         assert "refs/tolaria" not in git(repo, "for-each-ref")
         assert git(repo, "status", "--porcelain").split() == ["M", "a.txt"]
+        store.flush()
+        # ``tolaria changes --diff`` reads the diff there too (the same seam).
+        shown = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "tolaria", "changes", str(chat.id), "--diff",
+                             "--json"], env=cli_env(tolaria_home), capture_output=True,
+            text=True, timeout=60, check=False)
+        assert shown.returncode == 0, shown.stderr
+        (entry,) = json.loads(shown.stdout)
+        (item,) = entry["files"]
+        assert "+changed during the turn" in item["diff"], item
     finally:
         await engine.shutdown()
         store.close()
