@@ -17,7 +17,6 @@ import pytest
 from helpers import cli_env, fake_manifest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, processes_of, save_shot
 
@@ -74,12 +73,16 @@ def test_a_chat_on_a_host_runs_there_stops_and_keeps_its_host(
     assert subtitle(drv, chat).endswith("· on box")
     assert drv.stored_conversation(chat).cwd is None  # the host's home until one is typed
 
-    header.folder_button.click()  # a typed path on the host, no local folder dialog
-    assert header.entry.isVisible() and header.entry.label.text() == "Folder on box:"
-    assert QApplication.activeModalWidget() is None
-    type_entry(header, str(folder))
+    header.folder_button.click()  # the host's folders, listed there (no local folder dialog)
+    dialog = header.remote_dialog
+    assert dialog is not None and dialog.isVisible()
+    qtbot.waitUntil(lambda: dialog.shown is not None, timeout=20_000)  # its home folder
+    dialog.path.setText(str(folder))
+    QTest.keyClick(dialog.path, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: dialog.shown is not None and dialog.shown.path == str(folder)
+                    and dialog.choose.isEnabled(), timeout=20_000)
+    dialog.choose.click()
     qtbot.waitUntil(lambda: drv.stored_conversation(chat).cwd == str(folder))
-    assert not header.entry.isVisible()
     assert drv.pane.assist._cwd is None, "@ lists no local folder for a folder on a host"
 
     stream_id = drv.send("work over there")
@@ -88,7 +91,7 @@ def test_a_chat_on_a_host_runs_there_stops_and_keeps_its_host(
     assert any("tolaria.core.remote.link" in line for line in tree), tree
     agent = [p for p in processes_of(stream_id) if "fake_agent" in " ".join(p.cmdline())]
     assert agent and agent[0].cwd() == str(folder), "the agent runs in the chat's folder there"
-    assert not list(folder.glob(".git")), "no checkpoint for a folder on a host"
+    assert not list(folder.glob(".git")), "a snapshot there writes nothing into the folder"
 
     streams = subprocess.Popen([sys.executable, "-m", "tolaria", "streams", "--json"],
                                stdout=subprocess.PIPE, text=True, env=cli_env(home))

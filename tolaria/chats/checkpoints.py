@@ -22,21 +22,46 @@ and the window's Revert / Rewind / Undo (tolaria/qt/checkpoint_control.py) use t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from tolaria.config.remote_hosts import load_target
 from tolaria.config.settings import load_settings
 from tolaria.core import checkpoints as ck
+from tolaria.core.checkpoints.hosted import on_host
 from tolaria.core.process.registry import Run
+from tolaria.core.remote.hosts import BadDestination
 from tolaria.core.store.db import Conversation, Store
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class _HasCheckpoints(Protocol):
+    checkpoints: TurnCheckpoints
+
+
+S = TypeVar("S", bound=_HasCheckpoints)
+
+
+def where_the_chat_is(method: Callable[Concatenate[S, int, P], T]
+                      ) -> Callable[Concatenate[S, int, P], T]:
+    """A restore or review method (its first argument the chat's id) run with the chat's
+    folder where it is: this machine or the chat's host (``TurnCheckpoints.on_chat``)."""
+    def wrapper(self: S, conversation_id: int, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self.checkpoints.on_chat(conversation_id):
+            return method(self, conversation_id, *args, **kwargs)
+
+    wrapper.__doc__ = method.__doc__
+    wrapper.__name__ = method.__name__
+    return wrapper
 
 #: On a turn: ``{"repo", "before", "after", "files": [[path, status], ...]}``.
 MARKER_TURN_CHANGES = "turn_changes"
@@ -159,26 +184,31 @@ class TurnCheckpoints:
         becomes a notice on the turn. ``cancel_before(turn_id)`` kills it (a Stop)."""
         cancel = self._cancels.setdefault(turn_id, ck.Cancel())
         try:
-            if too_wide(Path(cwd)):
-                self._notice_once(conversation.id, turn_id, TOO_WIDE)
-                return
-            repo = ck.find_repo(Path(cwd))
-            if repo is None:
-                self._notice_once(conversation.id, turn_id, NOT_GIT)
-                return
-            if too_wide(repo):
-                self._notice_once(conversation.id, turn_id, TOO_WIDE)
-                return
-            ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), "before")
-            self._before[turn_id] = ck.snapshot(Path(cwd), ref, limits=current_limits(),
-                                                cancel=cancel)
-            self._store_before(conversation.id, turn_id, self._before[turn_id])
+            with self.on_chat(conversation.id):
+                self._take_before(conversation, turn_id, cwd, cancel)
         except ck.CheckpointCancelled:
             return  # stopped before the agent started: nothing to track
         except _FAILURES as exc:
             self.note(conversation.id, turn_id, f"Could not record this turn's checkpoint: {exc}")
         finally:
             self._cancels.pop(turn_id, None)
+
+    def _take_before(self, conversation: Conversation, turn_id: int, cwd: str,
+                     cancel: ck.Cancel) -> None:
+        if (not cwd and conversation.host) or too_wide(Path(cwd)):
+            self._notice_once(conversation.id, turn_id, TOO_WIDE)
+            return
+        repo = ck.find_repo(Path(cwd))
+        if repo is None:
+            self._notice_once(conversation.id, turn_id, NOT_GIT)
+            return
+        if too_wide(repo):
+            self._notice_once(conversation.id, turn_id, TOO_WIDE)
+            return
+        ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), "before")
+        self._before[turn_id] = ck.snapshot(Path(cwd), ref, limits=current_limits(),
+                                            cancel=cancel)
+        self._store_before(conversation.id, turn_id, self._before[turn_id])
 
     def cancel_before(self, turn_id: int) -> None:
         """Kill the turn's ``before`` snapshot now (from any thread); a snapshot not yet begun
@@ -199,14 +229,25 @@ class TurnCheckpoints:
         """Snapshot the after-state (with the settings' limits), record the changed files and
         say what either snapshot left out; False (and a notice) when git failed."""
         try:
-            after = ck.snapshot(before.repo,
-                                ck.ref_name(chat_ref_part(conversation), str(turn_id), "after"),
-                                limits=current_limits())
-            files = ck.changes(before, after)
-            skipped = ck.skipped_of(before).merged(ck.skipped_of(after))
+            with self.on_chat(conversation.id):
+                after, files, skipped = self._after(conversation, turn_id, before)
         except _FAILURES as exc:
             self.note(conversation.id, turn_id, f"Could not record what this turn changed: {exc}")
             return False
+        return self._keep(conversation, turn_id, before, after, files, skipped, late)
+
+    def _after(self, conversation: Conversation, turn_id: int, before: ck.Checkpoint
+               ) -> tuple[ck.Checkpoint, list[ck.FileChange], ck.Skipped]:
+        after = ck.snapshot(before.repo,
+                            ck.ref_name(chat_ref_part(conversation), str(turn_id), "after"),
+                            limits=current_limits())
+        files = ck.changes(before, after)
+        skipped = ck.skipped_of(before).merged(ck.skipped_of(after))
+        return after, files, skipped
+
+    def _keep(self, conversation: Conversation, turn_id: int, before: ck.Checkpoint,
+              after: ck.Checkpoint, files: list[ck.FileChange], skipped: ck.Skipped,
+              late: bool) -> bool:
         data: dict[str, Any] = {
             "repo": str(before.repo), "before": before.commit, "after": after.commit,
             "files": [[f.path, f.status] for f in files], "skipped": skipped.to_json()}
@@ -335,9 +376,10 @@ class TurnCheckpoints:
         deleted = 0
         for folder in repos:
             try:
-                repo = ck.find_repo(folder)
-                if repo is not None:
-                    deleted += ck.delete(repo, prefix)
+                with self.on_chat(conversation.id):
+                    repo = ck.find_repo(folder)
+                    if repo is not None:
+                        deleted += ck.delete(repo, prefix)
             except _FAILURES:
                 log.exception("could not delete the checkpoints of chat %s in %s",
                               conversation.id, folder)
@@ -351,11 +393,31 @@ class TurnCheckpoints:
         async def run() -> T:
             if previous is not None:
                 await asyncio.wait([previous])  # its outcome is its own caller's business
-            return await asyncio.to_thread(work, *args)
+            return await asyncio.to_thread(self._on_chat_do, conversation_id, work, *args)
 
         task = asyncio.ensure_future(run())
         self._tails[conversation_id] = task
         return task
+
+    def _on_chat_do(self, conversation_id: int, work: Callable[..., T], *args: Any) -> T:
+        with self.on_chat(conversation_id):
+            return work(*args)
+
+    @contextlib.contextmanager
+    def on_chat(self, conversation_id: int) -> Iterator[None]:
+        """Within it, checkpoints and restores work where the chat's folder is: this machine,
+        or the chat's host (git runs there: tolaria/core/checkpoints/hosted.py)."""
+        conversation = self.store.get_conversation(conversation_id)
+        host = conversation.host if conversation is not None else None
+        if not host:
+            yield
+            return
+        try:
+            target = load_target(host)
+        except BadDestination as exc:
+            raise ck.CheckpointError(f"the chat's host {host}: {exc}") from exc
+        with on_host(target):
+            yield
 
     def in_order(self, conversation_id: int, work: Callable[..., T], *args: Any) -> Awaitable[T]:
         """Run ``work(*args)`` in a thread after the chat's pending git operations (the diff

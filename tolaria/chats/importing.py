@@ -26,7 +26,7 @@ The CLIs' files are only read.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,9 +103,12 @@ class _Known:
 
 def import_sessions(store: Store, home: Path, agents: Iterable[str] | None = None, *,
                     dry_run: bool = False, limits: AttachLimits | None = None,
-                    blobs: BlobStore | None = None) -> ImportReport:
+                    blobs: BlobStore | None = None, host: str | None = None,
+                    source: Callable[[Path], str] | None = None) -> ImportReport:
     """Import every session of ``agents`` (default: all) found under ``home``. ``limits``: the
-    caps for the sessions' images (default: the settings' ``[attachments]``)."""
+    caps for the sessions' images (default: the settings' ``[attachments]``). ``host``: the
+    files came from that host (tolaria/chats/importers/remote.py): new chats get it, so their
+    next turns run there; ``source`` names a file as it is there."""
     chosen = list(agents) if agents is not None else list(IMPORTERS)
     unknown = [a for a in chosen if a not in IMPORTERS]
     if unknown:
@@ -123,7 +126,8 @@ def import_sessions(store: Store, home: Path, agents: Iterable[str] | None = Non
                 continue
             for session in sessions:
                 report.bad_lines += session.bad_lines
-                _import_one(store, session, known, report, dry_run, desk)
+                _import_one(store, session, known, report, dry_run, desk, host,
+                            source(path) if source is not None else str(session.source))
     if not dry_run:
         store.flush()
     return report
@@ -157,7 +161,8 @@ def record_key(index: int, turn: Turn) -> str:
 
 
 def _import_one(store: Store, session: Session, known: dict[str, _Known],
-                report: ImportReport, dry_run: bool, desk: AttachmentDesk) -> None:
+                report: ImportReport, dry_run: bool, desk: AttachmentDesk,
+                host: str | None = None, source: str = "") -> None:
     have = known.get(session.session_id)
     added: list[tuple[str, Turn]] = []
     updated: list[tuple[str, Turn, dict[str, Any]]] = []
@@ -187,7 +192,7 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
                                         len(added), len(updated), unfinished))
         return
     if chat_id is None:
-        chat_id = store.create_conversation(title, session.agent, session.cwd).id
+        chat_id = store.create_conversation(title, session.agent, session.cwd, host=host).id
     records: dict[str, dict[str, Any]] = {}
     continued: list[str] = []
     for key, turn, stored in updated:
@@ -200,7 +205,7 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
         records[key] = _record(stream_id, turn, stored.get("items") or [])
     for key, turn in added:
         stream_id = new_stream_id()
-        attachments, said = _images(desk, chat_id, session.agent, stream_id, turn)
+        attachments, said = _images(desk, chat_id, session.agent, stream_id, turn, host)
         store.start_turn(chat_id, stream_id, session.agent, turn.prompt, started_at=turn.started_at,
                          attachments=attachments)
         store.append_event(Init(stream_id, agent=session.agent, session_id=session.session_id))
@@ -209,7 +214,8 @@ def _import_one(store: Store, session: Session, known: dict[str, _Known],
         _store_events(store, stream_id, _events(stream_id, turn.items, [], turn.complete), turn)
         records[key] = _record(stream_id, turn)
     store.add_marker(chat_id, IMPORT_MARKER, data={
-        "agent": session.agent, "session_id": session.session_id, "source": str(session.source),
+        "agent": session.agent, "session_id": session.session_id,
+        "source": source or str(session.source),
         "turns": len(added), "completed": len(updated), "records": records})
     entry = known.setdefault(session.session_id, _Known(chat_id))
     entry.records.update(records)
@@ -225,9 +231,10 @@ def _limits() -> AttachLimits:
 
 
 def _images(desk: AttachmentDesk, chat_id: int, agent: str, stream_id: str,
-            turn: Turn) -> tuple[list[Attachment], list[Attached]]:
+            turn: Turn, host: str | None = None) -> tuple[list[Attachment], list[Attached]]:
     """The turn's images stored (within the caps, the chat's earlier ones counted) and the
-    ``attached`` events that show them; one that cannot be kept is said with why."""
+    ``attached`` events that show them; one that cannot be kept is said with why. A session
+    from another host names its image files there: never read as a path of this machine."""
     stored: list[Attachment] = []
     said: list[Attached] = []
     how = f"in the {IMPORTERS[agent].label} session"
@@ -237,6 +244,8 @@ def _images(desk: AttachmentDesk, chat_id: int, agent: str, stream_id: str,
                 raise AttachError(f"{image.name}: {image.problem}")
             if image.data is not None:
                 attachment = desk.attach_bytes(image.name, image.data, chat_id, stored)
+            elif host is not None:
+                raise AttachError(f"{image.name}: the file is on {host}, not on this computer")
             else:
                 attachment = desk.attach(image.path or "", chat_id, stored)
         except AttachError as exc:

@@ -41,6 +41,7 @@ from tolaria.chats.checkpoints import (
     UndoRequest,
     chat_ref_part,
     current_limits,
+    where_the_chat_is,
 )
 from tolaria.chats.restore_plan import (
     DELETE,
@@ -93,6 +94,7 @@ class TurnRestore(UndoAndHunks):
         self.writers = writers or other_process_writers
 
     # -- entry points ---------------------------------------------------------------------------
+    @where_the_chat_is
     def handle(self, conversation_id: int, request: UndoRequest) -> RestoreResult:
         """Carry out an UndoRequest of the window (a plan to confirm when it may not go yet)."""
         if request.kind == CANCEL:
@@ -104,6 +106,7 @@ class TurnRestore(UndoAndHunks):
         return self.run(conversation_id, request.turn_id, REVERT, (request.path,),
                         request.confirmed)
 
+    @where_the_chat_is
     def run(self, conversation_id: int, turn_id: int, kind: str, paths: Sequence[str] = (),
             confirmed: str = "") -> RestoreResult:
         """Revert ``paths`` of the turn (all its files when empty) or rewind to before it.
@@ -114,6 +117,7 @@ class TurnRestore(UndoAndHunks):
         plan, steps, expected, repo = work(conversation_id, turn_id, list(paths))
         return self._go(conversation_id, plan, steps, expected, repo, confirmed)
 
+    @where_the_chat_is
     def plan(self, conversation_id: int, turn_id: int, kind: str,
              paths: Sequence[str] = ()) -> RestorePlan:
         """What ``run`` would do, without doing it."""
@@ -136,8 +140,9 @@ class TurnRestore(UndoAndHunks):
         files: list[FilePlan] = []
         steps: list[rs.Step] = []
         expected: dict[str, rs.State] = {}
+        nows = rs.states_now(repo, paths)
         for path in paths:
-            now, want, base = rs.state_now(repo, path), targets[path], bases[path]
+            now, want, base = nows[path], targets[path], bases[path]
             if now == want:
                 continue
             later = ""
@@ -190,8 +195,9 @@ class TurnRestore(UndoAndHunks):
         files: list[FilePlan] = []
         steps: list[rs.Step] = []
         expected: dict[str, rs.State] = {}
+        nows = rs.states_now(repo, inside)
         for path in inside:
-            now, want = rs.state_now(repo, path), targets[path]
+            now, want = nows[path], targets[path]
             if now == want:
                 continue
             later = "" if now == refs[path] else f"changed since turn {last[path][1]}"
@@ -260,7 +266,7 @@ class TurnRestore(UndoAndHunks):
         except ck.CheckpointError:
             rs.drop(safety)
             raise
-        after = {p: rs.state_now(repo, p).as_json() for p in written}
+        after = {p: s.as_json() for p, s in rs.states_now(repo, written).items()}
         if undoes is not None:
             self.store.add_marker(conversation_id, MARKER_RESTORE_UNDONE, turn_id=plan.turn_id,
                                   data={"point": undoes, "safety": safety.commit,
@@ -286,7 +292,7 @@ class TurnRestore(UndoAndHunks):
         if conversation is None:
             raise RestoreInputError(f"no chat {conversation_id}")
         ref = ck.ref_name(chat_ref_part(conversation), str(turn_id), f"undo-{time.time_ns()}")
-        if any(rs.state_now(repo, p) != s for p, s in expected.items()):
+        if rs.states_now(repo, list(expected)) != expected:
             raise SafetyChanged
         try:
             return rs.take_safety(repo, ref, expected, current_limits())

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tolaria.chats.checkpoints import MARKER_RESTORE_POINT, TurnCheckpoints
+from tolaria.chats.checkpoints import MARKER_RESTORE_POINT, TurnCheckpoints, where_the_chat_is
 from tolaria.chats.restore_plan import (
     DELETE,
     HUNK,
@@ -81,6 +81,7 @@ class UndoAndHunks:
         raise NotImplementedError
 
     # -- a hunk -----------------------------------------------------------------------------------
+    @where_the_chat_is
     def revert_hunk(self, conversation_id: int, turn_id: int, path: str, hunk: ck.Hunk,
                     key: str, confirmed: str = "") -> RestoreResult:
         """Undo one hunk of the turn's change to ``path`` (git apply, so the file's other lines
@@ -119,6 +120,7 @@ class UndoAndHunks:
                   and (turn_id is None or m.turn_id == turn_id)]
         return points[-1] if points else None
 
+    @where_the_chat_is
     def undo(self, conversation_id: int, turn_id: int | None = None,
              confirmed: str = "") -> RestoreResult:
         """Put back the exact bytes the last restore of the chat (or of ``turn_id``) replaced.

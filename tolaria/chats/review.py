@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
-from tolaria.chats.checkpoints import TurnCheckpoints
+from tolaria.chats.checkpoints import TurnCheckpoints, where_the_chat_is
 from tolaria.chats.restore import MARKER_HUNK_REVERTED, TurnRestore
 from tolaria.core import checkpoints as ck
 
@@ -92,6 +92,7 @@ class TurnReview:
         return self.checkpoints.in_order(conversation_id, self.handle_now, conversation_id,
                                          request)
 
+    @where_the_chat_is
     def handle_now(self, conversation_id: int, request: ReviewRequest) -> FileReview:
         """The blocking twin of ``handle`` (its thread runs this)."""
         before, after = self.checkpoints.checkpoints_of(conversation_id, request.turn_id)

@@ -140,7 +140,8 @@ def _entry(service: TurnCheckpoints, chat: Conversation, change: TurnChanges, nu
         if with_diff:
             try:
                 before, after = service.checkpoints_of(chat.id, change.turn_id)
-                item["diff"] = ck.file_diff(before, after, f.path)
+                with service.on_chat(chat.id):  # a folder on a host: git runs there
+                    item["diff"] = ck.file_diff(before, after, f.path)
             except (ck.CheckpointError, OSError) as exc:
                 item["diff_error"] = str(exc)
         files.append(item)

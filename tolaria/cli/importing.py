@@ -6,8 +6,12 @@ import argparse
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tolaria.chats.importers import IMPORTERS
+
+if TYPE_CHECKING:
+    from tolaria.chats.importing import ImportReport
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,6 +25,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         choices=list(IMPORTERS), help=f"only this CLI (repeatable): {names}")
     parser.add_argument("--home", type=Path, metavar="DIR",
                         help="the home folder the CLIs wrote to (default: yours)")
+    parser.add_argument("--host", metavar="DEST",
+                        help="the sessions stored on this host (as ssh takes it, or exec:CMD); "
+                             "their chats continue there")
+    parser.add_argument("--ssh-config", metavar="FILE", help="with --host: ssh -F FILE")
     parser.add_argument("--dry-run", action="store_true", help="say what would be imported")
     parser.add_argument("--json", action="store_true", help="one JSON report")
 
@@ -29,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from tolaria.chats.importing import import_sessions
     from tolaria.chats.saved_runs import open_store
 
+    if args.host:
+        return _run_remote(args)
     home = args.home if args.home is not None else Path(os.path.expanduser("~"))
     if not home.is_dir():
         print(f"tolaria import: {home} is not a folder")
@@ -38,6 +48,61 @@ def run(args: argparse.Namespace) -> int:
         report = import_sessions(store, home, args.agents, dry_run=args.dry_run)
     finally:
         store.close()
+    return _say(args, report)
+
+
+def _run_remote(args: argparse.Namespace) -> int:
+    """The host's session files, fetched into a private folder, imported, the folder removed."""
+    import shutil
+    import tempfile
+
+    from tolaria.chats.importers.remote import fetch_sessions
+    from tolaria.chats.importing import import_sessions
+    from tolaria.chats.saved_runs import open_store
+    from tolaria.config.remote_hosts import load_target
+    from tolaria.core.remote.hostcall import HostError
+    from tolaria.core.remote.hosts import BadDestination
+
+    if args.home is not None:
+        print("tolaria import: --home and --host do not go together (the host's own home "
+              "folder is read)")
+        return 2
+    try:
+        target = load_target(args.host, ssh_config=args.ssh_config) if args.ssh_config \
+            else load_target(args.host)
+    except BadDestination as exc:
+        print(f"tolaria import: --host: {exc}")
+        return 2
+    folder = tempfile.mkdtemp(prefix="tolaria-import-")  # 0700
+    try:
+        try:
+            fetched = fetch_sessions(target, list(args.agents or IMPORTERS), folder)
+        except HostError as exc:
+            print(f"tolaria import: {exc}")
+            return 1
+        base = Path(folder)
+
+        def source(path: Path) -> str:
+            try:
+                return f"{args.host}:{fetched.home}/{path.relative_to(base).as_posix()}"
+            except ValueError:
+                return str(path)
+
+        store = open_store()
+        try:
+            report = import_sessions(store, base, args.agents, dry_run=args.dry_run,
+                                     host=args.host, source=source)
+        finally:
+            store.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    for rel, size in fetched.left_out:
+        report.skipped.append((Path(f"{args.host}:{fetched.home}/{rel}"),
+                               f"{size >> 20} MB: over the limits of an import from a host"))
+    return _say(args, report)
+
+
+def _say(args: argparse.Namespace, report: ImportReport) -> int:
     if args.json:
         print(json.dumps({
             "imported": [vars(item) for item in report.imported],

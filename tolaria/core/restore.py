@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tolaria.core import checkpoints as ck
+from tolaria.core.checkpoints import gitrun, hosted
 
 #: State kinds. ``file`` and ``link`` can be written; the others block a restore.
 FILE, LINK, MISSING = "file", "link", "missing"
@@ -96,6 +97,9 @@ def inside(repo: Path, path: str) -> Path:
 
 def state_now(repo: Path, path: str) -> State:
     """What ``path`` holds in the working tree now (bytes as on disk, no git filters)."""
+    if (host := hosted.current()) is not None:
+        inside(repo, path)
+        return State(*hosted.states(host, repo, [path])[0])
     target = inside(repo, path)
     try:
         info = os.lstat(target)
@@ -116,6 +120,16 @@ def state_now(repo: Path, path: str) -> State:
     return State(FILE, "100755" if info.st_mode & stat.S_IXUSR else "100644", sha)
 
 
+def states_now(repo: Path, paths: Sequence[str]) -> dict[str, State]:
+    """``state_now`` of each path (on a host: one round trip for all of them)."""
+    if (host := hosted.current()) is not None and paths:
+        for path in paths:
+            inside(repo, path)
+        return {p: State(*s) for p, s in zip(paths, hosted.states(host, repo, list(paths)),
+                                             strict=True)}
+    return {path: state_now(repo, path) for path in paths}
+
+
 def _file_id(repo: Path, target: Path) -> str:
     """``blob_id`` of a file's bytes, read in pieces (a 300 MB file is not held in memory)."""
     digest = hashlib.sha256() if _object_format(repo) == "sha256" else hashlib.sha1()
@@ -132,6 +146,8 @@ def _file_id(repo: Path, target: Path) -> str:
 
 
 def read_now(repo: Path, path: str) -> bytes:
+    if (host := hosted.current()) is not None:
+        return hosted.read(host, repo, inside(repo, path).relative_to(repo).as_posix())
     return inside(repo, path).read_bytes()
 
 
@@ -166,7 +182,10 @@ def merge_out(repo: Path, base: bytes, ours: bytes, theirs: bytes) -> bytes | No
         for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
             (Path(tmp) / name).write_bytes(data)
             names.append(str(Path(tmp) / name))
-        done = ck.git(repo, "merge-file", "-p", "-q", *names, check=False)
+        done = (ck.git(repo, "merge-file", "-p", "-q", *names, check=False)
+                if hosted.current() is None else  # three local files: git needs no repository
+                gitrun.run(["merge-file", "-p", "-q", *names], env=gitrun.safe_env(),
+                           check=False))
     return done.stdout if done.returncode == 0 else None
 
 
@@ -183,6 +202,8 @@ def why_not(repo: Path, path: str, now: State, target: State) -> str:
                UNDER_FILE: "a folder on its path is a file now: not replaced"}
     if now.kind in reasons:
         return reasons[now.kind]
+    if hosted.current() is not None:  # the write there checks these, and says why it failed
+        return ""
     target_path = inside(repo, path)
     if not _stays_inside(repo, target_path):
         return "a folder on its path leads outside the working tree (a symlink): not replaced"
@@ -220,6 +241,9 @@ def _stays_inside(repo: Path, target: Path) -> bool:
 
 def write_file(repo: Path, path: str, data: bytes, mode: str) -> None:
     """Replace ``path`` with ``data`` in one rename (readers see old or new, never neither)."""
+    if (host := hosted.current()) is not None:  # checked there (symlinks followed there)
+        hosted.write(host, repo, inside(repo, path).relative_to(repo).as_posix(), data, mode)
+        return
     target = inside(repo, path)
     if not _stays_inside(repo, target):
         raise ck.CheckpointError(f"{path} is outside the working tree")

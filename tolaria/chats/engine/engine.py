@@ -107,8 +107,6 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         self._deleting: set[int] = set()
         self._launches: dict[str, Launch] = {}
         self._turn_ids: dict[str, int] = {}
-        #: Runs on another machine: their folder is there, so no local checkpoints.
-        self._remote_streams: set[str] = set()
         #: streams being stopped to be re-run (stream id -> its launch)
         self._restarting: dict[str, Launch] = {}
         #: streams whose turn is stored and whose ``Done`` has not passed the gate yet
@@ -270,10 +268,8 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
             # Known to the registry from now on: a stop in this very loop iteration, during
             # the snapshot or the spawn reaches the run (it then ends without starting).
             run = self.registry.reserve(stream_id, request.manifest.id, launch.cwd)
-        if request.target is not None:  # the folder is on the host: no local checkpoints
-            self._remote_streams.add(stream_id)
-        before = (self._snapshot_before(launch, turn.id)
-                  if turn is not None and request.target is None else None)
+        # A folder on a host is snapshotted there (ADR 0035): the same checkpoints.
+        before = self._snapshot_before(launch, turn.id) if turn is not None else None
         task = self.tasks.spawn(self._run(request, run, on_event, before,
                                           turn.id if turn is not None else 0),
                                 name=stream_id)
@@ -389,10 +385,8 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         conversation_id = self._conversation_of.pop(stream_id, None)
         self._launches.pop(stream_id, None)
         turn_id = self._turn_ids.pop(stream_id, None)
-        remote = stream_id in self._remote_streams
-        self._remote_streams.discard(stream_id)
         if conversation_id is not None:
-            if turn_id is not None and not remote:
+            if turn_id is not None:
                 self._snapshot_after(conversation_id, turn_id)  # now: before any next turn's
             if self._running.get(conversation_id) == stream_id:
                 del self._running[conversation_id]

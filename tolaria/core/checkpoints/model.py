@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tolaria.core.checkpoints.gitrun import CheckpointError
+
 MB = 1024 * 1024
 #: Well-known folders of installed packages and build output: never snapshotted when untracked
 #: and not ignored (their tracked files still are).
@@ -164,3 +166,42 @@ class Hunk:
     @property
     def patch_bytes(self) -> bytes:
         return self.raw or self.patch.encode(errors="surrogateescape")
+
+
+_STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "type"}
+
+
+def changes_of(name_status: str, before: Skipped, after: Skipped) -> list[FileChange]:
+    """``git diff-tree --name-status -z`` output as changes; a file one side holds and the
+    other left out (too big, unreadable, ...) is not a change."""
+    fields = name_status.split("\0")
+    found: list[FileChange] = []
+    for status, path in zip(fields[0::2], fields[1::2], strict=False):
+        if not status:
+            continue
+        kind = _STATUS.get(status[0], "modified")
+        if (kind == "added" and before.covers(path)) or (
+                kind == "deleted" and after.covers(path)):
+            continue
+        found.append(FileChange(path=path, status=kind))
+    return found
+
+
+def entries_of(ls_tree: str) -> list[tuple[str, str, str, str]]:
+    """``git ls-tree -z`` output as (mode, type, object id, path)."""
+    found = []
+    for entry in filter(None, ls_tree.split("\0")):
+        meta, _, name = entry.partition("\t")
+        mode, kind, sha = meta.split()
+        found.append((mode, kind, sha, name))
+    return found
+
+
+def git_failure(command: str, stderr: bytes, code: int) -> CheckpointError:
+    """Why a git call in the store failed: content gone (git gc) or git's last line."""
+    why = stderr.decode(errors="replace")
+    if any(said in why for said in ("bad object", "unable to read", "missing", "bad file")):
+        return CheckpointError("that checkpoint's content is gone from the repository (its "
+                               "objects were removed, e.g. by git gc): nothing was changed")
+    last = why.strip().splitlines()
+    return CheckpointError(f"git {command} failed: {last[-1] if last else code}")

@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from tolaria.core.checkpoints import hosted
 from tolaria.core.checkpoints.gitrun import Cancel, CheckpointError, in_user_repo
 from tolaria.core.checkpoints.migrate import migrate_once
 from tolaria.core.checkpoints.model import (
@@ -23,6 +24,9 @@ from tolaria.core.checkpoints.model import (
     Hunk,
     Limits,
     Skipped,
+    changes_of,
+    entries_of,
+    git_failure,
     message_of,
     skipped_of_message,
 )
@@ -37,7 +41,6 @@ from tolaria.core.checkpoints.store import (
 )
 
 _REF_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_STATUS = {"A": "added", "M": "modified", "D": "deleted", "T": "type"}
 
 
 def ref_name(*parts: str) -> str:
@@ -57,6 +60,8 @@ def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 def find_repo(folder: Path) -> Path | None:
     """The top of the git working tree that holds ``folder``, or None (no git, not a work tree)."""
+    if (host := hosted.current()) is not None:
+        return hosted.find_repo(host, str(folder))
     if not folder.is_dir():
         return None
     try:
@@ -85,6 +90,8 @@ def snapshot(folder: Path, ref: str, *, limits: Limits | None = None,
     under ``ref`` in Tolaria's store; ``cancel`` kills it (CheckpointCancelled)."""
     if not ref.startswith(REF_PREFIX):
         raise ValueError(f"checkpoint refs live under {REF_PREFIX}: {ref!r}")
+    if (host := hosted.current()) is not None:
+        return hosted.snapshot(host, str(folder), ref, limits or Limits(), cancel)
     lay = _layout(folder, cancel)
     limits = limits or Limits()
     tree, skipped = write_tree(lay, limits, cancel)
@@ -98,6 +105,8 @@ def snapshot(folder: Path, ref: str, *, limits: Limits | None = None,
 def load(folder: Path, ref: str) -> Checkpoint | None:
     """The checkpoint stored under ``ref`` (in Tolaria's store, or an earlier Tolaria's ref in
     the repository itself), or None when there is none."""
+    if (host := hosted.current()) is not None:
+        return hosted.load(host, str(folder), ref)
     try:
         lay = _layout(folder)
     except CheckpointError:
@@ -117,6 +126,8 @@ def skipped_of(checkpoint: Checkpoint) -> Skipped:
     """What the snapshot left out (read from its commit when the Checkpoint was rebuilt)."""
     if checkpoint.skipped is not None:
         return checkpoint.skipped
+    if (host := hosted.current()) is not None:
+        return hosted.skipped_of(host, checkpoint)
     lay = _layout(checkpoint.repo)
     done = store_git(lay, "cat-file", "commit", checkpoint.commit, check=False)
     if done.returncode != 0:
@@ -135,6 +146,8 @@ def changes(before: Checkpoint, after: Checkpoint | None = None, *,
             limits: Limits | None = None) -> list[FileChange]:
     """Files that differ between ``before`` and ``after`` (None: the working tree now). A file
     one side holds and the other left out (too big, unreadable, ...) is not a change."""
+    if (host := hosted.current()) is not None:
+        return hosted.changes(host, before, after, limits)
     if after is None:
         lay, target, after_skipped = _now(before, limits)
     else:
@@ -142,33 +155,20 @@ def changes(before: Checkpoint, after: Checkpoint | None = None, *,
     before_skipped = skipped_of(before)
     out = _checked(lay, "diff-tree", "-r", "--no-renames", "--name-status", "-z",
                    before.commit, target).stdout.decode(errors="surrogateescape")
-    fields = out.split("\0")
-    found: list[FileChange] = []
-    for status, path in zip(fields[0::2], fields[1::2], strict=False):
-        if not status:
-            continue
-        kind = _STATUS.get(status[0], "modified")
-        if (kind == "added" and before_skipped.covers(path)) or (
-                kind == "deleted" and after_skipped.covers(path)):
-            continue
-        found.append(FileChange(path=path, status=kind))
-    return found
+    return changes_of(out, before_skipped, after_skipped)
 
 
 def _checked(lay: Layout, *args: str) -> subprocess.CompletedProcess[bytes]:
     done = store_git(lay, *args, check=False)
     if done.returncode != 0:
-        why = done.stderr.decode(errors="replace")
-        if any(said in why for said in ("bad object", "unable to read", "missing", "bad file")):
-            raise CheckpointError("that checkpoint's content is gone from the repository (its "
-                                  "objects were removed, e.g. by git gc): nothing was changed")
-        last = why.strip().splitlines()
-        raise CheckpointError(f"git {args[0]} failed: {last[-1] if last else done.returncode}")
+        raise git_failure(args[0], done.stderr, done.returncode)
     return done
 
 
 def file_diff_bytes(before: Checkpoint, after: Checkpoint | None, path: str) -> bytes:
     """The unified diff of one file as bytes (``after`` None: against the working tree now)."""
+    if (host := hosted.current()) is not None:
+        return hosted.file_diff_bytes(host, before, after, path)
     lay = _layout(before.repo)
     target = after.commit if after is not None else _now(before, None)[1]
     return _checked(lay, "--literal-pathspecs", "diff", "--no-renames", "--no-color",
@@ -212,27 +212,28 @@ def tree_entries(checkpoint: Checkpoint, paths: Sequence[str]
                  ) -> list[tuple[str, str, str, str]]:
     """(mode, type, object id, path) of every entry at or under ``paths`` (from the work tree's
     top) in ``checkpoint``, files and submodules alike (``ls-tree -r``); [] for no paths."""
+    if (host := hosted.current()) is not None:
+        return hosted.tree_entries(host, checkpoint, paths)
     if not paths:
         return []
     lay = _layout(checkpoint.repo)
     out = _checked(lay, "--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree",
                    checkpoint.commit, "--", *paths).stdout.decode(errors="surrogateescape")
-    found = []
-    for entry in filter(None, out.split("\0")):
-        meta, _, name = entry.partition("\t")
-        mode, kind, sha = meta.split()
-        found.append((mode, kind, sha, name))
-    return found
+    return entries_of(out)
 
 
 def blob_bytes(repo: Path, sha: str) -> bytes:
     """The bytes of blob ``sha`` of a checkpoint of the work tree ``repo`` (Tolaria's store,
     which borrows the repository's objects); CheckpointError when it is gone (git gc)."""
+    if (host := hosted.current()) is not None:
+        return hosted.blob_bytes(host, repo, sha)
     return _checked(_layout(repo), "cat-file", "blob", sha).stdout
 
 
 def revert_file(before: Checkpoint, path: str) -> None:
     """Put ``path`` back as it was at ``before`` (deleting it if it did not exist then)."""
+    if (host := hosted.current()) is not None:
+        return hosted.revert_file(host, before, path)
     target = _inside(before.repo, path)
     lay = _layout(before.repo)
     entry = _blob(lay, before.commit, path)
@@ -277,6 +278,8 @@ def revert_hunk(before: Checkpoint, path: str, hunk: Hunk) -> None:
 
     Raises CheckpointError when the file has changed since so that the hunk no longer applies.
     """
+    if (host := hosted.current()) is not None:
+        return hosted.revert_hunk(host, before, path, hunk.patch_bytes)
     _inside(before.repo, path)
     lay = _layout(before.repo)
     done = store_git(lay, "apply", "--reverse", "--whitespace=nowarn", "-",
@@ -299,6 +302,8 @@ def delete(repo: Path, prefix: str) -> int:
     and an earlier Tolaria's refs under it in the repository itself; returns how many."""
     if not prefix.startswith(REF_PREFIX):
         raise ValueError(f"checkpoint refs live under {REF_PREFIX}: {prefix!r}")
+    if (host := hosted.current()) is not None:
+        return hosted.delete(host, repo, prefix)
     lay = _layout(repo)
     refs = store_git(lay, "for-each-ref", "--format=%(refname)", prefix).stdout.decode(
         errors="surrogateescape").split()

@@ -82,3 +82,18 @@ def remote_argv(python: str, cache_dir: str | None = None) -> list[str]:
     """What runs on the host: the bootstrap, with the supervisor's hash and size."""
     return [python, "-c", BOOTSTRAP, supervisor_hash(), str(len(supervisor_bytes())),
             cache_dir or ""]
+
+
+@functools.cache
+def program_bytes(name: str) -> bytes:
+    """Another standard-library program of this folder shipped the same way (``hostgit``)."""
+    return (Path(__file__).resolve().parent / f"{name}.py").read_bytes()
+
+
+def program_argv(name: str, python: str, cache_dir: str | None = None) -> list[str]:
+    """The bootstrap for ``name``'s program: cached as ``NAME-HASH.py`` next to the supervisor."""
+    data = program_bytes(name)
+    code = BOOTSTRAP.replace('"supervisor-"', f'"{name}-"').replace(
+        "the supervisor arrived", f"Tolaria's {name} arrived")
+    return [python, "-c", code, hashlib.sha256(data).hexdigest(), str(len(data)),
+            cache_dir or ""]

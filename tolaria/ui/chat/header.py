@@ -23,6 +23,7 @@ from tolaria.core.adapters.manifest import OPENAI_CHAT, Manifest
 from tolaria.core.programs.discovery import Detection
 from tolaria.core.remote.discover import HostAgents
 from tolaria.core.store.db import Conversation
+from tolaria.qt.remote_folders import FolderLister
 from tolaria.ui import theme
 from tolaria.ui.chat.agent_status import (
     GROUPS,
@@ -35,11 +36,11 @@ from tolaria.ui.chat.host_control import (
     HOST_PLACEHOLDER,
     HostButton,
     InlineEntry,
-    folder_problem,
     host_problem,
 )
 from tolaria.ui.chat.host_rows import remote_status, sections
 from tolaria.ui.chat.picker_rows import HINT_ROLE, NAME_ROLE, PickerRow
+from tolaria.ui.chat.remote_folders import RemoteFolderDialog
 from tolaria.ui.transcript.markdown import plain_tooltip
 
 _VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?[\w.+-]*")
@@ -315,6 +316,9 @@ class ChatHeader(QWidget):
         self._host = ""
         self._conversation_id: int | None = None
         self._dialog: QFileDialog | None = None
+        #: The host's folder picker last opened, and what lists the host's folders for it.
+        self.remote_dialog: RemoteFolderDialog | None = None
+        self._lister: FolderLister | None = None
 
     @property
     def host(self) -> str:
@@ -359,9 +363,8 @@ class ChatHeader(QWidget):
             self.agent_change_requested.emit(agent)
 
     def _on_folder_button_clicked(self) -> None:
-        if self._host:  # no local picker for a folder on another machine: typed
-            self.entry.ask(f"Folder on {self._host}:", self._cwd, "/home/me/project or ~/project",
-                           folder_problem, self.cwd_change_requested.emit)
+        if self._host:  # the host's folders, listed there through ssh (ADR 0035)
+            self._browse_host()
             return
         # open(), not exec(): a nested event loop would stall the asyncio tasks.
         dialog = QFileDialog(self, "Working folder for this chat", self._cwd)
@@ -371,6 +374,15 @@ class ChatHeader(QWidget):
         dialog.fileSelected.connect(self._on_dialog_file_selected)
         self._dialog = dialog
         dialog.open()
+
+    def _browse_host(self) -> None:
+        dialog = RemoteFolderDialog(self._host, self._cwd, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        lister = FolderLister(self._host, dialog)
+        dialog.listing_requested.connect(lister.request)
+        dialog.folder_chosen.connect(self.cwd_change_requested.emit)
+        self.remote_dialog, self._lister = dialog, lister
+        dialog.start()
 
     def _on_dialog_file_selected(self, path: str) -> None:
         self._dialog = None
