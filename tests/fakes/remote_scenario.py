@@ -42,6 +42,25 @@ def _ssh_children(pid: int) -> list[int]:
     return out
 
 
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return int(fh.read().rsplit(b")", 1)[1].split()[1])
+
+
+def _links() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if b"tolaria.core.remote.link" in fh.read() and \
+                            _ppid(int(entry)) == os.getpid():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
 def _descendant_ssh() -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -57,7 +76,7 @@ def _descendant_ssh() -> list[int]:
 
 async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     from tolaria.core.adapters.manifest import Manifest
-    from tolaria.core.events import Done, Error, Event, TextDelta
+    from tolaria.core.events import Diagnostic, Done, Error, Event, TextDelta
     from tolaria.core.process.registry import ProcessRegistry
     from tolaria.core.remote.hosts import parse_destination
     from tolaria.core.turns.runner import RunRequest, stream_ai_agent
@@ -67,8 +86,9 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
                         protocol=cfg.get("protocol", "claude-stream-json"), command=command)
     settings: dict[str, Any] = {"ssh_config": cfg.get("ssh_config"),
                                 "heartbeat_s": float(cfg.get("heartbeat_s", 3.0))}
-    for key in ("python", "cache_dir"):
-        if cfg.get(key):
+    for key in ("python", "cache_dir", "keep_running", "keep_s", "buffer_bytes", "reconnect_s",
+                "attach_offset"):
+        if cfg.get(key) is not None:
             settings[key] = cfg[key]
     target = parse_destination(cfg["host"], **settings)
     registry = ProcessRegistry()
@@ -79,7 +99,7 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
         events.append, registry=registry, grace_s=float(cfg.get("grace", 0.5))))
     action = cfg.get("action", "finish")
     acted_at = started = 0.0
-    if action in ("stop", "disconnect", "freeze"):
+    if action in ("stop", "disconnect", "freeze", "drop_hold"):
         deadline = time.monotonic() + 30
         wait_for = cfg.get("wait_for", "init")  # the event after which the tree is there
         while not any(e.kind == wait_for for e in events):
@@ -102,6 +122,22 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
             for pid in _descendant_ssh():
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+        elif action == "drop_hold":  # ssh killed, and no reconnect for ``hold`` seconds
+            links = _links()  # ours only: other runs may be going on on this machine
+            for pid in links:
+                os.kill(pid, signal.SIGSTOP)
+            for pid in [ssh for link in links for ssh in _ssh_children(link)]:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if cfg.get("hold_file"):
+                Path(cfg["hold_file"]).write_text("held")
+            await asyncio.sleep(float(cfg.get("hold", 3.0)))
+            for pid in links:
+                os.kill(pid, signal.SIGCONT)
+    if cfg.get("stop_after") is not None and not task.done():
+        await asyncio.sleep(float(cfg["stop_after"]))
+        started, acted_at = time.monotonic(), time.time()
+        registry.abort(sid)
     done = await asyncio.wait_for(task, 60)
     assert isinstance(done, Done)
     return {"stop_reason": done.stop_reason, "exit_code": done.exit_code,
@@ -112,6 +148,11 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
             "in_order": all(e.text.startswith(f"flood {i}: ") for i, e in
                             enumerate(e for e in events if isinstance(e, TextDelta))),
             "kinds": [e.kind for e in events],
+            "ticks": [int(line.split()[1].rstrip(".")) for line in "".join(
+                e.text for e in events if isinstance(e, TextDelta)).splitlines()
+                if line.startswith("tick ")],
+            "notes": [e.message for e in events if isinstance(e, Diagnostic)
+                      and e.message.startswith("tolaria: ")],
             "stop_ms": (time.monotonic() - started) * 1000 if started else None,
             "acted_at": acted_at}
 

@@ -72,6 +72,11 @@ class Link:
         self.errs: threading.Thread | None = None
         self.gone = False
         self.last_beat = 0.0
+        #: Keep-running: the output bytes passed on (a reattach resumes there), and the frames
+        #: held while the link is reconnecting.
+        self.offset = 0
+        self.reconnecting = False
+        self.held: list[bytes] = []
 
     # -- to the supervisor ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
@@ -79,6 +84,10 @@ class Link:
         if proc is None or proc.stdin is None:
             return
         with self.lock:
+            if self.reconnecting:
+                if kind != proto.HEARTBEAT:
+                    self.held.append(proto.frame(kind, payload))
+                return
             try:
                 proc.stdin.write(proto.frame(kind, payload))
                 proc.stdin.flush()
@@ -99,8 +108,9 @@ class Link:
         os.replace(tmp, self.report_path)
 
     def fail(self, message: str, code: int = EXIT_LINK) -> int:
-        sys.stderr.write(f"tolaria: {message}\n")
-        sys.stderr.flush()
+        if not self.reconnecting:
+            sys.stderr.write(f"tolaria: {message}\n")
+            sys.stderr.flush()
         self.report(error=message)
         return code
 
@@ -119,28 +129,44 @@ class Link:
         try:
             return self._serve(self.proc.stdout)
         finally:
-            self._close(errs)
+            self._close(self.errs or errs)
 
     def _serve(self, out: Any) -> int:
         ready = self._handshake(out)
         if isinstance(ready, int):
             return ready
-        start = {key: self.spec[key] for key in ("argv", "cwd", "env", "stream_id",
-                                                 "heartbeat_s", "grace_s")}
-        self.send(proto.START, json.dumps(start).encode())
+        if self.spec.get("attach"):  # a kept run, after a restart: from the stored offset
+            self.offset = int(self.spec.get("offset") or 0)
+            self.send(proto.ATTACH, json.dumps({"stream_id": self.spec["stream_id"],
+                                                "offset": self.offset}).encode())
+        else:
+            start = {key: self.spec[key] for key in ("argv", "cwd", "env", "stream_id",
+                                                     "heartbeat_s", "grace_s", "keep_for_s",
+                                                     "buffer_bytes") if key in self.spec}
+            self.send(proto.START, json.dumps(start).encode())
         threading.Thread(target=self._stdin, daemon=True).start()
         threading.Thread(target=self._heartbeat, daemon=True).start()
         reader = proto.FrameReader()
         while True:
             data = out.read1(65536)
+            if not data and self.spec.get("keep_for_s") and not self.gone:
+                out = self._reconnect()
+                if isinstance(out, int):
+                    return out
+                reader = proto.FrameReader()
+                continue
             if not data:
                 return self.fail(f"the connection to {self.label} was lost; the supervisor "
                                  "there ends the run's processes by itself")
             for kind, payload in reader.feed(data):
                 if kind == proto.STDOUT:
                     _write(1, payload)
+                    self.offset += len(payload)
                 elif kind == proto.STDERR:
                     _write(2, payload)
+                    self.offset += len(payload)
+                elif kind == proto.ATTACHED:
+                    self._attached(json.loads(payload.decode()))
                 elif kind == proto.FAILED:
                     message = json.loads(payload.decode()).get("message", "?")
                     return self.fail(f"{self.label}: {message}")
@@ -154,6 +180,78 @@ class Link:
                     if not isinstance(code, int):
                         return EXIT_LINK
                     return 128 - code if code < 0 else code
+
+    def _reconnect(self) -> Any:
+        """Keep-running: the connection died, the run goes on there. Connect again (backoff,
+        bounded by ``reconnect_s``) and attach from our offset; the frames meanwhile wait."""
+        with self.lock:
+            self.reconnecting = True
+        _write(2, f"tolaria: reconnecting to {self.label}...\n".encode())
+        deadline = time.monotonic() + float(self.spec.get("reconnect_s") or 120.0)
+        delay = 0.25
+        while True:
+            self._drop_transport()
+            out = self._connect()
+            if out is not None:
+                with self.lock:
+                    frames = [proto.frame(proto.ATTACH, json.dumps(
+                        {"stream_id": self.spec["stream_id"], "offset": self.offset}).encode()),
+                        *self.held]
+                    self.held = []
+                    self.reconnecting = False
+                    try:
+                        assert self.proc is not None and self.proc.stdin is not None
+                        self.proc.stdin.write(b"".join(frames))
+                        self.proc.stdin.flush()
+                    except (OSError, ValueError):
+                        pass
+                return out
+            if time.monotonic() + delay > deadline:
+                with self.lock:
+                    self.reconnecting = False
+                return self.fail(f"could not reconnect to {self.label}; the run goes on there "
+                                 "until nobody has attached for its keep time")
+            time.sleep(delay)
+            delay = min(delay * 2, 8.0)
+
+    def _drop_transport(self) -> None:
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait()
+            with contextlib.suppress(OSError, ValueError):
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            if self.errs is not None:
+                self.errs.join(1)
+
+    def _connect(self) -> Any:
+        """A new transport up to the supervisor's READY; None when it could not be had."""
+        try:
+            proc = subprocess.Popen([str(a) for a in self.spec["transport"]],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+        except OSError:
+            return None
+        with self.lock:
+            self.proc = proc
+        self.stderr_tail.clear()
+        self.errs = threading.Thread(target=self._stderr, args=(proc.stderr,), daemon=True)
+        self.errs.start()
+        if isinstance(self._handshake(proc.stdout), int):
+            return None
+        return proc.stdout
+
+    def _attached(self, attached: dict[str, Any]) -> None:
+        """Reattached: what the supervisor replays, and what its ring no longer had."""
+        dropped = int(attached.get("dropped") or 0)
+        replayed = int(attached.get("total") or 0) - int(attached.get("from") or 0)
+        note = f"tolaria: reattached to {self.label}; {replayed} bytes of output replayed"
+        if dropped:
+            note += f"; {dropped} bytes of output were dropped while disconnected"
+        _write(2, (note + "\n").encode())
+        self.offset = int(attached.get("from") or self.offset)
 
     def _supervisor_died(self, gone: dict[str, Any]) -> int:
         """The supervisor on the host was killed (or crashed) mid-run; its watcher ended the
