@@ -171,8 +171,8 @@ def test_tolaria_killed_with_9_ends_the_remote_tree(sshd: SshServer, shared: Pat
                     cmd = (entry / "cmdline").read_bytes()
                 except OSError:
                     continue
-                if b"tolaria.core.remote.link" in cmd:
-                    links.append(int(entry.name))
+                if b"tolaria.core.remote.link" in cmd and _has_marker(entry, sid):
+                    links.append(int(entry.name))  # ours: other runs may go on meanwhile
         assert links
         scenario = _ppid(links[0])
         killed.append(time.time())
@@ -189,6 +189,13 @@ def test_tolaria_killed_with_9_ends_the_remote_tree(sshd: SshServer, shared: Pat
             time.sleep(0.05)
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(link, 0)
+
+
+def _has_marker(entry: Path, sid: str) -> bool:
+    try:
+        return f"TOLARIA_STREAM_ID={sid}".encode() in (entry / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
 
 
 def _killed_run(sshd: SshServer, shared: Path, sid: str) -> dict[str, Any]:

@@ -85,6 +85,10 @@ class ConversationPart:
             self._close_kept(conversation_id)
         return None
 
+    def set_keep_running(self, conversation_id: int, keep: bool) -> None:
+        """The chat's "keep running when disconnected" (ADR 0032), from its next turn on."""
+        self._save(lambda: self.db.set_conversation_keep_running(conversation_id, keep))
+
     def _close_kept(self, conversation_id: int, *, deleted: bool = False) -> None:
         """Close the chat's kept process in the background (its settings changed, or it is
         deleted). With a turn running, the next turn's own check replaces the process instead."""

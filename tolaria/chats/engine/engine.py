@@ -327,7 +327,7 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         # The same settings as ``tolaria run --host``. BatchMode stays on: the window has no
         # way yet to answer ssh's questions, so an unknown host key or a passphrase is
         # refused with ssh's own line in the chat, never accepted.
-        return on_host(request, conversation.host)
+        return on_host(request, conversation.host, keep_running=conversation.keep_running)
 
     async def _run(self, request: RunRequest, run: Run, on_event: Callable[[Event], None],
                    before: Awaitable[None] | None, turn_id: int = 0) -> None:

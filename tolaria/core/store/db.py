@@ -177,12 +177,12 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
 
     def get_conversation(self, conversation_id: int) -> Conversation | None:
         rows = self._query(f"SELECT {_CONV_COLS} FROM conversations WHERE id = ?", conversation_id)
-        return Conversation(*rows[0]) if rows else None
+        return _conversation(rows[0]) if rows else None
 
     def list_conversations(self) -> list[Conversation]:
         """Most recently updated first (a turn starting or finishing counts as an update)."""
         rows = self._query(f"SELECT {_CONV_COLS} FROM conversations ORDER BY updated_at DESC, id DESC")
-        return [Conversation(*row) for row in rows]
+        return [_conversation(row) for row in rows]
 
     def rename_conversation(self, conversation_id: int, title: str) -> Conversation:
         """Raises KeyError for an unknown id. Does not bump ``updated_at`` (not activity)."""
@@ -207,6 +207,10 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
         """Where the chat's turns run (None: this machine) with its folder there (None: the
         host's home). KeyError for an unknown id."""
         return self._update_conversation(conversation_id, {"host": host, "cwd": cwd})
+
+    def set_conversation_keep_running(self, conversation_id: int, keep: bool) -> Conversation:
+        """The chat's "keep running when disconnected" (ADR 0032). KeyError for an unknown id."""
+        return self._update_conversation(conversation_id, {"keep_running": int(keep)})
 
     def delete_conversation(self, conversation_id: int) -> None:
         """Delete it with its turns and events; later events of its running turns are ignored."""
@@ -403,3 +407,10 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
             f" WHERE status = 'running' AND {where}",
             (STATUS_INTERRUPTED, reason, *args),
         )
+
+
+def _conversation(row: Any) -> Conversation:
+    """A conversations row as a ``Conversation`` (keep_running, the last column, is 0/1)."""
+    fields = list(row)
+    fields[-1] = bool(fields[-1])
+    return Conversation(*fields)
