@@ -11,19 +11,24 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import signal
 import stat
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from remote.remotehelpers import run_local
-from remote.sshd import SshServer, kill_remote, remote_processes
+from nonroot import as_other_user, other_user_prefix, other_user_python, python_env
+from remote.remotehelpers import FAKE_AGENT, run_local
+from remote.sshd import ALIAS, SshServer, kill_remote, remote_processes
 
 from tolaria.core.stream_id import new_stream_id
+
+ENGINE = Path(__file__).resolve().parents[1] / "fakes" / "remote_engine.py"
 
 
 def _in_thread(run: Callable[[], dict[str, Any]]) -> tuple[threading.Thread, dict[str, Any]]:
@@ -165,3 +170,66 @@ def _read(path: Path) -> bytes:
 
 def _ppid(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+
+
+def test_the_window_killed_mid_turn_reattaches_at_its_next_start(sshd: SshServer,
+                                                                  shared: Path) -> None:
+    """The engine as the window runs it: a keep-running chat on the host, its process killed
+    with -9 mid-turn; the next engine's start (crash recovery) reattaches the turn instead of
+    marking it interrupted, the stored output is the whole run (replayed), Stop ends it there."""
+    home = shared / "home"
+    (home / "adapters").mkdir()
+    (home / "adapters" / "ticker.toml").write_text(
+        f'id = "ticker"\nname = "Ticker"\nprotocol = "claude-stream-json"\n'
+        f'command = ["python3", "{FAKE_AGENT}", "ticker", "{{prompt}}"]\n'
+        f'[env]\nFAKE_PIDFILE = "{shared / "pids"}"\nFAKE_TICK_S = "0.01"\n')
+    (home / "settings.toml").write_text(
+        f'[remote]\nssh_config = "{sshd.config}"\ncache_dir = "{shared / "cache"}"\n'
+        'disconnect_seconds = 1\n')
+    cfg = {"db": str(home / "store.sqlite3"), "host": ALIAS, "cwd": str(shared)}
+    argv = [*other_user_prefix(), other_user_python(), str(ENGINE), "start"]
+    first = subprocess.Popen([*argv, json.dumps(cfg)], env=python_env(home), cwd=home,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sid = ""
+    try:
+        assert first.stdout is not None
+        sid = json.loads(first.stdout.readline())["stream_id"]
+        _wait_file(shared / "pids")
+        time.sleep(0.5)
+        first.kill()  # the window, killed with -9
+        first.communicate(timeout=30)
+        _reap_links(sid)
+        time.sleep(2.0)
+        assert remote_processes(sid), "the kept run did not survive the window"
+        done = as_other_user([other_user_python(), str(ENGINE), "reattach",
+                              json.dumps({**cfg, "stream_id": sid})],
+                             env=python_env(home), cwd=home, timeout=90)
+        assert done.returncode == 0, done.stderr[-3000:]
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        if sid:
+            kill_remote(sid)
+    assert out["reattached"], out
+    assert (out["status"], out["stop_reason"]) == ("cancelled", "cancelled"), out
+    assert out["survivors"] == [], out
+    ticks = [int(line.split()[1]) for line in out["text"].splitlines() if line.startswith("tick")]
+    assert len(ticks) > 100 and ticks == list(range(len(ticks))), ticks[:5]
+    assert remote_processes(sid) == []
+
+
+def _reap_links(sid: str) -> None:
+    """The killed process's link closes the connection and exits (orphaned to us, a
+    subreaper, or to init): reaped here so no process is left."""
+    deadline = time.monotonic() + 10
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and b"tolaria.core.remote.link" in _read(entry / "cmdline") \
+                and f"TOLARIA_STREAM_ID={sid}".encode() in _read(entry / "environ").split(b"\0"):
+            pid = int(entry.name)
+            while time.monotonic() < deadline and entry.exists() and \
+                    b") Z" not in _read(entry / "stat"):
+                time.sleep(0.05)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)

@@ -33,6 +33,7 @@ class ConversationPart:
     restore_queues: Callable[[], list[int]]
     forget_checkpoints: Callable[[int], None]
     keep_key: Callable[[int], str]
+    reattach_kept: Callable[[], list[str]]
 
     @property
     def db(self) -> Store:
@@ -45,6 +46,7 @@ class ConversationPart:
         self.restore_queues()
         for conversation in reversed(found):
             self.observer.conversation_saved(conversation)
+        self.reattach_kept()
         return found
 
     def new_conversation(self, agent: str, cwd: str | None, *, title: str = DEFAULT_TITLE,

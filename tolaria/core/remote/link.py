@@ -144,7 +144,8 @@ class Link:
                                                      "heartbeat_s", "grace_s", "keep_for_s",
                                                      "buffer_bytes") if key in self.spec}
             self.send(proto.START, json.dumps(start).encode())
-        threading.Thread(target=self._stdin, daemon=True).start()
+        if not self.spec.get("attach"):  # reattached after a restart: the turn's prompt
+            threading.Thread(target=self._stdin, daemon=True).start()  # is not the agent's
         threading.Thread(target=self._heartbeat, daemon=True).start()
         reader = proto.FrameReader()
         while True:

@@ -273,6 +273,27 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
         """Oldest first."""
         return self._select_turns("conversation_id = ? ORDER BY id", conversation_id)
 
+    def kept_remote_turns(self) -> list[Turn]:
+        """Turns left running in keep-running chats on a host (a crash, a kill) that no other
+        live Tolaria process streams: to be reattached (ADR 0032)."""
+        return [turn for turn in self._select_turns(
+            f"status = 'running' AND conversation_id IN ({_KEPT_CHATS}) AND 1 = ?", 1)
+            if turn.stream_id not in self._live_elsewhere and turn.stream_id not in self._live]
+
+    def resume_turn(self, stream_id: str) -> Turn | None:
+        """Take a kept remote turn back (ADR 0032): its stored events are cleared, as the host
+        replays the run's output from its start, and its next events go to it again."""
+        with self._db_lock:
+            turn = self.turn_by_stream(stream_id)
+            if turn is None or turn.status != STATUS_RUNNING:
+                return None
+            with self._tx():
+                self._conn.execute("DELETE FROM events WHERE turn_id = ?", (turn.id,))
+            with self._buf_lock:
+                self._live[stream_id] = Live(turn.id, turn.conversation_id,
+                                             OutputCap(self.limits))
+        return turn
+
     def turn_by_stream(self, stream_id: str) -> Turn | None:
         found = self._select_turns("stream_id = ?", stream_id)
         return found[0] if found else None
@@ -386,7 +407,9 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
         """Turns left running by a crash (or a kill) become interrupted, partial output kept;
         not those another live Tolaria process is streaming (``live_elsewhere``)."""
         live = sorted(self._live_elsewhere)
-        where = "status = ?"
+        # Nor a keep-running chat's turn on a host: it goes on there, the window reattaches it
+        # (``kept_remote_turns``, ADR 0032).
+        where = f"status = ? AND conversation_id NOT IN ({_KEPT_CHATS})"
         if live:
             where += f" AND stream_id NOT IN ({', '.join('?' * len(live))})"
         with self._tx():
@@ -407,6 +430,9 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
             f" WHERE status = 'running' AND {where}",
             (STATUS_INTERRUPTED, reason, *args),
         )
+
+
+_KEPT_CHATS = "SELECT id FROM conversations WHERE keep_running = 1 AND host IS NOT NULL"
 
 
 def _conversation(row: Any) -> Conversation:
