@@ -42,11 +42,12 @@ async def run(phase: str, cfg: dict[str, Any]) -> dict[str, Any]:
     engine.load()  # as the window at start: the kept turn is taken back
     turn = store.turn_by_stream(sid)
     assert turn is not None
-    await _until(lambda: engine.running_stream(turn.conversation_id) == sid, 30)
-    reattached = engine.running_stream(turn.conversation_id) == sid
+    chat_id = turn.conversation_id
+    await _until(lambda: engine.running_stream(chat_id) == sid, 30)
+    reattached = engine.running_stream(chat_id) == sid
     await asyncio.sleep(float(cfg.get("stop_after", 1.5)))
     engine.stop_stream(sid)
-    await _until(lambda: engine.running_stream(turn.conversation_id) is None, 30)
+    await _until(lambda: engine.running_stream(chat_id) is None, 30)
     await engine.shutdown()
     turn = store.turn_by_stream(sid)
     assert turn is not None
