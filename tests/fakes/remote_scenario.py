@@ -152,7 +152,7 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
                 e.text for e in events if isinstance(e, TextDelta)).splitlines()
                 if line.startswith("tick ")],
             "notes": [e.message for e in events if isinstance(e, Diagnostic)
-                      and e.message.startswith("tolaria: ")],
+                      and (e.source == "notice" or e.message.startswith("tolaria: "))],
             "stop_ms": (time.monotonic() - started) * 1000 if started else None,
             "acted_at": acted_at}
 

@@ -29,6 +29,12 @@ from tolaria.core.remote.hosts import Target
 _REPORT_SLACK_S = 8.0
 
 
+def link_note(line: str) -> bool:
+    """Whether a stderr line of the link is its note for the chat (keep-running: reconnecting,
+    reattached with what was replayed or dropped), shown in the turn, not with the errors."""
+    return line.startswith(("tolaria: reconnecting to ", "tolaria: reattached to "))
+
+
 class RemoteLaunch:
     """One remote run's link: its spec and report files, its stop and its outcome."""
 

@@ -76,6 +76,8 @@ class Link:
         #: held while the link is reconnecting.
         self.offset = 0
         self.reconnecting = False
+        #: Frames wait until the supervisor has its START or ATTACH (a stop in the handshake).
+        self.holding = True
         self.held: list[bytes] = []
 
     # -- to the supervisor ---------------------------------------------------------------------
@@ -84,7 +86,7 @@ class Link:
         if proc is None or proc.stdin is None:
             return
         with self.lock:
-            if self.reconnecting:
+            if self.holding:
                 if kind != proto.HEARTBEAT:
                     self.held.append(proto.frame(kind, payload))
                 return
@@ -137,13 +139,13 @@ class Link:
             return ready
         if self.spec.get("attach"):  # a kept run, after a restart: from the stored offset
             self.offset = int(self.spec.get("offset") or 0)
-            self.send(proto.ATTACH, json.dumps({"stream_id": self.spec["stream_id"],
-                                                "offset": self.offset}).encode())
+            self._release(proto.ATTACH, {"stream_id": self.spec["stream_id"],
+                                         "offset": self.offset})
         else:
-            start = {key: self.spec[key] for key in ("argv", "cwd", "env", "stream_id",
-                                                     "heartbeat_s", "grace_s", "keep_for_s",
-                                                     "buffer_bytes") if key in self.spec}
-            self.send(proto.START, json.dumps(start).encode())
+            keys = ("argv", "cwd", "env", "stream_id", "heartbeat_s", "grace_s", "keep_for_s",
+                    "buffer_bytes")
+            start: dict[str, Any] = {key: self.spec[key] for key in keys if key in self.spec}
+            self._release(proto.START, start)
         if not self.spec.get("attach"):  # reattached after a restart: the turn's prompt
             threading.Thread(target=self._stdin, daemon=True).start()  # is not the agent's
         threading.Thread(target=self._heartbeat, daemon=True).start()
@@ -186,7 +188,7 @@ class Link:
         """Keep-running: the connection died, the run goes on there. Connect again (backoff,
         bounded by ``reconnect_s``) and attach from our offset; the frames meanwhile wait."""
         with self.lock:
-            self.reconnecting = True
+            self.reconnecting = self.holding = True
         _write(2, f"tolaria: reconnecting to {self.label}...\n".encode())
         deadline = time.monotonic() + float(self.spec.get("reconnect_s") or 120.0)
         delay = 0.25
@@ -194,26 +196,30 @@ class Link:
             self._drop_transport()
             out = self._connect()
             if out is not None:
-                with self.lock:
-                    frames = [proto.frame(proto.ATTACH, json.dumps(
-                        {"stream_id": self.spec["stream_id"], "offset": self.offset}).encode()),
-                        *self.held]
-                    self.held = []
-                    self.reconnecting = False
-                    try:
-                        assert self.proc is not None and self.proc.stdin is not None
-                        self.proc.stdin.write(b"".join(frames))
-                        self.proc.stdin.flush()
-                    except (OSError, ValueError):
-                        pass
+                self.reconnecting = False
+                self._release(proto.ATTACH, {"stream_id": self.spec["stream_id"],
+                                             "offset": self.offset})
                 return out
             if time.monotonic() + delay > deadline:
                 with self.lock:
-                    self.reconnecting = False
+                    self.reconnecting = self.holding = False
                 return self.fail(f"could not reconnect to {self.label}; the run goes on there "
                                  "until nobody has attached for its keep time")
             time.sleep(delay)
             delay = min(delay * 2, 8.0)
+
+    def _release(self, kind: bytes, request: dict[str, Any]) -> None:
+        """START or ATTACH, then the frames held meanwhile, in one write; from now on frames
+        go straight to the supervisor."""
+        with self.lock:
+            data = b"".join([proto.frame(kind, json.dumps(request).encode()), *self.held])
+            self.held, self.holding = [], False
+            try:
+                assert self.proc is not None and self.proc.stdin is not None
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
+            except (OSError, ValueError):
+                pass
 
     def _drop_transport(self) -> None:
         proc = self.proc

@@ -618,6 +618,7 @@ class Keep:
         self.cap = 8 << 20
         self.ring: deque[tuple[int, bytes, bytes]] = deque()
         self.size = self.total = 0
+        self.clean = True
         self.out = bytearray()
         self.since = 0.0
         self.listener: socket.socket | None = None
@@ -661,22 +662,28 @@ class Keep:
         self.total += len(payload)
         self.size += len(payload)
         while self.size > self.cap and len(self.ring) > 1:
-            self.size -= len(self.ring.popleft()[2])
+            dropped = self.ring.popleft()[2]
+            self.size -= len(dropped)
+            self.clean = dropped.endswith(b"\n")  # the ring starts at a line
 
     def replay(self, offset: int) -> bytes:
-        """ATTACHED, then the output from ``offset`` on (what the ring still has)."""
+        """ATTACHED, then the output from ``offset`` on (what the ring still has; after a gap,
+        from the next whole line)."""
         start = self.ring[0][0] if self.ring else self.total
         offset = min(max(offset, 0), self.total)
-        out = [frame(ATTACHED, json.dumps({"from": max(offset, start), "total": self.total,
-                                           "dropped": max(start - offset, 0)}).encode())]
-        skip = start > offset  # a gap: the replay starts at the next whole line
+        skip = start > offset and not self.clean
+        frames = []
         for at, kind, payload in self.ring:
             if at + len(payload) > offset:
                 piece = payload[max(offset - at, 0):]
-                if skip:
-                    piece, skip = piece[piece.find(b"\n") + 1:], False
-                out.append(frame(kind, piece))
-        return b"".join(out)
+                if skip:  # offset < start <= at: the whole frame, up to its first newline
+                    cut = piece.find(b"\n") + 1 or len(piece)
+                    skip = b"\n" not in piece
+                    start, piece = at + cut, piece[cut:]
+                if piece:
+                    frames.append(frame(kind, piece))
+        head = {"from": max(offset, start), "total": self.total, "dropped": max(start - offset, 0)}
+        return frame(ATTACHED, json.dumps(head).encode()) + b"".join(frames)
 
     def close(self) -> None:
         for sock in (self.conn, self.listener):
