@@ -642,7 +642,7 @@ class Keep:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             old = os.umask(0o177)  # the socket 0600
             try:
-                sock.bind(path)
+                _in_folder(path, sock.bind)
             finally:
                 os.umask(old)
             sock.listen(4)
@@ -703,6 +703,18 @@ def socket_path(stream_id: str) -> str | None:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "runs", stream_id + ".sock")
 
 
+def _in_folder(path: str, act: Callable[[str], None]) -> None:
+    """``act`` on the socket's name from inside its folder: a socket path is capped at ~100
+    bytes, a cache folder is not."""
+    here = os.open(".", os.O_RDONLY)
+    try:
+        os.chdir(os.path.dirname(path))
+        act(os.path.basename(path))
+    finally:
+        os.fchdir(here)
+        os.close(here)
+
+
 def bridge(sup: Supervisor, spec: dict[str, object]) -> int:
     """Attach mode: this session's stdin/stdout bridged to a kept run's socket (the run's
     supervisor replays and serves; FAILED here when the stream id is bad or the run gone)."""
@@ -713,7 +725,7 @@ def bridge(sup: Supervisor, spec: dict[str, object]) -> int:
         return 1
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(path)
+        _in_folder(path, sock.connect)
         sock.sendall(sup.first + sup.reader._buf)
     except OSError:
         sock.close()
