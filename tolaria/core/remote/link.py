@@ -75,6 +75,7 @@ class Link:
         #: Keep-running: the output bytes passed on (a reattach resumes there), and the frames
         #: held while the link is reconnecting.
         self.offset = 0
+        self.heard = time.monotonic()
         self.reconnecting = False
         #: Frames wait until the supervisor has its START or ATTACH (a stop in the handshake).
         self.holding = True
@@ -152,6 +153,7 @@ class Link:
         reader = proto.FrameReader()
         while True:
             data = out.read1(65536)
+            self.heard = time.monotonic()
             if not data and self.spec.get("keep_for_s") and not self.gone:
                 out = self._reconnect()
                 if isinstance(out, int):
@@ -197,6 +199,7 @@ class Link:
             out = self._connect()
             if out is not None:
                 self.reconnecting = False
+                self.heard = time.monotonic()
                 self._release(proto.ATTACH, {"stream_id": self.spec["stream_id"],
                                              "offset": self.offset})
                 return out
@@ -330,6 +333,18 @@ class Link:
             if now - self.last_beat >= HEARTBEAT_EVERY_S:
                 self.last_beat = now
                 self.send(proto.HEARTBEAT)
+            if self.spec.get("keep_for_s") and not self.holding and \
+                    now - self.heard > float(self.spec.get("heartbeat_s") or 3.0) + 2.0:
+                self._cut()
+
+    def _cut(self) -> None:
+        """Keep-running: the kept supervisor beats every second; silence means a dead (or
+        frozen) connection that ssh has not noticed yet: cut it, so the link reconnects."""
+        self.heard = time.monotonic()
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
 
     def _orphaned(self) -> None:
         proc = self.proc

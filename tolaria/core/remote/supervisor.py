@@ -516,6 +516,9 @@ class Supervisor:
         now = time.monotonic()
         if self.link_in >= 0 and (not self.link_open or now - self.last_heard > self.heartbeat_s):
             self.lose_link()
+        if self.link_in >= 0 and now - self.keep.beat >= 1.0:  # the link's check of us
+            self.keep.beat = now
+            self.keep_send(HEARTBEAT, b"")
         return self.link_in < 0 and now - self.keep.since > self.keep.for_s
 
     def lose_link(self) -> None:
@@ -619,6 +622,7 @@ class Keep:
         self.ring: deque[tuple[int, bytes, bytes]] = deque()
         self.size = self.total = 0
         self.clean = True
+        self.beat = 0.0
         self.out = bytearray()
         self.since = 0.0
         self.listener: socket.socket | None = None
