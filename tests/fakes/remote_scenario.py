@@ -47,14 +47,15 @@ def _ppid(pid: int) -> int:
         return int(fh.read().rsplit(b")", 1)[1].split()[1])
 
 
-def _links() -> list[int]:
+def _links(own: bool = True) -> list[int]:
+    """The links running (``own``: this process's only, other runs may go on meanwhile)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if b"tolaria.core.remote.link" in fh.read() and \
-                            _ppid(int(entry)) == os.getpid():
+                    if b"tolaria.core.remote.link" in fh.read() and (
+                            not own or _ppid(int(entry)) == os.getpid()):
                         found.append(int(entry))
             except OSError:
                 continue
@@ -62,16 +63,7 @@ def _links() -> list[int]:
 
 
 def _descendant_ssh() -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if b"tolaria.core.remote.link" in fh.read():
-                        found += _ssh_children(int(entry))
-            except OSError:
-                continue
-    return found
+    return [ssh for link in _links(own=False) for ssh in _ssh_children(link)]
 
 
 async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
