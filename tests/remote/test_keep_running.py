@@ -79,11 +79,25 @@ def test_killed_ssh_reattaches_replays_without_gap_and_stops(sshd: SshServer,
     ticks = out["ticks"]
     assert len(ticks) > 300, len(ticks)  # ~0.5 s before, 3.5 s held, 1.5 s after
     assert ticks == list(range(len(ticks))), "a gap or a duplicate in the replayed output"
-    assert any("reconnecting to" in n for n in out["notes"]), out["notes"]
+    assert sum("reconnecting to" in n for n in out["notes"]) == 1, out["notes"]
     assert any("reattached to" in n and "replayed" in n for n in out["notes"]), out["notes"]
     assert not any("dropped" in n for n in out["notes"]), out["notes"]
     assert remote_processes(sid) == []
     assert not sock.exists()
+
+
+def test_a_stop_asked_while_reconnecting_ends_the_tree_once_attached(sshd: SshServer,
+                                                                     shared: Path) -> None:
+    """Stop comes as the link wakes to a dead connection (held, or written into the dead one):
+    it is delivered with the reattach, and the tree ends there with 0 survivors."""
+    sid = new_stream_id()
+    out = run_local(sshd, shared, sid, **_kept(shared, action="drop_hold", wait_for="text_delta",
+                                               hold=2.0, stop_after=0.0))
+    said = {k: out.get(k) for k in ("stop_reason", "survivors", "notes", "errors", "stop_ms")}
+    assert out["stop_reason"] == "cancelled", said
+    assert out["survivors"] == [], said
+    assert out["stop_ms"] < 8000, said  # not the link's local kill after the wait for a report
+    assert remote_processes(sid) == []
 
 
 def test_an_overflowing_buffer_says_what_was_dropped(sshd: SshServer, shared: Path) -> None:

@@ -76,20 +76,24 @@ class Link:
         #: held while the link is reconnecting.
         self.offset = 0
         self.heard = time.monotonic()
+        self.waiting = False
         self.reconnecting = False
         #: Frames wait until the supervisor has its START or ATTACH (a stop in the handshake).
         self.holding = True
         self.held: list[bytes] = []
+        #: The stops asked (SIGNAL, STOP): sent again on a reattach, as one written into a
+        #: connection that had just died is lost.
+        self.asked: list[bytes] = []
 
     # -- to the supervisor ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
-        proc = self.proc
-        if proc is None or proc.stdin is None:
-            return
         with self.lock:
             if self.holding:
                 if kind != proto.HEARTBEAT:
                     self.held.append(proto.frame(kind, payload))
+                return
+            proc = self.proc
+            if proc is None or proc.stdin is None:
                 return
             try:
                 proc.stdin.write(proto.frame(kind, payload))
@@ -99,8 +103,10 @@ class Link:
 
     def on_signal(self, signum: int, _frame: object) -> None:
         if signum == getattr(signal, "SIGUSR1", None):
+            self.asked.append(proto.frame(proto.STOP))
             threading.Thread(target=self.send, args=(proto.STOP,), daemon=True).start()
         else:
+            self.asked.append(proto.frame(proto.SIGNAL, str(signum).encode()))
             threading.Thread(target=self.send, args=(proto.SIGNAL, str(signum).encode()),
                              daemon=True).start()
 
@@ -152,8 +158,10 @@ class Link:
         threading.Thread(target=self._heartbeat, daemon=True).start()
         reader = proto.FrameReader()
         while True:
-            data = out.read1(65536)
             self.heard = time.monotonic()
+            self.waiting = True  # for the supervisor (not for the turn to read our output)
+            data = out.read1(65536)
+            self.waiting = False
             if not data and self.spec.get("keep_for_s") and not self.gone:
                 out = self._reconnect()
                 if isinstance(out, int):
@@ -215,7 +223,9 @@ class Link:
         """START or ATTACH, then the frames held meanwhile, in one write; from now on frames
         go straight to the supervisor."""
         with self.lock:
-            data = b"".join([proto.frame(kind, json.dumps(request).encode()), *self.held])
+            again = [f for f in self.asked if f not in self.held] if kind == proto.ATTACH else []
+            data = b"".join([proto.frame(kind, json.dumps(request).encode()), *again,
+                             *self.held])
             self.held, self.holding = [], False
             try:
                 assert self.proc is not None and self.proc.stdin is not None
@@ -325,26 +335,37 @@ class Link:
         that died (killed with -9, crashed) leaves us to another parent, and then the link
         closes, so the supervisor ends the tree at once instead of serving nobody."""
         parent = os.getppid()
-        while not self.done.wait(HEARTBEAT_EVERY_S / 4):
+        # Well within the supervisor's patience, whatever ``disconnect_seconds`` is.
+        every = min(HEARTBEAT_EVERY_S, float(self.spec.get("heartbeat_s") or 3.0) / 3)
+        while not self.done.wait(every / 4):
             if os.getppid() != parent:
                 self._orphaned()
                 return
             now = time.monotonic()
-            if now - self.last_beat >= HEARTBEAT_EVERY_S:
+            if now - self.last_beat >= every:
                 self.last_beat = now
                 self.send(proto.HEARTBEAT)
-            if self.spec.get("keep_for_s") and not self.holding and \
+            if self.spec.get("keep_for_s") and not self.holding and self.waiting and \
                     now - self.heard > float(self.spec.get("heartbeat_s") or 3.0) + 2.0:
                 self._cut()
 
     def _cut(self) -> None:
         """Keep-running: the kept supervisor beats every second; silence means a dead (or
         frozen) connection that ssh has not noticed yet: cut it, so the link reconnects."""
-        self.heard = time.monotonic()
-        proc = self.proc
-        if proc is not None:
+        # Under the lock: a new connection may have come meanwhile (not that one); without it
+        # when a write into the stalled connection holds it.
+        locked = self.lock.acquire(timeout=1.0)
+        try:
+            proc = self.proc
+            if (self.holding and locked) or proc is None or not self.waiting or \
+                    time.monotonic() - self.heard <= float(self.spec.get("heartbeat_s") or 3.0):
+                return
+            self.heard = time.monotonic()
             with contextlib.suppress(OSError):
                 proc.kill()
+        finally:
+            if locked:
+                self.lock.release()
 
     def _orphaned(self) -> None:
         proc = self.proc

@@ -261,6 +261,7 @@ class Supervisor:
         self.link_in, self.link_out = 0, 1
         self.keep = Keep()
         self.first = b""  # the START or ATTACH frame as it came
+        self.early: list[tuple[bytes, bytes]] = []
 
     # -- output to Tolaria ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
@@ -289,11 +290,13 @@ class Supervisor:
             data = os.read(0, _CHUNK)
             if not data:
                 return None
-            for kind, payload in self.reader.feed(data):
+            frames = self.reader.feed(data)
+            for i, (kind, payload) in enumerate(frames):
                 if kind in (START, ATTACH):
                     spec = json.loads(payload.decode())
                     if isinstance(spec, dict):
                         self.first = frame(kind, payload)
+                        self.early = frames[i + 1:]  # sent along (a stop held meanwhile)
                         return spec
         return None
 
@@ -351,6 +354,8 @@ class Supervisor:
         if problem is not None:
             self.send_json(FAILED, {"message": problem})
             return 1
+        for kind, payload in self.early:
+            self.on_frame(kind, payload)
         while True:
             self.reap()
             if self.status is not None and self.exited_at is None:
@@ -730,7 +735,7 @@ def bridge(sup: Supervisor, spec: dict[str, object]) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         _in_folder(path, sock.connect)
-        sock.sendall(sup.first + sup.reader._buf)
+        sock.sendall(b"".join([sup.first, *(frame(*f) for f in sup.early), sup.reader._buf]))
     except OSError:
         sock.close()
         sup.send_json(FAILED, {"message": "the run is gone on this host (it ended, or nobody "
