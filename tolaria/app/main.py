@@ -152,6 +152,7 @@ class Tolaria:
         w.agent_change_requested.connect(c.set_agent)
         w.cwd_change_requested.connect(c.set_cwd)
         w.host_change_requested.connect(c.set_host)
+        w.keep_running_change_requested.connect(c.set_keep_running)
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.import_requested.connect(self.session_import.start)
