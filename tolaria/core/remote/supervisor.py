@@ -580,7 +580,9 @@ class Supervisor:
         """The run is over: its end goes to the link, or waits for one to attach (an agent
         that finished while nobody was there) until the unattended time is up."""
         self.keep.gone = gone
-        deadline = self.keep.since + self.keep.for_s if not timed_out else 0.0
+        # Stopped by Tolaria: nobody waits for this end (a lost link then hears "gone").
+        deadline = 0.0 if timed_out or self.stopped or self.asked else \
+            self.keep.since + self.keep.for_s
         while True:
             if self.link_open and self.link_out >= 0:
                 self.keep.out += frame(GONE, json.dumps(gone).encode())
