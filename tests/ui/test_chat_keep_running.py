@@ -6,6 +6,7 @@ reopened; a chat on this computer has nothing to keep. Picture: ``TOLARIA_DOCS_S
 from __future__ import annotations
 
 import contextlib
+import functools
 import subprocess
 import sys
 from collections.abc import Callable
@@ -88,7 +89,7 @@ def test_the_window_takes_back_a_kept_turn_at_its_start(start_app: StartApp, hom
         for child in psutil.Process(first.pid).children():
             if "watchdog" in " ".join(child.cmdline()):
                 child.kill()
-                qtbot.waitUntil(lambda c=child: _gone(c), timeout=10_000)
+                qtbot.waitUntil(functools.partial(_gone, child), timeout=10_000)
         first.kill()
         first.wait()
         qtbot.waitUntil(lambda: not any("tolaria.core.remote.link" in _cmdline(p)
