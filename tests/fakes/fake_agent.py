@@ -511,6 +511,20 @@ def edit_files(prompt: str) -> None:
     result(f"Edited {len(edits)} files.")
 
 
+def ticker(prompt: str) -> None:
+    """Numbered text blocks ("tick N", padded with FAKE_TICK_PAD bytes), one every FAKE_TICK_S
+    seconds, FAKE_TICKS of them (default: on and on), with a tool in a new session: a long run
+    whose output must arrive whole, with no gap and no duplicate, across reconnects."""
+    init()
+    start_session_tool()
+    pad = "." * int(os.environ.get("FAKE_TICK_PAD", "0"))
+    every = float(os.environ.get("FAKE_TICK_S", "0.02"))
+    for i in range(int(os.environ.get("FAKE_TICKS", "100000000"))):
+        text(f"tick {i}{pad}\n", f"msg_tick_{i}")
+        time.sleep(every)
+    result("ticked")
+
+
 MODES: dict[str, Callable[[str], None]] = {
     "normal": normal, "slow_start": slow_start, "hang": hang_mode, "flood": flood,
     "oversized": oversized, "malformed": malformed, "crash": crash, "stderr_exit": stderr_exit,
@@ -521,6 +535,7 @@ MODES: dict[str, Callable[[str], None]] = {
     "dumpable_daemon": dumpable_daemon, "hopper": hopper, "catch_term": catch_term,
     "ssh_agent": ssh_agent, "edit_files": edit_files, "hopper_chain": hopper_chain,
     "hopper_chain_bare": hopper_chain_bare, "scrubbed_daemon": scrubbed_daemon,
+    "ticker": ticker,
 }
 
 

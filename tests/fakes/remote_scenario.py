@@ -45,6 +45,10 @@ def _children(pid: int) -> list[tuple[int, bytes]]:
     return out
 
 
+def _ssh_children(pid: int) -> list[int]:
+    return [child for child, name in _children(pid) if name == b"ssh"]
+
+
 def _descendant_ssh() -> list[int]:
     """The ssh clients of *our* links: other scenarios (other test runs) may run at once."""
     found = []
@@ -52,6 +56,26 @@ def _descendant_ssh() -> list[int]:
         with contextlib.suppress(OSError), open(f"/proc/{link}/cmdline", "rb") as fh:
             if b"tolaria.core.remote.link" in fh.read():
                 found += [pid for pid, name in _children(link) if name == b"ssh"]
+    return found
+
+
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return int(fh.read().rsplit(b")", 1)[1].split()[1])
+
+
+def _links(own: bool = True) -> list[int]:
+    """The links running (``own``: this process's only, other runs may go on meanwhile)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if b"tolaria.core.remote.link" in fh.read() and (
+                            not own or _ppid(int(entry)) == os.getpid()):
+                        found.append(int(entry))
+            except OSError:
+                continue
     return found
 
 
@@ -69,8 +93,9 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
         manifest = load_adapters().get(cfg["agent"])
     settings: dict[str, Any] = {"ssh_config": cfg.get("ssh_config"),
                                 "heartbeat_s": float(cfg.get("heartbeat_s", 3.0))}
-    for key in ("python", "cache_dir"):
-        if cfg.get(key):
+    for key in ("python", "cache_dir", "keep_running", "keep_s", "buffer_bytes", "reconnect_s",
+                "attach_offset"):
+        if cfg.get(key) is not None:
             settings[key] = cfg[key]
     target = parse_destination(cfg["host"], **settings)
     registry = ProcessRegistry()
@@ -82,7 +107,7 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
         events.append, registry=registry, grace_s=float(cfg.get("grace", 0.5))))
     action = cfg.get("action", "finish")
     acted_at = started = 0.0
-    if action in ("stop", "disconnect", "freeze"):
+    if action in ("stop", "disconnect", "freeze", "drop_hold"):
         deadline = time.monotonic() + float(cfg.get("wait_s", 30))
         wait_for = cfg.get("wait_for", "init")  # the event after which the tree is there
         wait_file = Path(cfg["wait_file"]) if cfg.get("wait_file") else None
@@ -106,6 +131,22 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
             for pid in _descendant_ssh():
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+        elif action == "drop_hold":  # ssh killed, and no reconnect for ``hold`` seconds
+            links = _links()  # ours only: other runs may be going on on this machine
+            for pid in links:
+                os.kill(pid, signal.SIGSTOP)
+            for pid in [ssh for link in links for ssh in _ssh_children(link)]:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if cfg.get("hold_file"):
+                Path(cfg["hold_file"]).write_text("held")
+            await asyncio.sleep(float(cfg.get("hold", 3.0)))
+            for pid in links:
+                os.kill(pid, signal.SIGCONT)
+    if cfg.get("stop_after") is not None and not task.done():
+        await asyncio.sleep(float(cfg["stop_after"]))
+        started, acted_at = time.monotonic(), time.time()
+        registry.abort(sid)
     done = await asyncio.wait_for(task, 60)
     assert isinstance(done, Done)
     return {"stop_reason": done.stop_reason, "exit_code": done.exit_code,
@@ -118,6 +159,11 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
             "in_order": all(e.text.startswith(f"flood {i}: ") for i, e in
                             enumerate(e for e in events if isinstance(e, TextDelta))),
             "kinds": [e.kind for e in events],
+            "ticks": [int(line.split()[1].rstrip(".")) for line in "".join(
+                e.text for e in events if isinstance(e, TextDelta)).splitlines()
+                if line.startswith("tick ")],
+            "notes": [e.message for e in events if isinstance(e, Diagnostic)
+                      and (e.source == "notice" or e.message.startswith("tolaria: "))],
             "stop_ms": (time.monotonic() - started) * 1000 if started else None,
             "acted_at": acted_at}
 

@@ -56,6 +56,11 @@ class NetNs:
                  f"    tcp dport {port} drop\n    tcp sport {port} drop\n  }}\n}}\n")
         subprocess.run([*self.inside(), "nft", "-f", "-"], input=rules, text=True, check=True)
 
+    def restore(self) -> None:
+        """The network is back: the drop rule removed."""
+        subprocess.run([*self.inside(), "nft", "delete", "table", "inet", "tolaria_drop"],
+                       check=True)
+
     def delete(self) -> None:
         """Every process left in it (sshd's session for the dropped connection waits for hours,
         as on a real server) ended, then the namespace removed."""

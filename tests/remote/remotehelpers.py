@@ -16,10 +16,12 @@ FAKE_AGENT = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"
 
 
 def run_local(sshd: SshServer, shared: Path, stream_id: str, timeout: float = 90,
-              inside: Sequence[str] = (), **cfg: Any) -> dict[str, Any]:
+              inside: Sequence[str] = (), keep_remote: bool = False,
+              **cfg: Any) -> dict[str, Any]:
     """The scenario as the non-root local user (``inside`` a network namespace: its ``ip
     netns exec`` prefix); its JSON result, with ``remote_left``: the run's processes alive on
-    the remote account once the scenario returned (seen as root, before they are cleaned up)."""
+    the remote account once the scenario returned (seen as root, before they are cleaned up). ``keep_remote``: a kept run that another
+    scenario reattaches to is not cleaned up here."""
     cfg = {"host": ALIAS, "ssh_config": str(sshd.config), "stream_id": stream_id,
            "cwd": str(shared), **cfg}
     try:
@@ -35,7 +37,8 @@ def run_local(sshd: SshServer, shared: Path, stream_id: str, timeout: float = 90
             done = as_other_user(argv, env=env, cwd=home, timeout=timeout)
         left = remote_processes(stream_id)
     finally:
-        kill_remote(stream_id)  # a failed test never leaves the remote tree behind
+        if not keep_remote:
+            kill_remote(stream_id)  # a failed test never leaves the remote tree behind
     if done.returncode != 0 or not done.stdout.strip():
         raise AssertionError(f"scenario failed ({done.returncode}):\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])

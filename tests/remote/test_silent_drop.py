@@ -64,3 +64,37 @@ def test_a_silent_drop_ends_the_tree_and_the_turn(dropper: tuple[NetNs, SshServe
     assert out["stop_reason"] == "error", out
     assert any("connection" in e and "lost" in e for e in out["errors"]), out
     assert noticed < 25, noticed
+
+
+def test_a_kept_run_survives_a_silent_drop_and_is_reattached(dropper: tuple[NetNs, SshServer],
+                                                             shared: Path) -> None:
+    """Keep running when disconnected (ADR 0032): the drop does not end the tree; once the
+    network is back the link notices the dead connection (the kept supervisor's beats stopped),
+    reconnects, replays what it missed with no gap and no duplicate, and Stop ends the tree."""
+    netns, sshd = dropper
+    sid = new_stream_id()
+    out: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: out.update(run_local(
+        sshd, shared, sid, inside=netns.inside(), mode="ticker", action="wait", heartbeat_s=1.0,
+        keep_running=True, stop_after=20.0, cache_dir=str(shared / "cache"),
+        env={"FAKE_PIDFILE": str(shared / "pids"), "FAKE_TICK_S": "0.01"})))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (shared / "pids").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)
+        netns.drop(sshd.port)
+        time.sleep(5.0)  # past the supervisor's heartbeat (1 s) and the link's check (3 s)
+        assert remote_processes(sid), "the kept run was ended by the drop"
+        netns.restore()
+    finally:
+        thread.join(60)
+    assert not thread.is_alive(), "the local run hung"
+    said = {k: out.get(k) for k in ("stop_reason", "survivors", "notes", "errors", "stop_ms")}
+    assert out["stop_reason"] == "cancelled", said
+    assert out["survivors"] == [], said
+    ticks = out["ticks"]
+    assert len(ticks) > 500 and ticks == list(range(len(ticks))), "a gap or a duplicate"
+    assert any("reattached to" in n for n in out["notes"]), out["notes"]
+    assert remote_processes(sid) == []

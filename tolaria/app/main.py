@@ -159,6 +159,7 @@ class Tolaria:
         w.host_change_requested.connect(c.set_host)
         w.ssh_questions.answer_requested.connect(self.askpass.answer)
         w.ssh_questions.refusal_requested.connect(self.askpass.refuse)
+        w.keep_running_change_requested.connect(c.set_keep_running)
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.import_requested.connect(self.session_import.start)

@@ -116,6 +116,9 @@ class SavedRun:
                 if conversation.cwd != cwd or conversation.host != host:
                     conversation = self.store.set_conversation_host(conversation.id, host,
                                                                     cwd or None)
+            if conversation.keep_running != request.target.keep_running:
+                conversation = self.store.set_conversation_keep_running(
+                    conversation.id, request.target.keep_running)
         elif conversation is None:
             cwd = os.path.abspath(request.cwd or os.getcwd())
             conversation = self.engine.new_conversation(agent, cwd, origin=ORIGIN_COMMAND_LINE)

@@ -85,6 +85,10 @@ def _parser() -> argparse.ArgumentParser:
                           "ssh://user@host:port, a [hosts.\"NAME\"] of the settings, or "
                           "exec:PREFIX (e.g. exec:docker exec -i box)")
     run.add_argument("--ssh-config", metavar="FILE", help="with --host: ssh -F FILE")
+    run.add_argument("--keep-running", action="store_true",
+                     help="with --host: keep the run going there when the connection drops "
+                          "(or this process dies); Tolaria reattaches and replays its output "
+                          "(kept with the chat)")
     run.add_argument("prompt", metavar="PROMPT", help="what to ask (one argument: quote it)")
     limits = run.add_argument_group(
         "limits", "stop the run (exit 130, the limit named in its done event) when it reaches "

@@ -124,10 +124,16 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     request = prepared.request(args.prompt, cwd=args.run_cwd)
     if args.host is None and saved is not None and saved.host is not None:
         args.host = saved.host  # ``--chat ID`` continues on the chat's host
+        if saved.conversation is not None and saved.conversation.keep_running:
+            args.keep_running = True  # and with its "keep running when disconnected"
+    if args.keep_running and args.host is None:
+        print("tolaria: --keep-running needs --host (a run on this machine does not depend on "
+              "a connection)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.host is not None:  # another machine (tolaria/cli/remote_run.py)
         from tolaria.cli.remote_run import with_host
 
-        on_host = with_host(request, args.host, args.ssh_config)
+        on_host = with_host(request, args.host, args.ssh_config, args.keep_running)
         if isinstance(on_host, str):
             print(f"tolaria: --host: {on_host}", file=sys.stderr)
             return EXIT_BAD_INPUT

@@ -6,6 +6,8 @@ ssh_command = "ssh"               # the user's own ssh (PATH), or another one, w
 ssh_config = "~/.ssh/config"      # ssh -F FILE (ssh reads ~/.ssh of the passwd entry, not $HOME)
 python = "python3"                # runs the supervisor there (3.8 or newer)
 disconnect_seconds = 3            # silence after which the supervisor ends the run's tree
+keep_seconds = 86400              # keep-running chats: how long a run goes on unattended
+keep_buffer_mb = 8                # keep-running chats: output kept there for a reattach
 cache_dir = "~/.cache/tolaria/remote"
 
 [hosts."devbox"]                  # per host (the destination as given to --host): the same
@@ -56,7 +58,8 @@ def _table(where: str, value: object) -> dict[str, str]:
 
 
 def _options(where: str, table: Mapping[str, Any]) -> dict[str, Any]:
-    known = {*_TEXT_KEYS, "disconnect_seconds", "command", "env", "programs"}
+    known = {*_TEXT_KEYS, "disconnect_seconds", "command", "env", "programs", "keep_seconds",
+             "keep_buffer_mb"}
     unknown = sorted(set(table) - known)
     if unknown:
         raise BadDestination(f"{where}.{unknown[0]}: unknown setting (known: "
@@ -73,6 +76,14 @@ def _options(where: str, table: Mapping[str, Any]) -> dict[str, Any]:
             raise BadDestination(f"{where}.disconnect_seconds: must be a number of seconds "
                                  "from 0.5 to 3600")
         out["heartbeat_s"] = float(value)
+    for key, field, low, high, scale in (("keep_seconds", "keep_s", 1, 30 * 86400, 1),
+                                         ("keep_buffer_mb", "buffer_bytes", 1, 1024, 1 << 20)):
+        if key in table:
+            value = table[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value) or not low <= value <= high:
+                raise BadDestination(f"{where}.{key}: must be a number from {low} to {high}")
+            out[field] = int(value * scale) if field == "buffer_bytes" else float(value)
     if "command" in table:
         out["prefix"] = parse_prefix(_text(f"{where}.command", table["command"]))
     for key in ("env", "programs"):
@@ -135,13 +146,15 @@ def configured_hosts(path: Path | None = None) -> list[str]:
 
 
 def on_host(request: RunRequest, destination: str, *, ssh_config: str | None = None,
-            interactive: bool = False, path: Path | None = None) -> RunRequest | str:
+            interactive: bool = False, path: Path | None = None,
+            keep_running: bool = False) -> RunRequest | str:
     """``request`` run on ``destination`` (the settings' ``[remote]`` and ``[hosts."DEST"]``
     applied), or the one-line reason it cannot be: ``tolaria run --host`` and a window chat's
     host both go through here. Not ``interactive``: ssh may not ask anything (BatchMode), so an
     unknown host key or a passphrase is refused with ssh's own reason."""
     try:
-        target = load_target(destination, path, interactive=interactive, ssh_config=ssh_config)
+        target = load_target(destination, path, interactive=interactive, ssh_config=ssh_config,
+                             keep_running=keep_running or None)
     except BadDestination as exc:
         return str(exc)
     return dataclasses.replace(request, target=target)

@@ -208,6 +208,10 @@ class ChatController(CheckpointControl, QObject):
         if refusal is not None:
             self.engine.observer.problem_reported(refusal)
 
+    def set_keep_running(self, conversation_id: int, keep: bool) -> None:
+        """The chat's "keep running when disconnected" on its host, from its next turn on."""
+        self.engine.set_keep_running(conversation_id, keep)
+
     def delete(self, conversation_id: int) -> None:
         """Delete a conversation; a running turn is stopped (tree gone) first."""
         self.engine.delete(conversation_id)

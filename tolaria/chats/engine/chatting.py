@@ -33,6 +33,7 @@ class ConversationPart:
     restore_queues: Callable[[], list[int]]
     forget_checkpoints: Callable[[int], None]
     keep_key: Callable[[int], str]
+    reattach_kept: Callable[[], list[str]]
 
     @property
     def db(self) -> Store:
@@ -45,6 +46,7 @@ class ConversationPart:
         self.restore_queues()
         for conversation in reversed(found):
             self.observer.conversation_saved(conversation)
+        self.reattach_kept()
         return found
 
     def new_conversation(self, agent: str, cwd: str | None, *, title: str = DEFAULT_TITLE,
@@ -84,6 +86,10 @@ class ConversationPart:
         if before.host != (host or None) or before.cwd != cwd:
             self._close_kept(conversation_id)
         return None
+
+    def set_keep_running(self, conversation_id: int, keep: bool) -> None:
+        """The chat's "keep running when disconnected" (ADR 0032), from its next turn on."""
+        self._save(lambda: self.db.set_conversation_keep_running(conversation_id, keep))
 
     def _close_kept(self, conversation_id: int, *, deleted: bool = False) -> None:
         """Close the chat's kept process in the background (its settings changed, or it is

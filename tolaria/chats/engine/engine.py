@@ -326,7 +326,7 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
             return request
         # The same settings as ``tolaria run --host``. Where the window can answer ssh's
         # questions (host key, passphrase: ADR 0033) BatchMode goes; else ssh refuses them.
-        remote = on_host(request, conversation.host)
+        remote = on_host(request, conversation.host, keep_running=conversation.keep_running)
         if isinstance(remote, str) or self.ssh_askpass is None:
             return remote
         target = remote.target
@@ -409,6 +409,30 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
             turn_id = turn.id if turn is not None else None
         return self.db.add_marker(conversation_id, kind, turn_id=turn_id,
                                   data=data if data is not None else {"stream_id": stream_id})
+
+    def reattach_kept(self) -> list[str]:
+        """At start, after a crash or a kill: the turns of keep-running chats left running on
+        their host are taken back - reattached to the run there, its output replayed from its
+        start (the stored part replaced), Stop working as usual; a run the host no longer has
+        ends with that said (ADR 0032). Their stream ids."""
+        taken = []
+        for turn in self.db.kept_remote_turns():
+            conversation = self.db.get_conversation(turn.conversation_id)
+            launch = Launch(turn.conversation_id, turn.prompt, turn.prompt, None, turn.agent,
+                            conversation.cwd or "" if conversation else "")
+            built = self._request(launch)
+            resumed = self.db.resume_turn(turn.stream_id)
+            if isinstance(built, str) or built.target is None or resumed is None:
+                self.db.mark_interrupted(turn.stream_id)
+                continue
+            request = dataclasses.replace(built, keep_key=None, target=dataclasses.replace(
+                built.target, attach_offset=0))
+            self._launches[turn.stream_id] = launch
+            self._turn_ids[turn.stream_id] = turn.id
+            self._unfinished.add(turn.stream_id)
+            self.start(launch, turn.stream_id, resumed, request=request)
+            taken.append(turn.stream_id)
+        return taken
 
     def mark_unfinished_interrupted(self) -> None:
         """A stored turn that never got its ``Done`` (a bug, an interrupt before the run

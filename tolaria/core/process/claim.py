@@ -43,7 +43,7 @@ _TOP_VALUED = ("--agent", "--cwd")
 _TOP_FLAGS = ("--version", "--help")
 _RUN_VALUED = ("--agent", "--cwd", "--stream-id", "--grace", "--chat", "--max-time", "--max-cost",
                "--max-tokens", "--max-tool-calls", "--attach", "--host", "--ssh-config")
-_RUN_FLAGS = ("--json", "--no-save", "--help")
+_RUN_FLAGS = ("--json", "--no-save", "--help", "--keep-running")
 
 _claimed: _socket.socket | None = None
 _claimed_path: str | None = None

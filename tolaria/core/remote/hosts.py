@@ -21,6 +21,11 @@ DEFAULT_HEARTBEAT_S = 3.0
 #: ssh notices a dead link after ServerAliveInterval * ServerAliveCountMax seconds.
 SERVER_ALIVE_S = 5
 CONNECT_TIMEOUT_S = 10
+#: Keep running when disconnected: how long a run goes on with nobody attached, how much of its
+#: output the supervisor keeps for a reattach, and how long the link retries to reconnect.
+DEFAULT_KEEP_S = 24 * 3600.0
+DEFAULT_BUFFER_BYTES = 8 << 20
+DEFAULT_RECONNECT_S = 120.0
 
 _HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.%-]+)$")
 _USER = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.@-]*$")
@@ -74,6 +79,15 @@ class Target:
     #: The local ssh's environment for the window's askpass (ADR 0033): ``SSH_ASKPASS`` and
     #: its socket; for the ssh client only, never sent to the host.
     askpass_env: Mapping[str, str] = field(default_factory=dict)
+    #: The chat's "keep running when disconnected": a lost link does not end the run there; the
+    #: link reconnects and reattaches (ADR 0032).
+    keep_running: bool = False
+    keep_s: float = DEFAULT_KEEP_S
+    buffer_bytes: int = DEFAULT_BUFFER_BYTES
+    reconnect_s: float = DEFAULT_RECONNECT_S
+    #: Attach to the kept run of the turn's stream id instead of starting one (after a restart),
+    #: from this output offset.
+    attach_offset: int | None = None
 
     @property
     def label(self) -> str:

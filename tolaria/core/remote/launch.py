@@ -29,6 +29,12 @@ from tolaria.core.remote.hosts import Target
 _REPORT_SLACK_S = 8.0
 
 
+def link_note(line: str) -> bool:
+    """Whether a stderr line of the link is its note for the chat (keep-running: reconnecting,
+    reattached with what was replayed or dropped), shown in the turn, not with the errors."""
+    return line.startswith(("tolaria: reconnecting to ", "tolaria: reattached to "))
+
+
 class RemoteLaunch:
     """One remote run's link: its spec and report files, its stop and its outcome."""
 
@@ -61,6 +67,11 @@ class RemoteLaunch:
                 "transport": target.argv(bootstrap.remote_argv(target.python, target.cache_dir)),
                 "argv": remote, "cwd": cwd, "env": extra, "stream_id": self.stream_id,
                 "heartbeat_s": target.heartbeat_s, "grace_s": self.grace_s}
+        if target.keep_running or target.attach_offset is not None:
+            spec.update(keep_for_s=target.keep_s, buffer_bytes=target.buffer_bytes,
+                        reconnect_s=target.reconnect_s)
+        if target.attach_offset is not None:
+            spec.update(attach=True, offset=target.attach_offset)
         fd = os.open(self.spec_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(spec, fh)

@@ -72,13 +72,29 @@ class Link:
         self.errs: threading.Thread | None = None
         self.gone = False
         self.last_beat = 0.0
+        #: Keep-running: the output bytes passed on (a reattach resumes there), and the frames
+        #: held while the link is reconnecting.
+        self.offset = 0
+        self.heard = time.monotonic()
+        self.waiting = False
+        self.reconnecting = False
+        #: Frames wait until the supervisor has its START or ATTACH (a stop in the handshake).
+        self.holding = True
+        self.held: list[bytes] = []
+        #: The stops asked (SIGNAL, STOP): sent again on a reattach, as one written into a
+        #: connection that had just died is lost.
+        self.asked: list[bytes] = []
 
     # -- to the supervisor ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
-        proc = self.proc
-        if proc is None or proc.stdin is None:
-            return
         with self.lock:
+            if self.holding:
+                if kind != proto.HEARTBEAT:
+                    self.held.append(proto.frame(kind, payload))
+                return
+            proc = self.proc
+            if proc is None or proc.stdin is None:
+                return
             try:
                 proc.stdin.write(proto.frame(kind, payload))
                 proc.stdin.flush()
@@ -87,8 +103,10 @@ class Link:
 
     def on_signal(self, signum: int, _frame: object) -> None:
         if signum == getattr(signal, "SIGUSR1", None):
+            self.asked.append(proto.frame(proto.STOP))
             threading.Thread(target=self.send, args=(proto.STOP,), daemon=True).start()
         else:
+            self.asked.append(proto.frame(proto.SIGNAL, str(signum).encode()))
             threading.Thread(target=self.send, args=(proto.SIGNAL, str(signum).encode()),
                              daemon=True).start()
 
@@ -99,8 +117,9 @@ class Link:
         os.replace(tmp, self.report_path)
 
     def fail(self, message: str, code: int = EXIT_LINK) -> int:
-        sys.stderr.write(f"tolaria: {message}\n")
-        sys.stderr.flush()
+        if not self.reconnecting:
+            sys.stderr.write(f"tolaria: {message}\n")
+            sys.stderr.flush()
         self.report(error=message)
         return code
 
@@ -119,28 +138,48 @@ class Link:
         try:
             return self._serve(self.proc.stdout)
         finally:
-            self._close(errs)
+            self._close(self.errs or errs)
 
     def _serve(self, out: Any) -> int:
         ready = self._handshake(out)
         if isinstance(ready, int):
             return ready
-        start = {key: self.spec[key] for key in ("argv", "cwd", "env", "stream_id",
-                                                 "heartbeat_s", "grace_s")}
-        self.send(proto.START, json.dumps(start).encode())
-        threading.Thread(target=self._stdin, daemon=True).start()
+        if self.spec.get("attach"):  # a kept run, after a restart: from the stored offset
+            self.offset = int(self.spec.get("offset") or 0)
+            self._release(proto.ATTACH, {"stream_id": self.spec["stream_id"],
+                                         "offset": self.offset})
+        else:
+            keys = ("argv", "cwd", "env", "stream_id", "heartbeat_s", "grace_s", "keep_for_s",
+                    "buffer_bytes")
+            start: dict[str, Any] = {key: self.spec[key] for key in keys if key in self.spec}
+            self._release(proto.START, start)
+        if not self.spec.get("attach"):  # reattached after a restart: the turn's prompt
+            threading.Thread(target=self._stdin, daemon=True).start()  # is not the agent's
         threading.Thread(target=self._heartbeat, daemon=True).start()
         reader = proto.FrameReader()
         while True:
+            self.heard = time.monotonic()
+            self.waiting = True  # for the supervisor (not for the turn to read our output)
             data = out.read1(65536)
+            self.waiting = False
+            if not data and self.spec.get("keep_for_s") and not self.gone:
+                out = self._reconnect()
+                if isinstance(out, int):
+                    return out
+                reader = proto.FrameReader()
+                continue
             if not data:
                 return self.fail(f"the connection to {self.label} was lost; the supervisor "
                                  "there ends the run's processes by itself")
             for kind, payload in reader.feed(data):
                 if kind == proto.STDOUT:
                     _write(1, payload)
+                    self.offset += len(payload)
                 elif kind == proto.STDERR:
                     _write(2, payload)
+                    self.offset += len(payload)
+                elif kind == proto.ATTACHED:
+                    self._attached(json.loads(payload.decode()))
                 elif kind == proto.FAILED:
                     message = json.loads(payload.decode()).get("message", "?")
                     return self.fail(f"{self.label}: {message}")
@@ -154,6 +193,85 @@ class Link:
                     if not isinstance(code, int):
                         return EXIT_LINK
                     return 128 - code if code < 0 else code
+
+    def _reconnect(self) -> Any:
+        """Keep-running: the connection died, the run goes on there. Connect again (backoff,
+        bounded by ``reconnect_s``) and attach from our offset; the frames meanwhile wait."""
+        with self.lock:
+            self.reconnecting = self.holding = True
+        _write(2, f"tolaria: reconnecting to {self.label}...\n".encode())
+        deadline = time.monotonic() + float(self.spec.get("reconnect_s") or 120.0)
+        delay = 0.25
+        while True:
+            self._drop_transport()
+            out = self._connect()
+            if out is not None:
+                self.reconnecting = False
+                self.heard = time.monotonic()
+                self._release(proto.ATTACH, {"stream_id": self.spec["stream_id"],
+                                             "offset": self.offset})
+                return out
+            if time.monotonic() + delay > deadline:
+                with self.lock:
+                    self.reconnecting = self.holding = False
+                return self.fail(f"could not reconnect to {self.label}; the run goes on there "
+                                 "until nobody has attached for its keep time")
+            time.sleep(delay)
+            delay = min(delay * 2, 8.0)
+
+    def _release(self, kind: bytes, request: dict[str, Any]) -> None:
+        """START or ATTACH, then the frames held meanwhile, in one write; from now on frames
+        go straight to the supervisor."""
+        with self.lock:
+            again = [f for f in self.asked if f not in self.held] if kind == proto.ATTACH else []
+            data = b"".join([proto.frame(kind, json.dumps(request).encode()), *again,
+                             *self.held])
+            self.held, self.holding = [], False
+            try:
+                assert self.proc is not None and self.proc.stdin is not None
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
+            except (OSError, ValueError):
+                pass
+
+    def _drop_transport(self) -> None:
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.wait()
+            with contextlib.suppress(OSError, ValueError):
+                if proc.stdin is not None:
+                    proc.stdin.close()
+            if self.errs is not None:
+                self.errs.join(1)
+
+    def _connect(self) -> Any:
+        """A new transport up to the supervisor's READY; None when it could not be had."""
+        try:
+            proc = subprocess.Popen([str(a) for a in self.spec["transport"]],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+        except OSError:
+            return None
+        with self.lock:
+            self.proc = proc
+        self.stderr_tail.clear()
+        self.errs = threading.Thread(target=self._stderr, args=(proc.stderr,), daemon=True)
+        self.errs.start()
+        if isinstance(self._handshake(proc.stdout), int):
+            return None
+        return proc.stdout
+
+    def _attached(self, attached: dict[str, Any]) -> None:
+        """Reattached: what the supervisor replays, and what its ring no longer had."""
+        dropped = int(attached.get("dropped") or 0)
+        replayed = int(attached.get("total") or 0) - int(attached.get("from") or 0)
+        note = f"tolaria: reattached to {self.label}; {replayed} bytes of output replayed"
+        if dropped:
+            note += f"; {dropped} bytes of output were dropped while disconnected"
+        _write(2, (note + "\n").encode())
+        self.offset = int(attached.get("from") or self.offset)
 
     def _supervisor_died(self, gone: dict[str, Any]) -> int:
         """The supervisor on the host was killed (or crashed) mid-run; its watcher ended the
@@ -217,14 +335,37 @@ class Link:
         that died (killed with -9, crashed) leaves us to another parent, and then the link
         closes, so the supervisor ends the tree at once instead of serving nobody."""
         parent = os.getppid()
-        while not self.done.wait(HEARTBEAT_EVERY_S / 4):
+        # Well within the supervisor's patience, whatever ``disconnect_seconds`` is.
+        every = min(HEARTBEAT_EVERY_S, float(self.spec.get("heartbeat_s") or 3.0) / 3)
+        while not self.done.wait(every / 4):
             if os.getppid() != parent:
                 self._orphaned()
                 return
             now = time.monotonic()
-            if now - self.last_beat >= HEARTBEAT_EVERY_S:
+            if now - self.last_beat >= every:
                 self.last_beat = now
                 self.send(proto.HEARTBEAT)
+            if self.spec.get("keep_for_s") and not self.holding and self.waiting and \
+                    now - self.heard > float(self.spec.get("heartbeat_s") or 3.0) + 2.0:
+                self._cut()
+
+    def _cut(self) -> None:
+        """Keep-running: the kept supervisor beats every second; silence means a dead (or
+        frozen) connection that ssh has not noticed yet: cut it, so the link reconnects."""
+        # Under the lock: a new connection may have come meanwhile (not that one); without it
+        # when a write into the stalled connection holds it.
+        locked = self.lock.acquire(timeout=1.0)
+        try:
+            proc = self.proc
+            if (self.holding and locked) or proc is None or not self.waiting or \
+                    time.monotonic() - self.heard <= float(self.spec.get("heartbeat_s") or 3.0):
+                return
+            self.heard = time.monotonic()
+            with contextlib.suppress(OSError):
+                proc.kill()
+        finally:
+            if locked:
+                self.lock.release()
 
     def _orphaned(self) -> None:
         proc = self.proc

@@ -28,10 +28,12 @@ import json
 import os
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
 import time
+from collections import deque
 from typing import Callable
 
 VERSION = "1"
@@ -47,12 +49,14 @@ STDIN_EOF = b"E"
 SIGNAL = b"G"
 STOP = b"K"
 HEARTBEAT = b"H"
+ATTACH = b"A"  # instead of START: reattach to a kept run (stream id, output offset)
 # supervisor -> Tolaria
 READY = b"V"
 STDOUT = b"O"
 STDERR = b"R"
 FAILED = b"F"
 GONE = b"D"
+ATTACHED = b"T"  # the replay follows: where it starts, how many bytes were dropped
 
 _CHUNK = 65536
 _POLL_S = 0.05
@@ -60,6 +64,8 @@ _POLL_S = 0.05
 _EXIT_MOMENT_S = 0.3
 #: After SIGKILL, how long a process may take to go before it counts as a survivor.
 _KILL_WAIT_S = 2.0
+#: Keep-running: output queued for a slow link beyond which the agent's pipes wait.
+_BACKLOG = 1 << 20
 
 
 def frame(kind: bytes, payload: bytes = b"") -> bytes:
@@ -266,11 +272,17 @@ class Supervisor:
         signal.set_wakeup_fd(wakeup_w)
         signal.signal(signal.SIGCHLD, _ignore)
         self.link_open = True
-        #: Frames read together with START (the agent's stdin): handled once it started.
+        #: Where the link is: our stdin/stdout, a reattached socket, -1 with nobody attached.
+        self.link_in, self.link_out = 0, 1
+        self.keep = Keep()
+        self.first = b""  # the START or ATTACH frame as it came
         self.early: list[tuple[bytes, bytes]] = []
 
     # -- output to Tolaria ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
+        if self.keep.for_s:
+            self.keep_send(kind, payload)
+            return
         if not self.link_open:
             return
         data = frame(kind, payload)
@@ -295,10 +307,11 @@ class Supervisor:
                 return None
             frames = self.reader.feed(data)
             for i, (kind, payload) in enumerate(frames):
-                if kind == START:
+                if kind in (START, ATTACH):
                     spec = json.loads(payload.decode())
                     if isinstance(spec, dict):
-                        self.early = frames[i + 1:]  # the prompt may come in the same read
+                        self.first = frame(kind, payload)
+                        self.early = frames[i + 1:]  # sent along (a stop held meanwhile)
                         return spec
         return None
 
@@ -325,6 +338,10 @@ class Supervisor:
             return (f"{argv[0]} is not installed on this host (not found on PATH or through "
                     "the login shell)")
         argv[0] = program
+        if float(spec.get("keep_for_s") or 0) > 0:  # type: ignore[arg-type]
+            problem = self.keep.setup(spec, stream_id)
+            if problem is not None:
+                return problem
         _become_subreaper()
         try:
             self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE,
@@ -346,6 +363,8 @@ class Supervisor:
         spec = self.wait_start()
         if spec is None:
             return 2
+        if self.first[:1] == ATTACH:
+            return bridge(self, spec)
         problem = self.start(spec)
         if problem is not None:
             self.send_json(FAILED, {"message": problem})
@@ -360,9 +379,12 @@ class Supervisor:
                     not self.pipes or self.asked
                     or time.monotonic() - self.exited_at > _EXIT_MOMENT_S):
                 return self.finish()  # the agent ended by itself: its leftovers go too
-            if not self.link_open:
+            if self.keep.for_s:
+                if self.unattended():
+                    return self.finish(disconnected=True)
+            elif not self.link_open:
                 return self.finish(disconnected=True)
-            if time.monotonic() - self.last_heard > self.heartbeat_s:
+            elif time.monotonic() - self.last_heard > self.heartbeat_s:
                 self.link_open = False  # Tolaria is silent: nobody will read a report
                 return self.finish(disconnected=True)
             self.step()
@@ -371,9 +393,12 @@ class Supervisor:
 
     def step(self) -> None:
         assert self.proc is not None and self.proc.stdin is not None
-        readers = [0, self.wakeup_r, *self.pipes]
+        readers = [self.wakeup_r, *self.pipes] if len(self.keep.out) < _BACKLOG else [self.wakeup_r]
+        readers += [fd for fd in (self.link_in, self.keep.listener_fd) if fd >= 0]
         writers = [self.proc.stdin.fileno()] if self.stdin_buf and not self.proc.stdin.closed \
             else []
+        if self.keep.out:
+            writers.append(self.link_out)
         try:
             ready, writable, _ = select.select(readers, writers, [], _POLL_S)
         except InterruptedError:
@@ -383,10 +408,15 @@ class Supervisor:
                 with contextlib.suppress(OSError):
                     os.read(fd, 512)
                 continue
+            if fd == self.keep.listener_fd:
+                self.accept()
+                continue
+            if fd != self.link_in and fd not in self.pipes:
+                continue  # a link let go meanwhile
             data = _read(fd)
             if data is None:
                 continue
-            if fd == 0:
+            if fd == self.link_in:
                 if not data:
                     self.link_open = False
                     return
@@ -402,7 +432,9 @@ class Supervisor:
                 self.send(self.pipes[fd], data)
             else:
                 del self.pipes[fd]
-        if writable:
+        if self.keep.out and self.link_out in writable:
+            self.flush()
+        if set(writable) - {self.link_out}:
             self.write_stdin()
 
     def on_frame(self, kind: bytes, payload: bytes) -> None:
@@ -470,8 +502,117 @@ class Supervisor:
                 time.sleep(0.005)
         self.drain()
         code = self.proc.returncode if self.proc is not None else None
-        self.send_json(GONE, {"exit_code": code, "survivors": survivors,
-                              "stopped": self.stopped, "disconnected": disconnected})
+        gone = {"exit_code": code, "survivors": survivors, "stopped": self.stopped,
+                "disconnected": disconnected}
+        if self.keep.for_s:
+            return self.keep_finish(gone, disconnected)
+        self.send_json(GONE, gone)
+        return 0
+
+    # -- keep running when disconnected -------------------------------------------------------
+    def keep_send(self, kind: bytes, payload: bytes) -> None:
+        if kind in (STDOUT, STDERR):
+            self.keep.remember(kind, payload)
+        if self.link_open and self.link_out >= 0:
+            self.keep.out += frame(kind, payload)
+            self.flush()
+
+    def flush(self, wait: float = 0.0) -> None:
+        """Write what is queued for the link (non-blocking: a stalled link must not stop the
+        heartbeat check or a reattach), waiting up to ``wait`` seconds for it to go."""
+        out, deadline = self.keep.out, time.monotonic() + wait
+        while out and self.link_out >= 0:
+            try:
+                del out[:os.write(self.link_out, out)]
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return
+                select.select([], [self.link_out], [], 0.05)
+            except OSError:
+                self.lose_link()
+
+    def unattended(self) -> bool:
+        """Let a lost or silent link go; True once nobody was attached for ``keep.for_s``."""
+        now = time.monotonic()
+        if self.link_in >= 0 and (not self.link_open or now - self.last_heard > self.heartbeat_s):
+            self.lose_link()
+        if self.link_in >= 0 and now - self.keep.beat >= 1.0:  # the link's check of us
+            self.keep.beat = now
+            self.keep_send(HEARTBEAT, b"")
+        return self.link_in < 0 and now - self.keep.since > self.keep.for_s
+
+    def lose_link(self) -> None:
+        """The run goes on without a link; its output is kept in the ring for a reattach."""
+        self.link_open = False
+        del self.keep.out[:]
+        if self.keep.conn is not None:
+            self.keep.conn.close()
+            self.keep.conn = None
+        elif self.link_in == 0:  # the ssh channel: a dead pipe from now on
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.close(null)
+        self.link_in = self.link_out = -1
+        self.keep.since = time.monotonic()
+
+    def accept(self) -> None:
+        """A new link attaches (through bridge() on the host). It replaces the one we had (a
+        silent link is noticed only at the heartbeat), gets the output it missed from its
+        offset on, then the live stream."""
+        assert self.keep.listener is not None
+        try:
+            conn = self.keep.listener.accept()[0]
+        except OSError:
+            return
+        try:
+            conn.settimeout(5)
+            reader, frames = FrameReader(), []  # type: ignore[var-annotated]
+            while not frames:
+                data = conn.recv(_CHUNK)
+                if not data:
+                    raise OSError("closed")
+                frames = reader.feed(data)
+            offset = int(json.loads(frames[0][1].decode()).get("offset") or 0)
+            if frames[0][0] != ATTACH:
+                raise ValueError("not an attach")
+        except (OSError, ValueError, AttributeError, TypeError):
+            conn.close()
+            return
+        if self.link_in >= 0:
+            self.lose_link()
+        conn.setblocking(False)
+        self.keep.conn, self.link_in, self.link_out = conn, conn.fileno(), conn.fileno()
+        self.link_open, self.last_heard, self.reader = True, time.monotonic(), reader
+        self.keep.out += self.keep.replay(offset)
+        if self.keep.gone is not None:
+            self.keep.out += frame(GONE, json.dumps(self.keep.gone).encode())
+        self.flush()
+        for kind, payload in frames[1:]:
+            self.on_frame(kind, payload)
+
+    def keep_finish(self, gone: dict[str, object], timed_out: bool) -> int:
+        """The run is over: its end goes to the link, or waits for one to attach (an agent
+        that finished while nobody was there) until the unattended time is up."""
+        self.keep.gone = gone
+        # Stopped by Tolaria: nobody waits for this end (a lost link then hears "gone").
+        deadline = 0.0 if timed_out or self.stopped or self.asked else \
+            self.keep.since + self.keep.for_s
+        while True:
+            if self.link_open and self.link_out >= 0:
+                self.keep.out += frame(GONE, json.dumps(gone).encode())
+                self.flush(wait=5.0)
+                if self.link_open and not self.keep.out:
+                    break
+                self.lose_link()
+            if time.monotonic() >= deadline or self.keep.listener is None:
+                break
+            if select.select([self.keep.listener], [], [], 0.5)[0]:
+                self.accept()
+                self.flush(wait=5.0)
+                if self.link_open and not self.keep.out:
+                    break
+        self.keep.close()
         return 0
 
     def kill_tree(self, grace: float) -> list[list[object]]:
@@ -491,6 +632,150 @@ class Supervisor:
                     self.send(self.pipes[fd], data)
                 else:
                     del self.pipes[fd]
+
+
+class Keep:
+    """Keep running when disconnected: the ring of the agent's output (its last ``cap`` bytes,
+    by offset), what is queued for the link, and the socket a new link attaches on."""
+
+    def __init__(self) -> None:
+        self.for_s = 0.0  # 0: off; else how long the run goes on with nobody attached
+        self.cap = 8 << 20
+        self.ring: deque[tuple[int, bytes, bytes]] = deque()
+        self.size = self.total = 0
+        self.clean = True
+        self.beat = 0.0
+        self.out = bytearray()
+        self.since = 0.0
+        self.listener: socket.socket | None = None
+        self.conn: socket.socket | None = None
+        self.path = ""
+        self.gone: dict[str, object] | None = None
+
+    @property
+    def listener_fd(self) -> int:
+        return self.listener.fileno() if self.listener is not None else -1
+
+    def setup(self, spec: dict[str, object], stream_id: str) -> str | None:
+        path = socket_path(stream_id)
+        if path is None:
+            return f"not a stream id: {stream_id[:80]!r}"
+        try:
+            os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
+            os.chmod(os.path.dirname(path), 0o700)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            old = os.umask(0o177)  # the socket 0600
+            try:
+                _in_folder(path, sock.bind)
+            finally:
+                os.umask(old)
+            sock.listen(4)
+            sock.setblocking(False)
+        except OSError as exc:
+            return f"cannot keep the run for a reattach ({path}): {exc.strerror or exc}"
+        self.listener, self.path = sock, path
+        self.cap = int(spec.get("buffer_bytes") or self.cap)  # type: ignore[call-overload]
+        self.for_s = float(spec["keep_for_s"])  # type: ignore[arg-type]
+        with contextlib.suppress(OSError):
+            os.setsid()  # out of the ssh session's: it may end, the run goes on
+        os.set_blocking(1, False)
+        return None
+
+    def remember(self, kind: bytes, payload: bytes) -> None:
+        self.ring.append((self.total, kind, payload))
+        self.total += len(payload)
+        self.size += len(payload)
+        while self.size > self.cap and len(self.ring) > 1:
+            dropped = self.ring.popleft()[2]
+            self.size -= len(dropped)
+            self.clean = dropped.endswith(b"\n")  # the ring starts at a line
+
+    def replay(self, offset: int) -> bytes:
+        """ATTACHED, then the output from ``offset`` on (what the ring still has; after a gap,
+        from the next whole line)."""
+        start = self.ring[0][0] if self.ring else self.total
+        offset = min(max(offset, 0), self.total)
+        skip = start > offset and not self.clean
+        frames = []
+        for at, kind, payload in self.ring:
+            if at + len(payload) > offset:
+                piece = payload[max(offset - at, 0):]
+                if skip:  # offset < start <= at: the whole frame, up to its first newline
+                    cut = piece.find(b"\n") + 1 or len(piece)
+                    skip = b"\n" not in piece
+                    start, piece = at + cut, piece[cut:]
+                if piece:
+                    frames.append(frame(kind, piece))
+        head = {"from": max(offset, start), "total": self.total, "dropped": max(start - offset, 0)}
+        return frame(ATTACHED, json.dumps(head).encode()) + b"".join(frames)
+
+    def close(self) -> None:
+        for sock in (self.conn, self.listener):
+            if sock is not None:
+                sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+
+def socket_path(stream_id: str) -> str | None:
+    """A kept run's socket, in the cache folder's runs/ (0700); None for a bad stream id."""
+    prefix = "ai-agent-stream-"
+    suffix = stream_id[len(prefix):]
+    if not stream_id.startswith(prefix) or not suffix or len(stream_id) > 80 or not all(
+            c.isascii() and (c.isalnum() or c == "-") for c in suffix):
+        return None
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "runs", stream_id + ".sock")
+
+
+def _in_folder(path: str, act: Callable[[str], None]) -> None:
+    """``act`` on the socket's name from inside its folder: a socket path is capped at ~100
+    bytes, a cache folder is not."""
+    here = os.open(".", os.O_RDONLY)
+    try:
+        os.chdir(os.path.dirname(path))
+        act(os.path.basename(path))
+    finally:
+        os.fchdir(here)
+        os.close(here)
+
+
+def bridge(sup: Supervisor, spec: dict[str, object]) -> int:
+    """Attach mode: this session's stdin/stdout bridged to a kept run's socket (the run's
+    supervisor replays and serves; FAILED here when the stream id is bad or the run gone)."""
+    sid = str(spec.get("stream_id") or "")
+    path = socket_path(sid)
+    if path is None:
+        sup.send_json(FAILED, {"message": f"not a stream id: {sid[:80]!r}"})
+        return 1
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        _in_folder(path, sock.connect)
+        sock.sendall(b"".join([sup.first, *(frame(*f) for f in sup.early), sup.reader._buf]))
+    except OSError:
+        sock.close()
+        sup.send_json(FAILED, {"message": "the run is gone on this host (it ended, or nobody "
+                                          "attached in time)", "gone": True})
+        return 1
+    try:
+        while True:
+            for ready in select.select([0, sock.fileno()], [], [])[0]:
+                if ready == 0:
+                    data = os.read(0, _CHUNK)
+                    if not data:
+                        return 0
+                    sock.sendall(data)
+                else:
+                    data = sock.recv(_CHUNK)
+                    if not data:
+                        return 0
+                    while data:
+                        data = data[os.write(1, data):]
+    except OSError:
+        return 0
+    finally:
+        sock.close()
 
 
 def end_tree(tree: Tree, grace: float, reap: Callable[[], None],

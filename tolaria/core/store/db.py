@@ -177,12 +177,12 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
 
     def get_conversation(self, conversation_id: int) -> Conversation | None:
         rows = self._query(f"SELECT {_CONV_COLS} FROM conversations WHERE id = ?", conversation_id)
-        return Conversation(*rows[0]) if rows else None
+        return _conversation(rows[0]) if rows else None
 
     def list_conversations(self) -> list[Conversation]:
         """Most recently updated first (a turn starting or finishing counts as an update)."""
         rows = self._query(f"SELECT {_CONV_COLS} FROM conversations ORDER BY updated_at DESC, id DESC")
-        return [Conversation(*row) for row in rows]
+        return [_conversation(row) for row in rows]
 
     def rename_conversation(self, conversation_id: int, title: str) -> Conversation:
         """Raises KeyError for an unknown id. Does not bump ``updated_at`` (not activity)."""
@@ -207,6 +207,10 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
         """Where the chat's turns run (None: this machine) with its folder there (None: the
         host's home). KeyError for an unknown id."""
         return self._update_conversation(conversation_id, {"host": host, "cwd": cwd})
+
+    def set_conversation_keep_running(self, conversation_id: int, keep: bool) -> Conversation:
+        """The chat's "keep running when disconnected" (ADR 0032). KeyError for an unknown id."""
+        return self._update_conversation(conversation_id, {"keep_running": int(keep)})
 
     def delete_conversation(self, conversation_id: int) -> None:
         """Delete it with its turns and events; later events of its running turns are ignored."""
@@ -268,6 +272,27 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
     def turns(self, conversation_id: int) -> list[Turn]:
         """Oldest first."""
         return self._select_turns("conversation_id = ? ORDER BY id", conversation_id)
+
+    def kept_remote_turns(self) -> list[Turn]:
+        """Turns left running in keep-running chats on a host (a crash, a kill) that no other
+        live Tolaria process streams: to be reattached (ADR 0032)."""
+        return [turn for turn in self._select_turns(
+            f"status = 'running' AND conversation_id IN ({_KEPT_CHATS}) AND 1 = ?", 1)
+            if turn.stream_id not in self._live_elsewhere and turn.stream_id not in self._live]
+
+    def resume_turn(self, stream_id: str) -> Turn | None:
+        """Take a kept remote turn back (ADR 0032): its stored events are cleared, as the host
+        replays the run's output from its start, and its next events go to it again."""
+        with self._db_lock:
+            turn = self.turn_by_stream(stream_id)
+            if turn is None or turn.status != STATUS_RUNNING:
+                return None
+            with self._tx():
+                self._conn.execute("DELETE FROM events WHERE turn_id = ?", (turn.id,))
+            with self._buf_lock:
+                self._live[stream_id] = Live(turn.id, turn.conversation_id,
+                                             OutputCap(self.limits))
+        return turn
 
     def turn_by_stream(self, stream_id: str) -> Turn | None:
         found = self._select_turns("stream_id = ?", stream_id)
@@ -382,7 +407,9 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
         """Turns left running by a crash (or a kill) become interrupted, partial output kept;
         not those another live Tolaria process is streaming (``live_elsewhere``)."""
         live = sorted(self._live_elsewhere)
-        where = "status = ?"
+        # Nor a keep-running chat's turn on a host: it goes on there, the window reattaches it
+        # (``kept_remote_turns``, ADR 0032).
+        where = f"status = ? AND conversation_id NOT IN ({_KEPT_CHATS})"
         if live:
             where += f" AND stream_id NOT IN ({', '.join('?' * len(live))})"
         with self._tx():
@@ -403,3 +430,13 @@ class Store(EventBuffer, MarkerLog, TurnPages, QueueLog, UsageLog, AttachmentLog
             f" WHERE status = 'running' AND {where}",
             (STATUS_INTERRUPTED, reason, *args),
         )
+
+
+_KEPT_CHATS = "SELECT id FROM conversations WHERE keep_running = 1 AND host IS NOT NULL"
+
+
+def _conversation(row: Any) -> Conversation:
+    """A conversations row as a ``Conversation`` (keep_running, the last column, is 0/1)."""
+    fields = list(row)
+    fields[-1] = bool(fields[-1])
+    return Conversation(*fields)

@@ -48,6 +48,9 @@ class Conversation:
     #: Where the chat's turns run: None for this machine, else a destination as
     #: ``tolaria run --host`` takes it (an ssh host, ``exec:PREFIX``, a ``[hosts."NAME"]``).
     host: str | None = None
+    #: On a host: "keep running when disconnected" (ADR 0032): a lost connection does not end
+    #: the run there; Tolaria reattaches on reconnect or restart.
+    keep_running: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
             position INTEGER NOT NULL, name TEXT NOT NULL, sha256 TEXT NOT NULL,
             size INTEGER NOT NULL, mime TEXT NOT NULL, kind TEXT NOT NULL,
             PRIMARY KEY (message_id, position))""",
+    ),
+    (
+        # A chat's "keep running when disconnected" on its host (ADR 0032): 0 or 1.
+        "ALTER TABLE conversations ADD COLUMN keep_running INTEGER NOT NULL DEFAULT 0",
     ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -36,7 +36,7 @@ from tolaria.core.process import backend, proctree, tracking
 from tolaria.core.process.fdspare import with_spare_fd
 from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessRegistry, Run
 from tolaria.core.programs import locate
-from tolaria.core.remote.launch import RemoteLaunch
+from tolaria.core.remote.launch import RemoteLaunch, link_note
 from tolaria.core.turns import mcp_setup
 from tolaria.core.turns.request import RunRequest
 from tolaria.core.turns.spawn import ExitProtocol, build_env, spawn_agent
@@ -375,6 +375,9 @@ class ProcessTurn:
     # -- stderr ----------------------------------------------------------------------------------
     def _on_stderr(self, line: str) -> None:
         line = line[:4096]
+        if self._remote is not None and link_note(line):  # "reconnecting...": for the chat
+            self.emit(Diagnostic(self.run.stream_id, source="notice", message=line[9:]))
+            return
         self.stderr_tail.append(line)
         self.emit(Diagnostic(self.run.stream_id, source="stderr", message=line))
 

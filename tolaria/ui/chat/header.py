@@ -275,6 +275,8 @@ class ChatHeader(QWidget):
     cwd_change_requested = Signal(str)
     #: The user picked another host for the current conversation ("" for this computer).
     host_change_requested = Signal(str)
+    #: "Keep running when disconnected" switched for the chat on its host (ADR 0032).
+    keep_running_change_requested = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -306,6 +308,7 @@ class ChatHeader(QWidget):
         self.host_button = HostButton(self)
         self.host_button.host_picked.connect(self.host_change_requested.emit)
         self.host_button.other_requested.connect(self._ask_host)
+        self.host_button.keep_running_toggled.connect(self.keep_running_change_requested.emit)
         layout.addWidget(self.host_button)
         self.folder_button = QPushButton(self)
         self.folder_button.setObjectName("folderButton")
@@ -334,6 +337,7 @@ class ChatHeader(QWidget):
         self.agent_picker.select(conversation.agent)
         self._host = conversation.host or ""
         self.host_button.set_host(self._host)
+        self.host_button.keep_running = conversation.keep_running
         if self._host:  # a folder on the host, as typed; none: its home
             self._cwd = conversation.cwd or ""
             name = self._cwd.rstrip("/").rpartition("/")[2] or self._cwd or "~"

@@ -54,6 +54,8 @@ class HostButton(QToolButton):
     host_picked = Signal(str)
     #: The user asked to type a host ("Other host…").
     other_requested = Signal()
+    #: The user switched "Keep running when disconnected" (a chat on a host; ADR 0032).
+    keep_running_toggled = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -64,6 +66,7 @@ class HostButton(QToolButton):
         # The arrow is in the text ("Host: local ▾"): the style's own indicator overlaps it.
         self.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")
         self.host = ""
+        self.keep_running = False
         menu = QMenu(self)
         menu.setObjectName("hostMenu")
         menu.aboutToShow.connect(self._fill_menu)
@@ -98,6 +101,14 @@ class HostButton(QToolButton):
             if not host:
                 menu.addSeparator()
         menu.addSeparator()
+        if self.host:
+            keep = menu.addAction("Keep running when disconnected")
+            keep.setCheckable(True)
+            keep.setChecked(self.keep_running)
+            keep.setToolTip("A lost connection (or Tolaria closing unexpectedly) does not stop "
+                            "the agent there: Tolaria reconnects and shows what it missed")
+            keep.toggled.connect(self.keep_running_toggled.emit)
+            menu.addSeparator()
         other = menu.addAction("Other host…")
         other.triggered.connect(self.other_requested.emit)
 

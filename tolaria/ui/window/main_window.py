@@ -112,6 +112,8 @@ class MainWindow(WindowKeys):
     cwd_change_requested = Signal(int, str)
     #: Run a conversation's turns on another host: id, destination ("" for this computer).
     host_change_requested = Signal(int, str)
+    #: The current chat's "keep running when disconnected" switched (conversation id, on).
+    keep_running_change_requested = Signal(int, bool)
     #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder,
     #: the job's budget (RunLimits).
     fan_out_requested = Signal(str, object, str, object)
@@ -226,6 +228,8 @@ class MainWindow(WindowKeys):
         self.header.agent_change_requested.connect(self._on_header_agent_change_requested)
         self.header.cwd_change_requested.connect(self._on_header_cwd_change_requested)
         self.header.host_change_requested.connect(self._on_header_host_change_requested)
+        self.header.keep_running_change_requested.connect(
+            self._on_header_keep_running_change_requested)
         self.stack.send_requested.connect(self.send_requested)
         self.stack.stop_requested.connect(self.stop_requested)
         self.stack.open_requested.connect(self.open_requested)
@@ -447,6 +451,11 @@ class MainWindow(WindowKeys):
         conversation_id = self.current_conversation_id()
         if conversation_id is not None:
             self.cwd_change_requested.emit(conversation_id, path)
+
+    def _on_header_keep_running_change_requested(self, keep: bool) -> None:
+        conversation_id = self.current_conversation_id()
+        if conversation_id is not None:
+            self.keep_running_change_requested.emit(conversation_id, keep)
 
     def _on_header_host_change_requested(self, host: str) -> None:
         pane = self.current_pane()
