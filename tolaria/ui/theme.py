@@ -4,7 +4,8 @@ The palette is the system's (``system``) or one of two designed ones (``light``,
 ``[appearance] theme`` setting), applied live with ``apply_theme``. Custom colours (cards, code,
 errors) are mixed from the palette when they are needed, never hard-coded for one theme; the
 transcript's cards read them at paint time (tolaria/ui/transcript/cards/style.py: no style sheets
-on its items), so a palette change needs no rebuild.
+on its items), so a palette change needs no rebuild. What is painted every frame is made once per
+palette (``derived``: keyed by the palette itself, so any change of it is seen).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A style sheet on the transcript (or any ancestor) sends every one of its widgets
 style-sheet style: measured, building and laying out a turn costs about three times as much, and
 a long chat is thousands of widgets over its life. So items are drawn with the palette: cards
 paint their own rounded surface (``Surface``, colours read from the theme at paint time, so a
-theme change needs no rebuild), labels carry a ``tone`` (muted, warning, error, success) applied
+theme change needs no rebuild; drawn from small pieces made once per palette, ``_Tile``), labels carry a ``tone`` (muted, warning, error, success) applied
 as a palette colour, and ``retone`` re-applies tones after the palette changes. Style sheets are
 kept to single leaf widgets (the Send/Stop buttons, scroll bars).
 """
