@@ -102,16 +102,20 @@ def test_the_system_palette_changing_by_itself_is_followed(
 @pytest.mark.parametrize("role", ["card", "code", "error", "prompt"])
 @pytest.mark.parametrize("radius", [8.0, 10.0])
 @pytest.mark.parametrize(("width", "height"), [(19, 19), (23, 40), (640, 57), (41, 300)])
+@pytest.mark.parametrize("scale", [1, 2])
 def test_a_surface_from_its_pieces_looks_like_one_drawn_whole(
-        qtbot: QtBot, name: str, role: str, radius: float, width: int, height: int) -> None:
+        qtbot: QtBot, name: str, role: str, radius: float, width: int, height: int,
+        scale: int) -> None:
     theme.apply_theme(name)
     try:
-        tile = style._Tile(role, radius)
+        tile = style._Tile(role, radius, scale)
         if min(width, height) < tile.size:
             return  # (drawn whole: too small for the pieces)
         images = []
         for pieces in (True, False):
-            image = QImage(width, height, QImage.Format.Format_ARGB32_Premultiplied)
+            image = QImage(width * scale, height * scale,
+                           QImage.Format.Format_ARGB32_Premultiplied)
+            image.setDevicePixelRatio(scale)  # (a HiDPI screen: 2 pixels a point)
             image.fill(theme.base())
             painter = QPainter(image)
             if pieces:
@@ -121,11 +125,12 @@ def test_a_surface_from_its_pieces_looks_like_one_drawn_whole(
                 style._draw_rounded(painter, fill, edge, width, height, radius)
             painter.end()
             images.append(image)
-        corner = tile.corner
-        for y in range(height):
-            for x in range(width):
+        corner = tile.corner * scale
+        for y in range(height * scale):
+            for x in range(width * scale):
                 a, b = images[0].pixelColor(x, y), images[1].pixelColor(x, y)
-                in_corner = (min(x, width - 1 - x) < corner and min(y, height - 1 - y) < corner)
+                in_corner = (min(x, width * scale - 1 - x) < corner
+                             and min(y, height * scale - 1 - y) < corner)
                 # Antialiased corner pixels: composed once more, a rounding apart; all else exact.
                 assert _close(a, b, 2 if in_corner else 0), (x, y, a.name(), b.name())
     finally:

@@ -119,16 +119,19 @@ def _draw_rounded(painter: QPainter, fill: QColor, edge: QColor | None, width: i
 class _Tile:
     """A surface's rounded rectangle drawn once, small: its corners, one straight column and
     row of its edges, and its fill. Any size of the same surface is these pieces put together
-    (the straight parts stretched, the inside filled), the same pixels as drawing it whole: an
-    antialiased outline of a large card cost ~0.4 ms a paint, the pieces a few blits."""
+    (the straight parts stretched, the inside filled), the same pixels as drawing it whole but
+    for a rounding at the antialiased corners: an antialiased outline of a large card cost
+    ~0.4 ms a paint, the pieces a few blits. ``scale``: the screen's (whole) pixel ratio."""
 
-    def __init__(self, role: str, radius: float) -> None:
+    def __init__(self, role: str, radius: float, scale: int = 1) -> None:
         self.fill, edge = surface_colors(role)
         #: Pixels of each corner (the arc and its antialiasing); the tile is 2 corners + 1.
         self.corner = math.ceil(radius) + 1
         size = 2 * self.corner + 1
         self.size = size
-        image = QImage(size, size, QImage.Format.Format_ARGB32_Premultiplied)
+        self.scale = scale
+        image = QImage(size * scale, size * scale, QImage.Format.Format_ARGB32_Premultiplied)
+        image.setDevicePixelRatio(scale)
         image.fill(0)
         painter = QPainter(image)
         _draw_rounded(painter, self.fill, edge, size, size, radius)
@@ -136,14 +139,18 @@ class _Tile:
         self.pixmap = QPixmap.fromImage(image)
 
     def paint(self, painter: QPainter, width: int, height: int) -> None:
-        c, s, pm = self.corner, self.size, self.pixmap
+        c, s, pm, k = self.corner, self.size, self.pixmap, self.scale
         inner_w, inner_h = width - 2 * c, height - 2 * c
+
+        def piece(x: int, y: int, w: int, h: int) -> QRect:  # (in the pixmap's own pixels)
+            return QRect(x * k, y * k, w * k, h * k)
+
         for x, sx in ((0, 0), (width - c, s - c)):
             for y, sy in ((0, 0), (height - c, s - c)):
-                painter.drawPixmap(x, y, pm, sx, sy, c, c)
-            painter.drawPixmap(QRect(x, c, c, inner_h), pm, QRect(sx, c, c, 1))
+                painter.drawPixmap(QRect(x, y, c, c), pm, piece(sx, sy, c, c))
+            painter.drawPixmap(QRect(x, c, c, inner_h), pm, piece(sx, c, c, 1))
         for y, sy in ((0, 0), (height - c, s - c)):
-            painter.drawPixmap(QRect(c, y, inner_w, c), pm, QRect(c, sy, 1, c))
+            painter.drawPixmap(QRect(c, y, inner_w, c), pm, piece(c, sy, 1, c))
         painter.fillRect(c, c, inner_w, inner_h, self.fill)
 
 
@@ -151,10 +158,12 @@ def paint_surface(widget: QWidget, role: str, radius: float = RADIUS) -> None:
     width, height = widget.width(), widget.height()
     painter = QPainter(widget)
     tile_size = 2 * (math.ceil(radius) + 1) + 1
-    if widget.devicePixelRatioF() == 1.0 and width >= tile_size and height >= tile_size:
-        tile = theme.derived(("surface", role, radius), lambda: _Tile(role, radius))
+    ratio = widget.devicePixelRatioF()
+    if ratio.is_integer() and width >= tile_size and height >= tile_size:
+        scale = int(ratio)
+        tile = theme.derived(("surface", role, radius, scale), lambda: _Tile(role, radius, scale))
         tile.paint(painter, width, height)
-    else:  # (a scaled screen: drawn whole, as pieces would meet at fractions of a pixel)
+    else:  # (a fractional screen scale: pieces would meet at fractions of a pixel)
         fill, edge = surface_colors(role)
         _draw_rounded(painter, fill, edge, width, height, radius)
     painter.end()
