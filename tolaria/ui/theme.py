@@ -4,10 +4,14 @@ The palette is the system's (``system``) or one of two designed ones (``light``,
 ``[appearance] theme`` setting), applied live with ``apply_theme``. Custom colours (cards, code,
 errors) are mixed from the palette when they are needed, never hard-coded for one theme; the
 transcript's cards read them at paint time (tolaria/ui/transcript/cards/style.py: no style sheets
-on its items), so a palette change needs no rebuild.
+on its items), so a palette change needs no rebuild. What is painted every frame is made once per
+palette (``derived``: keyed by the palette itself, so any change of it is seen).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory
@@ -16,6 +20,8 @@ from tolaria.config.settings import THEMES
 from tolaria.support import paths
 
 __all__ = ["THEMES", "apply_theme"]
+
+T = TypeVar("T")
 
 #: (window, base, alternate base, text, muted text, button, highlight) of the designed themes.
 _DESIGNED = {
@@ -48,6 +54,7 @@ def apply_theme(name: str) -> None:
     """Make ``name`` (one of ``THEMES``) the application's palette, now. Widgets restyle on the
     ``PaletteChange`` Qt sends them (the transcript re-applies its tones)."""
     global _system
+    _derived.clear()
     app = QApplication.instance()
     if not isinstance(app, QApplication):
         return
@@ -71,6 +78,26 @@ SPACING = 10
 
 def palette() -> QPalette:
     return QGuiApplication.palette()
+
+
+#: Values made from the palette (``derived``), for the palette whose ``cacheKey`` is the key.
+_derived: dict[Hashable, Any] = {}
+_derived_key: list[int] = [0]
+
+
+def derived(key: Hashable, make: Callable[[], T]) -> T:
+    """``make()``, made once per application palette and kept until the palette changes (a
+    theme switch, the desktop's own): what painting needs on every paint (colours, pens,
+    pixmaps) without mixing colours again each time. Treat the value as read-only."""
+    current = QGuiApplication.palette().cacheKey()
+    if current != _derived_key[0]:
+        _derived.clear()
+        _derived_key[0] = current
+    try:
+        value: T = _derived[key]
+    except KeyError:
+        value = _derived[key] = make()
+    return value
 
 
 def is_dark(pal: QPalette | None = None) -> bool:

@@ -172,7 +172,7 @@ class _Header(QFrame):
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
-        painter.setPen(theme.border())
+        painter.setPen(theme.derived("border", theme.border))
         painter.drawLine(1, self.height() - 1, self.width() - 2, self.height() - 1)
         painter.end()
         super().paintEvent(event)

@@ -8,7 +8,7 @@ import zlib
 from datetime import datetime
 
 from PySide6.QtCore import QEvent, QRect, Qt
-from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent
+from PySide6.QtGui import QColor, QFont, QHelpEvent, QPainter, QPaintEvent, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QToolTip, QWidget
 
 from tolaria.ui import theme
@@ -62,7 +62,23 @@ class Avatar(QWidget):
         return QColor.fromHsl(hue, 150, 95 if theme.is_dark() else 110)
 
     def paintEvent(self, _event: QPaintEvent) -> None:
+        # One picture per look (palette, name's colour and initial, font, screen scale), made
+        # once: a transcript shows the same few avatars on every turn, painted every frame.
+        initial = (self.name.strip()[:1] or "?").upper()
+        font = self.font()
+        ratio = self.devicePixelRatioF()
+        key = ("avatar", self.user, self.name if not self.user else "", initial, font.key(),
+               ratio)
+        picture = theme.derived(key, lambda: self._picture(initial, ratio))
         painter = QPainter(self)
+        painter.drawPixmap(0, 0, picture)
+        painter.end()
+
+    def _picture(self, initial: str, ratio: float) -> QPixmap:
+        picture = QPixmap(round(AVATAR_PX * ratio), round(AVATAR_PX * ratio))
+        picture.setDevicePixelRatio(ratio)
+        picture.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(picture)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(self.color())
@@ -72,8 +88,9 @@ class Avatar(QWidget):
         font.setPointSizeF(max(6.0, theme.body_point_size() * 0.8))
         painter.setFont(font)
         painter.setPen(QColor("#ffffff"))
-        painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter,
-                         (self.name.strip()[:1] or "?").upper())
+        painter.drawText(QRect(0, 0, AVATAR_PX, AVATAR_PX), Qt.AlignmentFlag.AlignCenter, initial)
+        painter.end()
+        return picture
 
 
 class TimeLabel(QLabel):
