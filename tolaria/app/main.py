@@ -127,11 +127,20 @@ class Tolaria:
         self.preferences = Preferences(self.window, self.controller, self.settings_controller,
                                        self.tasks)
         self.preferences.show_manifests()
+        # A look at a host's agents may ask ssh's questions too: in the chat shown when it is on
+        # that host, else in a dialog (ADR 0033, 0034).
+        self.preferences.hosts.askpass = self.askpass.env_for
+        self.preferences.hosts.asker = self._asker_of_look
         if grace_s is not None:  # the command line (and tests) win over the settings file
             self.controller.grace_s = grace_s
         self._wire()
         self._closed: asyncio.Future[None] | None = None
         self._control_started = False
+
+    def _asker_of_look(self, host: str) -> int:
+        shown = self.window.current_conversation_id()
+        on_host = host and self.window.header.agent_picker.host == host
+        return shown if shown is not None and on_host else 0
 
     def _wire(self) -> None:
         w, c = self.window, self.controller

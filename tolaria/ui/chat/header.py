@@ -89,6 +89,11 @@ class AgentPicker(QComboBox):
             self.host_agents_requested.emit(self._host, False)
         super().showPopup()
 
+    @property
+    def host(self) -> str:
+        """The shown chat's host ("" for this computer)."""
+        return self._host
+
     def set_host(self, host: str) -> None:
         """The shown chat's host: its agents are listed (asked for when not known yet)."""
         if host == self._host:
