@@ -226,6 +226,7 @@ class MainWindow(WindowKeys):
         self.header.agent_change_requested.connect(self._on_header_agent_change_requested)
         self.header.cwd_change_requested.connect(self._on_header_cwd_change_requested)
         self.header.host_change_requested.connect(self._on_header_host_change_requested)
+        self.header.host_agent_change_requested.connect(self._on_header_host_change_requested)
         self.stack.send_requested.connect(self.send_requested)
         self.stack.stop_requested.connect(self.stop_requested)
         self.stack.open_requested.connect(self.open_requested)
@@ -448,15 +449,19 @@ class MainWindow(WindowKeys):
         if conversation_id is not None:
             self.cwd_change_requested.emit(conversation_id, path)
 
-    def _on_header_host_change_requested(self, host: str) -> None:
+    def _on_header_host_change_requested(self, host: str, agent: str = "") -> None:
+        """Another host (and with ``agent``, picked under a host in its menu, that agent)."""
         pane = self.current_pane()
-        if pane is None or host == self.header.host:
+        if pane is None or (host == self.header.host and not agent):
             return
         if pane.running_stream is not None:  # its agent stays where it runs
             self.header.show_host_error("Stop the running turn before changing the host: it "
                                         "keeps running where it is.")
             return
-        self.host_change_requested.emit(pane.conversation_id, host)
+        if host != self.header.host:
+            self.host_change_requested.emit(pane.conversation_id, host)
+        if agent:
+            self.agent_change_requested.emit(pane.conversation_id, agent)
 
     # -- facts --------------------------------------------------------------------------------
     def open_conversation(self, conversation_id: int, focus: bool = True) -> None:
