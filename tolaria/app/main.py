@@ -23,6 +23,8 @@ from tolaria.app.prefs import Preferences
 from tolaria.chats import usage
 from tolaria.chats.attachments import AttachmentDesk
 from tolaria.chats.drafts import FILE_NAME as DRAFTS_FILE
+from tolaria.chats.ui_state import FILE_NAME as UI_STATE_FILE
+from tolaria.chats.ui_state import UiState
 from tolaria.config.settings import load_settings, settings_path
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.limits import RunLimits
@@ -87,8 +89,10 @@ class Tolaria:
         # Turns another Tolaria process (`tolaria run`) streams now are not crashed ones.
         self.store = Store(store_path, live_elsewhere=control.live_stream_ids())
         self.tasks = TaskSet()
-        self.drafts = DraftKeeper((store_path.parent if store_path is not None
-                                   else paths.data_dir()) / DRAFTS_FILE)
+        data_dir = store_path.parent if store_path is not None else paths.data_dir()
+        self.drafts = DraftKeeper(data_dir / DRAFTS_FILE)
+        #: The window's own state across restarts (the sidebar's folded hosts).
+        self.ui_state = UiState(data_dir / UI_STATE_FILE)
         self.bridge = Bridge()
         self.bridge.watch_store(self.store)  # a full disk is said in the window
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
@@ -178,6 +182,8 @@ class Tolaria:
         w.remove_worktree_requested.connect(self.worktrees.remove_with)
         self.bridge.conversation_deleted.connect(self.worktrees.on_conversation_deleted)
         w.stack.draft_of = self.drafts.draft
+        w.sidebar.restore_folded_hosts(self.ui_state.folded_hosts)
+        w.sidebar.folding_changed.connect(self.ui_state.set_folded_hosts)
         w.stack.draft_changed.connect(self.drafts.on_draft_changed)
         self.bridge.conversation_deleted.connect(self.drafts.on_conversation_deleted)
         self.bridge.job_changed.connect(self._on_bridge_job_changed)
