@@ -135,6 +135,9 @@ class Tolaria:
         # that host, else in a dialog (ADR 0033, 0034).
         self.preferences.hosts.askpass = self.askpass.env_for
         self.preferences.hosts.asker = self._asker_of_look
+        # The fan-out form lists the chosen host's agents: a look's answer refreshes it.
+        self.preferences.hosts.host_agents_found.connect(
+            lambda _host, _found: self.window.jobs.refresh_agents())
         if grace_s is not None:  # the command line (and tests) win over the settings file
             self.controller.grace_s = grace_s
         self._wire()
@@ -241,9 +244,9 @@ class Tolaria:
             page.request()
 
     def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str,
-                                     budget: RunLimits) -> None:
+                                     budget: RunLimits, host: str = "") -> None:
         names = {m.id: m.name for m in self.adapters.manifests.values()}
-        self.fanout.start_job(prompt, agents, cwd, names, budget=budget)
+        self.fanout.start_job(prompt, agents, cwd, names, budget=budget, host=host)
 
     async def start(self) -> None:
         """Listen for ``tolaria streams``/``abort``, show the window, open a conversation."""

@@ -221,6 +221,11 @@ class AgentPicker(QComboBox):
         item.setForeground(theme.muted_text())
         item.setData(group, Qt.ItemDataRole.AccessibleTextRole)
 
+    def remote_agents(self) -> set[str]:
+        """The agents that can run on a host (not the model endpoints), not disabled."""
+        return {m.id for m in self._manifests.values()
+                if m.protocol != OPENAI_CHAT and m.id not in self._hidden}
+
     def menu_rows(self, host: str) -> list[AgentRow] | None:
         """The agents the Host menu lists under ``host`` ("": this computer), with versions;
         None while ``host`` has not been looked at."""

@@ -112,9 +112,9 @@ class MainWindow(WindowKeys):
     cwd_change_requested = Signal(int, str)
     #: Run a conversation's turns on another host: id, destination ("" for this computer).
     host_change_requested = Signal(int, str)
-    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder,
-    #: the job's budget (RunLimits).
-    fan_out_requested = Signal(str, object, str, object)
+    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder
+    #: ("" on a host: its home), the job's budget (RunLimits), host ("" this computer).
+    fan_out_requested = Signal(str, object, str, object, str)
     #: Stop every running member of a fan-out job: job id.
     stop_job_requested = Signal(str)
     #: Open the settings file in the user's editor: path.
@@ -415,11 +415,13 @@ class MainWindow(WindowKeys):
         self.import_report.show_report(report, error, Path(os.path.expanduser("~")))
 
     def fan_out_here(self, prompt: str, agents: list[str],
-                     budget: RunLimits | None = None) -> None:
-        """Start a job in the current chat's folder."""
+                     budget: RunLimits | None = None, host: str = "") -> None:
+        """Start a job in the current chat's folder (on ``host``: its folder when on that host,
+        else the host's home)."""
         current = self._conversations.get(self.current_conversation_id() or -1)
-        cwd = (local_folder(current) if current else None) or self.default_cwd
-        self.fan_out_requested.emit(prompt, agents, cwd, budget or RunLimits())
+        cwd = folder_on(host, current, (local_folder(current) if current else None)
+                        or self.default_cwd)
+        self.fan_out_requested.emit(prompt, agents, cwd, budget or RunLimits(), host)
 
     def _on_sidebar_open_requested(self, conversation_id: int) -> None:
         conversation = self._conversations.get(conversation_id)
