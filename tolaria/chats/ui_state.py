@@ -8,12 +8,12 @@ not the chats' data.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 from pathlib import Path
+from typing import Any
 
+from tolaria.support.jsonfile import read_or_set_aside
 from tolaria.support.tomlfile import write_atomic
 
 log = logging.getLogger(__name__)
@@ -23,29 +23,19 @@ FILE_NAME = "window.json"
 MAX_FOLDED = 200
 
 
+def _parse(data: Any) -> dict[str, object]:
+    if not isinstance(data, dict):
+        raise TypeError("not an object")
+    return data
+
+
 class UiState:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._data: dict[str, object] = self._read()
 
     def _read(self) -> dict[str, object]:
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            log.warning("could not read %s: %s", self.path, exc)
-            return {}
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict):
-                raise TypeError("not an object")
-        except (ValueError, TypeError) as exc:
-            log.warning("%s is not a window state file (%s): set aside", self.path, exc)
-            with contextlib.suppress(OSError):
-                os.replace(self.path, self.path.with_name(self.path.name + ".bad"))
-            return {}
-        return data
+        return read_or_set_aside(self.path, "a window state file", _parse, {})
 
     @property
     def folded_hosts(self) -> list[str]:
