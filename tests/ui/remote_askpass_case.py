@@ -121,6 +121,8 @@ def _look(drv: AppDriver, qtbot: QtBot, cfg: dict[str, Any]) -> None:
         questions = router.dialog.questions
     asked = [_answer(qtbot, questions, answer) for answer in cfg["answers"]]
     qtbot.waitUntil(lambda: bool(found), timeout=60_000)
+    # No turn runs: the pane's "waiting for your answer" leaves with the question.
+    assert not drv.pane.watchdog.isVisible() and not drv.pane.watchdog.waiting
     Path(cfg["out"]).write_text(json.dumps({
         "asked": asked, "error": found[0].error,
         "agents": {d.agent: d.path for d in found[0].detections},
