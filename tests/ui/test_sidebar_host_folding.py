@@ -15,8 +15,9 @@ from PySide6.QtTest import QSignalSpy, QTest
 from pytestqt.qtbot import QtBot
 from ui.test_chat_host import box  # noqa: F401 (the fixture)
 from ui.test_sidebar_hosts import chat, click_heading, rows
-from ui.uihelpers import AppDriver
+from ui.uihelpers import AppDriver, save_shot
 
+from tolaria.ui import theme
 from tolaria.ui.sidebar.sidebar import Sidebar
 
 StartApp = Callable[..., AppDriver]
@@ -26,7 +27,7 @@ def key(sidebar: Sidebar, which: Qt.Key) -> None:
     QTest.keyClick(sidebar.list, which)
 
 
-def test_host_groups_fold_and_unfold_with_the_keyboard(qtbot: QtBot) -> None:
+def test_host_groups_fold_and_unfold_with_the_keyboard(qtbot: QtBot, tmp_path: Path) -> None:
     sidebar = Sidebar()
     qtbot.addWidget(sidebar)
     sidebar.resize(280, 400)
@@ -46,6 +47,11 @@ def test_host_groups_fold_and_unfold_with_the_keyboard(qtbot: QtBot) -> None:
     assert not heading.isSelected()
     assert heading.data(Qt.ItemDataRole.AccessibleTextRole) == "Host devbox, 2 chats, unfolded"
     assert "Left folds" in heading.data(Qt.ItemDataRole.AccessibleDescriptionRole)
+    for suffix, name in (("", "light"), ("-dark", "dark")):  # the focused heading's ring
+        theme.apply_theme(name)
+        qtbot.wait(50)
+        save_shot(sidebar, tmp_path, f"sidebar-host-focus{suffix}.png")
+    theme.apply_theme("light")
 
     key(sidebar, Qt.Key.Key_Left)
     assert sidebar.is_host_collapsed("devbox")
