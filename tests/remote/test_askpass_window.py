@@ -38,7 +38,7 @@ def _config(sshd: SshServer, shared: Path, known: Path, key: Path) -> Path:
 
 
 def _window(sshd: SshServer, shared: Path, config: Path, answers: list[str],
-            shots: bool = False) -> tuple[dict[str, Any], str]:
+            shots: bool = False, mode: str = "turn") -> tuple[dict[str, Any], str]:
     home = shared / "home"
     pictures = shared / "shots"
     pictures.mkdir(exist_ok=True)
@@ -46,6 +46,7 @@ def _window(sshd: SshServer, shared: Path, config: Path, answers: list[str],
     case = shared / "case.json"
     out = shared / "case-out.json"
     case.write_text(json.dumps({"host": "target", "answers": answers, "out": str(out),
+                                "mode": mode,
                                 "ssh_config": str(config),
                                 "shots": str(pictures) if shots else ""}))
     env = python_env(home, TOLARIA_ASKPASS_CASE=str(case), QT_QPA_PLATFORM="offscreen")
@@ -113,3 +114,47 @@ def test_a_passphrase_answered_in_the_masked_field_is_never_kept(sshd: SshServer
     for path in (shared / "home").rglob("*"):  # the store (every event), logs, drafts, crash
         if path.is_file():
             assert secret not in path.read_bytes(), f"the passphrase is in {path}"
+
+
+def test_a_look_at_the_hosts_agents_asks_in_the_chat_and_goes_on_after_yes(
+        sshd: SshServer, shared: Path) -> None:
+    """#25: the picker's look (ADR 0034) no longer fails on an unknown host key with BatchMode:
+    ssh's question shows in the chat on that host, and Yes lets the look find the agents."""
+    known = shared / "known_hosts"
+    known.write_text("")
+    config = _config(sshd, shared, known, sshd.client_key)
+    result, _logs = _window(sshd, shared, config, ["yes"], mode="look-chat")
+    (asked,) = result["asked"]
+    assert asked["kind"] == "confirm" and "key fingerprint is SHA256:" in asked["prompt"]
+    assert asked["title"] == "ssh asks, connecting to target"
+    assert result["pane_asked"] and not result["dialog_shown"]
+    assert result["error"] is None, result
+    assert result["agents"], "the look answered with the host's agents"
+    assert result["open_cards"] == 0
+    host_key = (sshd.folder / "host_key.pub").read_text().split()[1]
+    assert host_key in known.read_text(), "ssh added the key the user accepted"
+
+
+def test_a_look_with_no_chat_on_the_host_asks_in_a_dialog(sshd: SshServer,
+                                                          shared: Path) -> None:
+    known = shared / "known_hosts"
+    known.write_text("")
+    config = _config(sshd, shared, known, sshd.client_key)
+    result, _logs = _window(sshd, shared, config, ["yes"], mode="look-dialog")
+    (asked,) = result["asked"]
+    assert asked["kind"] == "confirm" and asked["title"] == "ssh asks, connecting to target"
+    assert result["error"] is None and result["agents"], result
+    assert not result["dialog_shown"], "the dialog goes away with its last question"
+    assert (sshd.folder / "host_key.pub").read_text().split()[1] in known.read_text()
+
+
+def test_a_look_answered_no_says_ssh_refused_and_keeps_known_hosts(sshd: SshServer,
+                                                                   shared: Path) -> None:
+    known = shared / "known_hosts"
+    known.write_text("")
+    config = _config(sshd, shared, known, sshd.client_key)
+    result, _logs = _window(sshd, shared, config, ["no"], mode="look-dialog")
+    assert result["asked"][0]["kind"] == "confirm"
+    assert result["error"].startswith("the host key of target is unknown"), result
+    assert not result["agents"]
+    assert known.read_text() == "", "nothing added when the user said no"

@@ -27,6 +27,9 @@ FAKE_SSH = '''import json, os, subprocess, sys
 if sys.argv[1:] == ["-V"]:
     sys.stderr.write("OpenSSH_%(version)s, OpenSSL 3.0.13\\\\n")
     sys.exit(0)
+if any("tolaria-agents" in part for part in sys.argv):  # the picker's look: not asked here
+    sys.stderr.write("Permission denied (publickey).\\n")
+    sys.exit(255)
 with open(%(out)r, "w") as fh:
     json.dump({"argv": sys.argv, "env": {k: v for k, v in os.environ.items()
                                           if "ASKPASS" in k}}, fh)

@@ -23,6 +23,8 @@ from tolaria.app.prefs import Preferences
 from tolaria.chats import usage
 from tolaria.chats.attachments import AttachmentDesk
 from tolaria.chats.drafts import FILE_NAME as DRAFTS_FILE
+from tolaria.chats.ui_state import FILE_NAME as UI_STATE_FILE
+from tolaria.chats.ui_state import UiState
 from tolaria.config.settings import load_settings, settings_path
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.limits import RunLimits
@@ -87,8 +89,10 @@ class Tolaria:
         # Turns another Tolaria process (`tolaria run`) streams now are not crashed ones.
         self.store = Store(store_path, live_elsewhere=control.live_stream_ids())
         self.tasks = TaskSet()
-        self.drafts = DraftKeeper((store_path.parent if store_path is not None
-                                   else paths.data_dir()) / DRAFTS_FILE)
+        data_dir = store_path.parent if store_path is not None else paths.data_dir()
+        self.drafts = DraftKeeper(data_dir / DRAFTS_FILE)
+        #: The window's own state across restarts (the sidebar's folded hosts).
+        self.ui_state = UiState(data_dir / UI_STATE_FILE)
         self.bridge = Bridge()
         self.bridge.watch_store(self.store)  # a full disk is said in the window
         self.controller = ChatController(self.bridge, self.store, self.registry, self.adapters,
@@ -127,11 +131,23 @@ class Tolaria:
         self.preferences = Preferences(self.window, self.controller, self.settings_controller,
                                        self.tasks)
         self.preferences.show_manifests()
+        # A look at a host's agents may ask ssh's questions too: in the chat shown when it is on
+        # that host, else in a dialog (ADR 0033, 0034).
+        self.preferences.hosts.askpass = self.askpass.env_for
+        self.preferences.hosts.asker = self._asker_of_look
+        # The fan-out form lists the chosen host's agents: a look's answer refreshes it.
+        self.preferences.hosts.host_agents_found.connect(
+            lambda _host, _found: self.window.jobs.refresh_agents())
         if grace_s is not None:  # the command line (and tests) win over the settings file
             self.controller.grace_s = grace_s
         self._wire()
         self._closed: asyncio.Future[None] | None = None
         self._control_started = False
+
+    def _asker_of_look(self, host: str) -> int:
+        shown = self.window.current_conversation_id()
+        on_host = host and self.window.header.agent_picker.host == host
+        return shown if shown is not None and on_host else 0
 
     def _wire(self) -> None:
         w, c = self.window, self.controller
@@ -170,6 +186,8 @@ class Tolaria:
         w.remove_worktree_requested.connect(self.worktrees.remove_with)
         self.bridge.conversation_deleted.connect(self.worktrees.on_conversation_deleted)
         w.stack.draft_of = self.drafts.draft
+        w.sidebar.restore_folded_hosts(self.ui_state.folded_hosts)
+        w.sidebar.folding_changed.connect(self.ui_state.set_folded_hosts)
         w.stack.draft_changed.connect(self.drafts.on_draft_changed)
         self.bridge.conversation_deleted.connect(self.drafts.on_conversation_deleted)
         self.bridge.job_changed.connect(self._on_bridge_job_changed)
@@ -227,9 +245,9 @@ class Tolaria:
             page.request()
 
     def _on_window_fan_out_requested(self, prompt: str, agents: list[str], cwd: str,
-                                     budget: RunLimits) -> None:
+                                     budget: RunLimits, host: str = "") -> None:
         names = {m.id: m.name for m in self.adapters.manifests.values()}
-        self.fanout.start_job(prompt, agents, cwd, names, budget=budget)
+        self.fanout.start_job(prompt, agents, cwd, names, budget=budget, host=host)
 
     async def start(self) -> None:
         """Listen for ``tolaria streams``/``abort``, show the window, open a conversation."""

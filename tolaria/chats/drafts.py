@@ -7,13 +7,13 @@ rename): a crash leaves the old drafts, never half a file. An unreadable file is
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import threading
 from pathlib import Path
+from typing import Any
 
+from tolaria.support.jsonfile import read_or_set_aside
 from tolaria.support.tomlfile import write_atomic
 
 log = logging.getLogger(__name__)
@@ -21,6 +21,10 @@ log = logging.getLogger(__name__)
 #: Characters kept of one draft (a pasted log is not worth a slow start).
 MAX_DRAFT_CHARS = 200_000
 FILE_NAME = "drafts.json"
+
+
+def _parse(data: Any) -> dict[int, str]:
+    return {int(k): str(v) for k, v in data["drafts"].items() if isinstance(v, str) and v}
 
 
 class Drafts:
@@ -32,22 +36,7 @@ class Drafts:
         self._drafts: dict[int, str] = self._read()
 
     def _read(self) -> dict[int, str]:
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            log.warning("could not read %s: %s", self.path, exc)
-            return {}
-        try:
-            data = json.loads(raw)
-            drafts = data["drafts"]
-            return {int(k): str(v) for k, v in drafts.items() if isinstance(v, str) and v}
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.warning("%s is not a drafts file (%s): set aside", self.path, exc)
-            with contextlib.suppress(OSError):
-                os.replace(self.path, self.path.with_name(self.path.name + ".bad"))
-            return {}
+        return read_or_set_aside(self.path, "a drafts file", _parse, {})
 
     def get(self, conversation_id: int) -> str:
         with self._lock:

@@ -35,7 +35,7 @@ class AskpassControl(QObject):
     async def close(self) -> None:
         await self.desk.close()
 
-    def env_for(self, conversation_id: int, ssh_command: str) -> dict[str, str]:
+    def env_for(self, conversation_id: int, ssh_command: str, host: str = "") -> dict[str, str]:
         if self.desk.problem is not None:
             return {}
         if ssh_command not in self._problems:
@@ -44,7 +44,7 @@ class AskpassControl(QObject):
                 self.bridge.problem_reported.emit(problem)
         if self._problems[ssh_command] is not None:
             return {}
-        return self.desk.env_for(conversation_id)
+        return self.desk.env_for(conversation_id, host)
 
     def answer(self, question_id: str, answer: str) -> None:
         """The user's answer ("yes" to a host key, or the typed passphrase): sent, not kept."""

@@ -48,9 +48,10 @@ class FanOutController(QObject):
     # -- intents ------------------------------------------------------------------------------
     def start_job(self, prompt: str, agents: list[str], cwd: str | None = None,
                   agent_names: dict[str, str] | None = None,
-                  budget: RunLimits | None = None) -> FanOutJob | None:
+                  budget: RunLimits | None = None, host: str = "") -> FanOutJob | None:
         """Create one conversation per agent and start the prompt in each, at once.
-        ``budget``: the job's, over all its runs (cost, tokens, tool calls; ADR 0021)."""
+        ``budget``: the job's, over all its runs (cost, tokens, tool calls; ADR 0021).
+        ``host``: where the job's agents run ("" this computer; ``cwd`` "" there: its home)."""
         agents = list(dict.fromkeys(a for a in agents if a))
         if not prompt.strip() or not agents:
             return None
@@ -59,8 +60,9 @@ class FanOutController(QObject):
         members = []
         for agent in agents:
             title = member_title(prompt, names.get(agent, agent))
-            conversation = self.chats.engine.new_conversation(agent, cwd or os.getcwd(),
-                                                              title=title)
+            folder = (cwd or None) if host else (cwd or os.getcwd())
+            conversation = self.chats.engine.new_conversation(agent, folder, title=title,
+                                                              host=host or None)
             members.append(JobMember(conversation.id, agent))
         job = FanOutJob(job_id, prompt, tuple(members))
         self._jobs[job_id] = job

@@ -14,7 +14,8 @@ from PySide6.QtCore import QObject, Signal
 
 from tolaria.config.remote_hosts import load_target
 from tolaria.core.adapters.manifest import Manifest
-from tolaria.core.remote.discover import HostAgents, discover
+from tolaria.core.remote.askpass_desk import DEFAULT_TIMEOUT_S
+from tolaria.core.remote.discover import DISCOVERY_TIMEOUT_S, HostAgents, discover
 from tolaria.core.remote.hosts import BadDestination
 from tolaria.qt.tasks import TaskSet
 
@@ -33,6 +34,12 @@ class HostAgentsControl(QObject):
         self._found: dict[str, HostAgents] = {}
         self._looking: dict[str, asyncio.Task[None]] = {}
         self._closed = False
+        #: The window's askpass (``AskpassControl.env_for``: conversation id, ssh command,
+        #: host): a look may ask ssh's questions too (ADR 0033). None: BatchMode (a refusal).
+        self.askpass: Callable[[int, str, str], dict[str, str]] | None = None
+        #: Which chat asks for a look at a host: the chat shown when it is on that host, else
+        #: 0 (the question then opens in a dialog).
+        self.asker: Callable[[str], int] = lambda _host: 0
 
     def cached(self, host: str) -> HostAgents | None:
         return self._found.get(host)
@@ -56,8 +63,15 @@ class HostAgentsControl(QObject):
         except BadDestination as exc:
             found = HostAgents(host, error=str(exc))
         else:
-            found = dataclasses.replace(await discover(target, list(self.manifests())),
-                                        host=host)
+            timeout = DISCOVERY_TIMEOUT_S
+            askpass = (self.askpass(self.asker(host), target.ssh_command, host)
+                       if self.askpass is not None and target.ssh is not None else {})
+            if askpass:
+                # ssh may wait for the user's answer: the look waits as long as the question.
+                target = dataclasses.replace(target, interactive=True, askpass_env=askpass)
+                timeout += DEFAULT_TIMEOUT_S
+            found = dataclasses.replace(
+                await discover(target, list(self.manifests()), timeout=timeout), host=host)
         if self._closed:
             return
         self._found[host] = found

@@ -50,6 +50,8 @@ class SshQuestion:
     conversation_id: int
     prompt: str
     kind: str
+    #: The host ssh connects to, when the asker said (a look at a host's agents, ADR 0034).
+    host: str = ""
 
 
 def question_kind(prompt: str, hint: str) -> str:
@@ -104,6 +106,8 @@ class AskpassDesk:
         self.problem: str | None = "not started"
         self._server: asyncio.AbstractServer | None = None
         self._tokens: dict[str, int] = {}
+        #: token -> the host named by ``env_for`` (only a look names it).
+        self._hosts: dict[str, str] = {}
         self._open: dict[str, asyncio.Future[str | None]] = {}
         self._ids = itertools.count(1)
 
@@ -126,12 +130,15 @@ class AskpassDesk:
         os.chmod(self.socket_path, 0o600)
         self.problem = None
 
-    def env_for(self, conversation_id: int) -> dict[str, str]:
-        """The environment of one turn's ssh: asks go to ``conversation_id``'s chat."""
+    def env_for(self, conversation_id: int, host: str = "") -> dict[str, str]:
+        """The environment of one turn's ssh: asks go to ``conversation_id``'s chat (0: no
+        chat, a look at ``host`` from elsewhere: the window asks in a dialog)."""
         if self.problem is not None:
             return {}
         token = secrets.token_hex(16)
         self._tokens[token] = conversation_id
+        if host:
+            self._hosts[token] = host
         return {"SSH_ASKPASS": self.program, "SSH_ASKPASS_REQUIRE": "force",
                 SOCKET_ENV: self.socket_path, TOKEN_ENV: token,
                 WAIT_S_ENV: str(self.timeout_s + 30)}
@@ -176,7 +183,8 @@ class AskpassDesk:
             future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
             self._open[question_id] = future
             self.on_question(SshQuestion(question_id, conversation_id, prompt,
-                                         question_kind(prompt, hint)))
+                                         question_kind(prompt, hint),
+                                         self._hosts.get(str(request["token"]), "")))
             gone: asyncio.Future[bytes] = asyncio.ensure_future(reader.read(1))  # EOF: it left
             try:
                 await asyncio.wait((future, gone), timeout=self.timeout_s,

@@ -101,7 +101,8 @@ async def discover(target: Target, manifests: Sequence[Manifest],
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, start_new_session=True,
-            env={k: v for k, v in os.environ.items() if k != proctree.ENV_MARKER})
+            env={**{k: v for k, v in os.environ.items() if k != proctree.ENV_MARKER},
+                 **target.askpass_env})  # the window's askpass (ADR 0033), for ssh only
     except OSError as exc:
         return HostAgents(label, error=f"cannot run {argv[0]} to reach {label}: "
                                        f"{exc.strerror or exc}")

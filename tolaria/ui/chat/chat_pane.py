@@ -267,6 +267,8 @@ class ChatPane(QWidget):
             self.watchdog.wait_for_answer()
         elif self.running_stream is not None and not self.questions.asking:
             self.watchdog.arm()
+        elif self.running_stream is None:  # a look at the host's agents asked: no turn runs
+            self.watchdog.disarm()
 
     def _show_latest(self) -> None:
         """Back to the newest turns (the transcript was scrolled or jumped far up)."""

@@ -34,6 +34,7 @@ from tolaria.ui.chat.agent_status import (
 )
 from tolaria.ui.chat.host_control import (
     HOST_PLACEHOLDER,
+    AgentRow,
     HostButton,
     InlineEntry,
     host_problem,
@@ -89,6 +90,11 @@ class AgentPicker(QComboBox):
         if self._host and self._host not in self._host_agents:
             self.host_agents_requested.emit(self._host, False)
         super().showPopup()
+
+    @property
+    def host(self) -> str:
+        """The shown chat's host ("" for this computer)."""
+        return self._host
 
     def set_host(self, host: str) -> None:
         """The shown chat's host: its agents are listed (asked for when not known yet)."""
@@ -216,11 +222,43 @@ class AgentPicker(QComboBox):
         item.setForeground(theme.muted_text())
         item.setData(group, Qt.ItemDataRole.AccessibleTextRole)
 
-    def _add_agent(self, model: QStandardItemModel, manifest: Manifest,
-                   status: AgentStatus) -> None:
+    def remote_agents(self) -> set[str]:
+        """The agents that can run on a host (not the model endpoints), not disabled."""
+        return {m.id for m in self._manifests.values()
+                if m.protocol != OPENAI_CHAT and m.id not in self._hidden}
+
+    def menu_rows(self, host: str) -> list[AgentRow] | None:
+        """The agents the Host menu lists under ``host`` ("": this computer), with versions;
+        None while ``host`` has not been looked at."""
+        shown = [m for m in sorted(self._manifests.values(), key=lambda m: m.name.lower())
+                 if m.id not in self._hidden]
+        if not host:
+            pairs = [(m, agent_status(m, self._detections.get(m.id))) for m in shown]
+        elif host not in self._host_agents:
+            return None
+        else:
+            found = self._host_agents[host]
+            if found.error:
+                return [AgentRow("", f"not reached: {found.error}", False)]
+            pairs = sections(host, shown, found, self._detections)[0].agents
+        rows = []
+        # Ready first, as in the picker; the menu says in a word what the picker says in full
+        # (the whole line is the row's tooltip).
+        for manifest, status in sorted(pairs, key=lambda pair: GROUPS.index(pair[1].group)):
+            text, tip = self._row_text(manifest, status, host)
+            if status.group != READY:
+                word = status.group.lower()
+                if status.group == NOT_INSTALLED and host:
+                    word = f"not on {host}"
+                text = f"{manifest.name} — {word}"
+            rows.append(AgentRow(manifest.id, text, status.group != NOT_INSTALLED, tip))
+        return rows
+
+    def _row_text(self, manifest: Manifest, status: AgentStatus, host: str) -> tuple[str, str]:
+        """An agent's row: its name with the version found (or what is wrong), and its tip."""
         found = self._detections.get(manifest.id)
-        there = self._host_agents.get(self._host) if self._host else None
-        if self._host and manifest.protocol != OPENAI_CHAT:
+        there = self._host_agents.get(host) if host else None
+        if host and manifest.protocol != OPENAI_CHAT:
             found = there.get(manifest.id) if there is not None else None
         text = manifest.name
         if status.group == READY and found is not None:
@@ -228,12 +266,17 @@ class AgentPicker(QComboBox):
             text = f"{manifest.name} {match.group(0)}" if match else manifest.name
         elif status.line:
             text = f"{manifest.name} — {status.line}"
-        self.addItem(text, manifest.id)
-        item = model.item(self.count() - 1)
         tip = "\n".join(x for x in (manifest.description, status.line,
                                     found.version if found else None,
                                     found.path if found and found.path else None) if x)
-        item.setToolTip(plain_tooltip(tip or manifest.name))  # --version output, paths
+        return text, tip or manifest.name
+
+    def _add_agent(self, model: QStandardItemModel, manifest: Manifest,
+                   status: AgentStatus) -> None:
+        text, tip = self._row_text(manifest, status, self._host)
+        self.addItem(text, manifest.id)
+        item = model.item(self.count() - 1)
+        item.setToolTip(plain_tooltip(tip))  # --version output, paths
         item.setData(status.group, GROUP_ROLE)
         item.setData(manifest.name, NAME_ROLE)
         item.setData(status.line if status.group != READY else "", HINT_ROLE)
@@ -277,6 +320,8 @@ class ChatHeader(QWidget):
     host_change_requested = Signal(str)
     #: "Keep running when disconnected" switched for the chat on its host (ADR 0032).
     keep_running_change_requested = Signal(bool)
+    #: The user picked an agent under a host in the Host menu: host ("": here), agent id.
+    host_agent_change_requested = Signal(str, str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -309,6 +354,10 @@ class ChatHeader(QWidget):
         self.host_button.host_picked.connect(self.host_change_requested.emit)
         self.host_button.other_requested.connect(self._ask_host)
         self.host_button.keep_running_toggled.connect(self.keep_running_change_requested.emit)
+        self.host_button.host_agent_picked.connect(self.host_agent_change_requested.emit)
+        self.host_button.agent_rows = self.agent_picker.menu_rows
+        self.host_button.look_requested.connect(
+            lambda host: self.agent_picker.host_agents_requested.emit(host, True))
         layout.addWidget(self.host_button)
         self.folder_button = QPushButton(self)
         self.folder_button.setObjectName("folderButton")

@@ -6,6 +6,7 @@ are typed into, with its error on the same line."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeyEvent
@@ -47,11 +48,27 @@ def folder_problem(path: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class AgentRow:
+    """One agent under a host in the Host menu: shown as ``text``, greyed unless ``usable``."""
+
+    agent: str
+    text: str
+    usable: bool
+    tip: str = ""
+
+
 class HostButton(QToolButton):
-    """"Host: local ▾": a menu of this computer, the configured hosts and "Other host…"."""
+    """"Host: local ▾": a menu of this computer, the configured hosts and "Other host…"; under
+    each host the agents found there with their versions (greyed when not there), as Zed's
+    remote picker lists them."""
 
     #: The user picked a host from the menu: the destination ("" for this computer).
     host_picked = Signal(str)
+    #: The user picked an agent under a host: destination ("" for this computer), agent id.
+    host_agent_picked = Signal(str, str)
+    #: A host's agents are not known yet and the user asked to look: destination.
+    look_requested = Signal(str)
     #: The user asked to type a host ("Other host…").
     other_requested = Signal()
     #: The user switched "Keep running when disconnected" (a chat on a host; ADR 0032).
@@ -67,8 +84,11 @@ class HostButton(QToolButton):
         self.setStyleSheet("QToolButton::menu-indicator { image: none; width: 0px; }")
         self.host = ""
         self.keep_running = False
+        #: A host's agent rows (None: not looked at yet); set by the header.
+        self.agent_rows: Callable[[str], list[AgentRow] | None] = lambda _host: []
         menu = QMenu(self)
         menu.setObjectName("hostMenu")
+        menu.setToolTipsVisible(True)  # an agent's path, version, or why it is not there
         menu.aboutToShow.connect(self._fill_menu)
         self.setMenu(menu)
         self.set_host("")
@@ -96,8 +116,12 @@ class HostButton(QToolButton):
             action.setCheckable(True)
             action.setChecked(host == self.host)
             action.setActionGroup(group)
+            font = action.font()  # a heading over its agents
+            font.setBold(True)
+            action.setFont(font)
             action.triggered.connect(lambda _=False, h=host: self.host_picked.emit(h))
             menu.addAction(action)
+            self._add_agents(menu, host)
             if not host:
                 menu.addSeparator()
         menu.addSeparator()
@@ -111,6 +135,22 @@ class HostButton(QToolButton):
             menu.addSeparator()
         other = menu.addAction("Other host…")
         other.triggered.connect(self.other_requested.emit)
+
+    def _add_agents(self, menu: QMenu, host: str) -> None:
+        rows = self.agent_rows(host)
+        where = host or "this computer"
+        if rows is None:
+            look = menu.addAction(f"    ↻ Look for agents on {host}")
+            look.setToolTip(f"Ask {host} which agents it has (through your ssh)")
+            look.triggered.connect(lambda _=False, h=host: self.look_requested.emit(h))
+            return
+        for row in rows:
+            action = menu.addAction(f"    {row.text}")
+            action.setEnabled(row.usable)
+            action.setToolTip(row.tip)
+            action.setStatusTip(f"{row.text} on {where}")
+            action.triggered.connect(
+                lambda _=False, h=host, a=row.agent: self.host_agent_picked.emit(h, a))
 
 
 class _Line(QLineEdit):

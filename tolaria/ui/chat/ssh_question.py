@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
+    QDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -186,6 +188,41 @@ class SshQuestions(QWidget):
         self.refusal_requested.emit(question_id)
 
 
+class SshQuestionDialog(QDialog):
+    """ssh's questions where no chat is shown (a look at a host from elsewhere): the same
+    cards in a small non-modal dialog; closing it (or Esc) refuses what is still open."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("sshQuestionDialog")
+        self.setWindowTitle("ssh asks")
+        self.setAccessibleName("ssh's question")
+        self.setModal(False)  # Stop and the chats stay usable
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 12, 0, 12)
+        self.questions = SshQuestions(self)
+        layout.addWidget(self.questions)
+        self.questions.asking_changed.connect(self._on_questions_asking_changed)
+        self.resize(560, 10)
+
+    def _on_questions_asking_changed(self, asking: bool) -> None:
+        if asking:
+            self.show()
+            self.raise_()
+            self.activateWindow()
+            self.questions.focus_oldest()
+        else:
+            self.hide()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.questions.refuse_all()  # closing is a refusal, never a silent wait
+        super().closeEvent(event)
+
+    def reject(self) -> None:  # Esc
+        self.questions.refuse_all()
+        super().reject()
+
+
 class SshQuestionRouter(QObject):
     """Brings each ssh question to its chat's pane (the window's part of ADR 0033)."""
 
@@ -204,9 +241,15 @@ class SshQuestionRouter(QObject):
         #: question id -> the SshQuestions it is shown in.
         self._shown: dict[str, SshQuestions] = {}
 
+        #: Where a question of no chat is asked (made when first needed).
+        self.dialog: SshQuestionDialog | None = None
+
     def on_question_asked(self, question: SshQuestion) -> None:
-        pane = self._panes(question.conversation_id)
-        questions = pane.findChild(SshQuestions) if pane is not None else None
+        if question.conversation_id == 0:  # a look at a host, no chat shown: a dialog
+            questions: SshQuestions | None = self._dialog().questions
+        else:
+            pane = self._panes(question.conversation_id)
+            questions = pane.findChild(SshQuestions) if pane is not None else None
         if questions is None:  # nowhere to ask: ssh gets a refusal, never a silent wait
             self.refusal_requested.emit(question.id)
             return
@@ -215,8 +258,15 @@ class SshQuestionRouter(QObject):
             questions.answer_requested.connect(self._on_answer_requested)
             questions.refusal_requested.connect(self._on_refusal_requested)
         self._shown[question.id] = questions
-        questions.ask(question, self._host_of(question.conversation_id))
-        self.question_shown.emit(question.conversation_id)
+        questions.ask(question, question.host or self._host_of(question.conversation_id))
+        if question.conversation_id:
+            self.question_shown.emit(question.conversation_id)
+
+    def _dialog(self) -> SshQuestionDialog:
+        if self.dialog is None:
+            parent = self.parent()
+            self.dialog = SshQuestionDialog(parent if isinstance(parent, QWidget) else None)
+        return self.dialog
 
     def on_question_closed(self, question_id: str) -> None:
         questions = self._shown.pop(question_id, None)

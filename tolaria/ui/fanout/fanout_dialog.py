@@ -1,5 +1,9 @@
 """The "Ask several agents…" dialog: pick agents and type one prompt for all of them (a fan-out job).
 
+Where the job's agents run: "Run on" (default this computer), the hosts the "New chat on" menu
+offers and "Other host…" typed under it, checked by the same parser (``host_problem``); the
+agents listed are those of the chosen host (found there, with versions, as the Host menu shows).
+
 Non-modal (shown, never ``exec()``-ed: a nested loop inside the qasync loop would deadlock the
 running turns); confirming emits an intent and hides the dialog.
 """
@@ -13,6 +17,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -22,7 +27,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tolaria.ui.chat.host_control import HOST_PLACEHOLDER, InlineEntry, host_problem
 from tolaria.ui.settings.limit_fields import LimitFields
+
+OTHER_HOST = "Other host…"
 
 
 def agents_of(picker: QComboBox) -> list[tuple[str, str, bool]]:
@@ -40,8 +48,10 @@ def agents_of(picker: QComboBox) -> list[tuple[str, str, bool]]:
 
 class FanOutDialog(QDialog):
     #: Send one prompt to several agents at once: prompt, list of agent ids, the job's budget
-    #: (RunLimits; all None: no budget).
-    fan_out_requested = Signal(str, object, object)
+    #: (RunLimits; all None: no budget), the host its agents run on ("" this computer).
+    fan_out_requested = Signal(str, object, object, str)
+    #: Another host was chosen: its agents are wanted (``set_agents``): host ("" here).
+    host_chosen = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -49,6 +59,23 @@ class FanOutDialog(QDialog):
         self.setWindowTitle("Ask several agents")
         self.setModal(False)
         layout = QVBoxLayout(self)
+        row = QHBoxLayout()
+        run_on = QLabel("&Run on:", self)
+        self.hosts = QComboBox(self)
+        self.hosts.setObjectName("fanOutHost")
+        self.hosts.setAccessibleName("Run the agents on")
+        self.hosts.setToolTip("Where the job's agents run: this computer, or another machine "
+                              "through your ssh")
+        run_on.setBuddy(self.hosts)
+        self.hosts.activated.connect(self._on_hosts_activated)
+        row.addWidget(run_on)
+        row.addWidget(self.hosts, 1)
+        layout.addLayout(row)
+        #: "Other host…" is typed here, its problem beside it.
+        self.host_entry = InlineEntry(self)
+        layout.addWidget(self.host_entry)
+        self._host = ""
+        self.set_hosts([("", "This computer")])
         layout.addWidget(QLabel("Agents:", self))
         self.agents = QListWidget(self)
         self.agents.setObjectName("fanOutAgents")
@@ -76,6 +103,41 @@ class FanOutDialog(QDialog):
         layout.addWidget(buttons)
         self.resize(480, 420)
         self._refresh()
+
+    def host(self) -> str:
+        """Where the job's agents run ("" this computer)."""
+        return self._host
+
+    def set_hosts(self, choices: Sequence[tuple[str, str]]) -> None:
+        """(destination, text) as the "New chat on" menu offers them; the chosen one stays."""
+        shown = list(choices)
+        if self._host and self._host not in dict(shown):
+            shown.append((self._host, self._host))
+        self.hosts.blockSignals(True)
+        self.hosts.clear()
+        for host, text in shown:
+            self.hosts.addItem(text, host)
+        self.hosts.addItem(OTHER_HOST, None)
+        self.hosts.setCurrentIndex(max(0, self.hosts.findData(self._host)))
+        self.hosts.blockSignals(False)
+
+    def choose_host(self, host: str) -> None:
+        self.host_entry.close_entry()
+        if self.hosts.findData(host) < 0:
+            self.hosts.insertItem(self.hosts.count() - 1, host, host)
+        self.hosts.setCurrentIndex(self.hosts.findData(host))
+        if host != self._host:
+            self._host = host
+            self.host_chosen.emit(host)
+        self._refresh()
+
+    def _on_hosts_activated(self, index: int) -> None:
+        host = self.hosts.itemData(index)
+        if isinstance(host, str):
+            self.choose_host(host)
+            return
+        self.hosts.setCurrentIndex(max(0, self.hosts.findData(self._host)))  # until typed
+        self.host_entry.ask("Host:", "", HOST_PLACEHOLDER, host_problem, self.choose_host)
 
     def set_agents(self, agents: Sequence[tuple[str, str, bool]]) -> None:
         """(agent id, shown name, usable); unusable agents are listed but cannot be checked."""
@@ -116,6 +178,13 @@ class FanOutDialog(QDialog):
         agents = self.selected_agents()
         if not prompt.strip() or not agents:
             return
+        problem = host_problem(self._host) if self._host else None
+        if problem is not None:  # the settings changed since it was chosen
+            self.host_entry.ask("Host:", self._host, HOST_PLACEHOLDER, host_problem,
+                                self.choose_host)
+            self.host_entry.show_error(problem)
+            return
         self.hide()
         self.prompt.clear()
-        self.fan_out_requested.emit(prompt, agents, self.budget.limits().effective())
+        self.fan_out_requested.emit(prompt, agents, self.budget.limits().effective(),
+                                    self._host)

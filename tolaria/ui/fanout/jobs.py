@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tolaria.qt.bridge import Bridge
     from tolaria.ui.chat.chat_stack import ChatStack
     from tolaria.ui.chat.header import ChatHeader
+    from tolaria.ui.sidebar.sidebar import Sidebar
 
 
 class JobHost(Protocol):
@@ -32,6 +33,7 @@ class JobHost(Protocol):
 
     header: ChatHeader
     stack: ChatStack
+    sidebar: Sidebar
     stop_requested: SignalInstance
     stop_job_requested: SignalInstance
     send_requested: SignalInstance
@@ -47,7 +49,7 @@ class JobHost(Protocol):
     def bridge(self) -> Bridge | None: ...
 
     def fan_out_here(self, prompt: str, agents: list[str],
-                     budget: RunLimits | None = None) -> None: ...
+                     budget: RunLimits | None = None, host: str = "") -> None: ...
 
     def refresh_run_state(self) -> None: ...
 
@@ -84,18 +86,38 @@ class JobWindows(QObject):
         if self.dialog is None:
             self.dialog = FanOutDialog(window.as_parent())
             self.dialog.fan_out_requested.connect(self._on_dialog_fan_out_requested)
-        self.dialog.set_agents(agents_of(window.header.agent_picker))
+            self.dialog.host_chosen.connect(self._on_dialog_host_chosen)
+        self.dialog.set_hosts(window.sidebar.new_host_button.choices())
+        self.refresh_agents()
         self.dialog.show()
         self.dialog.raise_()
         self.dialog.activateWindow()
 
     def refresh_agents(self) -> None:
         if self.dialog is not None:
-            self.dialog.set_agents(agents_of(self._window.header.agent_picker))
+            self.dialog.set_agents(self._agents_on(self.dialog.host()))
+
+    def _agents_on(self, host: str) -> list[tuple[str, str, bool]]:
+        """This computer's agents (the picker's list when the chat shown is here), or those
+        found on ``host`` (with versions); not looked at yet: a look is asked for, and its
+        agents stay choosable meanwhile (as in the picker)."""
+        picker = self._window.header.agent_picker
+        if not host and not picker.host:
+            return agents_of(picker)
+        rows = picker.menu_rows(host)
+        if rows is None:
+            picker.host_agents_requested.emit(host, False)
+            rows = picker.menu_rows("") or []
+            return [(r.agent, r.text.split(" — ")[0], True) for r in rows
+                    if r.agent in picker.remote_agents()]
+        return [(r.agent, r.text, r.usable) for r in rows if r.agent]
+
+    def _on_dialog_host_chosen(self, _host: str) -> None:
+        self.refresh_agents()
 
     def _on_dialog_fan_out_requested(self, prompt: str, agents: list[str],
-                                     budget: RunLimits) -> None:
-        self._window.fan_out_here(prompt, agents, budget)
+                                     budget: RunLimits, host: str) -> None:
+        self._window.fan_out_here(prompt, agents, budget, host)
 
     # -- job windows --------------------------------------------------------------------------
     def create_view(self, job: FanOutJob) -> FanOutView:

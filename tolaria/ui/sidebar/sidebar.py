@@ -35,7 +35,7 @@ from tolaria.ui import theme
 from tolaria.ui.chat.host_control import InlineEntry
 from tolaria.ui.sidebar.new_chat_host import NewChatHostButton
 from tolaria.ui.sidebar.sidebar_groups import ID_ROLE, SidebarGroups
-from tolaria.ui.sidebar.sidebar_hosts import SidebarHosts
+from tolaria.ui.sidebar.sidebar_hosts import HOST_ROLE, SidebarHosts
 from tolaria.ui.sidebar.sidebar_rows import (  # re-exported: the list's API
     COMMAND_LINE_ROLE,
     RUNNING_ROLE,
@@ -67,6 +67,8 @@ class Sidebar(SidebarHosts, SidebarGroups, QWidget):
     remove_worktree_requested = Signal(int)
     #: Stop showing an inline confirm and give the keys back to the chat.
     confirm_closed = Signal()
+    #: A host's group was folded or unfolded: the folded hosts (kept across restarts).
+    folding_changed = Signal(list)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -111,6 +113,7 @@ class Sidebar(SidebarHosts, SidebarGroups, QWidget):
         self.list.currentItemChanged.connect(self._on_list_current_item_changed)
         self.list.itemActivated.connect(self._on_list_item_activated)
         self.list.viewport().installEventFilter(self)  # a click on a host heading folds it
+        self.list.installEventFilter(self)  # Left / Right / Space on a host heading
         self._init_hosts()
         layout.addWidget(self.list, 1)
         self.no_match = QLabel("No chat matches.", self)
@@ -214,7 +217,8 @@ class Sidebar(SidebarHosts, SidebarGroups, QWidget):
 
     def current_id(self) -> int | None:
         item = self.list.currentItem()
-        return int(item.data(ID_ROLE)) if item is not None else None
+        chat = item.data(ID_ROLE) if item is not None else None  # a host heading: none
+        return int(chat) if chat is not None else None
 
     def ids(self) -> list[int]:
         return [int(item.data(ID_ROLE)) for item in self._rows() if item.data(ID_ROLE) is not None]
@@ -233,10 +237,19 @@ class Sidebar(SidebarHosts, SidebarGroups, QWidget):
         """In the search field: Down goes into the list; Esc clears the search (rather than
         stopping the chat's run) while there is something to clear."""
         kind = event.type()
+        if watched is self.list.viewport() and kind == QEvent.Type.MouseButtonPress:
+            assert isinstance(event, QMouseEvent)
+            item = self.list.itemAt(event.position().toPoint())
+            if item is not None and item.data(HOST_ROLE):
+                return True  # the chat shown stays the current row; the release folds
         if watched is self.list.viewport() and kind == QEvent.Type.MouseButtonRelease:
             assert isinstance(event, QMouseEvent)
             if event.button() == Qt.MouseButton.LeftButton \
                     and self._host_header_clicked(event.position().toPoint()):
+                return True
+        if watched is self.list and kind == QEvent.Type.KeyPress:
+            assert isinstance(event, QKeyEvent)
+            if self._host_key(event):
                 return True
         if watched is self.search and kind in (QEvent.Type.KeyPress,
                                                QEvent.Type.ShortcutOverride):
@@ -281,11 +294,15 @@ class Sidebar(SidebarHosts, SidebarGroups, QWidget):
 
     def _on_list_current_item_changed(self, current: QListWidgetItem | None,
                                       _previous: QListWidgetItem | None) -> None:
-        if current is not None:
+        if current is not None and current.data(ID_ROLE) is not None:  # not a host heading
             self.open_requested.emit(int(current.data(ID_ROLE)))
 
     def _on_list_item_activated(self, item: QListWidgetItem) -> None:
-        self.activate_requested.emit(int(item.data(ID_ROLE)))
+        if item.data(ID_ROLE) is not None:
+            self.activate_requested.emit(int(item.data(ID_ROLE)))
+
+    def _folding_changed(self) -> None:
+        self.folding_changed.emit(self.folded_hosts())
 
     # -- rename / delete (dialogs use open(): never a nested event loop) -----------------------
     def _on_list_custom_context_menu_requested(self, pos: QPoint) -> None:
@@ -302,7 +319,7 @@ class Sidebar(SidebarHosts, SidebarGroups, QWidget):
 
     def _on_rename_action_triggered(self) -> None:
         item = self.list.currentItem()
-        if item is None:
+        if item is None or item.data(ID_ROLE) is None:  # a host heading is not renamed
             return
         if item.isHidden():  # filtered away by the search: show it again to edit it in place
             self.search.clear()

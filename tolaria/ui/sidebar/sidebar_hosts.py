@@ -1,11 +1,12 @@
 """The chat list grouped by host (issue 25 item 1): this computer's chats first, ungrouped; each
 other machine's chats under a heading row with the host's name, in name order, collapsible
-(a click on the heading; the state is kept while the window runs). The search looks through
-every group: a collapsed group opens its matches while a search is typed.
+(a click on the heading, or on a focused heading Left / Right / Space / Enter as in tree views;
+the folded hosts are kept across restarts by the app, ``folding_changed``). The search looks
+through every group: a collapsed group opens its matches while a search is typed.
 
 A mixin of the sidebar (its ``list`` and ``_items``), as the fan-out groups are
 (sidebar_groups.py). Heading rows carry ``HOST_ROLE`` and no ``ID_ROLE``: every id query skips
-them. A chat's row moves only when it is new or its host changed, so saving a chat (each turn)
+them; they can be the current row (keyboard focus) but are never selected. A chat's row moves only when it is new or its host changed, so saving a chat (each turn)
 costs what it did.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import builtins
 
 from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QListWidget, QListWidgetItem
 
 from tolaria.ui.sidebar.sidebar_groups import ID_ROLE
@@ -40,6 +42,10 @@ class SidebarHosts:
         self._collapsed: set[str] = set()
 
     def _apply_filter(self) -> None:
+        raise NotImplementedError
+
+    def _folding_changed(self) -> None:
+        """The folded hosts changed (the sidebar says so, for the app to keep them)."""
         raise NotImplementedError
 
     # -- placing rows ------------------------------------------------------------------------------
@@ -80,8 +86,11 @@ class SidebarHosts:
         header = QListWidgetItem(host)
         header.setData(HOST_ROLE, host)
         header.setData(COLLAPSED_ROLE, host in self._collapsed)
-        header.setFlags(Qt.ItemFlag.NoItemFlags)  # never selected or focused: a click folds it
-        header.setToolTip(f"Chats on {host}: click to fold or unfold")
+        # Focusable by the keyboard (Left folds, Right unfolds), never selected: a click folds.
+        header.setFlags(Qt.ItemFlag.ItemIsEnabled)
+        header.setToolTip(f"Chats on {host}: click (or Space) to fold or unfold")
+        header.setData(Qt.ItemDataRole.AccessibleDescriptionRole,
+                       "Left folds, Right unfolds, Space or Enter toggles")
         after = sorted(h for h in self._host_headers if h > host)
         row = self.list.row(self._host_headers[after[0]]) if after else self.list.count()
         self.list.insertItem(row, header)
@@ -111,8 +120,8 @@ class SidebarHosts:
         header.setData(COUNT_ROLE, count)
         header.setData(COLLAPSED_ROLE, collapsed)
         header.setData(Qt.ItemDataRole.AccessibleTextRole,
-                       f"Host {host}, {count} chat{'s' if count != 1 else ''}"
-                       + (", folded" if collapsed else ""))
+                       f"Host {host}, {count} chat{'s' if count != 1 else ''}, "
+                       + ("folded" if collapsed else "unfolded"))
 
     # -- folding and the search ------------------------------------------------------------------
     def host_groups(self) -> builtins.list[tuple[str, builtins.list[int]]]:
@@ -122,12 +131,51 @@ class SidebarHosts:
                 for h in headers]
 
     def set_host_collapsed(self, host: str, collapsed: bool) -> None:
+        if (host in self._collapsed) == collapsed:
+            return
         if collapsed:
             self._collapsed.add(host)
         else:
             self._collapsed.discard(host)
         self._count(host)
         self._apply_filter()
+        self._folding_changed()
+
+    def folded_hosts(self) -> builtins.list[str]:
+        return sorted(self._collapsed)
+
+    def restore_folded_hosts(self, hosts: builtins.list[str]) -> None:
+        """The folded hosts of the last run (before or after their chats are listed)."""
+        self._collapsed = set(hosts)
+        for host in self._host_headers:
+            self._count(host)
+        self._apply_filter()
+
+    def _host_key(self, event: QKeyEvent) -> bool:
+        """Left / Right / Space / Enter on a focused host heading fold or unfold it; Left on a
+        chat of a host's group goes to its heading (as in tree views). True: handled."""
+        item = self.list.currentItem()
+        if item is None:
+            return False
+        key = event.key()
+        host = item.data(HOST_ROLE)
+        if not host:
+            owner = self._host_of.get(int(item.data(ID_ROLE))) if item.data(ID_ROLE) is not None \
+                else None
+            if key == Qt.Key.Key_Left and owner and owner in self._host_headers:
+                self.list.setCurrentItem(self._host_headers[owner])
+                return True
+            return False
+        host = str(host)
+        if key == Qt.Key.Key_Left:
+            self.set_host_collapsed(host, True)
+        elif key == Qt.Key.Key_Right:
+            self.set_host_collapsed(host, False)
+        elif key in (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            self.set_host_collapsed(host, host not in self._collapsed)
+        else:
+            return False
+        return True
 
     def is_host_collapsed(self, host: str) -> bool:
         return host in self._collapsed

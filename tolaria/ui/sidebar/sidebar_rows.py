@@ -196,6 +196,9 @@ def _paint_host_header(painter: QPainter, opt: QStyleOptionViewItem, host: str,
     """A host's heading: a fold arrow, the host's name, and (folded) how many chats it holds;
     a thin rule above it separates it from the chats before."""
     painter.save()
+    if opt.state & QStyle.StateFlag.State_HasFocus:  # the keyboard is on it (Left/Right fold)
+        painter.setPen(opt.palette.highlight().color())
+        painter.drawRoundedRect(opt.rect.adjusted(4, 4, -5, -1), 4, 4)
     painter.setPen(theme.border())
     painter.drawLine(opt.rect.left() + 8, opt.rect.top() + 2, opt.rect.right() - 8,
                      opt.rect.top() + 2)

@@ -114,9 +114,9 @@ class MainWindow(WindowKeys):
     host_change_requested = Signal(int, str)
     #: The current chat's "keep running when disconnected" switched (conversation id, on).
     keep_running_change_requested = Signal(int, bool)
-    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder,
-    #: the job's budget (RunLimits).
-    fan_out_requested = Signal(str, object, str, object)
+    #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder
+    #: ("" on a host: its home), the job's budget (RunLimits), host ("" this computer).
+    fan_out_requested = Signal(str, object, str, object, str)
     #: Stop every running member of a fan-out job: job id.
     stop_job_requested = Signal(str)
     #: Open the settings file in the user's editor: path.
@@ -230,6 +230,7 @@ class MainWindow(WindowKeys):
         self.header.host_change_requested.connect(self._on_header_host_change_requested)
         self.header.keep_running_change_requested.connect(
             self._on_header_keep_running_change_requested)
+        self.header.host_agent_change_requested.connect(self._on_header_host_change_requested)
         self.stack.send_requested.connect(self.send_requested)
         self.stack.stop_requested.connect(self.stop_requested)
         self.stack.open_requested.connect(self.open_requested)
@@ -418,11 +419,13 @@ class MainWindow(WindowKeys):
         self.import_report.show_report(report, error, Path(os.path.expanduser("~")))
 
     def fan_out_here(self, prompt: str, agents: list[str],
-                     budget: RunLimits | None = None) -> None:
-        """Start a job in the current chat's folder."""
+                     budget: RunLimits | None = None, host: str = "") -> None:
+        """Start a job in the current chat's folder (on ``host``: its folder when on that host,
+        else the host's home)."""
         current = self._conversations.get(self.current_conversation_id() or -1)
-        cwd = (local_folder(current) if current else None) or self.default_cwd
-        self.fan_out_requested.emit(prompt, agents, cwd, budget or RunLimits())
+        cwd = folder_on(host, current, (local_folder(current) if current else None)
+                        or self.default_cwd)
+        self.fan_out_requested.emit(prompt, agents, cwd, budget or RunLimits(), host)
 
     def _on_sidebar_open_requested(self, conversation_id: int) -> None:
         conversation = self._conversations.get(conversation_id)
@@ -457,15 +460,19 @@ class MainWindow(WindowKeys):
         if conversation_id is not None:
             self.keep_running_change_requested.emit(conversation_id, keep)
 
-    def _on_header_host_change_requested(self, host: str) -> None:
+    def _on_header_host_change_requested(self, host: str, agent: str = "") -> None:
+        """Another host (and with ``agent``, picked under a host in its menu, that agent)."""
         pane = self.current_pane()
-        if pane is None or host == self.header.host:
+        if pane is None or (host == self.header.host and not agent):
             return
         if pane.running_stream is not None:  # its agent stays where it runs
             self.header.show_host_error("Stop the running turn before changing the host: it "
                                         "keeps running where it is.")
             return
-        self.host_change_requested.emit(pane.conversation_id, host)
+        if host != self.header.host:
+            self.host_change_requested.emit(pane.conversation_id, host)
+        if agent:
+            self.agent_change_requested.emit(pane.conversation_id, agent)
 
     # -- facts --------------------------------------------------------------------------------
     def open_conversation(self, conversation_id: int, focus: bool = True) -> None:
