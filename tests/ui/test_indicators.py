@@ -40,3 +40,23 @@ def test_a_checked_box_shows_a_white_check_on_the_accent(qtbot: QtBot, name: str
         assert {accent, white} <= colours(1)  # the accent fill and the check mark
     finally:
         theme.apply_theme("system")
+
+
+def test_the_fan_out_agent_list_follows_a_live_theme_change(qtbot: QtBot) -> None:
+    from tolaria.ui.fanout.fanout_dialog import FanOutDialog
+
+    theme.apply_theme("light")
+    try:
+        dialog = FanOutDialog()
+        qtbot.addWidget(dialog)
+        dialog.show()
+        qtbot.waitExposed(dialog)
+        assert dialog.agents.styleSheet() == theme.indicator_css()
+        theme.apply_theme("dark")
+        qtbot.waitUntil(lambda: dialog.agents.styleSheet() == theme.indicator_css())
+        assert theme.accent().name() in dialog.agents.styleSheet()
+        # The list's own background is the dark one (a styled widget keeps its palette unless
+        # restyled: the list stayed white before).
+        qtbot.waitUntil(lambda: theme.is_dark(dialog.agents.palette()))
+    finally:
+        theme.apply_theme("system")

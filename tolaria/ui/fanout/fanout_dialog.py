@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tolaria.ui import theme
 from tolaria.ui.chat.host_control import HOST_PLACEHOLDER, InlineEntry, host_problem
 from tolaria.ui.settings.limit_fields import LimitFields
 
@@ -103,6 +105,20 @@ class FanOutDialog(QDialog):
         layout.addWidget(buttons)
         self.resize(480, 420)
         self._refresh()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        self._restyle()
+        super().showEvent(event)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self.isVisible():
+            self._restyle()  # a widget with a style sheet keeps its palette otherwise
+
+    def _restyle(self) -> None:
+        """The list's check boxes in the theme of the moment (Fusion's own vanish on dark)."""
+        if self.agents.styleSheet() != (css := theme.indicator_css()):
+            self.agents.setStyleSheet(css)
 
     def host(self) -> str:
         """Where the job's agents run ("" this computer)."""

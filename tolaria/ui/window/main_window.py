@@ -50,13 +50,13 @@ from tolaria.ui.sidebar.sidebar import Sidebar
 from tolaria.ui.transcript.cards.style import flat_button_css, follow_palette
 from tolaria.ui.window import keymap
 from tolaria.ui.window.export_dialog import ExportDialog
+from tolaria.ui.window.header_intents import HeaderIntents
 from tolaria.ui.window.import_report import ImportReportBar
 from tolaria.ui.window.notifier import BackgroundNotifier
 from tolaria.ui.window.quit_prompt import QuitPrompt
 from tolaria.ui.window.slash_actions import run_slash_command
 from tolaria.ui.window.store_notice import StoreNotice
 from tolaria.ui.window.view_menu import ViewMenu
-from tolaria.ui.window.window_keys import WindowKeys
 
 
 def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> QKeySequence:
@@ -68,7 +68,7 @@ def parse_shortcut(text: str, default: str, name: str, problems: list[str]) -> Q
     return seq
 
 
-class MainWindow(WindowKeys):
+class MainWindow(HeaderIntents):
     #: Create a conversation: agent id, working folder ("" on a host: its home), host ("" for
     #: this computer).
     new_chat_requested = Signal(str, str, str)
@@ -106,14 +106,6 @@ class MainWindow(WindowKeys):
     delete_requested = Signal(int)
     #: Remove a conversation's git worktree once it is deleted (asked just before): id.
     remove_worktree_requested = Signal(int)
-    #: Use another agent in a conversation: id, agent id.
-    agent_change_requested = Signal(int, str)
-    #: Use another working folder in a conversation: id, path.
-    cwd_change_requested = Signal(int, str)
-    #: Run a conversation's turns on another host: id, destination ("" for this computer).
-    host_change_requested = Signal(int, str)
-    #: The current chat's "keep running when disconnected" switched (conversation id, on).
-    keep_running_change_requested = Signal(int, bool)
     #: Send one prompt to several agents at once (a fan-out job): prompt, agent ids, folder
     #: ("" on a host: its home), the job's budget (RunLimits), host ("" this computer).
     fan_out_requested = Signal(str, object, str, object, str)
@@ -444,35 +436,6 @@ class MainWindow(WindowKeys):
         pane = self.stack.pane(conversation_id)
         if pane is not None:
             pane.composer.setFocus()
-
-    def _on_header_agent_change_requested(self, agent: str) -> None:
-        conversation_id = self.current_conversation_id()
-        if conversation_id is not None:
-            self.agent_change_requested.emit(conversation_id, agent)
-
-    def _on_header_cwd_change_requested(self, path: str) -> None:
-        conversation_id = self.current_conversation_id()
-        if conversation_id is not None:
-            self.cwd_change_requested.emit(conversation_id, path)
-
-    def _on_header_keep_running_change_requested(self, keep: bool) -> None:
-        conversation_id = self.current_conversation_id()
-        if conversation_id is not None:
-            self.keep_running_change_requested.emit(conversation_id, keep)
-
-    def _on_header_host_change_requested(self, host: str, agent: str = "") -> None:
-        """Another host (and with ``agent``, picked under a host in its menu, that agent)."""
-        pane = self.current_pane()
-        if pane is None or (host == self.header.host and not agent):
-            return
-        if pane.running_stream is not None:  # its agent stays where it runs
-            self.header.show_host_error("Stop the running turn before changing the host: it "
-                                        "keeps running where it is.")
-            return
-        if host != self.header.host:
-            self.host_change_requested.emit(pane.conversation_id, host)
-        if agent:
-            self.agent_change_requested.emit(pane.conversation_id, agent)
 
     # -- facts --------------------------------------------------------------------------------
     def open_conversation(self, conversation_id: int, focus: bool = True) -> None:
