@@ -9,7 +9,7 @@ path is checked there the same way: Enter lists it, so a bad one gets its one li
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.remote.folders import Listing
 from tolaria.ui import theme
+from tolaria.ui.settings.dialog import preferences_css
 
 _GIT_MARK = "  · git"
 
@@ -46,10 +47,20 @@ class RemoteFolderDialog(QDialog):
         self.shown: Listing | None = None
         self._asked = ""
         layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 12, 14, 12)
+        title = QLabel(f"Working folder on {host}", self)
+        title.setObjectName("remoteFolderTitle")
+        title.setTextFormat(Qt.TextFormat.PlainText)
+        font = title.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.15)
+        title.setFont(font)
+        layout.addWidget(title)
         row = QHBoxLayout()
-        self.up = QPushButton("Up", self)
+        self.up = QPushButton("↑ Up", self)
         self.up.setObjectName("remoteFolderUp")
         self.up.setAccessibleName("Parent folder")
+        self.up.setToolTip("The parent folder")
         self.up.clicked.connect(self._on_up_clicked)
         self.path = QLineEdit(self)
         self.path.setObjectName("remoteFolderPath")
@@ -77,11 +88,24 @@ class RemoteFolderDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel, self)
         self.choose = self.buttons.addButton("Choose", QDialogButtonBox.ButtonRole.AcceptRole)
         self.choose.setObjectName("remoteFolderChoose")
+        self.choose.setProperty("primary", True)  # the accent button, as in Preferences
         self.choose.setEnabled(False)
         self.buttons.accepted.connect(self._on_buttons_accepted)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
         self.resize(520, 420)
+        self._restyle()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._restyle()
+
+    def _restyle(self) -> None:
+        """Preferences' look (rounded fields, list rows, the accent button), in the theme of the
+        moment."""
+        if self.styleSheet() != (css := preferences_css()):
+            self.setStyleSheet(css)
 
     def start(self) -> None:
         """Open the dialog and list the start folder (or the home folder there)."""
