@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from tolaria.config.settings import THEMES, Settings
 from tolaria.ui import theme
 from tolaria.ui.settings.attachment_fields import AttachmentFields
+from tolaria.ui.settings.fields import scrolled
 from tolaria.ui.settings.limit_fields import LimitFields
 from tolaria.ui.settings.notify_fields import NotifyFields
 
@@ -57,9 +58,15 @@ class BehaviourPage(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("behaviourPage")
-        layout = QVBoxLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        body = QWidget(self)  # a long form: it scrolls rather than squeezing its rows
+        layout = QVBoxLayout(body)
         form = QFormLayout()
         layout.addLayout(form)
+        scroll = scrolled(body, self)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        outer.addWidget(scroll)
         self.grace = QDoubleSpinBox(self)
         self.grace.setObjectName("graceSeconds")
         self.grace.setRange(0.1, 60.0)
@@ -102,7 +109,7 @@ class BehaviourPage(QWidget):
         form.addRow("Quit", self.confirm_quit)
         self.notify = NotifyFields(self)
         self.notify.changed.connect(self.changed)
-        form.addRow("Notifications", self.notify)
+        form.addRow("Notifications", _with_hint(self.notify, NotifyFields.HINT, self))
         self.theme = QComboBox(self)
         self.theme.setObjectName("themeChoice")
         for name in THEMES:

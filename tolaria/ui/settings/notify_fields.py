@@ -9,16 +9,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QDoubleSpinBox, QHBoxLayout, QVBoxLayout, QWidget
 
 from tolaria.chats.notify.notices import KIND_LABELS, KINDS, STALL
 from tolaria.config.settings import Settings
-from tolaria.ui import theme
 
 
 class NotifyFields(QWidget):
     #: A value was changed.
     changed = Signal()
+    #: What the fields do, shown under them by the page (its rows' own hint style).
+    HINT = ("Through the desktop's notifications (the system tray where there are none); never "
+            "for the chat in view, one at a time per chat. Waiting questions are counted on the "
+            "window's title and the launcher.")
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -51,12 +54,6 @@ class NotifyFields(QWidget):
                 row.addWidget(self.stall_minutes)
             row.addStretch(1)
             column.addLayout(row)
-        hint = QLabel("Through the desktop's notifications (the system tray where there are "
-                      "none); never for the chat in view, one at a time per chat. Waiting "
-                      "questions are counted on the window's title and the launcher.", self)
-        hint.setWordWrap(True)
-        hint.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
-        column.addWidget(hint)
 
     def widgets(self) -> tuple[QWidget, ...]:
         return (self.master, self.stall_minutes, *self.kinds.values())
