@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -142,10 +143,17 @@ def test_the_watchdog_runs_with_the_apps_backend() -> None:
         client.run_started("ai-agent-stream-w")
         pid = client.pid()
         assert pid is not None
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            env = fh.read().split(b"\0")
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            argv = fh.read().split(b"\0")
+        # Popen returns when exec has closed its error pipe, which the kernel does before it
+        # lays out the new program's environment: /proc reads empty for that short while.
+        deadline = time.monotonic() + 10
+        while True:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            if (env != [b""] and argv != [b""]) or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
         name = backend.current().name
         assert f"{backend.ENV_VAR}={name}".encode() in env
         assert (b"-S" in argv) is (name == "linux")
