@@ -1,10 +1,10 @@
 """Tolaria's git runner on a host (hostgit.py) runs on the host's own Python, like the
-supervisor: standard library only, Python >= 3.8, shipped as the very bytes that are hashed.
+supervisor: shipped as the very bytes that are hashed (stdlib only and Python >= 3.8:
+test_host_programs_static.py).
 And a batch run here through the bootstrap, as a host would: no sshd needed."""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import shutil
 import subprocess
@@ -18,25 +18,6 @@ from tolaria.core.remote.hostcall import HostError, batch
 from tolaria.core.remote.hosts import Target
 
 SOURCE = Path(hostgit.__file__)
-
-
-def test_hostgit_imports_the_standard_library_only() -> None:
-    names = set()
-    for node in ast.walk(ast.parse(SOURCE.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
-
-
-def test_hostgit_needs_no_python_newer_than_3_8() -> None:
-    vermin = shutil.which("vermin") or str(Path(sys.executable).parent / "vermin")
-    if not Path(vermin).exists():
-        pytest.fail("vermin is missing: pip install -e '.[test]'")
-    done = subprocess.run([vermin, "-t=3.8-", "--violations", "--no-tips", "--no-parse-comments",
-                           str(SOURCE)], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_bootstrap_brings_hostgit_by_its_hash(tmp_path: Path) -> None:

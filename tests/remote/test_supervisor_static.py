@@ -1,12 +1,9 @@
-"""The supervisor runs on the host's own Python: standard library only, Python >= 3.8, one file,
-shipped in the wheel as the very bytes that are hashed. These checks need no sshd."""
+"""The supervisor runs on the host's own Python (stdlib only, Python >= 3.8:
+test_host_programs_static.py): one file, shipped in the wheel as the very bytes that are
+hashed, and its frames. These checks need no sshd."""
 
 from __future__ import annotations
 
-import ast
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,26 +11,6 @@ import pytest
 from tolaria.core.remote import bootstrap, supervisor
 
 SOURCE = Path(supervisor.__file__)
-
-
-def test_supervisor_imports_the_standard_library_only() -> None:
-    tree = ast.parse(SOURCE.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
-
-
-def test_supervisor_needs_no_python_newer_than_3_8() -> None:
-    vermin = shutil.which("vermin") or str(Path(sys.executable).parent / "vermin")
-    if not Path(vermin).exists():
-        pytest.fail("vermin is missing: pip install -e '.[test]'")
-    done = subprocess.run([vermin, "-t=3.8-", "--violations", "--no-tips", "--no-parse-comments",
-                           str(SOURCE)], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_hash_is_of_the_shipped_bytes() -> None:

@@ -9,21 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QListWidget,
-    QListWidgetItem,
-    QStackedWidget,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QListWidgetItem, QWidget
 
 from tolaria.config.remote_hosts_edit import HostEntry
-from tolaria.ui import theme
-from tolaria.ui.settings.fields import column_button, scrolled
+from tolaria.ui.settings.entry_list import EntryPage, empty_or_form, entry_column
 from tolaria.ui.settings.host_editor import HostEditor
-from tolaria.ui.window.inline_confirm import InlineConfirm
 
 _KEY = Qt.ItemDataRole.UserRole
 #: The key of a host being added (not in the file yet).
@@ -41,7 +31,7 @@ def summary(entry: HostEntry) -> str:
     return " · ".join(parts)
 
 
-class HostsPage(QWidget):
+class HostsPage(EntryPage):
     #: Write a host: HostEntry, the name it replaces (None: a new one).
     save_requested = Signal(object, object)
     #: Remove a saved host: its name.
@@ -56,36 +46,21 @@ class HostsPage(QWidget):
         self._removing: str | None = None
         self._shown: str | None = None
         layout = QHBoxLayout(self)
-        left = QVBoxLayout()
-        self.list = QListWidget(self)
-        self.list.setObjectName("hostList")
-        self.list.setAccessibleName("Hosts")
-        self.list.setMinimumWidth(220)
-        self.list.setMaximumWidth(280)
-        self.list.setWordWrap(True)
-        self.list.currentItemChanged.connect(self._on_list_current_item_changed)
-        left.addWidget(self.list, 1)
-        self.add_button = column_button(self, "Add host", "hostAddButton", left)
-        self.add_button.clicked.connect(self._on_add_button_clicked)
-        self.remove_button = column_button(self, "Remove", "hostRemoveButton", left)
-        self.remove_button.clicked.connect(self._on_remove_button_clicked)
-        self.remove_confirm = InlineConfirm("hostRemoveConfirm", "Remove", parent=self)
-        self.remove_confirm.accepted.connect(self._on_remove_confirm_accepted)
-        left.addWidget(self.remove_confirm)
-        layout.addLayout(left)
+        column = entry_column(self, list_name="hostList", accessible_name="Hosts",
+                              prefix="host", add_text="Add host")
+        self.list = column.list
+        self.add_button = column.add_button
+        self.remove_button = column.remove_button
+        self.remove_confirm = column.remove_confirm
+        layout.addLayout(column.layout)
         self.editor = HostEditor(self)
         self.editor.changed.connect(self._on_editor_changed)
         self.editor.save_requested.connect(self._on_editor_save_requested)
-        self.empty = QLabel("No hosts set up yet.\n\nA chat can run on any host your ssh "
-                            "reaches (its Host menu → Other host…). Add one here to give it a "
-                            "name, its own ssh settings, environment or agent programs.", self)
-        self.empty.setObjectName("hostsEmpty")
-        self.empty.setWordWrap(True)
-        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
-        self.stack = QStackedWidget(self)
-        self.stack.addWidget(self.empty)
-        self.stack.addWidget(scrolled(self.editor, self))
+        self.stack, self.empty = empty_or_form(
+            self, self.editor, empty_name="hostsEmpty",
+            empty_text="No hosts set up yet.\n\nA chat can run on any host your ssh reaches (its "
+            "Host menu → Other host…). Add one here to give it a name, its own ssh settings, "
+            "environment or agent programs.")
         layout.addWidget(self.stack, 1)
 
     # -- facts --------------------------------------------------------------------------------

@@ -22,9 +22,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
-    QListWidget,
     QListWidgetItem,
-    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -32,9 +30,8 @@ from PySide6.QtWidgets import (
 from tolaria.config.mcp import CONTINUE, REFUSE, McpSettings
 from tolaria.core.mcp.servers import STDIO, McpServer
 from tolaria.ui import theme
-from tolaria.ui.settings.fields import column_button, scrolled
+from tolaria.ui.settings.entry_list import EntryPage, empty_or_form, entry_column
 from tolaria.ui.settings.mcp_editor import McpEditor
-from tolaria.ui.window.inline_confirm import InlineConfirm
 
 _KEY = Qt.ItemDataRole.UserRole
 #: The key of a server being added (not in the file yet).
@@ -80,7 +77,7 @@ def result_text(result: Any) -> tuple[bool, str, tuple[tuple[str, str], ...]]:
     return ok, text, tools
 
 
-class McpPage(QWidget):
+class McpPage(EntryPage):
     #: Write a server: McpServer, the name it replaces (None: a new one), the server as this
     #: page loaded it (None: a new one; only the fields changed since are written).
     save_requested = Signal(object, object, object)
@@ -120,39 +117,23 @@ class McpPage(QWidget):
         outer.addWidget(self.problems)
         layout = QHBoxLayout()
         outer.addLayout(layout, 1)
-        left = QVBoxLayout()
-        self.list = QListWidget(self)
-        self.list.setObjectName("mcpServerList")
-        self.list.setAccessibleName("MCP servers")
-        self.list.setMinimumWidth(220)
-        self.list.setMaximumWidth(280)
-        self.list.setWordWrap(True)
-        self.list.currentItemChanged.connect(self._on_list_current_item_changed)
-        left.addWidget(self.list, 1)
-        self.add_button = column_button(self, "Add server", "mcpAddButton", left)
-        self.add_button.clicked.connect(self._on_add_button_clicked)
-        self.remove_button = column_button(self, "Remove", "mcpRemoveButton", left)
-        self.remove_button.clicked.connect(self._on_remove_button_clicked)
-        self.remove_confirm = InlineConfirm("mcpRemoveConfirm", "Remove", parent=self)
-        self.remove_confirm.accepted.connect(self._on_remove_confirm_accepted)
-        left.addWidget(self.remove_confirm)
-        layout.addLayout(left)
+        column = entry_column(self, list_name="mcpServerList", accessible_name="MCP servers",
+                              prefix="mcp", add_text="Add server")
+        self.list = column.list
+        self.add_button = column.add_button
+        self.remove_button = column.remove_button
+        self.remove_confirm = column.remove_confirm
+        layout.addLayout(column.layout)
         self.editor = McpEditor(self)
         self.editor.changed.connect(self._on_editor_changed)
         self.editor.save_requested.connect(self._on_editor_save_requested)
         self.editor.revert_requested.connect(self._on_editor_revert_requested)
         self.editor.test_requested.connect(self._on_editor_test_requested)
         self.editor.test_cancel_requested.connect(self._on_editor_test_cancel_requested)
-        scroll = scrolled(self.editor, self)
-        self.empty = QLabel("No MCP servers yet.\n\nAdd one here once, and every agent gets "
-                            "it in its own form: Claude Code, Codex, Gemini and the rest.", self)
-        self.empty.setObjectName("mcpEmpty")
-        self.empty.setWordWrap(True)
-        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
-        self.stack = QStackedWidget(self)
-        self.stack.addWidget(self.empty)
-        self.stack.addWidget(scroll)
+        self.stack, self.empty = empty_or_form(
+            self, self.editor, empty_name="mcpEmpty",
+            empty_text="No MCP servers yet.\n\nAdd one here once, and every agent gets it in "
+            "its own form: Claude Code, Codex, Gemini and the rest.")
         layout.addWidget(self.stack, 1)
         failure_row = QHBoxLayout()
         failure_row.addWidget(QLabel("If a server cannot start:", self))
