@@ -41,6 +41,7 @@ def test_a_question_of_no_chat_opens_a_dialog(qtbot: QtBot, tmp_path: Path) -> N
     (card,) = dialog.questions.cards.values()
     title = card.findChild(QLabel, "sshQuestionTitle")
     assert title is not None and title.text() == "ssh asks, connecting to devbox"
+    assert dialog.windowTitle() == "Connecting to devbox"
     assert card.prompt.text() == PROMPT.rstrip()
     for suffix, name in (("", "light"), ("-dark", "dark")):
         theme.apply_theme(name)

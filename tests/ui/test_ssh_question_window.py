@@ -57,6 +57,12 @@ def fake_ssh(home: Path, tmp_path: Path, version: str = "9.6p1") -> Path:
     return out
 
 
+def answered(out: Path) -> bool:
+    """The stand-in has written what askpass answered (it creates the file, then writes it)."""
+    answer = Path(str(out) + ".answer")
+    return answer.exists() and answer.read_text().count(":") == 1
+
+
 def remote_chat(drv: AppDriver, qtbot: QtBot) -> int:
     drv.use_agent(Manifest(id="fake-remote", name="Fake agent (remote)",
                            protocol="claude-stream-json", command=("python3", "agent.py")))
@@ -90,7 +96,7 @@ def test_yes_in_the_card_reaches_ssh_and_no_batchmode(start_app: StartApp, home:
     assert Path(ran["env"]["SSH_ASKPASS"]).parent.stat().st_mode & 0o777 == 0o700
     card.yes.click()
     assert not questions.cards
-    qtbot.waitUntil(lambda: Path(str(out) + ".answer").exists(), timeout=20_000)
+    qtbot.waitUntil(lambda: answered(out), timeout=20_000)
     assert Path(str(out) + ".answer").read_text() == "0:yes\n"
     turn = drv.wait_finished(timeout_ms=20_000)
     assert turn.status == "failed"  # the stand-in refuses the login after the host key
@@ -102,7 +108,7 @@ def test_no_is_a_refusal(start_app: StartApp, home: Path, tmp_path: Path,
     drv = start_app()
     questions = asked(drv, qtbot)
     next(iter(questions.cards.values())).no.click()
-    qtbot.waitUntil(lambda: Path(str(out) + ".answer").exists(), timeout=20_000)
+    qtbot.waitUntil(lambda: answered(out), timeout=20_000)
     assert Path(str(out) + ".answer").read_text() == "1:"
     turn = drv.wait_finished(timeout_ms=20_000)
     assert turn.status == "failed"

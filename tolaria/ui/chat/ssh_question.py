@@ -39,6 +39,7 @@ class SshQuestionCard(QFrame):
         super().__init__(parent)
         self.setObjectName("sshQuestionCard")
         self.question = question
+        self.host = host
         self.restyle()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(12, 8, 12, 8)
@@ -207,6 +208,9 @@ class SshQuestionDialog(QDialog):
 
     def _on_questions_asking_changed(self, asking: bool) -> None:
         if asking:
+            hosts = {card.host for card in self.questions.cards.values() if card.host}
+            self.setWindowTitle(f"Connecting to {hosts.pop()}" if len(hosts) == 1
+                                else "ssh asks")
             self.show()
             self.raise_()
             self.activateWindow()
