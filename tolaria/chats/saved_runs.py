@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tolaria.chats.mentions.forms import render_mentions
+from tolaria.chats.mentions.hosted import HostedMentions
 from tolaria.core.process import control
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation, Store, Turn
 
@@ -137,7 +138,9 @@ class SavedRun:
         self.launch = launch
         full = launch.full_prompt
         if typed is not None:  # as RunOptions.request does for the window's turns
-            full = render_mentions(full, request.manifest.protocol, cwd or os.getcwd())
+            # On a host nothing is listed here: a mention stays as typed (nothing local read).
+            there = HostedMentions(None).exists if request.target is not None else None
+            full = render_mentions(full, request.manifest.protocol, cwd or os.getcwd(), there)
         return dataclasses.replace(request, prompt=full, session_id=launch.resume_id, cwd=cwd)
 
     def close(self) -> None:
