@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nonroot import as_other_user, other_user_prefix, other_user_python, python_env
+from nonroot import ROOT, as_other_user, other_user_prefix, other_user_python, python_env
 from remote.remotegit import as_remote, remote_home, remote_repo
 from remote.sshd import ALIAS, REMOTE_USER, SshServer
 
@@ -166,3 +167,48 @@ def test_a_file_added_there_is_listed_on_the_next_look(
     assert lines[0] == {"fresh": False}
     assert lines[1]["before"] == ["notes.txt"]
     assert lines[1]["after"] == ["added.txt", "notes.txt"]
+
+
+CASE = ROOT / "tests" / "ui" / "remote_mentions_case.py"
+
+
+def test_the_picker_in_a_chat_on_the_host_asks_ssh_and_lists_the_hosts_files(
+        sshd: SshServer, shared: Path, remote_repo: str) -> None:
+    """The whole window as the local user: ssh's host-key question is the chat's card (the
+    window's askpass), then the host's files are offered and Enter inserts one."""
+    as_remote("mkdir", "-p", "src", cwd=remote_repo)
+    as_remote("touch", "src/app.py", "src/app notes.md", cwd=remote_repo)
+    known = shared / "known_hosts"
+    known.write_text("")
+    config = shared / "ssh_config"
+    config.write_text(
+        f"Host target\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {REMOTE_USER}\n"
+        f"  IdentityFile {sshd.client_key}\n  IdentitiesOnly yes\n  UserKnownHostsFile {known}\n"
+        "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking ask\n  LogLevel ERROR\n")
+    for path in (config, known):
+        os.chown(path, sshd.local_uid, sshd.local_gid)
+    home, shots, out = shared / "home", shared / "shots", shared / "case-out.json"
+    shots.mkdir()
+    os.chmod(shots, 0o777)
+    case = shared / "case.json"
+    case.write_text(json.dumps({"ssh_config": str(config), "folder": remote_repo,
+                                "out": str(out), "shots": str(shots)}))
+    env = python_env(home, TOLARIA_MENTIONS_CASE=str(case), QT_QPA_PLATFORM="offscreen")
+    env.pop("SSH_AUTH_SOCK", None)
+    done = as_other_user([other_user_python(), "-m", "pytest", "-x", "-q", "-p",
+                          "no:cacheprovider", "-o", "addopts=", str(CASE)],
+                         env=env, cwd=ROOT, timeout=180)
+    assert done.returncode == 0 and out.exists(), (done.stdout + done.stderr)[-4000:]
+    if os.environ.get("TOLARIA_DOCS_SHOTS") == "1":
+        for picture in shots.glob("*.png"):
+            shutil.copy(picture, ROOT / "docs" / picture.name)
+    result = json.loads(out.read_text())
+    assert result["listing"] == "Listing files on target…", result
+    assert result["asked"]["kind"] == "confirm", result
+    assert "Are you sure you want to continue connecting" in result["asked"]["prompt"]
+    assert result["files"] == ["notes.txt", "src/app notes.md", "src/app.py"], result
+    assert result["rows"][0] == "src/app.py", result
+    assert result["title"].startswith(f"Files and folders in {os.path.basename(remote_repo)} "
+                                      "on target · "), result
+    assert result["text"] == "read @src/app.py ", result
+    assert result["open_cards"] == 0
