@@ -5,19 +5,28 @@ and nothing on this machine is read for them, even where the same path exists he
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 
+from helpers import async_test
+
+from tolaria.chats.engine import QuietObserver, TurnEngine
 from tolaria.chats.mentions.cache import Indexed
 from tolaria.chats.mentions.hosted import (
     HostedIndexCache,
     HostedMentions,
     hosted_where,
+    shared_hosted,
     split_where,
 )
 from tolaria.chats.mentions.listing import Listing, folders_of
 from tolaria.chats.mentions.matcher import MentionIndex
 from tolaria.chats.run_config import prepare_run
 from tolaria.core.adapters.manifest import load_adapters
+from tolaria.core.process.registry import ProcessRegistry
+from tolaria.core.store.db import Store
+from tolaria.core.turns.request import RunRequest
+from tolaria.support.tasks import TaskSet
 
 
 def listed(root: str, *files: str) -> Indexed:
@@ -58,3 +67,28 @@ def test_a_where_is_never_a_local_folder_and_is_cached_per_host_and_folder() -> 
     assert cache.is_fresh(where) and cache.get(hosted_where("other", "/srv/app")) is None
     cache.invalidate(where)
     assert cache.get(where) is None
+
+
+@async_test
+async def test_the_engine_builds_a_remote_turn_from_the_hosts_listing(
+        tolaria_home: Path, tmp_path: Path) -> None:
+    (tolaria_home / "settings.toml").write_text('[hosts."box"]\ncommand = "env"\n')
+    store = Store(tmp_path / "tolaria.sqlite3")
+    engine = TurnEngine(store, ProcessRegistry(), QuietObserver(), TaskSet(),
+                        adapters=load_adapters(), grace_s=1.0)
+    folder = f"/srv/tolaria-test-{uuid.uuid4().hex[:8]}"  # not on this machine
+    try:
+        chat = engine.new_conversation("codex", str(tmp_path))
+        assert engine.set_host(chat.id, "box", folder) is None
+        moved = store.get_conversation(chat.id)
+        assert moved is not None
+        before = engine._request(engine.plan(moved, "fix @src/app.py"))
+        assert isinstance(before, RunRequest) and before.prompt == "fix @src/app.py"
+        shared_hosted()._keep(hosted_where("box", folder), listed(folder, "src/app.py"))
+        after = engine._request(engine.plan(moved, "fix @src/app.py"))
+        assert isinstance(after, RunRequest) and after.target is not None
+        assert after.prompt == "fix src/app.py" and after.cwd == folder
+    finally:
+        shared_hosted().invalidate(hosted_where("box", folder))
+        await engine.shutdown()
+        store.close()
