@@ -3,7 +3,7 @@ local side run as the non-root user: the host's git repository lists its tracked
 files but not the ignored ones; a folder that is no repository is walked with the local skip
 list; names with a space and a newline survive; the stamp lets an unchanged folder answer in a
 few bytes and a changed one be listed again; an unreachable host is ssh's one line, no hang.
-The picker itself: tests/ui/test_remote_mentions.py."""
+The picker itself: tests/ui/test_remote_mention_picker.py."""
 
 from __future__ import annotations
 

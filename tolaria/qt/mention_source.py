@@ -129,7 +129,7 @@ class MentionSource(QObject):
 
     def _list_hosted(self, where: str, reach: tuple[Target, float] | str,
                      cancel: Cancel) -> None:
-        host = where.partition("\0")[0]
+        host = (split_where(where) or (where, ""))[0]
         try:
             if isinstance(reach, str):
                 raise HostError(reach)
