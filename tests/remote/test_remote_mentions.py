@@ -212,3 +212,21 @@ def test_the_picker_in_a_chat_on_the_host_asks_ssh_and_lists_the_hosts_files(
                                       "on target · "), result
     assert result["text"] == "read @src/app.py ", result
     assert result["open_cards"] == 0
+
+
+def test_tolaria_run_on_a_host_sends_a_mention_in_the_agents_form(
+        sshd: SshServer, shared: Path, remote_repo: str) -> None:
+    """``tolaria run --host``: the folder is listed there (one round trip) because the prompt
+    mentions something; a listed path takes the agent's form (Claude's: a spaced path in
+    quotes), one that is not there stays as typed."""
+    as_remote("touch", "my notes.md", cwd=remote_repo)
+    home = shared / "home"
+    (home / "settings.toml").write_text(
+        f'[hosts."{ALIAS}"]\nprograms = {{ demo = "/usr/bin/python3" }}\n'
+        f'env = {{ PYTHONPATH = "{ROOT}" }}\n')
+    done = as_other_user([other_user_python(), "-m", "tolaria", "run", "--host", ALIAS,
+                          "--ssh-config", str(sshd.config), "--agent", "demo", "--cwd",
+                          remote_repo, 'read @"my notes.md" and @gone.md'],
+                         env=python_env(home), cwd=home, timeout=120)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert 'You asked "read "my notes.md" and @gone.md"' in done.stdout, done.stdout[-2000:]

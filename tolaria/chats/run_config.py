@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tolaria.chats.mentions.forms import find_mentions, render_mentions
-from tolaria.chats.mentions.hosted import HostedMentions
+from tolaria.chats.mentions.hosted import HostedMentions, render_on_host
 from tolaria.config.mcp import McpSettings, load_mcp
 from tolaria.config.overrides import (
     AgentOverrides,
@@ -75,7 +75,7 @@ class RunOptions:
         folder = cwd or os.getcwd()
         links: tuple[str, ...] = ()
         if hosted is not None:
-            prompt, links = _hosted_mentions(prompt, self.manifest.protocol, folder, hosted)
+            prompt, links = render_on_host(prompt, self.manifest.protocol, folder, hosted)
         else:
             if self.manifest.protocol == "acp":  # each mentioned file as a resource_link too
                 links = tuple(dict.fromkeys(
@@ -88,18 +88,6 @@ class RunOptions:
                           model=self.model, keep_key=keep_key,
                           mcp_servers=self.mcp.for_agent(self.manifest.id),
                           mcp_on_failure=self.mcp.on_failure)
-
-
-def _hosted_mentions(prompt: str, protocol: str, folder: str,
-                     hosted: HostedMentions) -> tuple[str, tuple[str, ...]]:
-    """The prompt and the ACP resource links of a turn whose folder is on a host: the host's
-    paths, from what its listing says is there."""
-    links: tuple[str, ...] = ()
-    if protocol == "acp":
-        links = tuple(dict.fromkeys(
-            full for m in find_mentions(prompt, folder, hosted.exists)
-            if (full := hosted.file(m.path)) is not None))
-    return render_mentions(prompt, protocol, folder, hosted.exists), links
 
 
 def prepare_run(manifest: Manifest, *, settings: Settings | None = None,

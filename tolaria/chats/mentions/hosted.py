@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, replace
 
 from tolaria.chats.mentions.cache import MAX_AGE_S, IndexCache, Indexed
+from tolaria.chats.mentions.forms import find_mentions, render_mentions
 from tolaria.chats.mentions.listing import (
     HEAVY_FOLDERS,
     WALK_LIMIT,
@@ -28,7 +29,7 @@ from tolaria.chats.mentions.listing import (
 )
 from tolaria.chats.mentions.matcher import MentionIndex
 from tolaria.core.checkpoints.gitrun import SAFE_CONFIG
-from tolaria.core.remote.hostcall import CancelFlag
+from tolaria.core.remote.hostcall import CancelFlag, HostError
 from tolaria.core.remote.hostfiles import LIST_TIMEOUT_S, list_host_files
 from tolaria.core.remote.hosts import Target
 
@@ -104,3 +105,28 @@ def shared_hosted() -> HostedIndexCache:
 
 def hosted_mentions(host: str, folder: str) -> HostedMentions:
     return HostedMentions(shared_hosted().get(hosted_where(host, folder)))
+
+
+def render_on_host(prompt: str, protocol: str, folder: str,
+                   hosted: HostedMentions) -> tuple[str, tuple[str, ...]]:
+    """The prompt and the ACP resource links of a turn whose folder is on a host: the host's
+    paths, from what its listing says is there."""
+    links: tuple[str, ...] = ()
+    if protocol == "acp":
+        links = tuple(dict.fromkeys(
+            full for m in find_mentions(prompt, folder, hosted.exists)
+            if (full := hosted.file(m.path)) is not None))
+    return render_mentions(prompt, protocol, folder, hosted.exists), links
+
+
+def listed_for(target: Target, folder: str, prompt: str) -> HostedMentions:
+    """For ``tolaria run --host``: the folder listed there (one round trip) when ``prompt``
+    holds something that may be a mention, else nothing known. A host that cannot be reached
+    leaves the prompt as typed (the run itself then says why)."""
+    if not folder or not find_mentions(prompt, folder, lambda _path: True):
+        return HostedMentions(None)
+    try:
+        return HostedMentions(HostedIndexCache().load_from(target,
+                                                           hosted_where(target.label, folder)))
+    except HostError:
+        return HostedMentions(None)
