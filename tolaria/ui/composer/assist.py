@@ -165,7 +165,9 @@ class ComposerAssist(QObject):
             rows = [Suggestion(m.name, m.parent, "folder" if m.is_folder else "file", m.path)
                     for m in known.index.search(query)]
             count = f"{len(known.index):,}"
-            more = " (the walk stopped at its limit)" if known.listing.truncated else ""
+            more = "" if not known.listing.truncated else (
+                " (the walk stopped at its limit)" if known.listing.source == "walk"
+                else " (the listing was cut at its limit)")
             where = f"{folder} on {self._host}" if self._host else folder
             self.list.set_rows(rows, f"Files and folders in {where} · {count}{more}",
                                MENTION_HINT, empty="No file or folder matches")
