@@ -20,6 +20,7 @@ from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, processes_of, save_shot
 
+from tolaria.chats.mentions.hosted import hosted_where
 from tolaria.ui import theme
 from tolaria.ui.chat.header import ChatHeader
 from tolaria.ui.sidebar.sidebar import SUBTITLE_ROLE
@@ -83,7 +84,8 @@ def test_a_chat_on_a_host_runs_there_stops_and_keeps_its_host(
                     and dialog.choose.isEnabled(), timeout=20_000)
     dialog.choose.click()
     qtbot.waitUntil(lambda: drv.stored_conversation(chat).cwd == str(folder))
-    assert drv.pane.assist._cwd is None, "@ lists no local folder for a folder on a host"
+    # @ lists the folder there (ADR 0035, "@-mentions on a host"), never a local one.
+    assert drv.pane.assist._where() == hosted_where(box, str(folder))
 
     stream_id = drv.send("work over there")
     drv.wait_tool_running(stream_id)

@@ -135,6 +135,9 @@ class Tolaria:
         # that host, else in a dialog (ADR 0033, 0034).
         self.preferences.hosts.askpass = self.askpass.env_for
         self.preferences.hosts.asker = self._asker_of_look
+        # So may the listing of a remote chat's folder for ``@`` (ADR 0035).
+        shared_source().askpass = self.askpass.env_for
+        shared_source().asker = self._asker_of_look
         # The fan-out form lists the chosen host's agents: a look's answer refreshes it.
         self.preferences.hosts.host_agents_found.connect(
             lambda _host, _found: self.window.jobs.refresh_agents())

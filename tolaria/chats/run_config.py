@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tolaria.chats.mentions.forms import find_mentions, render_mentions
+from tolaria.chats.mentions.hosted import HostedMentions, render_on_host
 from tolaria.config.mcp import McpSettings, load_mcp
 from tolaria.config.overrides import (
     AgentOverrides,
@@ -65,17 +66,22 @@ class RunOptions:
 
     def request(self, prompt: str, *, cwd: str | None = None, session_id: str | None = None,
                 on_permission: PermissionCallback | None = None,
-                keep_key: str | None = None) -> RunRequest:
+                keep_key: str | None = None, hosted: HostedMentions | None = None,
+                ) -> RunRequest:
         """The ``RunRequest`` of one turn with these options; ``cwd`` defaults to the agent's.
-        Its ``@path`` mentions become what this agent understands (chats/mentions/forms.py)."""
+        Its ``@path`` mentions become what this agent understands (chats/mentions/forms.py);
+        ``hosted``: the folder is on a host, what is there is its listing's (nothing local)."""
         cwd = cwd or self.cwd
         folder = cwd or os.getcwd()
         links: tuple[str, ...] = ()
-        if self.manifest.protocol == "acp":  # each mentioned file as a resource_link too
-            links = tuple(dict.fromkeys(
-                full for m in find_mentions(prompt, folder)
-                if os.path.isfile(full := os.path.join(folder, m.path))))
-        prompt = render_mentions(prompt, self.manifest.protocol, folder)
+        if hosted is not None:
+            prompt, links = render_on_host(prompt, self.manifest.protocol, folder, hosted)
+        else:
+            if self.manifest.protocol == "acp":  # each mentioned file as a resource_link too
+                links = tuple(dict.fromkeys(
+                    full for m in find_mentions(prompt, folder)
+                    if os.path.isfile(full := os.path.join(folder, m.path))))
+            prompt = render_mentions(prompt, self.manifest.protocol, folder)
         return RunRequest(manifest=self.manifest, prompt=prompt, cwd=cwd, mention_links=links,
                           session_id=session_id, on_permission=on_permission,
                           retry_limit_s=self.retry_limit_s, permission_mode=self.permission_mode,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tolaria.chats.mentions.forms import render_mentions
+from tolaria.chats.mentions.hosted import listed_for, render_on_host
 from tolaria.core.process import control
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation, Store, Turn
 
@@ -136,9 +137,14 @@ class SavedRun:
         self.stream_id = stream_id
         self.launch = launch
         full = launch.full_prompt
-        if typed is not None:  # as RunOptions.request does for the window's turns
+        links = request.mention_links
+        if typed is not None and request.target is not None:  # listed there, nothing read here
+            there = listed_for(request.target, cwd or "", typed)
+            full, links = render_on_host(full, request.manifest.protocol, cwd or "", there)
+        elif typed is not None:  # as RunOptions.request does for the window's turns
             full = render_mentions(full, request.manifest.protocol, cwd or os.getcwd())
-        return dataclasses.replace(request, prompt=full, session_id=launch.resume_id, cwd=cwd)
+        return dataclasses.replace(request, prompt=full, session_id=launch.resume_id, cwd=cwd,
+                                   mention_links=links)
 
     def close(self) -> None:
         """A turn that never got its ``Done`` (a bug, an interrupt before the run started) is

@@ -87,6 +87,7 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
     import asyncio
     import dataclasses
 
+    from tolaria.chats.mentions.hosted import HostedMentions
     from tolaria.chats.run_config import prepare_run
     from tolaria.cli.attach_opts import attach_files
     from tolaria.cli.tty import make_printer
@@ -121,11 +122,13 @@ def _run_turn(args: argparse.Namespace, adapters: AdapterSet, saved: SavedRun | 
         return EXIT_BAD_INPUT
     for warning in prepared.warnings:
         print(f"tolaria: settings: {warning}", file=sys.stderr)
-    request = prepared.request(args.prompt, cwd=args.run_cwd)
     if args.host is None and saved is not None and saved.host is not None:
         args.host = saved.host  # ``--chat ID`` continues on the chat's host
         if saved.conversation is not None and saved.conversation.keep_running:
             args.keep_running = True  # and with its "keep running when disconnected"
+    # On a host the folder is not here: a mention stays as typed (nothing local is read).
+    request = prepared.request(args.prompt, cwd=args.run_cwd,
+                               hosted=HostedMentions(None) if args.host is not None else None)
     if args.keep_running and args.host is None:
         print("tolaria: --keep-running needs --host (a run on this machine does not depend on "
               "a connection)", file=sys.stderr)

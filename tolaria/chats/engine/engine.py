@@ -43,6 +43,7 @@ from tolaria.chats.engine.observer import PermissionDesk, TurnObserver
 from tolaria.chats.engine.queueing import QueuePart
 from tolaria.chats.engine.snapshots import SnapshotPart
 from tolaria.chats.inflight import Launch, MessageQueues
+from tolaria.chats.mentions.hosted import hosted_mentions
 from tolaria.chats.run_config import RunConfig
 from tolaria.chats.service import ChatService
 from tolaria.config.remote_hosts import on_host
@@ -315,13 +316,15 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
         if self.retry_limit_s is not None:
             options = dataclasses.replace(options, retry_limit_s=self.retry_limit_s)
         conversation_id = launch.conversation_id
+        conversation = self.store.get_conversation(conversation_id) if self.store else None
+        host = conversation.host if conversation is not None else None
         request = options.request(
             launch.full_prompt, cwd=launch.cwd, session_id=launch.resume_id,
             on_permission=(self.permissions.hook(conversation_id)
                            if self.permissions is not None else None),
-            keep_key=self.keep_key(conversation_id) if self.keepers is not None else None)
+            keep_key=self.keep_key(conversation_id) if self.keepers is not None else None,
+            hosted=hosted_mentions(host, launch.cwd or "") if host else None)
         request = dataclasses.replace(request, attachments=launch.attachments)
-        conversation = self.store.get_conversation(conversation_id) if self.store else None
         if conversation is None or not conversation.host:
             return request
         # The same settings as ``tolaria run --host``. Where the window can answer ssh's

@@ -71,6 +71,9 @@ class IndexCache:
         listing = list_folder(key, cancel)
         indexed = Indexed(listing, MentionIndex(listing.files, listing.folders),
                           time.monotonic(), stamp)
+        return self._keep(key, indexed)
+
+    def _keep(self, key: str, indexed: Indexed) -> Indexed:
         with self._lock:
             self._known.pop(key, None)
             self._known[key] = indexed

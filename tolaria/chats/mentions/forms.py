@@ -10,13 +10,15 @@ the path holds a space. The typed prompt is stored as typed; what the agent gets
   a relative path means the same file to it); a path with a space in double quotes.
 
 Only a mention of a file or folder that exists in the chat's folder is rewritten; ``a@b.com``,
-``@someone`` or a path that is gone stays as typed.
+``@someone`` or a path that is gone stays as typed. For a chat whose folder is on a host,
+``exists`` says what is there (its listing, chats/mentions/hosted.py): nothing local is read.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 AT = "at"
@@ -46,8 +48,10 @@ def spell(path: str) -> str:
     return f'@"{path}"' if any(c.isspace() for c in path) or '"' in path else f"@{path}"
 
 
-def find_mentions(prompt: str, cwd: str | None) -> list[Mention]:
-    """The mentions of ``prompt`` that name an existing file or folder of ``cwd``."""
+def find_mentions(prompt: str, cwd: str | None,
+                  exists: Callable[[str], bool] | None = None) -> list[Mention]:
+    """The mentions of ``prompt`` that name an existing file or folder of ``cwd`` (``exists``:
+    whether a relative path is there, instead of looking in this machine's ``cwd``)."""
     if not cwd or "@" not in prompt:
         return []
     found = []
@@ -59,7 +63,7 @@ def find_mentions(prompt: str, cwd: str | None) -> list[Mention]:
             path = stripped
         else:
             end = m.end()
-        if path and _exists(cwd, path):
+        if path and (exists(path) if exists is not None else _exists(cwd, path)):
             found.append(Mention(m.start(), end, path))
     return found
 
@@ -72,9 +76,10 @@ def _exists(cwd: str, path: str) -> bool:
         return False
 
 
-def render_mentions(prompt: str, protocol: str, cwd: str | None) -> str:
+def render_mentions(prompt: str, protocol: str, cwd: str | None,
+                    exists: Callable[[str], bool] | None = None) -> str:
     """``prompt`` as the agent of ``protocol`` is sent it (see the module's doc)."""
-    mentions = find_mentions(prompt, cwd)
+    mentions = find_mentions(prompt, cwd, exists)
     if not mentions:
         return prompt
     flavour = _AT_PROTOCOLS.get(protocol)

@@ -8,8 +8,6 @@ killed at once, the walk stops at its next folder. Paths are relative, ``/``-sep
 from __future__ import annotations
 
 import os
-import time
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -20,6 +18,7 @@ from tolaria.core.checkpoints.gitrun import (
     run,
     user_config_env,
 )
+from tolaria.core.remote.hostgit import walk_tree
 
 #: Folders a walk never enters (build output, dependencies, caches, other tools' data).
 HEAVY_FOLDERS = frozenset({
@@ -96,37 +95,9 @@ def folders_of(files: Iterable[str]) -> tuple[str, ...]:
 def walk(root: str, cancel: Cancel | None = None, *, limit: int = WALK_LIMIT,
          seconds: float = WALK_SECONDS) -> Listing:
     """Breadth first, no symlinked folder followed, heavy folders skipped, at most ``limit``
-    entries or ``seconds``."""
-    deadline = time.monotonic() + seconds
-    files: list[str] = []
-    folders: list[str] = []
-    pending: deque[str] = deque([""])
-    truncated = False
-    while pending:
-        if cancel is not None and cancel.is_set:
-            raise CheckpointCancelled("listing the folder was cancelled")
-        if len(files) + len(folders) >= limit or time.monotonic() > deadline:
-            truncated = True
-            break
-        rel = pending.popleft()
-        try:
-            with os.scandir(os.path.join(root, rel) if rel else root) as entries:
-                found = sorted(entries, key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in found:
-            name = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if is_dir:
-                if entry.name in HEAVY_FOLDERS:
-                    continue
-                folders.append(name)
-                pending.append(name)
-            else:
-                files.append(name)
-    if len(files) + len(folders) > limit:
-        truncated = True
-    return Listing(root, tuple(files[:limit]), tuple(sorted(folders)), "walk", truncated)
+    entries or ``seconds`` (the same walk runs on a host: hostgit.walk_tree)."""
+    stopped = None if cancel is None else (lambda: cancel.is_set)
+    files, folders, truncated = walk_tree(root, HEAVY_FOLDERS, limit, seconds, stopped)
+    if cancel is not None and cancel.is_set:
+        raise CheckpointCancelled("listing the folder was cancelled")
+    return Listing(root, tuple(files), tuple(folders), "walk", truncated)

@@ -98,9 +98,11 @@ def batch(target: Target, ops: Sequence[dict[str, Any]], safe: Sequence[str] = (
 
 def _spawn(target: Target, remote: Sequence[str]) -> subprocess.Popen[bytes]:
     try:
+        # The window's askpass (ADR 0033) reaches the local ssh only, when the target has it.
+        env = {**os.environ, **target.askpass_env} if target.askpass_env else None
         return subprocess.Popen(target.argv(remote), stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
     except OSError as exc:
         raise HostError(f"cannot start ssh: {exc.strerror or exc}") from exc
 

@@ -17,6 +17,9 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
+import zlib
+from collections import deque
 from typing import Any, Callable, Dict
 
 Req = Dict[str, Any]
@@ -38,7 +41,7 @@ def unb64(text: str | None) -> bytes:
     return base64.b64decode(text.encode("ascii")) if text else b""
 
 
-def git_env(extra: dict[str, str] | None) -> dict[str, str]:
+def git_env(extra: dict[str, str] | None, user_config: bool = False) -> dict[str, str]:
     env = dict((k, v) for k, v in os.environ.items()
                if not k.startswith("GIT_") and k not in _DROP)
     env.update({"GIT_AUTHOR_NAME": "Tolaria", "GIT_AUTHOR_EMAIL": "tolaria@localhost",
@@ -48,17 +51,21 @@ def git_env(extra: dict[str, str] | None) -> dict[str, str]:
                 "GIT_PAGER": "cat", "GIT_NO_REPLACE_OBJECTS": "1", "GIT_ASKPASS": "false",
                 "GIT_EDITOR": "false", "GIT_SSH_COMMAND": "false", "GIT_LFS_SKIP_SMUDGE": "1"})
     env.update(extra or {})
+    if user_config:  # the user's own excludes (core.excludesFile) apply, as for ls-files here
+        env.pop("GIT_CONFIG_GLOBAL")
     return env
 
 
 def git(argv: list[str], cwd: str | None = None, stdin: bytes | None = None,
-        env: dict[str, str] | None = None) -> tuple[int, bytes, bytes]:
+        env: dict[str, str] | None = None, user_config: bool = False,
+        ) -> tuple[int, bytes, bytes]:
     full = ["git"]
     for pair in _SAFE:
         full += ["-c", pair]
     try:
         done = subprocess.run(full + list(argv), cwd=cwd, input=stdin or b"",
-                              capture_output=True, env=git_env(env), timeout=GIT_TIMEOUT)
+                              capture_output=True, env=git_env(env, user_config),
+                              timeout=GIT_TIMEOUT)
     except FileNotFoundError:
         raise Failed("git is not installed on this host") from None
     except subprocess.TimeoutExpired:
@@ -314,8 +321,101 @@ def op_write(req: Req) -> Req:
     return {}
 
 
+def walk_tree(root: str, heavy: Any, limit: int, seconds: float,
+              stopped: Callable[[], bool] | None = None,
+              ) -> tuple[list[str], list[str], bool]:
+    """The bounded walk of ``@``'s listing, here and on a host (chats/mentions/listing.py gives
+    the rules): breadth first, no symlinked folder followed, ``heavy`` folders skipped, at most
+    ``limit`` entries or ``seconds``. (files, sorted folders, truncated); ``stopped()`` true:
+    it returns what it has (the caller raises its own cancel)."""
+    deadline = time.monotonic() + seconds
+    files: list[str] = []
+    folders: list[str] = []
+    pending = deque([""])
+    truncated = False
+    while pending:
+        if stopped is not None and stopped():
+            break
+        if len(files) + len(folders) >= limit or time.monotonic() > deadline:
+            truncated = True
+            break
+        rel = pending.popleft()
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as entries:
+                found = sorted(entries, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in found:
+            name = rel + "/" + entry.name if rel else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir:
+                if entry.name in heavy:
+                    continue
+                folders.append(name)
+                pending.append(name)
+            else:
+                files.append(name)
+    if len(files) + len(folders) > limit:
+        truncated = True
+    return files[:limit], sorted(folders), truncated
+
+
+def _packed(names: list[bytes], most: int) -> tuple[str, bool]:
+    """NUL-separated, zlib-compressed, base64: any name survives (a space, a newline); at most
+    ``most`` bytes of names (the rest cut: True)."""
+    total, kept = 0, 0
+    for name in names:
+        total += len(name) + 1
+        if total > most:
+            break
+        kept += 1
+    return b64(zlib.compress(b"\0".join(names[:kept]), 6)), kept < len(names)
+
+
+def _stamp(folder: str) -> list[int]:
+    def mtime(path: str) -> int:
+        try:
+            return os.stat(path).st_mtime_ns
+        except OSError:
+            return 0
+    return [mtime(folder), mtime(os.path.join(folder, ".git", "index"))]
+
+
+def op_files(req: Req) -> Req:
+    """What ``@`` offers in req["folder"]: git's tracked plus untracked-not-ignored files, else
+    the bounded walk, with the rules the request brings (the same as this machine's). Answers
+    {"unchanged": true} when req["stamp"] (the folder's and git's index mtimes) still holds."""
+    folder = os.path.abspath(os.path.expanduser(req["folder"]))  # as typed: ~/app, app
+    if not os.path.isdir(folder):
+        raise Failed("{} is not a folder on this host".format(req["folder"]))
+    stamp = _stamp(folder)
+    if req.get("stamp") == stamp:
+        return {"unchanged": True, "stamp": stamp, "folder": folder}
+    most = int(req.get("most_bytes") or 32 << 20)
+    try:
+        rc, out, _err = git(["ls-files", "-co", "--exclude-standard", "-z"], cwd=folder,
+                            user_config=True)
+    except Failed:  # no git there, or it hung: the walk, as here
+        rc, out = 1, b""
+    if rc == 0:
+        names = list(dict.fromkeys(n for n in out.split(b"\0") if n))
+        files, cut = _packed(names, most)
+        return {"source": "git", "files": files, "truncated": cut, "stamp": stamp,
+                "folder": folder}
+    found, dirs, truncated = walk_tree(folder, set(req.get("heavy") or ()),
+                                       int(req.get("limit") or 200_000),
+                                       float(req.get("seconds") or 10.0))
+    files, cut = _packed([os.fsencode(n) for n in found], most)
+    folders, cut_dirs = _packed([os.fsencode(n) for n in dirs], most)
+    return {"source": "walk", "files": files, "folders": folders,
+            "truncated": truncated or cut or cut_dirs, "stamp": stamp, "folder": folder}
+
+
 OPS: dict[str, Callable[[Req], Req]] = {"repo": op_repo, "git": op_git, "snapshot": op_snapshot, "states": op_states,
-       "read": op_read, "write": op_write}
+       "read": op_read, "write": op_write, "files": op_files}
 
 
 def main() -> None:

@@ -219,10 +219,10 @@ class ChatPane(QWidget):
         return [view.prompt for view in self.transcript.turns()]
 
     def set_chat_context(self, cwd: str | None, agent: str, agent_name: str, *,
-                         takes_images: bool = True) -> None:
-        """The chat's folder and agent: what ``@`` lists, whose commands ``/`` offers, and
-        whether an image chip can go to it."""
-        self.assist.set_context(cwd, agent, agent_name)
+                         takes_images: bool = True, host: str = "") -> None:
+        """The chat's folder and agent: what ``@`` lists (on ``host`` when it has one), whose
+        commands ``/`` offers, and whether an image chip can go to it."""
+        self.assist.set_context(cwd, agent, agent_name, host=host)
         self.attachments.set_agent(agent_name, takes_images)
 
     def _on_transcript_retry_requested(self, stream_id: str) -> None:

@@ -118,9 +118,10 @@ class ChatStack(PaneRouting, QStackedWidget):
             self._panes[conversation.id] = pane
             self.addWidget(pane)
             self.open_requested.emit(conversation.id)
-        pane.set_chat_context(local_folder(conversation), conversation.agent,
+        pane.set_chat_context(mention_folder(conversation), conversation.agent,
                               self.agent_name(conversation.agent),
-                              takes_images=conversation.agent not in self._no_images)
+                              takes_images=conversation.agent not in self._no_images,
+                              host=conversation.host or "")
         self.setCurrentWidget(pane)
         return pane
 
@@ -139,9 +140,10 @@ class ChatStack(PaneRouting, QStackedWidget):
     def conversation_changed(self, conversation: Conversation) -> None:
         pane = self._panes.get(conversation.id)
         if pane is not None:
-            pane.set_chat_context(local_folder(conversation), conversation.agent,
+            pane.set_chat_context(mention_folder(conversation), conversation.agent,
                                   self.agent_name(conversation.agent),
-                                  takes_images=conversation.agent not in self._no_images)
+                                  takes_images=conversation.agent not in self._no_images,
+                                  host=conversation.host or "")
         if pane is not None and pane.running_stream is None:
             pane.set_agent_name(self.agent_name(conversation.agent))
 
@@ -209,6 +211,12 @@ class ChatStack(PaneRouting, QStackedWidget):
         pane = self._panes.get(conversation_id)
         if pane is not None:
             pane.turn_restarted(old_stream)
+
+
+def mention_folder(conversation: Conversation) -> str | None:
+    """The chat's folder as ``@`` lists it: here, or a path on the chat's host (listed there);
+    None for a chat on a host without a folder (its home there is not offered)."""
+    return conversation.cwd or None
 
 
 def local_folder(conversation: Conversation) -> str | None:

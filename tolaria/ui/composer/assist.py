@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QPlainTextEdit
 
 from tolaria.chats.mentions.cache import Indexed
 from tolaria.chats.mentions.forms import spell
+from tolaria.chats.mentions.hosted import hosted_where
 from tolaria.chats.slash import AgentCommand, claude_commands
 from tolaria.qt.mention_source import MentionSource, shared_source
 from tolaria.ui.composer.mention_look import MentionHighlighter
@@ -54,6 +55,8 @@ class ComposerAssist(QObject):
         self._source.indexed.connect(self._on_source_indexed)
         self._source.failed.connect(self._on_source_failed)
         self._cwd: str | None = None
+        #: The chat's host ("" on this machine): its folder is listed there.
+        self._host = ""
         self._agent = ""
         self._agent_name = ""
         self._mode = ""
@@ -79,9 +82,15 @@ class ComposerAssist(QObject):
         composer.cursorPositionChanged.connect(self._refresh)
 
     # -- the chat -------------------------------------------------------------------------------
-    def set_context(self, cwd: str | None, agent: str, agent_name: str = "") -> None:
-        """The chat's folder (what ``@`` lists) and agent (whose commands ``/`` lists)."""
+    def set_context(self, cwd: str | None, agent: str, agent_name: str = "", *,
+                    host: str = "") -> None:
+        """The chat's folder (what ``@`` lists: on ``host`` when it has one) and agent (whose
+        commands ``/`` lists)."""
+        before = self._where()
         self._cwd = cwd or None
+        self._host = host
+        if self._where() != before:
+            self._failure = ""
         self._agent = agent
         self._agent_name = agent_name or agent
         self._agent_commands = None
@@ -137,20 +146,30 @@ class ComposerAssist(QObject):
         self.list.hide()
 
     # -- rows -----------------------------------------------------------------------------------
+    def _where(self) -> str:
+        """The folder as the mention source knows it (a hosted where on a host)."""
+        root = self._cwd or ""
+        return hosted_where(self._host, root) if self._host and root else root
+
     def _show_files(self, query: str) -> None:
         root = self._cwd or ""
-        known = self._source.request(root)
+        known = self._source.request(self._where())
         folder = os.path.basename(root.rstrip(os.sep)) or root
         if known is None:
-            title = self._failure or f"Listing the files of {folder}…"
+            waiting = (f"Listing files on {self._host}…" if self._host
+                       else f"Listing the files of {folder}…")
+            title = self._failure or waiting
             self.list.set_rows([], title, MENTION_HINT,
                                empty="" if not self._failure else "Type a path")
         else:
             rows = [Suggestion(m.name, m.parent, "folder" if m.is_folder else "file", m.path)
                     for m in known.index.search(query)]
             count = f"{len(known.index):,}"
-            more = " (the walk stopped at its limit)" if known.listing.truncated else ""
-            self.list.set_rows(rows, f"Files and folders in {folder} · {count}{more}",
+            more = "" if not known.listing.truncated else (
+                " (the walk stopped at its limit)" if known.listing.source == "walk"
+                else " (the listing was cut at its limit)")
+            where = f"{folder} on {self._host}" if self._host else folder
+            self.list.set_rows(rows, f"Files and folders in {where} · {count}{more}",
                                MENTION_HINT, empty="No file or folder matches")
         self.list.place_over(self._composer)
 
@@ -164,7 +183,7 @@ class ComposerAssist(QObject):
 
     def _commands_of_agent(self) -> list[AgentCommand]:
         session = self._session_commands.get(self._agent, [])
-        if self._agent not in _CLAUDE_AGENTS:
+        if self._agent not in _CLAUDE_AGENTS or self._host:  # its files are on the host
             return session
         named = {c.name for c in session}
         return [*session, *(c for c in self._claude_commands() if c.name not in named)]
@@ -181,14 +200,14 @@ class ComposerAssist(QObject):
 
     def _on_source_indexed(self, root: str, indexed: Indexed) -> None:
         del indexed
-        if root == (self._cwd or "") :
+        if root == self._where():
             self._failure = ""
             self.highlighter.rehighlight()
             if self._mode == "mention":
                 self._show_files(self._query)
 
     def _on_source_failed(self, root: str, message: str) -> None:
-        if root == (self._cwd or ""):
+        if root == self._where():
             self._failure = message
             if self._mode == "mention":
                 self._show_files(self._query)
@@ -283,5 +302,5 @@ class ComposerAssist(QObject):
     def _is_mention(self, path: str) -> bool:
         if path in self.chosen:
             return True
-        known = self._source.cache.get(self._cwd) if self._cwd else None
+        known = self._source.known(self._where()) if self._cwd else None
         return known is not None and known.index.has(path)
