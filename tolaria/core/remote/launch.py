@@ -89,6 +89,21 @@ class RemoteLaunch:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(exited.wait(), self.grace_s + _REPORT_SLACK_S)
 
+    async def ready(self, exited: asyncio.Event, within: float = 5.0) -> None:
+        """Wait until the link handles its signals (it removes the spec file then): a stop
+        that came with the spawn (a chat deleted while its kept run is taken back) must be
+        its frames, not the link's death before it could send them."""
+        for _ in range(int(within / 0.01)):
+            if exited.is_set() or not os.path.exists(self.spec_path):
+                return
+            await asyncio.sleep(0.01)
+
+    def let_go(self, pid: int, exited: asyncio.Event) -> None:
+        """Close the link's connection without a stop (SIGUSR2): a kept run goes on there."""
+        if not exited.is_set():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, getattr(signal, "SIGUSR2", signal.SIGTERM))
+
     @property
     def report(self) -> dict[str, Any]:
         if self._report is None:
