@@ -88,9 +88,10 @@ def _lose(stream_id: str) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _quit(sshd: SshServer, shared: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
+def _quit(sshd: SshServer, shared: Path, run_for: float = 1.5
+          ) -> tuple[Path, dict[str, Any], dict[str, Any]]:
     home, cfg = _home(sshd, shared)
-    out = _engine(home, "quit", cfg)
+    out = _engine(home, "quit", {**cfg, "run_for": run_for})
     return home, cfg, out
 
 
@@ -122,6 +123,30 @@ def test_quit_leaves_the_kept_run_on_the_host_and_the_next_start_takes_it_back(
     ticks = [int(line.split()[1]) for line in again["text"].splitlines()
              if line.startswith("tick")]
     assert len(ticks) > 200 and ticks == list(range(len(ticks))), ticks[:5]
+    assert remote_processes(kept) == []
+
+
+def test_a_quit_while_the_link_still_connects_keeps_the_run_all_the_same(
+        sshd: SshServer, shared: Path) -> None:
+    """Quit the moment the kept run's link is spawned (ssh connecting, the supervisor brought):
+    its START goes first, then the link lets go; the run is there to be taken back."""
+    kept = plain = ""
+    try:
+        home, cfg, out = _quit(sshd, shared, run_for=0.0)
+        kept, plain = out["kept"], out["plain"]
+        assert out["kept_at_quit"] == {kept: ALIAS}, out
+        assert _stored(cfg["db"], kept)[:2] == ("running", None)
+        deadline = time.monotonic() + 10
+        while not remote_processes(kept) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert remote_processes(kept), "the run was not started on the host"
+        again = _engine(home, "reattach", {**cfg, "stream_id": kept, "stop_after": 0.5})
+    finally:
+        for sid in (kept, plain):
+            if sid:
+                kill_remote(sid)
+    assert (again["status"], again["survivors"]) == ("cancelled", []), again
+    assert again["text"].startswith("tick 0\n"), again["text"][:100]
     assert remote_processes(kept) == []
 
 

@@ -46,6 +46,7 @@ class RemoteLaunch:
         self.spec_path = os.path.join(self.folder, "spec.json")
         self.report_path = os.path.join(self.folder, "report.json")
         self._report: dict[str, Any] | None = None
+        self._letting_go: asyncio.Future[None] | None = None
 
     @property
     def local_cwd(self) -> str:
@@ -99,7 +100,12 @@ class RemoteLaunch:
             await asyncio.sleep(0.01)
 
     def let_go(self, pid: int, exited: asyncio.Event) -> None:
-        """Close the link's connection without a stop (SIGUSR2): a kept run goes on there."""
+        """Close the link's connection without a stop (SIGUSR2, once the link handles it): a
+        kept run goes on there. On the running loop."""
+        self._letting_go = asyncio.ensure_future(self._let_go(pid, exited))
+
+    async def _let_go(self, pid: int, exited: asyncio.Event) -> None:
+        await self.ready(exited)
         if not exited.is_set():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, getattr(signal, "SIGUSR2", signal.SIGTERM))

@@ -232,7 +232,12 @@ class Link:
 
     def _let_go(self) -> None:
         """SIGUSR2: close the connection as a drop would (EOF, then the transport ended), with
-        no stop sent: a kept run goes on there, to be reattached at the next start."""
+        no stop sent: a kept run goes on there, to be reattached at the next start. A START
+        still held (the handshake) goes first: the supervisor keeps only a run it started."""
+        deadline = time.monotonic() + 10.0
+        while self.holding and not self.reconnecting and not self.done.is_set() and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
         with self.lock:
             proc = self.proc
             with contextlib.suppress(OSError, ValueError):
