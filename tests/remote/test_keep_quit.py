@@ -16,27 +16,13 @@ import os
 import signal
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from nonroot import as_other_user, other_user_python, python_env
-from remote.remotehelpers import FAKE_AGENT
+from remote.remotehelpers import ENGINE, engine_home
 from remote.sshd import ALIAS, SshServer, kill_remote, remote_processes
-
-ENGINE = Path(__file__).resolve().parents[1] / "fakes" / "remote_engine.py"
-
-
-def _home(sshd: SshServer, shared: Path) -> tuple[Path, dict[str, Any]]:
-    home = shared / "home"
-    (home / "adapters").mkdir()
-    (home / "adapters" / "ticker.toml").write_text(
-        f'id = "ticker"\nname = "Ticker"\nprotocol = "claude-stream-json"\n'
-        f'command = ["python3", "{FAKE_AGENT}", "ticker", "{{prompt}}"]\n'
-        f'[env]\nFAKE_PIDFILE = "{shared / "pids"}"\nFAKE_TICK_S = "0.01"\n')
-    (home / "settings.toml").write_text(
-        f'[remote]\nssh_config = "{sshd.config}"\ncache_dir = "{shared / "cache"}"\n'
-        'disconnect_seconds = 1\n')
-    return home, {"db": str(home / "store.sqlite3"), "host": ALIAS, "cwd": str(shared)}
 
 
 def _engine(home: Path, phase: str, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -88,18 +74,29 @@ def _lose(stream_id: str) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+@contextlib.contextmanager
 def _quit(sshd: SshServer, shared: Path, run_for: float = 1.5
-          ) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    home, cfg = _home(sshd, shared)
+          ) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
+    """The engine's quit with a kept and a plain run live (``run_for`` seconds after the kept
+    link is spawned); whatever happens after, neither run is left on the host."""
+    home, cfg = engine_home(sshd, shared)
     out = _engine(home, "quit", {**cfg, "run_for": run_for})
-    return home, cfg, out
+    try:
+        yield home, cfg, out
+    finally:
+        kill_remote(out["kept"])
+        kill_remote(out["plain"])
+
+
+def _until(done: Callable[[], object], within: float = 10) -> None:
+    deadline = time.monotonic() + within
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def test_quit_leaves_the_kept_run_on_the_host_and_the_next_start_takes_it_back(
         sshd: SshServer, shared: Path) -> None:
-    kept = plain = ""
-    try:
-        home, cfg, out = _quit(sshd, shared)
+    with _quit(sshd, shared) as (home, cfg, out):
         kept, plain = out["kept"], out["plain"]
         assert out["kept_at_quit"] == {kept: ALIAS}, out
         assert remote_processes(plain) == [], "the plain run outlived the quit"
@@ -113,10 +110,6 @@ def test_quit_leaves_the_kept_run_on_the_host_and_the_next_start_takes_it_back(
         time.sleep(1.5)  # past the supervisor's heartbeat: it has let the link go
         assert remote_processes(kept), "the kept run ended once the link was gone"
         again = _engine(home, "reattach", {**cfg, "stream_id": kept, "stop_after": 1.0})
-    finally:
-        for sid in (kept, plain):
-            if sid:
-                kill_remote(sid)
     assert again["reattached"], again
     assert (again["status"], again["stop_reason"]) == ("cancelled", "cancelled"), again
     assert again["survivors"] == [], again
@@ -130,21 +123,13 @@ def test_a_quit_while_the_link_still_connects_keeps_the_run_all_the_same(
         sshd: SshServer, shared: Path) -> None:
     """Quit the moment the kept run's link is spawned (ssh connecting, the supervisor brought):
     its START goes first, then the link lets go; the run is there to be taken back."""
-    kept = plain = ""
-    try:
-        home, cfg, out = _quit(sshd, shared, run_for=0.0)
-        kept, plain = out["kept"], out["plain"]
+    with _quit(sshd, shared, run_for=0.0) as (home, cfg, out):
+        kept = out["kept"]
         assert out["kept_at_quit"] == {kept: ALIAS}, out
         assert _stored(cfg["db"], kept)[:2] == ("running", None)
-        deadline = time.monotonic() + 10
-        while not remote_processes(kept) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until(lambda: remote_processes(kept))
         assert remote_processes(kept), "the run was not started on the host"
         again = _engine(home, "reattach", {**cfg, "stream_id": kept, "stop_after": 0.5})
-    finally:
-        for sid in (kept, plain):
-            if sid:
-                kill_remote(sid)
     assert (again["status"], again["survivors"]) == ("cancelled", []), again
     assert again["text"].startswith("tick 0\n"), again["text"][:100]
     assert remote_processes(kept) == []
@@ -152,32 +137,21 @@ def test_a_quit_while_the_link_still_connects_keeps_the_run_all_the_same(
 
 def test_deleting_the_chat_while_it_is_taken_back_ends_the_run_there(
         sshd: SshServer, shared: Path) -> None:
-    kept = plain = ""
-    try:
-        home, cfg, out = _quit(sshd, shared)
-        kept, plain = out["kept"], out["plain"]
+    with _quit(sshd, shared) as (home, cfg, out):
+        kept = out["kept"]
         assert remote_processes(kept), "the kept run was stopped by the quit"
         again = _engine(home, "reattach", {**cfg, "stream_id": kept, "delete": True})
         assert again["deleted"], again
-        deadline = time.monotonic() + 10
-        while remote_processes(kept) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until(lambda: not remote_processes(kept))
         assert remote_processes(kept) == [], "the deleted chat's run goes on on the host"
-    finally:
-        for sid in (kept, plain):
-            if sid:
-                kill_remote(sid)
 
 
 def test_a_kept_run_the_host_no_longer_has_ends_with_that_said(
         sshd: SshServer, shared: Path) -> None:
-    home, cfg, out = _quit(sshd, shared)
-    kept = out["kept"]
-    _lose(kept)  # the host lost it meanwhile (rebooted, its supervisor killed)
-    kill_remote(out["plain"])
-    deadline = time.monotonic() + 10
-    while remote_processes(kept) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    again = _engine(home, "reattach", {**cfg, "stream_id": kept, "stop_after": 0.5})
+    with _quit(sshd, shared) as (home, cfg, out):
+        kept = out["kept"]
+        _lose(kept)  # the host lost it meanwhile (rebooted, its supervisor killed)
+        _until(lambda: not remote_processes(kept))
+        again = _engine(home, "reattach", {**cfg, "stream_id": kept, "stop_after": 0.5})
     assert (again["status"], again["stop_reason"]) == ("failed", "error"), again
     assert any("gone" in e for e in again["errors"]), again["errors"]
