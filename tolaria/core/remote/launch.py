@@ -27,6 +27,8 @@ from tolaria.core.remote.hosts import Target
 
 #: How long the supervisor may take beyond the grace period to report the tree gone.
 _REPORT_SLACK_S = 8.0
+#: How long a link asked to let go (a kept run at quit) may take before it is killed.
+_LET_GO_S = 15.0
 
 
 def link_note(line: str) -> bool:
@@ -106,9 +108,15 @@ class RemoteLaunch:
 
     async def _let_go(self, pid: int, exited: asyncio.Event) -> None:
         await self.ready(exited)
-        if not exited.is_set():
+        if exited.is_set():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, getattr(signal, "SIGUSR2", signal.SIGTERM))
+        try:  # it lets go within seconds (a START held, then 1 s for its ssh)
+            await asyncio.wait_for(exited.wait(), _LET_GO_S)
+        except TimeoutError:  # a hung link must not hang the quit: a drop all the same
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, getattr(signal, "SIGUSR2", signal.SIGTERM))
+                os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
 
     @property
     def report(self) -> dict[str, Any]:

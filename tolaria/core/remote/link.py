@@ -238,15 +238,21 @@ class Link:
         while self.holding and not self.reconnecting and not self.done.is_set() and \
                 time.monotonic() < deadline:
             time.sleep(0.01)
-        with self.lock:
+        # Without the lock when a write into a stalled connection holds it: then the kill.
+        locked = self.lock.acquire(timeout=1.0)
+        try:
             proc = self.proc
             with contextlib.suppress(OSError, ValueError):
-                if proc is not None and proc.stdin is not None:
+                if locked and proc is not None and proc.stdin is not None:
                     proc.stdin.close()
+        finally:
+            if locked:
+                self.lock.release()
         if proc is None:
             return
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(1.0)
+        if locked:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(1.0)
         with contextlib.suppress(OSError):
             proc.kill()
 
