@@ -13,6 +13,23 @@ from remote.sshd import ALIAS, SshServer, kill_remote, remote_processes
 
 SCENARIO = Path(__file__).resolve().parents[1] / "fakes" / "remote_scenario.py"
 FAKE_AGENT = Path(__file__).resolve().parents[1] / "fakes" / "fake_agent.py"
+#: The turn engine as the window runs it, with a keep-running chat (tests/fakes/remote_engine.py).
+ENGINE = Path(__file__).resolve().parents[1] / "fakes" / "remote_engine.py"
+
+
+def engine_home(sshd: SshServer, shared: Path) -> tuple[Path, dict[str, Any]]:
+    """The local home of ``ENGINE`` (a ticker agent run on the host, ssh through ``sshd``) and
+    its JSON config: the store, the host, the folder."""
+    home = shared / "home"
+    (home / "adapters").mkdir()
+    (home / "adapters" / "ticker.toml").write_text(
+        f'id = "ticker"\nname = "Ticker"\nprotocol = "claude-stream-json"\n'
+        f'command = ["python3", "{FAKE_AGENT}", "ticker", "{{prompt}}"]\n'
+        f'[env]\nFAKE_PIDFILE = "{shared / "pids"}"\nFAKE_TICK_S = "0.01"\n')
+    (home / "settings.toml").write_text(
+        f'[remote]\nssh_config = "{sshd.config}"\ncache_dir = "{shared / "cache"}"\n'
+        'disconnect_seconds = 1\n')
+    return home, {"db": str(home / "store.sqlite3"), "host": ALIAS, "cwd": str(shared)}
 
 
 def run_local(sshd: SshServer, shared: Path, stream_id: str, timeout: float = 90,

@@ -23,12 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from nonroot import as_other_user, other_user_prefix, other_user_python, python_env
-from remote.remotehelpers import FAKE_AGENT, run_local
-from remote.sshd import ALIAS, SshServer, kill_remote, remote_processes
+from remote.remotehelpers import ENGINE, engine_home, run_local
+from remote.sshd import SshServer, kill_remote, remote_processes
 
 from tolaria.core.stream_id import new_stream_id
-
-ENGINE = Path(__file__).resolve().parents[1] / "fakes" / "remote_engine.py"
 
 
 def _in_thread(run: Callable[[], dict[str, Any]]) -> tuple[threading.Thread, dict[str, Any]]:
@@ -191,16 +189,7 @@ def test_the_window_killed_mid_turn_reattaches_at_its_next_start(sshd: SshServer
     """The engine as the window runs it: a keep-running chat on the host, its process killed
     with -9 mid-turn; the next engine's start (crash recovery) reattaches the turn instead of
     marking it interrupted, the stored output is the whole run (replayed), Stop ends it there."""
-    home = shared / "home"
-    (home / "adapters").mkdir()
-    (home / "adapters" / "ticker.toml").write_text(
-        f'id = "ticker"\nname = "Ticker"\nprotocol = "claude-stream-json"\n'
-        f'command = ["python3", "{FAKE_AGENT}", "ticker", "{{prompt}}"]\n'
-        f'[env]\nFAKE_PIDFILE = "{shared / "pids"}"\nFAKE_TICK_S = "0.01"\n')
-    (home / "settings.toml").write_text(
-        f'[remote]\nssh_config = "{sshd.config}"\ncache_dir = "{shared / "cache"}"\n'
-        'disconnect_seconds = 1\n')
-    cfg = {"db": str(home / "store.sqlite3"), "host": ALIAS, "cwd": str(shared)}
+    home, cfg = engine_home(sshd, shared)
     argv = [*other_user_prefix(), other_user_python(), str(ENGINE), "start"]
     first = subprocess.Popen([*argv, json.dumps(cfg)], env=python_env(home), cwd=home,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -123,6 +123,7 @@ class Tolaria:
         if broken_file is not None:
             self.window.offer_to_open(broken_file)
         self.window.attach(self.bridge)
+        self.window.kept_at_quit = self.controller.engine.kept_at_quit  # the quit box (ADR 0032)
         self.notifications = NotificationController(
             self.bridge, self.store, self.controller, self.tasks, self.settings,
             window=self.window, icon=theme.app_icon(), in_view=self._in_view,

@@ -4,7 +4,7 @@
   its parts control.py (stop, stop all, restart, retry, after-finish, shutdown), queueing.py
   (queued messages),
   snapshots.py (checkpoints around a turn, their crash recovery) and chatting.py (create,
-  rename, delete while running);
+  rename, delete while running), leaving.py (kept remote runs let go at quit);
 - gate.py: ``StreamGate``, which events of a run still reach the store and the front end;
 - observer.py: ``TurnObserver``, the facts the front end hears.
 """

@@ -1,6 +1,7 @@
 """The engine's part for what the user does to a running or ended turn: Stop (one, all), Restart,
 Retry; what follows a turn's end one event-loop turn later (the restarted turn re-run, or the
-queue delivered); and shutting down (every run stopped, trees gone, queues paused).
+queue delivered); and shutting down (every run stopped, trees gone, queues paused; a kept
+remote run is let go instead: leaving.py).
 
 A stop goes through the stream gate (tolaria/chats/engine/gate.py): the run's content is held
 back while the registry's abort is asked, and stays held only if the abort took, so a stop in
@@ -45,6 +46,7 @@ class ControlPart:
     _launch: Callable[..., str]
     _deliver: Callable[[int], str | None]
     pause_queues_at_quit: Callable[[], None]
+    let_kept_go: Callable[[], list[str]]
     _mark: Callable[..., Marker | None]
 
     def stop_stream(self, stream_id: str) -> bool:
@@ -122,8 +124,10 @@ class ControlPart:
         """Stop every run and wait until their trees are gone; end the other tasks."""
         self._closing = True  # no restart or queued delivery starts a run now
         self.pause_queues_at_quit()  # shown again, paused, at the next start
+        kept = self.let_kept_go()  # left running on their host (ADR 0032's Quit)
         # (a run finishing by itself keeps its tail)
-        self.gate.stop_all(list(self._running.values()), self.registry.abort_all)
+        self.gate.stop_all([s for s in self._running.values() if s not in kept],
+                           self.registry.abort_all)  # no abort reaches a run let go
         await self.registry.abort_all_and_wait()
         if self.keepers is not None:
             await self.keepers.close_all()  # the chats' kept agents, trees gone

@@ -38,6 +38,7 @@ from tolaria.chats.checkpoints import TurnCheckpoints, until_stopped
 from tolaria.chats.engine.chatting import ConversationPart
 from tolaria.chats.engine.control import ControlPart
 from tolaria.chats.engine.gate import StreamGate
+from tolaria.chats.engine.leaving import LeavingPart, attaching
 from tolaria.chats.engine.limits import JobBudget, LimitWatcher, chat_limits, set_chat_limits
 from tolaria.chats.engine.observer import PermissionDesk, TurnObserver
 from tolaria.chats.engine.queueing import QueuePart
@@ -62,7 +63,7 @@ from tolaria.support.tasks import TaskSet
 log = logging.getLogger(__name__)
 
 
-class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
+class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart, LeavingPart):
     """Owns every turn of one front end (see the module docstring). No Qt; asyncio."""
 
     def __init__(self, store: Store | None, registry: ProcessRegistry, observer: TurnObserver,
@@ -351,7 +352,7 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart):
                 # meanwhile kills the snapshot's git at once instead of waiting for it.
                 await until_stopped(before, run)
                 self.observer.agent_starting(stream_id)
-                if run.stop_requested or self._closing:
+                if (run.stop_requested or self._closing) and not attaching(request):
                     if self.checkpoints is not None:
                         self.checkpoints.cancel_before(turn_id)
                     # Stopped (or quitting) while the snapshot was taken: the agent never starts.

@@ -134,6 +134,12 @@ class StreamGate:
                     self.release(stream_id)
         return aborted
 
+    def forget(self, stream_id: str) -> None:
+        """Pass on what ``stream_id`` said so far, then nothing more of it, not even its
+        ``Done`` (a run let go at quit: its stored turn stays running; ADR 0032)."""
+        self.flush_stream(stream_id)
+        self._streams.pop(stream_id, None)
+
     def hold(self, stream_id: str) -> bool:
         """Stop forwarding content of ``stream_id`` without telling anyone yet; False if the
         stream is not open."""

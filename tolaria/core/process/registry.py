@@ -18,6 +18,7 @@ import asyncio
 import concurrent.futures
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,10 @@ class Run:
     survivors: tuple[Survivor, ...] = ()
     #: Where the run writes down its processes for the watchdog (tracking.py), set on register.
     track_path: str | None = None
+    #: How to let the run go without stopping it (a kept remote run's link, set by its turn
+    #: once spawned; ADR 0032's Quit), and whether that was asked (``detach``).
+    let_go: Callable[[], None] | None = None
+    detached: bool = False
 
     @property
     def stop_requested(self) -> bool:
@@ -131,7 +136,7 @@ class ProcessRegistry:
         validate_stream_id(stream_id)
         with self._lock:
             run = self._runs.get(stream_id)
-            if run is None or run.state not in (PENDING, RUNNING):
+            if run is None or run.state not in (PENDING, RUNNING) or run.detached:
                 return False
             run.state = STOPPING
         try:
@@ -140,6 +145,29 @@ class ProcessRegistry:
             # The run's loop is closed: the run cannot be alive any more.
             return False
         return True
+
+    def detach(self, stream_id: str) -> bool:
+        """Let a running run go without a stop (Tolaria quits, the run is kept on its host:
+        ADR 0032): its turn ends here, its processes there go on; no abort reaches it after.
+        False when the run cannot be let go (not spawned yet, ending, not a remote link)."""
+        with self._lock:
+            run = self._runs.get(stream_id)
+            if run is None or run.state != RUNNING or run.let_go is None or run.detached:
+                return False
+            run.detached = True
+            let_go = run.let_go
+        try:
+            run.loop.call_soon_threadsafe(let_go)
+        except RuntimeError:
+            return False
+        return True
+
+    def can_let_go(self, stream_id: str) -> bool:
+        """Whether ``detach`` would let the run go now."""
+        with self._lock:
+            run = self._runs.get(stream_id)
+            return run is not None and run.state == RUNNING and run.let_go is not None \
+                and not run.detached
 
     async def abort_and_wait(self, stream_id: str) -> bool:
         """``abort``, then wait until the run has finished (tree gone, ``done`` emitted);

@@ -27,6 +27,8 @@ from tolaria.core.remote.hosts import Target
 
 #: How long the supervisor may take beyond the grace period to report the tree gone.
 _REPORT_SLACK_S = 8.0
+#: How long a link asked to let go (a kept run at quit) may take before it is killed.
+_LET_GO_S = 15.0
 
 
 def link_note(line: str) -> bool:
@@ -46,6 +48,7 @@ class RemoteLaunch:
         self.spec_path = os.path.join(self.folder, "spec.json")
         self.report_path = os.path.join(self.folder, "report.json")
         self._report: dict[str, Any] | None = None
+        self._letting_go: asyncio.Future[None] | None = None
 
     @property
     def local_cwd(self) -> str:
@@ -88,6 +91,32 @@ class RemoteLaunch:
                 os.kill(pid, getattr(signal, "SIGUSR1", signal.SIGTERM))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(exited.wait(), self.grace_s + _REPORT_SLACK_S)
+
+    async def ready(self, exited: asyncio.Event, within: float = 5.0) -> None:
+        """Wait until the link handles its signals (it removes the spec file then): a stop
+        that came with the spawn (a chat deleted while its kept run is taken back) must be
+        its frames, not the link's death before it could send them."""
+        for _ in range(int(within / 0.01)):
+            if exited.is_set() or not os.path.exists(self.spec_path):
+                return
+            await asyncio.sleep(0.01)
+
+    def let_go(self, pid: int, exited: asyncio.Event) -> None:
+        """Close the link's connection without a stop (SIGUSR2, once the link handles it): a
+        kept run goes on there. On the running loop."""
+        self._letting_go = asyncio.ensure_future(self._let_go(pid, exited))
+
+    async def _let_go(self, pid: int, exited: asyncio.Event) -> None:
+        await self.ready(exited)
+        if exited.is_set():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, getattr(signal, "SIGUSR2", signal.SIGTERM))
+        try:  # it lets go within seconds (a START held, then 1 s for its ssh)
+            await asyncio.wait_for(exited.wait(), _LET_GO_S)
+        except TimeoutError:  # a hung link must not hang the quit: a drop all the same
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
 
     @property
     def report(self) -> dict[str, Any]:

@@ -8,6 +8,8 @@ command prefix), brings the supervisor if the host lacks it, and speaks the fram
 
 - SIGINT, SIGTERM, SIGHUP are the agent's polite stop: passed on as a SIGNAL frame;
 - SIGUSR1 is "end the whole remote tree": a STOP frame; the supervisor answers GONE;
+- SIGUSR2 is "let go" (Tolaria quits with a kept run, ADR 0032): the connection is closed
+  without a stop, as a dropped one, and the link exits without reconnecting;
 - a HEARTBEAT frame every second, so the supervisor notices a silent drop;
 - the supervisor's GONE (exit code, survivors) or the reason the run could not start goes to
   the report file named in the spec, which the turn reads once this program has exited.
@@ -84,6 +86,8 @@ class Link:
         #: The stops asked (SIGNAL, STOP): sent again on a reattach, as one written into a
         #: connection that had just died is lost.
         self.asked: list[bytes] = []
+        #: Let go (SIGUSR2): the connection closes, no reconnect, no stop.
+        self.detaching = False
 
     # -- to the supervisor ---------------------------------------------------------------------
     def send(self, kind: bytes, payload: bytes = b"") -> None:
@@ -102,7 +106,10 @@ class Link:
                 pass
 
     def on_signal(self, signum: int, _frame: object) -> None:
-        if signum == getattr(signal, "SIGUSR1", None):
+        if signum == getattr(signal, "SIGUSR2", None):
+            self.detaching = True
+            threading.Thread(target=self._let_go, daemon=True).start()
+        elif signum == getattr(signal, "SIGUSR1", None):
             self.asked.append(proto.frame(proto.STOP))
             threading.Thread(target=self.send, args=(proto.STOP,), daemon=True).start()
         else:
@@ -162,6 +169,8 @@ class Link:
             self.waiting = True  # for the supervisor (not for the turn to read our output)
             data = out.read1(65536)
             self.waiting = False
+            if not data and self.detaching:
+                return self._detached()
             if not data and self.spec.get("keep_for_s") and not self.gone:
                 out = self._reconnect()
                 if isinstance(out, int):
@@ -204,6 +213,8 @@ class Link:
         delay = 0.25
         while True:
             self._drop_transport()
+            if self.detaching:
+                return self._detached()
             out = self._connect()
             if out is not None:
                 self.reconnecting = False
@@ -218,6 +229,36 @@ class Link:
                                  "until nobody has attached for its keep time")
             time.sleep(delay)
             delay = min(delay * 2, 8.0)
+
+    def _let_go(self) -> None:
+        """SIGUSR2: close the connection as a drop would (EOF, then the transport ended), with
+        no stop sent: a kept run goes on there, to be reattached at the next start. A START
+        still held (the handshake) goes first: the supervisor keeps only a run it started."""
+        deadline = time.monotonic() + 10.0
+        while self.holding and not self.reconnecting and not self.done.is_set() and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
+        # Without the lock when a write into a stalled connection holds it: then the kill.
+        locked = self.lock.acquire(timeout=1.0)
+        try:
+            proc = self.proc
+            with contextlib.suppress(OSError, ValueError):
+                if locked and proc is not None and proc.stdin is not None:
+                    proc.stdin.close()
+        finally:
+            if locked:
+                self.lock.release()
+        if proc is None:
+            return
+        if locked:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(1.0)
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+    def _detached(self) -> int:
+        self.report(detached=True)
+        return EXIT_LINK
 
     def _release(self, kind: bytes, request: dict[str, Any]) -> None:
         """START or ATTACH, then the frames held meanwhile, in one write; from now on frames
@@ -428,12 +469,14 @@ def main(argv: list[str]) -> int:
         return 2
     with open(argv[0], encoding="utf-8") as fh:
         spec = json.load(fh)
-    os.unlink(argv[0])  # it holds the agent's environment (keys): read once, gone
     link = Link(spec)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1"):
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2"):
         sig = getattr(signal, name, None)
         if sig is not None:
             signal.signal(sig, link.on_signal)
+    # It holds the agent's environment (keys): read once, gone. Its going also tells the turn
+    # that our signals are ours now (``RemoteLaunch.ready``): a stop is a frame, not our death.
+    os.unlink(argv[0])
     return link.run()
 
 

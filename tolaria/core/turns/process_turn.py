@@ -134,9 +134,11 @@ class ProcessTurn:
     def _start(self) -> str | Done:
         """The turn's working folder, or the ``done`` that ends the turn before anything runs
         (stopped already, no such folder, not ready)."""
-        if self.run.stop_requested:
+        target = self.request.target
+        if self.run.stop_requested and (target is None or target.attach_offset is None):
+            # (A kept run taken back is attached all the same: the stop goes with the attach.)
             return self._done(STOP_CANCELLED)
-        if self.request.target is not None:  # a folder on the host: checked there
+        if target is not None:  # a folder on the host: checked there
             return self.request.cwd or ""
         cwd = self.request.cwd or os.getcwd()
         if not Path(cwd).is_dir():
@@ -230,6 +232,12 @@ class ProcessTurn:
         self._tree = proctree.TreeKiller(self.run.stream_id, root, since=self.run.started_at,
                                          sole_run=lambda: (self.registry.live_count() == 1
                                                            and proctree.kept_count() == 0))
+        target = self.request.target
+        if self._remote is not None and target is not None and (
+                target.keep_running or target.attach_offset is not None):
+            # A kept run can be let go at quit: the link closes without a stop (ADR 0032).
+            remote, exited = self._remote, self._spawned_exited
+            self.run.let_go = lambda: remote.let_go(proc.pid, exited)
         if self.run.track_path is not None:
             self._tracker = tracking.RunTracker(self._tree, self.run.track_path)
             self._tracker.start()
@@ -285,6 +293,8 @@ class ProcessTurn:
         (a tool in its own session, a daemon). Only then are the pipe readers given up on.
         """
         await self._stop_tracking()
+        if cancelled and self._remote is not None:  # a stop that came with the spawn
+            await self._remote.ready(self._spawned_exited)
         keep = await self._ask_to_stop(protocol) if cancelled else self._agent_stays()
         moment = 0.0 if keep else self._exit_moment(cancelled)
         if moment:
@@ -293,7 +303,9 @@ class ProcessTurn:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(protocol.exited.wait()), moment)
         exited_alone = protocol.exited.is_set()
-        self.survivors = await self._end_processes(keep, cancelled)
+        # Let go (a kept remote run at quit): the link has closed its connection and ended its
+        # ssh; a tree kill here would find the run's marker on a host that is this machine.
+        self.survivors = [] if self.run.detached else await self._end_processes(keep, cancelled)
         await self._stop_reading()
         if self.owns_process:
             # Not proc.wait(): on 3.11 it also waits for the pipes, which a survivor may hold.

@@ -9,7 +9,7 @@ the command palette share; Stop and Restart are enabled only while the current c
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -136,7 +136,12 @@ class MainWindow(HeaderIntents):
         self._conversation_of_stream: dict[str, int] = {}
         self._want_new = 0
         self._quit_confirmed = False
-        self.quit_prompt = QuitPrompt(self, self.running_count, self._on_quit_prompt_confirmed)
+        #: Stream id -> host of each running turn a quit leaves running there (ADR 0032); the
+        #: app sets it (the engine's ``kept_at_quit``).
+        self.kept_at_quit: Callable[[], dict[str, str]] = dict
+        self.quit_prompt = QuitPrompt(self, self.running_count, self._on_quit_prompt_confirmed,
+                                      kept=lambda: [host for sid, host in self.kept_at_quit()
+                                                    .items() if sid in self.stack.running_streams()])
         self._bridge: Bridge | None = None
         self._stop_hint = ""
         self.settings = settings
