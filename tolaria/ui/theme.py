@@ -10,11 +10,14 @@ palette (``derived``: keyed by the palette itself, so any change of it is seen).
 
 from __future__ import annotations
 
+import inspect
+import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from PySide6.QtCore import QEvent
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtWidgets import QApplication, QStyleFactory, QWidget
 
 from tolaria.config.settings import THEMES
 from tolaria.support import paths
@@ -51,8 +54,9 @@ def designed_palette(name: str) -> QPalette:
 
 
 def apply_theme(name: str) -> None:
-    """Make ``name`` (one of ``THEMES``) the application's palette, now. Widgets restyle on the
-    ``PaletteChange`` Qt sends them (the transcript re-applies its tones)."""
+    """Make ``name`` (one of ``THEMES``) the application's palette, now. The widgets that follow
+    the palette (``follow``, ``on_palette_change``) are restyled at once; the others repaint
+    from the palette when Qt's ``PaletteChange`` reaches them."""
     global _system
     _derived.clear()
     app = QApplication.instance()
@@ -70,6 +74,107 @@ def apply_theme(name: str) -> None:
         if app.style().name() != style:
             app.setStyle(QStyleFactory.create(style))
         app.setPalette(palette_)
+    restyle_followers()  # now: Qt tells the widgets later (posted events)
+
+
+# -- following a theme change ---------------------------------------------------------------
+# A style sheet holds colours as text: made for one palette, it keeps them after a switch. So a
+# widget whose sheet is made from the palette registers its maker (``follow``), and one watcher
+# restyles them all after each palette change, once per change. No per-widget event filter: the
+# widgets' own events (paints, keys) pass through no Python.
+_Hook = Callable[[QWidget], None]
+#: widget -> {name: hook}, for the widgets that follow the palette.
+_followers: weakref.WeakKeyDictionary[QWidget, dict[str, _Hook]] = weakref.WeakKeyDictionary()
+_followed_key: list[int] = [0]
+_watcher: list[QWidget] = []
+_registered: list[int] = [0]
+
+
+class _Watcher(QWidget):
+    """A hidden window (never shown) that sees each application palette change: Qt sends every
+    widget ``ApplicationPaletteChange`` / ``PaletteChange`` when the palette is set, a theme
+    switch or the desktop's own."""
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.ApplicationPaletteChange, QEvent.Type.PaletteChange):
+            restyle_followers()
+        return super().event(event)
+
+
+def _watch() -> None:
+    if not _watcher and QApplication.instance() is not None:
+        _watcher.append(_Watcher())
+        _followed_key[0] = QGuiApplication.palette().cacheKey()
+
+
+def on_palette_change(widget: QWidget, hook: Callable[[], None], name: str = "") -> None:
+    """Call ``hook`` after each change of the application palette, once per change, while
+    ``widget`` lives (``name``: the same name replaces the hook). A bound method is held weakly;
+    a lambda must not hold ``widget`` (it is kept as long as the widget)."""
+    _watch()
+    if inspect.ismethod(hook):
+        method = weakref.WeakMethod(hook)
+
+        def held(_widget: QWidget) -> None:
+            if (bound := method()) is not None:
+                bound()
+    else:
+        def held(_widget: QWidget) -> None:
+            hook()
+    _register(widget, name, held)
+
+
+def follow(widget: QWidget, sheet: Callable[[], str]) -> None:
+    """Give ``widget`` the style sheet ``sheet()`` now, and again after each palette change (a
+    theme switch): the one way a widget's style sheet holds palette colours. ``sheet`` must not
+    hold ``widget`` (pass the colour, not ``self``); calling ``follow`` again replaces it."""
+    _watch()
+    _set_sheet(widget, sheet())
+    _register(widget, "sheet", lambda w: _set_sheet(w, sheet()))
+
+
+def follow_color(widget: QWidget, color: Callable[[], QColor], more: str = "") -> None:
+    """``widget``'s text in ``color()`` of the current theme (and ``more`` css), following a
+    theme switch: ``follow_color(label, theme.muted_text)``."""
+    follow(widget, lambda: f"color: {css(color())};{more}")
+
+
+def _register(widget: QWidget, name: str, hook: _Hook) -> None:
+    hooks = _followers.setdefault(widget, {})
+    hooks[name or f"#{len(hooks)}"] = hook
+    _registered[0] += 1
+    if _registered[0] % 512 == 0:
+        _forget_deleted()
+
+
+def _set_sheet(widget: QWidget, sheet: str) -> None:
+    if widget.styleSheet() != sheet:  # the same text again would re-polish the widget
+        widget.setStyleSheet(sheet)
+
+
+def _alive(widget: QWidget) -> bool:
+    try:
+        widget.objectName()
+    except RuntimeError:  # its C++ object is gone (deleted with its window)
+        return False
+    return True
+
+
+def _forget_deleted() -> None:
+    for widget in [w for w in list(_followers.keys()) if not _alive(w)]:
+        _followers.pop(widget, None)
+
+
+def restyle_followers() -> None:
+    """Restyle every widget that follows the palette, if the palette changed since last time."""
+    key = QGuiApplication.palette().cacheKey()
+    if key == _followed_key[0]:
+        return
+    _followed_key[0] = key
+    _forget_deleted()
+    for widget, hooks in list(_followers.items()):
+        for hook in list(hooks.values()):
+            hook(widget)
 
 
 #: Spacing (px) between the blocks of the transcript; the one rhythm every card follows.
@@ -150,6 +255,11 @@ def error_colors() -> tuple[QColor, QColor, QColor]:
     """(background, border, foreground) of an error card."""
     red = QColor(220, 50, 47)
     return mix(base(), red, 0.14), mix(base(), red, 0.6), mix(text(), red, 0.35)
+
+
+def error_text() -> QColor:
+    """The text colour of an error (``error_colors``' foreground)."""
+    return error_colors()[2]
 
 
 def warning_color() -> QColor:

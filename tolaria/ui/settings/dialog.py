@@ -41,7 +41,6 @@ from tolaria.ui.settings.fields import ErrorLabel
 from tolaria.ui.settings.hosts_page import HostsPage
 from tolaria.ui.settings.mcp_page import McpPage
 from tolaria.ui.settings.shortcuts_page import ShortcutsPage
-from tolaria.ui.transcript.cards.style import follow_palette
 
 
 def open_file(path: Path) -> None:
@@ -71,7 +70,7 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         banner_row = QHBoxLayout()
         self.file_problem = ErrorLabel("settingsFileProblem", self)
-        self.file_problem.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        theme.follow_color(self.file_problem, theme.warning_color)
         banner_row.addWidget(self.file_problem, 1)
         self.open_file_button = QPushButton("Open the file", self)
         self.open_file_button.setObjectName("openSettingsFile")
@@ -100,7 +99,7 @@ class SettingsDialog(QDialog):
         buttons = QHBoxLayout()
         self.status = QLabel(self)
         self.status.setObjectName("settingsStatus")
-        self.status.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self.status, theme.muted_text)
         buttons.addWidget(self.status, 1)
         self.save_button = QPushButton("Save", self)
         self.save_button.setObjectName("settingsSave")
@@ -115,8 +114,8 @@ class SettingsDialog(QDialog):
         buttons.addWidget(self.save_button)
         buttons.addWidget(close)
         layout.addLayout(buttons)
-        self._restyle()
-        follow_palette(self, self._restyle)
+        # Flat, themed controls (no raised grey buttons or stock tabs): the chat's look.
+        theme.follow(self, preferences_css)
         for page in (self.agents, self.shortcuts, self.behaviour):
             page.changed.connect(self._on_page_changed)
         self.agents.add_requested.connect(self._on_agents_add_requested)
@@ -170,10 +169,6 @@ class SettingsDialog(QDialog):
 
     def show_detection(self, agent_id: str, found: Detection) -> None:
         self.agents.show_detection(agent_id, found)
-
-    def _restyle(self) -> None:
-        """Flat, themed controls (no raised grey buttons or stock tabs): the chat's look."""
-        self.setStyleSheet(preferences_css())
 
     def show_test_result(self, agent_id: str, result: Any) -> None:
         if result is None:
