@@ -106,8 +106,7 @@ def test_every_screen_follows_a_live_switch(start_app: StartApp, qtbot: QtBot, t
                                             live_theme: None) -> None:
     light, dark = _colours("light"), _colours("dark")
     light_only, dark_only = light - dark, dark - light
-    drv = start_app()
-    theme.apply_theme("light")
+    drv = start_app()  # built in the theme of the moment (the dark one, left by _colours)
     drv.send("show me some cards")  # the demo agent: text, code and a tool card
     drv.wait_finished()
     add_agent(drv, fake_manifest("normal"))
@@ -123,7 +122,8 @@ def test_every_screen_follows_a_live_switch(start_app: StartApp, qtbot: QtBot, t
     assert not error.isHidden()
     drv.window.sidebar.search.setText("no chat is called this")  # the muted "No chat matches."
     roots: list[QWidget] = [drv.window, dialog, view]
-    assert not _stale(roots, dark_only), "built in light"
+    theme.apply_theme("light")
+    assert not _stale(roots, dark_only), "after the switch to light"
     for shot in ("behaviour", "hosts", "mcp", "agents"):
         dialog.tabs.setCurrentWidget(getattr(dialog, shot))
         save_shot(dialog, tmp_path, f"prefs-{shot}-light.png")
@@ -143,6 +143,8 @@ def test_every_screen_follows_a_live_switch(start_app: StartApp, qtbot: QtBot, t
     assert _near(_ink(no_match), muted), _ink(no_match).name()
     for shot in ("behaviour", "hosts", "mcp", "agents"):
         dialog.tabs.setCurrentWidget(getattr(dialog, shot))
+        bar = dialog.tabs.tabBar()
+        qtbot.waitUntil(lambda bar=bar: bar.width() >= bar.sizeHint().width())  # no arrows
         save_shot(dialog, tmp_path, f"prefs-{shot}-dark.png")
     save_shot(drv.window, tmp_path, "window-dark.png")
     save_shot(view, tmp_path, "fanout-dark.png")

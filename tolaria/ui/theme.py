@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QWidget
 
@@ -54,9 +54,9 @@ def designed_palette(name: str) -> QPalette:
 
 
 def apply_theme(name: str) -> None:
-    """Make ``name`` (one of ``THEMES``) the application's palette, now. The widgets that follow
-    the palette (``follow``, ``on_palette_change``) are restyled at once; the others repaint
-    from the palette when Qt's ``PaletteChange`` reaches them."""
+    """Make ``name`` (one of ``THEMES``) the application's palette, now: every widget has the
+    new palette, and those that follow it (``follow``, ``on_palette_change``) are restyled,
+    when this returns."""
     global _system
     _derived.clear()
     app = QApplication.instance()
@@ -74,7 +74,10 @@ def apply_theme(name: str) -> None:
         if app.style().name() != style:
             app.setStyle(QStyleFactory.create(style))
         app.setPalette(palette_)
-    restyle_followers()  # now: Qt tells the widgets later (posted events)
+    # Qt posts the widgets their ApplicationPaletteChange: delivered now, so that the whole
+    # window (palettes, then the style sheets made from them) changes before the next paint.
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange.value)
+    restyle_followers()
 
 
 # -- following a theme change ---------------------------------------------------------------

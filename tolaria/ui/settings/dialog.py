@@ -32,6 +32,7 @@ from tolaria.config.agents import AgentOverrides
 from tolaria.config.settings import Settings
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
+from tolaria.support import paths
 from tolaria.ui import theme
 from tolaria.ui.settings.agents_page import AgentsPage
 from tolaria.ui.settings.behaviour_page import BehaviourPage
@@ -234,6 +235,9 @@ class SettingsDialog(QDialog):
     def _on_tabs_current_changed(self, _index: int) -> None:
         # MCP servers saves each server with its own button: one Save there, not two.
         self.save_button.setVisible(self.tabs.currentWidget() is not self.mcp)
+        # The chosen tab's title is bold, so wider: the bar is laid out again for it (else the
+        # last tab no longer fits and the bar shows scroll arrows).
+        self.tabs.tabBar().updateGeometry()
 
     def _on_agents_add_requested(self) -> None:
         self.open_custom_agent(None, None)
@@ -262,6 +266,8 @@ def preferences_css() -> str:
                                   c(theme.text()))
     hover, muted, card = c(theme.hover_background()), c(theme.muted_text()), c(
         theme.card_background())
+    # A grey between both themes' muted texts: Fusion's own arrow box has square corners.
+    chevron = (paths.package_data("resources") / "icons" / "chevron-down.svg").as_posix()
     return (
         f"QTabWidget::pane {{ border: 1px solid {border}; border-radius: 8px; top: -1px; }}"
         f" QTabBar::tab {{ background: transparent; border: none; padding: 6px 14px;"
@@ -283,6 +289,8 @@ def preferences_css() -> str:
         f" QLineEdit, QComboBox {{ background: {base}; border: 1px solid {border};"
         f" border-radius: 6px; padding: 3px 6px; }}"
         f" QLineEdit:focus, QComboBox:focus {{ border-color: {accent}; }}"
+        f" QComboBox::drop-down {{ border: none; width: 20px; }}"
+        f" QComboBox::down-arrow {{ image: url(\"{chevron}\"); width: 10px; height: 10px; }}"
         f" QHeaderView {{ background: {base}; border: none; }}"
         f" QHeaderView::section {{ background: {base}; border: none;"
         f" border-bottom: 1px solid {border}; padding: 4px 6px; color: {muted};"
