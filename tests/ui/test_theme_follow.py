@@ -11,7 +11,7 @@ import pytest
 from helpers import fake_manifest
 from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QLabel, QLineEdit, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QLineEdit, QWidget
 from pytestqt.qtbot import QtBot
 from ui.settingshelpers import child, open_preferences, type_into
 from ui.test_fanout import add_agent, fan_out, wait_pane_done
@@ -100,6 +100,18 @@ def test_one_restyle_per_change_and_deleted_widgets_are_forgotten(qtbot: QtBot,
     assert len(made) == 2
     theme.apply_theme("light")
     assert made[-1] == light_muted and label.styleSheet() == f"color: {light_muted};"
+
+
+def test_a_palette_the_desktop_sets_is_followed_too(qtbot: QtBot, live_theme: None) -> None:
+    theme.apply_theme("light")
+    label = QLabel("muted")
+    qtbot.addWidget(label)
+    theme.follow_color(label, theme.muted_text)
+    light_sheet = label.styleSheet()
+    QApplication.setPalette(theme.designed_palette("dark"))  # not through apply_theme
+    assert theme.is_dark()
+    qtbot.waitUntil(lambda: label.styleSheet() == f"color: {theme.css(theme.muted_text())};")
+    assert label.styleSheet() != light_sheet
 
 
 def test_every_screen_follows_a_live_switch(start_app: StartApp, qtbot: QtBot, tmp_path: Path,

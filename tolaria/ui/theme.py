@@ -10,7 +10,6 @@ palette (``derived``: keyed by the palette itself, so any change of it is seen).
 
 from __future__ import annotations
 
-import inspect
 import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -76,7 +75,11 @@ def apply_theme(name: str) -> None:
         app.setPalette(palette_)
     # Qt posts the widgets their ApplicationPaletteChange: delivered now, so that the whole
     # window (palettes, then the style sheets made from them) changes before the next paint.
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange.value)
+    _applying[0] = True  # the followers after every widget has its new palette
+    try:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange.value)
+    finally:
+        _applying[0] = False
     restyle_followers()
 
 
@@ -91,6 +94,7 @@ _followers: weakref.WeakKeyDictionary[QWidget, dict[str, _Hook]] = weakref.WeakK
 _followed_key: list[int] = [0]
 _watcher: list[QWidget] = []
 _registered: list[int] = [0]
+_applying: list[bool] = [False]
 
 
 class _Watcher(QWidget):
@@ -99,7 +103,8 @@ class _Watcher(QWidget):
     switch or the desktop's own."""
 
     def event(self, event: QEvent) -> bool:
-        if event.type() in (QEvent.Type.ApplicationPaletteChange, QEvent.Type.PaletteChange):
+        if event.type() in (QEvent.Type.ApplicationPaletteChange,
+                            QEvent.Type.PaletteChange) and not _applying[0]:
             restyle_followers()
         return super().event(event)
 
@@ -111,26 +116,18 @@ def _watch() -> None:
 
 
 def on_palette_change(widget: QWidget, hook: Callable[[], None], name: str = "") -> None:
-    """Call ``hook`` after each change of the application palette, once per change, while
-    ``widget`` lives (``name``: the same name replaces the hook). A bound method is held weakly;
-    a lambda must not hold ``widget`` (it is kept as long as the widget)."""
+    """Call ``hook`` after each change of the application palette, once per change, until
+    ``widget`` is deleted (``name``: the same name replaces the hook). The hook is held as an
+    event filter of ``widget`` held it: a widget with no parent that follows the palette lives
+    until it is deleted, not until Python drops it."""
     _watch()
-    if inspect.ismethod(hook):
-        method = weakref.WeakMethod(hook)
-
-        def held(_widget: QWidget) -> None:
-            if (bound := method()) is not None:
-                bound()
-    else:
-        def held(_widget: QWidget) -> None:
-            hook()
-    _register(widget, name, held)
+    _register(widget, name, lambda _widget: hook())
 
 
 def follow(widget: QWidget, sheet: Callable[[], str]) -> None:
     """Give ``widget`` the style sheet ``sheet()`` now, and again after each palette change (a
-    theme switch): the one way a widget's style sheet holds palette colours. ``sheet`` must not
-    hold ``widget`` (pass the colour, not ``self``); calling ``follow`` again replaces it."""
+    theme switch): the one way a widget's style sheet holds palette colours. Calling ``follow``
+    again replaces ``sheet``; give it what it needs (a colour function), not ``self``."""
     _watch()
     _set_sheet(widget, sheet())
     _register(widget, "sheet", lambda w: _set_sheet(w, sheet()))
