@@ -143,7 +143,8 @@ def _register(widget: QWidget, name: str, hook: _Hook) -> None:
     hooks = _followers.setdefault(widget, {})
     hooks[name or f"#{len(hooks)}"] = hook
     _registered[0] += 1
-    if _registered[0] % 512 == 0:
+    if _registered[0] > max(512, len(_followers)):  # a sweep costs one check per registration
+        _registered[0] = 0
         _forget_deleted()
 
 
