@@ -61,15 +61,19 @@ def _ink(widget: QWidget) -> QColor:
     ground = image.pixelColor(0, 0)
 
     def far(c: QColor) -> int:
-        return sum(abs(a - b) for a, b in zip(c.getRgb()[:3], ground.getRgb()[:3], strict=True))
+        return sum(abs(a - b) for a, b in zip(_rgb(c), _rgb(ground), strict=True))
 
     pixels = (image.pixelColor(x, y) for x in range(image.width())
               for y in range(image.height()))
     return max(pixels, key=far)
 
 
+def _rgb(c: QColor) -> tuple[int, int, int]:
+    return c.red(), c.green(), c.blue()
+
+
 def _near(a: QColor, b: QColor, slack: int = 10) -> bool:
-    return all(abs(x - y) <= slack for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=True))
+    return all(abs(x - y) <= slack for x, y in zip(_rgb(a), _rgb(b), strict=True))
 
 
 def test_one_restyle_per_change_and_deleted_widgets_are_forgotten(qtbot: QtBot,
@@ -153,10 +157,10 @@ def test_every_screen_follows_a_live_switch(start_app: StartApp, qtbot: QtBot, t
     no_match = drv.window.sidebar.no_match
     assert no_match.isVisible()
     assert _near(_ink(no_match), muted), _ink(no_match).name()
+    bar = dialog.tabs.tabBar()
     for shot in ("behaviour", "hosts", "mcp", "agents"):
         dialog.tabs.setCurrentWidget(getattr(dialog, shot))
-        bar = dialog.tabs.tabBar()
-        qtbot.waitUntil(lambda bar=bar: bar.width() >= bar.sizeHint().width())  # no arrows
+        qtbot.waitUntil(lambda: bar.width() >= bar.sizeHint().width())  # no scroll arrows
         save_shot(dialog, tmp_path, f"prefs-{shot}-dark.png")
     save_shot(drv.window, tmp_path, "window-dark.png")
     save_shot(view, tmp_path, "fanout-dark.png")
