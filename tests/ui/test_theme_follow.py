@@ -17,8 +17,23 @@ from ui.settingshelpers import child, open_preferences, type_into
 from ui.test_fanout import add_agent, fan_out, wait_pane_done
 from ui.uihelpers import StartApp, save_shot
 
+from tolaria.core.events import Attached
+from tolaria.core.limits import RunLimits
+from tolaria.core.permissions import PermissionRequest
 from tolaria.ui import theme
+from tolaria.ui.chat.host_control import InlineEntry
+from tolaria.ui.composer.queue_chips import QueuedChips
+from tolaria.ui.review.diff_review import FileDiffView
+from tolaria.ui.review.turn_changes import TurnChangesRow
+from tolaria.ui.settings.custom_agent_dialog import CustomAgentDialog
 from tolaria.ui.settings.fields import error_text_color
+from tolaria.ui.transcript.cards.attachment_card import AttachmentCard
+from tolaria.ui.transcript.permission_card import PermissionCard
+from tolaria.ui.usage.usage_window import UsageWindow
+from tolaria.ui.window.about import AboutBox
+from tolaria.ui.window.chat_limits import ChatLimitsDialog
+from tolaria.ui.window.import_report import ImportReportBar
+from tolaria.ui.window.palette import CommandPalette
 
 #: Fixed colours both themes use (white text on the accent button).
 _BOTH = {"#ffffff", "#000000"}
@@ -164,3 +179,27 @@ def test_every_screen_follows_a_live_switch(start_app: StartApp, qtbot: QtBot, t
         save_shot(dialog, tmp_path, f"prefs-{shot}-dark.png")
     save_shot(drv.window, tmp_path, "window-dark.png")
     save_shot(view, tmp_path, "fanout-dark.png")
+
+
+def test_the_other_screens_follow_too(qtbot: QtBot, live_theme: None) -> None:
+    """Screens the walk above does not open (bars, cards, chips, small dialogs), each in the
+    state that colours it, through a light -> dark -> light switch."""
+    light, dark = _colours("light"), _colours("dark")
+    theme.apply_theme("light")
+    host = QWidget()
+    qtbot.addWidget(host)
+    permission = PermissionCard("k1", PermissionRequest(
+        stream_id="s", tool_id="t", title="Run ls", input={"command": "ls"}, choices=()), host)
+    permission.settle("allow_once")
+    entry = InlineEntry(host)
+    entry.show_error("No such host")
+    widgets: list[QWidget] = [
+        host, FileDiffView("src/a.py", host), TurnChangesRow(host), QueuedChips(host),
+        ImportReportBar(host), CommandPalette(host), AboutBox(host), CustomAgentDialog(None),
+        ChatLimitsDialog(1, "a chat", RunLimits(), RunLimits(), host), UsageWindow(host),
+        AttachmentCard(Attached(stream_id="s", name="notes.txt", size=12, mime="text/plain"),
+                       host)]
+    qtbot.addWidget(widgets[7])  # the custom agent dialog has no parent
+    for name, other in (("dark", light - dark), ("light", dark - light)):
+        theme.apply_theme(name)
+        assert not _stale(widgets, other), f"after the switch to {name}"
