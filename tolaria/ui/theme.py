@@ -5,7 +5,10 @@ The palette is the system's (``system``) or one of two designed ones (``light``,
 errors) are mixed from the palette when they are needed, never hard-coded for one theme; the
 transcript's cards read them at paint time (tolaria/ui/transcript/cards/style.py: no style sheets
 on its items), so a palette change needs no rebuild. What is painted every frame is made once per
-palette (``derived``: keyed by the palette itself, so any change of it is seen).
+palette (``derived``: keyed by the palette itself, so any change of it is seen). A style sheet
+made from the palette is set with ``follow`` (``follow_color`` for a text colour), never with a
+bare ``setStyleSheet``: it is made again after each palette change, a switch here or the
+desktop's own (``on_palette_change`` for other restyling).
 """
 
 from __future__ import annotations
