@@ -155,7 +155,7 @@ def test_every_screen_follows_a_live_switch(start_app: StartApp, qtbot: QtBot, t
     roots: list[QWidget] = [drv.window, dialog, view]
     theme.apply_theme("light")
     assert not _stale(roots, dark_only), "after the switch to light"
-    for shot in ("behaviour", "hosts", "mcp", "agents"):
+    for shot in ("behaviour", "hosts", "mcp", "agents", "shortcuts", "checkpoints"):
         dialog.tabs.setCurrentWidget(getattr(dialog, shot))
         save_shot(dialog, tmp_path, f"prefs-{shot}-light.png")
     for name, other in (("dark", light_only), ("light", dark_only), ("dark", light_only)):
@@ -173,7 +173,7 @@ def test_every_screen_follows_a_live_switch(start_app: StartApp, qtbot: QtBot, t
     assert no_match.isVisible()
     assert _near(_ink(no_match), muted), _ink(no_match).name()
     bar = dialog.tabs.tabBar()
-    for shot in ("behaviour", "hosts", "mcp", "agents"):
+    for shot in ("behaviour", "hosts", "mcp", "agents", "shortcuts", "checkpoints"):
         dialog.tabs.setCurrentWidget(getattr(dialog, shot))
         qtbot.waitUntil(lambda: bar.width() >= bar.sizeHint().width())  # no scroll arrows
         save_shot(dialog, tmp_path, f"prefs-{shot}-dark.png")
