@@ -286,7 +286,6 @@ class UsageWindow(QWidget):
             self._show_table(self.report.rows)
 
 
-
 def _swatch(color: QColor) -> QPixmap:
     pixmap = QPixmap(10, 10)
     pixmap.fill(color)
