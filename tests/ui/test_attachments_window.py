@@ -81,8 +81,7 @@ def test_paste_drop_chips_and_send(start_app: Start, qtbot: QtBot, tmp_path: Pat
     for chip in [c for c in tray.chips.values() if c.name.startswith("f")]:
         chip.remove.click()
     for name in ("light", "dark"):
-        theme.apply_theme(name)
-        pane.restyle()
+        theme.apply_theme(name)  # live: the pane and its chips follow
         shot = save_shot(pane, tmp_path, f"attachments-{name}.png")
         assert QImage(str(shot)).width() > 100
     theme.apply_theme("light")
@@ -120,9 +119,7 @@ def test_paste_drop_chips_and_send(start_app: Start, qtbot: QtBot, tmp_path: Pat
     card.copy.click()
     assert QGuiApplication.clipboard().text() == "remember the milk\n"
     for name in ("light", "dark"):
-        theme.apply_theme(name)
-        pane.restyle()
-        card.restyle()
+        theme.apply_theme(name)  # live: the pane and its cards follow
         save_shot(pane, tmp_path, f"transcript-attachment-{name}.png")
     theme.apply_theme("light")
 

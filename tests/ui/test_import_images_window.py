@@ -44,8 +44,6 @@ def test_an_imported_image_shows_under_its_prompt(start_app: StartApp, qtbot: Qt
     qtbot.waitUntil(lambda: "Hello from the fake model!" in view.text(), timeout=10_000)
     qtbot.wait(100)  # laid out at the new size
     for name in ("light", "dark"):
-        theme.apply_theme(name)
-        pane.restyle()
-        card.restyle()
+        theme.apply_theme(name)  # live: the pane and its cards follow
         save_shot(window, tmp_path, f"imported-image-{name}.png")
     theme.apply_theme("light")

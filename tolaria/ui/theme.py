@@ -5,16 +5,21 @@ The palette is the system's (``system``) or one of two designed ones (``light``,
 errors) are mixed from the palette when they are needed, never hard-coded for one theme; the
 transcript's cards read them at paint time (tolaria/ui/transcript/cards/style.py: no style sheets
 on its items), so a palette change needs no rebuild. What is painted every frame is made once per
-palette (``derived``: keyed by the palette itself, so any change of it is seen).
+palette (``derived``: keyed by the palette itself, so any change of it is seen). A style sheet
+made from the palette is set with ``follow`` (``follow_color`` for a text colour), never with a
+bare ``setStyleSheet``: it is made again after each palette change, a switch here or the
+desktop's own (``on_palette_change`` for other restyling).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QGuiApplication, QIcon, QPalette
-from PySide6.QtWidgets import QApplication, QStyleFactory
+from PySide6.QtWidgets import QApplication, QStyleFactory, QWidget
 
 from tolaria.config.settings import THEMES
 from tolaria.support import paths
@@ -51,8 +56,9 @@ def designed_palette(name: str) -> QPalette:
 
 
 def apply_theme(name: str) -> None:
-    """Make ``name`` (one of ``THEMES``) the application's palette, now. Widgets restyle on the
-    ``PaletteChange`` Qt sends them (the transcript re-applies its tones)."""
+    """Make ``name`` (one of ``THEMES``) the application's palette, now: every widget has the
+    new palette, and those that follow it (``follow``, ``on_palette_change``) are restyled,
+    when this returns."""
     global _system
     _derived.clear()
     app = QApplication.instance()
@@ -70,6 +76,109 @@ def apply_theme(name: str) -> None:
         if app.style().name() != style:
             app.setStyle(QStyleFactory.create(style))
         app.setPalette(palette_)
+    # Qt posts the widgets their ApplicationPaletteChange: delivered now, so that the whole
+    # window (palettes, then the style sheets made from them) changes before the next paint.
+    _applying[0] = True  # the followers after every widget has its new palette
+    try:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.ApplicationPaletteChange.value)
+    finally:
+        _applying[0] = False
+    restyle_followers()
+
+
+# -- following a theme change ---------------------------------------------------------------
+# A style sheet holds colours as text: made for one palette, it keeps them after a switch. So a
+# widget whose sheet is made from the palette registers its maker (``follow``), and one watcher
+# restyles them all after each palette change, once per change. No per-widget event filter: the
+# widgets' own events (paints, keys) pass through no Python.
+_Hook = Callable[[QWidget], None]
+#: widget -> {name: hook}, for the widgets that follow the palette.
+_followers: weakref.WeakKeyDictionary[QWidget, dict[str, _Hook]] = weakref.WeakKeyDictionary()
+_followed_key: list[int] = [0]
+_watcher: list[QWidget] = []
+_registered: list[int] = [0]
+_applying: list[bool] = [False]
+
+
+class _Watcher(QWidget):
+    """A hidden window (never shown) that sees each application palette change: Qt sends every
+    widget ``ApplicationPaletteChange`` / ``PaletteChange`` when the palette is set, a theme
+    switch or the desktop's own."""
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.ApplicationPaletteChange,
+                            QEvent.Type.PaletteChange) and not _applying[0]:
+            restyle_followers()
+        return super().event(event)
+
+
+def _watch() -> None:
+    if not _watcher and QApplication.instance() is not None:
+        _watcher.append(_Watcher())
+        _followed_key[0] = QGuiApplication.palette().cacheKey()
+
+
+def on_palette_change(widget: QWidget, hook: Callable[[], None], name: str = "") -> None:
+    """Call ``hook`` after each change of the application palette, once per change, until
+    ``widget`` is deleted (``name``: the same name replaces the hook). The hook is held as an
+    event filter of ``widget`` held it: a widget with no parent that follows the palette lives
+    until it is deleted, not until Python drops it."""
+    _watch()
+    _register(widget, name, lambda _widget: hook())
+
+
+def follow(widget: QWidget, sheet: Callable[[], str]) -> None:
+    """Give ``widget`` the style sheet ``sheet()`` now, and again after each palette change (a
+    theme switch): the one way a widget's style sheet holds palette colours. Calling ``follow``
+    again replaces ``sheet``; give it what it needs (a colour function), not ``self``."""
+    _watch()
+    _set_sheet(widget, sheet())
+    _register(widget, "sheet", lambda w: _set_sheet(w, sheet()))
+
+
+def follow_color(widget: QWidget, color: Callable[[], QColor], more: str = "") -> None:
+    """``widget``'s text in ``color()`` of the current theme (and ``more`` css), following a
+    theme switch: ``follow_color(label, theme.muted_text)``."""
+    follow(widget, lambda: f"color: {css(color())};{more}")
+
+
+def _register(widget: QWidget, name: str, hook: _Hook) -> None:
+    hooks = _followers.setdefault(widget, {})
+    hooks[name or f"#{len(hooks)}"] = hook
+    _registered[0] += 1
+    if _registered[0] > max(512, len(_followers)):  # a sweep costs one check per registration
+        _registered[0] = 0
+        _forget_deleted()
+
+
+def _set_sheet(widget: QWidget, sheet: str) -> None:
+    if widget.styleSheet() != sheet:  # the same text again would re-polish the widget
+        widget.setStyleSheet(sheet)
+
+
+def _alive(widget: QWidget) -> bool:
+    try:
+        widget.objectName()
+    except RuntimeError:  # its C++ object is gone (deleted with its window)
+        return False
+    return True
+
+
+def _forget_deleted() -> None:
+    for widget in [w for w in list(_followers.keys()) if not _alive(w)]:
+        _followers.pop(widget, None)
+
+
+def restyle_followers() -> None:
+    """Restyle every widget that follows the palette, if the palette changed since last time."""
+    key = QGuiApplication.palette().cacheKey()
+    if key == _followed_key[0]:
+        return
+    _followed_key[0] = key
+    _forget_deleted()
+    for widget, hooks in list(_followers.items()):
+        for hook in list(hooks.values()):
+            hook(widget)
 
 
 #: Spacing (px) between the blocks of the transcript; the one rhythm every card follows.
@@ -150,6 +259,11 @@ def error_colors() -> tuple[QColor, QColor, QColor]:
     """(background, border, foreground) of an error card."""
     red = QColor(220, 50, 47)
     return mix(base(), red, 0.14), mix(base(), red, 0.6), mix(text(), red, 0.35)
+
+
+def error_text() -> QColor:
+    """The text colour of an error (``error_colors``' foreground)."""
+    return error_colors()[2]
 
 
 def warning_color() -> QColor:

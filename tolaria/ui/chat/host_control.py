@@ -213,7 +213,7 @@ class InlineEntry(QWidget):
         self.edit.setFocus()
 
     def show_error(self, message: str) -> None:
-        self.error.setStyleSheet(f"color: {theme.css(theme.error_colors()[2])};")
+        theme.follow_color(self.error, theme.error_text)
         self.error.setText(message)
         self.show()
 

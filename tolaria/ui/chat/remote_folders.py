@@ -9,7 +9,7 @@ path is checked there the same way: Enter lists it, so a bad one gets its one li
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -94,18 +94,9 @@ class RemoteFolderDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
         self.resize(520, 420)
-        self._restyle()
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self._restyle()
-
-    def _restyle(self) -> None:
-        """Preferences' look (rounded fields, list rows, the accent button), in the theme of the
-        moment."""
-        if self.styleSheet() != (css := preferences_css()):
-            self.setStyleSheet(css)
+        # Preferences' look (rounded fields, list rows, the accent button), in the theme of the
+        # moment.
+        theme.follow(self, preferences_css)
 
     def start(self) -> None:
         """Open the dialog and list the start folder (or the home folder there)."""
@@ -157,8 +148,8 @@ class RemoteFolderDialog(QDialog):
         self.folders.setEnabled(not busy)
 
     def _say(self, text: str, *, error: bool) -> None:
-        color = theme.error_colors()[2] if error else self.palette().placeholderText().color()
-        self.status.setStyleSheet(f"color: {theme.css(color)};")
+        theme.follow_color(self.status, theme.error_text if error else
+                           lambda: theme.palette().placeholderText().color())
         self.status.setText(text)
 
     def _on_path_text_edited(self, _text: str) -> None:

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
 
 from tolaria.core.remote.askpass_desk import KIND_CONFIRM, KIND_NOTICE, KIND_SECRET, SshQuestion
 from tolaria.ui import theme
-from tolaria.ui.transcript.cards.style import follow_palette
 
 
 class SshQuestionCard(QFrame):
@@ -93,9 +92,9 @@ class SshQuestionCard(QFrame):
         layout.addLayout(row)
 
     def restyle(self) -> None:
-        self.setStyleSheet(
+        theme.follow(self, lambda: (
             f"QFrame#sshQuestionCard {{ background: {theme.css(theme.card_background())};"
-            f" border: 1px solid {theme.css(theme.warning_color())}; border-radius: 6px; }}")
+            f" border: 1px solid {theme.css(theme.warning_color())}; border-radius: 6px; }}"))
 
     def focus_answer(self) -> None:
         (self.field or self.yes).setFocus(Qt.FocusReason.OtherFocusReason)
@@ -136,13 +135,7 @@ class SshQuestions(QWidget):
         self._layout = QVBoxLayout(self)
         self._layout.setContentsMargins(12, 0, 12, 0)
         self.cards: dict[str, SshQuestionCard] = {}
-        # A card with a style sheet gets no PaletteChange of its own: restyled from here.
-        follow_palette(self, self._restyle)
         self.hide()
-
-    def _restyle(self) -> None:
-        for card in self.cards.values():
-            card.restyle()
 
     def ask(self, question: SshQuestion, host: str) -> SshQuestionCard:
         card = SshQuestionCard(question, host, self)

@@ -63,7 +63,7 @@ class AwaitingNotice(QLabel):
         super().__init__("The agent is waiting for your reply.", parent)
         self.setObjectName("awaitingNotice")
         self.setAccessibleName("Waiting for your reply")
-        self.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self, theme.muted_text)
         self.hide()
 
 
@@ -97,7 +97,7 @@ class WatchdogNotice(QLabel):
         super().__init__(parent)
         self.setObjectName("watchdogNotice")
         self.seconds = seconds
-        self.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self, theme.muted_text)
         self.linkActivated.connect(self._on_link_activated)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)

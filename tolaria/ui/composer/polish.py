@@ -109,6 +109,5 @@ class BudgetLabel(QLabel):
             return
         shown, over = budget_text(text)
         self.setText(shown)
-        color = theme.error_colors()[2] if over else theme.warning_color()
-        self.setStyleSheet(f"color: {theme.css(color)};")
+        theme.follow_color(self, theme.error_text if over else theme.warning_color)
         self.setVisible(bool(shown))

@@ -280,6 +280,7 @@ class QueuedChips(QWidget):
         self._layout.addLayout(head)
         self._chips: list[QueuedChip] = []
         self._restyle()
+        theme.on_palette_change(self, self._restyle)
         self.hide()
 
     def _restyle(self) -> None:
@@ -317,7 +318,8 @@ class QueuedChips(QWidget):
                 chip.setFocus()  # Alt+Up pressed again moves the same message on
         self.header.setText(self._header_text(state))
         warn = state.paused and state.reason in _PAUSED_WHY
-        self.header.setStyleSheet(f"color: {theme.css(theme.warning_color())};" if warn else "")
+        theme.follow(self.header, (lambda: f"color: {theme.css(theme.warning_color())};")
+                     if warn else str)
         self.pause_button.setText("Resume" if state.paused else "Pause")
         self.pause_button.setToolTip("Send these when no turn runs, or after this one"
                                      if state.paused else "Do not send these when the turn ends")

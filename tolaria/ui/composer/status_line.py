@@ -23,12 +23,12 @@ class StatusLine(QWidget):
         layout.setSpacing(6)
         self._spinner = QLabel(self)
         self._spinner.setObjectName("spinner")
-        self._spinner.setStyleSheet(f"color: {theme.css(theme.accent())};")
+        theme.follow_color(self._spinner, theme.accent)
         self._spinner.hide()
         self._label = QLabel(self)
         self._label.setTextFormat(Qt.TextFormat.PlainText)  # agent names and summaries
         self._label.setObjectName("statusText")
-        self._label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self._label, theme.muted_text)
         layout.addWidget(self._spinner)
         layout.addWidget(self._label, 1)
         #: How full the model's context is (where the agent says), at the line's end.

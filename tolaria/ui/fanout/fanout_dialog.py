@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QShowEvent
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -105,20 +104,8 @@ class FanOutDialog(QDialog):
         layout.addWidget(buttons)
         self.resize(480, 420)
         self._refresh()
-
-    def showEvent(self, event: QShowEvent) -> None:
-        self._restyle()
-        super().showEvent(event)
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and self.isVisible():
-            self._restyle()  # a widget with a style sheet keeps its palette otherwise
-
-    def _restyle(self) -> None:
-        """The list's check boxes in the theme of the moment (Fusion's own vanish on dark)."""
-        if self.agents.styleSheet() != (css := theme.indicator_css()):
-            self.agents.setStyleSheet(css)
+        # The list's check boxes in the theme of the moment (Fusion's own vanish on dark).
+        theme.follow(self.agents, theme.indicator_css)
 
     def host(self) -> str:
         """Where the job's agents run ("" this computer)."""

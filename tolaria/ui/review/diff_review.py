@@ -155,6 +155,7 @@ class FileDiffView(QFrame):
         self.review: FileReview | None = None
         self._busy = False
         self._restyle()
+        theme.on_palette_change(self, self._restyle)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(14, 2, 0, 6)
         self.scroller = QScrollArea(self)

@@ -58,6 +58,23 @@ class _FileLine(QWidget):
         super().mouseReleaseEvent(event)
 
 
+def _row_css() -> str:
+    muted = theme.css(theme.muted_text())
+    return (
+        f"QFrame#turnChanges {{ border: 1px solid {theme.css(theme.border())};"
+        f" border-radius: 8px; background: {theme.css(theme.card_background())}; }}"
+        f"QFrame#turnChanges[plain=\"true\"] {{ border: none; background: transparent; }}"
+        f"QLabel#turnChangesNote, QLabel#turnChangesRewound {{ color: {muted}; }}"
+        f"QLabel#turnChangesLate {{ color: {theme.css(theme.warning_color())}; }}"
+        f"QWidget#restoreConfirm {{ border: 1px solid {theme.css(theme.warning_color())};"
+        f" border-radius: 6px; background: {theme.css(theme.base())}; }}"
+        f"QWidget#restoreConfirm QLabel {{ border: none; background: transparent; }}"
+        f"QPushButton#restoreConfirmButton {{ color: {theme.css(theme.warning_color())};"
+        f" font-weight: bold; }}"
+        f"QFrame#turnChanges QPushButton {{ padding: 0px 6px; }}"
+        f"QPushButton#turnChangesToggle:checked {{ background: transparent; border: none; }}")
+
+
 class TurnChangesRow(QFrame):
     #: Put one file back as it was before this turn: turn id, path.
     revert_file_requested = Signal(int, str)
@@ -73,20 +90,7 @@ class TurnChangesRow(QFrame):
         self.setObjectName("turnChanges")
         self.changes: TurnChanges | None = None
         self._busy = False
-        muted = theme.css(theme.muted_text())
-        self.setStyleSheet(
-            f"QFrame#turnChanges {{ border: 1px solid {theme.css(theme.border())};"
-            f" border-radius: 8px; background: {theme.css(theme.card_background())}; }}"
-            f"QFrame#turnChanges[plain=\"true\"] {{ border: none; background: transparent; }}"
-            f"QLabel#turnChangesNote, QLabel#turnChangesRewound {{ color: {muted}; }}"
-            f"QLabel#turnChangesLate {{ color: {theme.css(theme.warning_color())}; }}"
-            f"QWidget#restoreConfirm {{ border: 1px solid {theme.css(theme.warning_color())};"
-            f" border-radius: 6px; background: {theme.css(theme.base())}; }}"
-            f"QWidget#restoreConfirm QLabel {{ border: none; background: transparent; }}"
-            f"QPushButton#restoreConfirmButton {{ color: {theme.css(theme.warning_color())};"
-            f" font-weight: bold; }}"
-            f"QFrame#turnChanges QPushButton {{ padding: 0px 6px; }}"
-            f"QPushButton#turnChangesToggle:checked {{ background: transparent; border: none; }}")
+        theme.follow(self, _row_css)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 2, 4, 2)
         layout.setSpacing(0)
@@ -246,9 +250,9 @@ class TurnChangesRow(QFrame):
         badge = QLabel(_BADGES.get(status, "M"), row)
         badge.setObjectName("changedFileStatus")
         badge.setToolTip(status)
-        colour = {"added": theme.success_color(), "deleted": theme.error_colors()[2]}.get(
-            status, theme.warning_color())
-        badge.setStyleSheet(f"color: {theme.css(colour)}; font-weight: bold;")
+        colour = {"added": theme.success_color, "deleted": theme.error_text}.get(
+            status, theme.warning_color)
+        theme.follow_color(badge, colour, " font-weight: bold;")
         line.addWidget(badge)
         name = QLabel(path, row)
         name.setObjectName("changedFilePath")

@@ -304,7 +304,7 @@ class AgentEditor(QWidget):
     def show_test_started(self) -> None:
         self._test_started = time.monotonic()
         self._show_testing(True)
-        self.test_result.setStyleSheet("")
+        theme.follow(self.test_result, str)
         self._show_test_elapsed()
 
     def _show_test_elapsed(self) -> None:
@@ -314,8 +314,7 @@ class AgentEditor(QWidget):
 
     def show_test_result(self, ok: bool, text: str) -> None:
         self._show_testing(False)
-        color = theme.success_color() if ok else error_text_color()
-        self.test_result.setStyleSheet(f"color: {theme.css(color)};")
+        theme.follow_color(self.test_result, theme.success_color if ok else error_text_color)
         self.test_result.setText(text)
 
     def show_models(self, models: Sequence[str], error: str) -> None:

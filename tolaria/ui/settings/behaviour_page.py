@@ -44,7 +44,7 @@ def _with_hint(field: QWidget | QHBoxLayout, text: str, parent: QWidget) -> QWid
     column.addLayout(row)
     label = QLabel(text, box)
     label.setWordWrap(True)
-    label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+    theme.follow_color(label, theme.muted_text)
     column.addWidget(label)
     return box
 

@@ -55,7 +55,7 @@ class CheckpointsPage(QWidget):
                        "changes can be reviewed and undone. They live in Tolaria's data folder, "
                        "never in your repository, and borrow the objects git already has.", self)
         intro.setWordWrap(True)
-        intro.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(intro, theme.muted_text)
         layout.addWidget(intro)
         self.table = QTableWidget(0, 4, self)
         self.table.setObjectName("checkpointsTable")
@@ -125,15 +125,15 @@ class CheckpointsPage(QWidget):
         cancel.clicked.connect(self._hide_confirm)
         confirm_row.addWidget(self.remove_button)
         confirm_row.addWidget(cancel)
-        self.confirm.setStyleSheet(
+        theme.follow(self.confirm, lambda: (
             f"#pruneConfirm {{ border: 1px solid {theme.css(theme.warning_color())};"
-            " border-radius: 6px; }")
+            " border-radius: 6px; }"))
         self.confirm.setVisible(False)
         layout.addWidget(self.confirm)
         self.result = QLabel(self)
         self.result.setObjectName("pruneResult")
         self.result.setWordWrap(True)
-        self.result.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self.result, theme.muted_text)
         layout.addWidget(self.result)
         layout.addStretch(1)
         self._asked: object = None

@@ -77,7 +77,7 @@ class CustomAgentDialog(QDialog):
         layout = QVBoxLayout(self)
         hint = QLabel(_HINT, self)
         hint.setWordWrap(True)
-        hint.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(hint, theme.muted_text)
         layout.addWidget(hint)
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)

@@ -32,6 +32,7 @@ from tolaria.config.agents import AgentOverrides
 from tolaria.config.settings import Settings
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.programs.discovery import Detection
+from tolaria.support import paths
 from tolaria.ui import theme
 from tolaria.ui.settings.agents_page import AgentsPage
 from tolaria.ui.settings.behaviour_page import BehaviourPage
@@ -41,7 +42,6 @@ from tolaria.ui.settings.fields import ErrorLabel
 from tolaria.ui.settings.hosts_page import HostsPage
 from tolaria.ui.settings.mcp_page import McpPage
 from tolaria.ui.settings.shortcuts_page import ShortcutsPage
-from tolaria.ui.transcript.cards.style import follow_palette
 
 
 def open_file(path: Path) -> None:
@@ -71,7 +71,7 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         banner_row = QHBoxLayout()
         self.file_problem = ErrorLabel("settingsFileProblem", self)
-        self.file_problem.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        theme.follow_color(self.file_problem, theme.warning_color)
         banner_row.addWidget(self.file_problem, 1)
         self.open_file_button = QPushButton("Open the file", self)
         self.open_file_button.setObjectName("openSettingsFile")
@@ -100,7 +100,7 @@ class SettingsDialog(QDialog):
         buttons = QHBoxLayout()
         self.status = QLabel(self)
         self.status.setObjectName("settingsStatus")
-        self.status.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self.status, theme.muted_text)
         buttons.addWidget(self.status, 1)
         self.save_button = QPushButton("Save", self)
         self.save_button.setObjectName("settingsSave")
@@ -115,8 +115,8 @@ class SettingsDialog(QDialog):
         buttons.addWidget(self.save_button)
         buttons.addWidget(close)
         layout.addLayout(buttons)
-        self._restyle()
-        follow_palette(self, self._restyle)
+        # Flat, themed controls (no raised grey buttons or stock tabs): the chat's look.
+        theme.follow(self, preferences_css)
         for page in (self.agents, self.shortcuts, self.behaviour):
             page.changed.connect(self._on_page_changed)
         self.agents.add_requested.connect(self._on_agents_add_requested)
@@ -170,10 +170,6 @@ class SettingsDialog(QDialog):
 
     def show_detection(self, agent_id: str, found: Detection) -> None:
         self.agents.show_detection(agent_id, found)
-
-    def _restyle(self) -> None:
-        """Flat, themed controls (no raised grey buttons or stock tabs): the chat's look."""
-        self.setStyleSheet(preferences_css())
 
     def show_test_result(self, agent_id: str, result: Any) -> None:
         if result is None:
@@ -239,6 +235,9 @@ class SettingsDialog(QDialog):
     def _on_tabs_current_changed(self, _index: int) -> None:
         # MCP servers saves each server with its own button: one Save there, not two.
         self.save_button.setVisible(self.tabs.currentWidget() is not self.mcp)
+        # The chosen tab's title is bold, so wider: the bar is laid out again for it (else the
+        # last tab no longer fits and the bar shows scroll arrows).
+        self.tabs.tabBar().updateGeometry()
 
     def _on_agents_add_requested(self) -> None:
         self.open_custom_agent(None, None)
@@ -267,6 +266,9 @@ def preferences_css() -> str:
                                   c(theme.text()))
     hover, muted, card = c(theme.hover_background()), c(theme.muted_text()), c(
         theme.card_background())
+    # The combo boxes' arrow: a chevron in a grey that reads on both themes (Fusion's own
+    # arrow box has square corners inside the rounded field).
+    chevron = (paths.package_data("resources") / "icons" / "chevron-down.svg").as_posix()
     return (
         f"QTabWidget::pane {{ border: 1px solid {border}; border-radius: 8px; top: -1px; }}"
         f" QTabBar::tab {{ background: transparent; border: none; padding: 6px 14px;"
@@ -288,6 +290,8 @@ def preferences_css() -> str:
         f" QLineEdit, QComboBox {{ background: {base}; border: 1px solid {border};"
         f" border-radius: 6px; padding: 3px 6px; }}"
         f" QLineEdit:focus, QComboBox:focus {{ border-color: {accent}; }}"
+        f" QComboBox::drop-down {{ border: none; width: 20px; }}"
+        f" QComboBox::down-arrow {{ image: url(\"{chevron}\"); width: 10px; height: 10px; }}"
         f" QHeaderView {{ background: {base}; border: none; }}"
         f" QHeaderView::section {{ background: {base}; border: none;"
         f" border-bottom: 1px solid {border}; padding: 4px 6px; color: {muted};"

@@ -73,7 +73,7 @@ def empty_or_form(parent: QWidget, form: QWidget, *, empty_text: str,
     empty.setObjectName(empty_name)
     empty.setWordWrap(True)
     empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-    empty.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+    theme.follow_color(empty, theme.muted_text)
     stack = QStackedWidget(parent)
     stack.addWidget(empty)
     stack.addWidget(scrolled(form, parent))

@@ -38,7 +38,7 @@ class ErrorLabel(QLabel):
         super().__init__(parent)
         self.setObjectName(name)
         self.reserve = reserve
-        self.setStyleSheet(f"color: {theme.css(error_text_color())};")
+        theme.follow_color(self, error_text_color)
         if reserve:
             self.setFixedHeight(self.fontMetrics().height() + 2)
             self.setMinimumWidth(1)  # a long message must not widen the form either
@@ -70,7 +70,7 @@ class ErrorLabel(QLabel):
 
 def muted(label: QLabel) -> QLabel:
     """``label`` in the muted text colour, wrapping: a note under a field."""
-    label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+    theme.follow_color(label, theme.muted_text)
     label.setWordWrap(True)
     return label
 

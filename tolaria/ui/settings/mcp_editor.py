@@ -273,8 +273,7 @@ class McpEditor(QWidget):
 
     def show_test_result(self, ok: bool, text: str, tools: Sequence[tuple[str, str]]) -> None:
         self._show_testing(False)
-        color = theme.success_color() if ok else error_text_color()
-        self.test_status.setStyleSheet(f"color: {theme.css(color)};")
+        theme.follow_color(self.test_status, theme.success_color if ok else error_text_color)
         self.test_status.setText(text)
         self.tools.setText(tools_html(tools))
 
@@ -336,7 +335,7 @@ class McpEditor(QWidget):
         self.test_button.setText("Testing…" if testing else "Test")
         self.test_button.setEnabled(not testing)
         if testing:
-            self.test_status.setStyleSheet("")
+            theme.follow(self.test_status, str)
             self._clock.start()
         else:
             self._clock.stop()

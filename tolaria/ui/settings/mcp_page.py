@@ -112,7 +112,7 @@ class McpPage(EntryPage):
         self.problems = QLabel(self)
         self.problems.setObjectName("mcpProblems")
         self.problems.setWordWrap(True)
-        self.problems.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        theme.follow_color(self.problems, theme.warning_color)
         self.problems.hide()
         outer.addWidget(self.problems)
         layout = QHBoxLayout()

@@ -81,7 +81,7 @@ class ShortcutsPage(QWidget):
         hint = QLabel("Click a field and press the keys. Stop shortcuts act in the chat window "
                       "whenever no menu or dialog has the keyboard.", self)
         hint.setWordWrap(True)
-        hint.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(hint, theme.muted_text)
         layout.addWidget(hint)
         self.conflicts = ErrorLabel("shortcutConflicts", self)
         layout.addWidget(self.conflicts)

@@ -118,7 +118,7 @@ class Sidebar(SidebarHosts, SidebarGroups, QWidget):
         layout.addWidget(self.list, 1)
         self.no_match = QLabel("No chat matches.", self)
         self.no_match.setObjectName("noChatMatches")
-        self.no_match.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self.no_match, theme.muted_text)
         self.no_match.hide()
         layout.addWidget(self.no_match)
         self.confirm = DeleteConfirm(self)

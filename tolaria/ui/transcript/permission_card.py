@@ -48,9 +48,9 @@ class PermissionCard(QFrame):
         #: None while the question is open; then one of OUTCOME_WORDS' keys.
         self.outcome: str | None = None
         self.title = redact_text(request.title or "a tool")
-        self.setStyleSheet(
+        theme.follow(self, lambda: (
             f"QFrame#permissionCard {{ background: {theme.css(theme.card_background())};"
-            f" border: 1px solid {theme.css(theme.warning_color())}; border-radius: 6px; }}")
+            f" border: 1px solid {theme.css(theme.warning_color())}; border-radius: 6px; }}"))
         self.setAccessibleName(f"Permission request: {self.title}")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 6, 10, 6)
@@ -66,7 +66,7 @@ class PermissionCard(QFrame):
         self.input_label.setWordWrap(True)
         self.input_label.setFont(theme.mono_font())
         self.input_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.input_label.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self.input_label, theme.muted_text)
         layout.addWidget(self.input_label)
         self._row = QWidget(self)
         row = QHBoxLayout(self._row)
@@ -126,8 +126,8 @@ class PermissionCard(QFrame):
         self._row.hide()
         words = OUTCOME_WORDS.get(outcome, outcome)
         self.status.setText(words)
-        color = theme.success_color() if self.allowed else theme.warning_color()
-        self.status.setStyleSheet(f"color: {theme.css(color)};")
+        theme.follow_color(self.status,
+                           theme.success_color if self.allowed else theme.warning_color)
         self.status.setAccessibleName(f"Permission {self.title}: {words}")
         self.status.show()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -130,6 +130,7 @@ class UsageWindow(QWidget):
         outer.addWidget(self.limit_bars)
         outer.addWidget(self.limits)
         self.restyle()
+        theme.on_palette_change(self, self.restyle)
 
     def _controls(self) -> QHBoxLayout:
         row = QHBoxLayout()
@@ -283,11 +284,6 @@ class UsageWindow(QWidget):
         if self.report is not None:
             self._show_chart()
             self._show_table(self.report.rows)
-
-    def changeEvent(self, event: QEvent) -> None:
-        if event.type() == QEvent.Type.PaletteChange:
-            self.restyle()
-        super().changeEvent(event)
 
 
 def _swatch(color: QColor) -> QPixmap:

@@ -43,6 +43,6 @@ class AboutBox(QMessageBox):
         close.setProperty("primary", True)
         self.setDefaultButton(close)
         self.setEscapeButton(close)
-        self.setStyleSheet(preferences_css() + f" QMessageBox {{ background: "
-                           f"{theme.css(theme.base())}; }}")
+        theme.follow(self, lambda: preferences_css() + f" QMessageBox {{ background: "
+                     f"{theme.css(theme.base())}; }}")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
 from tolaria.core.limits import KINDS, RunLimits, label
@@ -42,12 +41,9 @@ class ChatLimitsDialog(QDialog):
         buttons.setObjectName("chatLimitsButtons")
         save = buttons.button(QDialogButtonBox.StandardButton.Ok)
         save.setText("Save limits")
-        accent = theme.css(self.palette().color(QPalette.ColorRole.Highlight))
         # One leaf widget's style sheet (the transcript's rule, cards/style.py): the primary
         # action in the accent colour, as Preferences' Save.
-        save.setStyleSheet(f"QPushButton {{ background: {accent}; color: #ffffff;"
-                           f" border: 1px solid {accent}; border-radius: 6px;"
-                           " padding: 4px 14px; font-weight: 600; }")
+        theme.follow(save, _save_css)
         buttons.accepted.connect(self._on_buttons_accepted)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
@@ -63,3 +59,9 @@ def describe(limits: RunLimits) -> str:
     parts = [label(kind, value) for kind in KINDS
              if (value := limits.value(kind)) is not None]
     return ", ".join(parts) or "none"
+
+
+def _save_css() -> str:
+    accent = theme.css(theme.accent())
+    return (f"QPushButton {{ background: {accent}; color: #ffffff; border: 1px solid {accent};"
+            " border-radius: 6px; padding: 4px 14px; font-weight: 600; }")

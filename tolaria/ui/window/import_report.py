@@ -67,11 +67,11 @@ class ImportReportBar(QFrame):
         super().__init__(parent)
         self.setObjectName("importReport")
         self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.setStyleSheet(
+        theme.follow(self, lambda: (
             f"QFrame#importReport {{ border: 1px solid {theme.css(theme.border())};"
             f" border-radius: 8px; background: {theme.css(theme.card_background())}; }}"
             f"QLabel#importReportDetails {{ color: {theme.css(theme.muted_text())}; }}"
-            f"QPushButton#importReportClose {{ border: none; padding: 0px 6px; }}")
+            f"QPushButton#importReportClose {{ border: none; padding: 0px 6px; }}"))
         row = QHBoxLayout(self)
         row.setContentsMargins(10, 6, 6, 6)
         column = QVBoxLayout()

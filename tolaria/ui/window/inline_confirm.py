@@ -50,7 +50,7 @@ class InlineConfirm(QFrame):
         row.addWidget(self.reject_button)
         self.accept_button = QPushButton(accept_text, self)
         self.accept_button.setObjectName(f"{name}Accept")
-        self.accept_button.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        theme.follow_color(self.accept_button, theme.warning_color)
         self.accept_button.clicked.connect(self._on_accept_button_clicked)
         row.addWidget(self.accept_button)
         layout.addLayout(row)
@@ -110,7 +110,7 @@ class DeleteConfirm(InlineConfirm):
         self.conversation_id = conversation.id
         extra = " Its running turn is stopped first." if running else ""
         self.remove_worktree.setChecked(False)
-        self.remove_worktree.setStyleSheet(theme.indicator_css())  # the theme of the moment
+        theme.follow(self.remove_worktree, theme.indicator_css)
         self.remove_worktree.setText(f"Also remove its git worktree {worktree} (git keeps it "
                                      "if it has uncommitted work; the branch stays)")
         self.remove_worktree.setVisible(bool(worktree))

@@ -182,7 +182,7 @@ class MainWindow(HeaderIntents):
         self._problems.setObjectName("settingsProblems")
         self._problems.setWordWrap(True)
         self._problems.setTextFormat(Qt.TextFormat.PlainText)  # file paths, keys, values
-        self._problems.setStyleSheet(f"color: {theme.css(theme.warning_color())};")
+        theme.follow_color(self._problems, theme.warning_color)
         self.statusBar().addWidget(self._problems, 1)
         self._open_file = QPushButton("Open the settings file", self)
         self._open_file.setObjectName("openSettingsFileButton")

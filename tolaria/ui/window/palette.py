@@ -111,11 +111,11 @@ class CommandPalette(QFrame):
         self.setObjectName("commandPalette")
         self.setAccessibleName("Command palette")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet(
+        theme.follow(self, lambda: (
             f"#commandPalette {{ border: 1px solid {theme.css(theme.muted_text())}; "
             f"border-radius: 8px; }}"
             "#paletteField { padding: 6px 8px; border-radius: 6px; }"
-            "#paletteList { border: none; }")
+            "#paletteList { border: none; }"))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
         layout.setSpacing(6)
@@ -137,7 +137,7 @@ class CommandPalette(QFrame):
         layout.addWidget(self.list, 1)
         self.empty = QLabel("No command matches.", self)
         self.empty.setObjectName("paletteEmpty")
-        self.empty.setStyleSheet(f"color: {theme.css(theme.muted_text())};")
+        theme.follow_color(self.empty, theme.muted_text)
         self.empty.hide()
         layout.addWidget(self.empty)
         self._actions: list[QAction] = []

@@ -90,10 +90,16 @@ class AttachmentCard(QFrame):
         QGuiApplication.clipboard().setMimeData(mime)
 
     def restyle(self) -> None:
-        self.setStyleSheet(
-            f"#attachmentCard {{ background: {theme.css(theme.card_background())};"
-            f" border: 1px solid {theme.css(theme.border())}; border-radius: 8px; }}")
+        theme.follow(self, _card_css)
         if self.thumb.pixmap().isNull():
-            self.thumb.setStyleSheet(f"background: {theme.css(theme.code_background())};"
-                                     f" color: {theme.css(theme.muted_text())};"
-                                     " border-radius: 6px; font-weight: 600;")
+            theme.follow(self.thumb, _thumb_css)
+
+
+def _card_css() -> str:
+    return (f"#attachmentCard {{ background: {theme.css(theme.card_background())};"
+            f" border: 1px solid {theme.css(theme.border())}; border-radius: 8px; }}")
+
+
+def _thumb_css() -> str:
+    return (f"background: {theme.css(theme.code_background())};"
+            f" color: {theme.css(theme.muted_text())}; border-radius: 6px; font-weight: 600;")

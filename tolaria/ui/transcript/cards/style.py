@@ -15,7 +15,7 @@ import html
 import math
 from collections.abc import Callable
 
-from PySide6.QtCore import QEvent, QObject, QRect, QRectF, Qt
+from PySide6.QtCore import QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPalette, QPixmap
 from PySide6.QtWidgets import QFrame, QLabel, QWidget
 
@@ -32,7 +32,7 @@ def tone_color(tone: str) -> QColor:
 
 def _tone_color(tone: str) -> QColor:
     colors = {"muted": theme.muted_text, "warning": theme.warning_color,
-              "error": lambda: theme.error_colors()[2], "success": theme.success_color}
+              "error": theme.error_text, "success": theme.success_color}
     return colors.get(tone, theme.text)()
 
 
@@ -55,28 +55,10 @@ def retone(root: QWidget) -> None:
             set_tone(widget, tone)
 
 
-class _PaletteFollower(QObject):
-    """Calls ``restyle`` when its widget's palette changed (a theme switch), once per change
-    (what ``restyle`` itself sets does not call it again)."""
-
-    def __init__(self, widget: QWidget, restyle: Callable[[], None]) -> None:
-        super().__init__(widget)
-        self._restyle = restyle
-        self._busy = False
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.PaletteChange and not self._busy:
-            self._busy = True
-            try:
-                self._restyle()
-            finally:
-                self._busy = False
-        return False
-
-
 def follow_palette(widget: QWidget, restyle: Callable[[], None]) -> None:
-    """Run ``restyle`` whenever ``widget``'s palette changes (the theme was switched)."""
-    widget.installEventFilter(_PaletteFollower(widget, restyle))
+    """Run ``restyle`` whenever the application palette changes (the theme was switched), while
+    ``widget`` lives: ``theme.on_palette_change``."""
+    theme.on_palette_change(widget, restyle)
 
 
 def small_font(widget: QWidget, *, bold: bool = False) -> QFont:
