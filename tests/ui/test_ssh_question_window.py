@@ -18,6 +18,7 @@ from ui.uihelpers import AppDriver, processes_of
 
 from tolaria.core.adapters.manifest import Manifest
 from tolaria.ui.chat.ssh_question import SshQuestions
+from tolaria.ui.composer.notices import SSH_WAITING_TEXT
 
 StartApp = Callable[..., AppDriver]
 QUESTION = ("The authenticity of host 'devbox (10.0.0.2)' can't be established.\n"
@@ -90,6 +91,7 @@ def test_yes_in_the_card_reaches_ssh_and_no_batchmode(start_app: StartApp, home:
     assert card.prompt.text() == QUESTION.rstrip()  # ssh's words, as ssh gave them
     assert card.yes.text() == "Yes" and card.no.text() == "No" and card.field is None
     assert drv.pane.watchdog.waiting, "waiting for the user, not silence"
+    assert SSH_WAITING_TEXT in drv.pane.watchdog.text()  # ssh asks, not the agent
     ran = json.loads(out.read_text())
     assert "BatchMode=yes" not in ran["argv"]
     assert ran["env"]["SSH_ASKPASS_REQUIRE"] == "force"

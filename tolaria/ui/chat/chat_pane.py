@@ -30,7 +30,12 @@ from tolaria.ui.chat.ssh_question import SshQuestions
 from tolaria.ui.composer.assist import ComposerAssist
 from tolaria.ui.composer.attachments import AttachmentTray
 from tolaria.ui.composer.composer import Composer
-from tolaria.ui.composer.notices import AwaitingNotice, AwaitTracker, WatchdogNotice
+from tolaria.ui.composer.notices import (
+    SSH_WAITING_TEXT,
+    AwaitingNotice,
+    AwaitTracker,
+    WatchdogNotice,
+)
 from tolaria.ui.composer.polish import BudgetLabel, ComposerKeys
 from tolaria.ui.composer.queue_chips import QueuedChips
 from tolaria.ui.composer.status_line import StatusLine
@@ -264,8 +269,10 @@ class ChatPane(QWidget):
     def _on_ssh_questions_asking_changed(self, asking: bool) -> None:
         """ssh waits for the user (host key, passphrase): no silence is counted meanwhile."""
         if asking:
-            self.watchdog.wait_for_answer()
-        elif self.running_stream is not None and not self.questions.asking:
+            self.watchdog.wait_for_answer(SSH_WAITING_TEXT)
+        elif self.running_stream is not None and self.questions.asking:
+            self.watchdog.wait_for_answer()  # the agent's own question is still open
+        elif self.running_stream is not None:
             self.watchdog.arm()
         elif self.running_stream is None:  # a look at the host's agents asked: no turn runs
             self.watchdog.disarm()

@@ -78,6 +78,8 @@ def silence_text(seconds: float) -> str:
 
 #: What the watchdog notice says while the running turn waits for the user's answer.
 WAITING_TEXT = "Waiting for your answer: the agent asks before it runs a tool"
+#: The same while ssh asks (a host key, a passphrase: ADR 0033).
+SSH_WAITING_TEXT = "Waiting for your answer: ssh asks before it connects"
 
 
 class WatchdogNotice(QLabel):
@@ -124,13 +126,14 @@ class WatchdogNotice(QLabel):
         """The turn waits for the user's answer (``wait_for_answer``)."""
         return self._waiting
 
-    def wait_for_answer(self) -> None:
-        """A question is open: no silence is counted; the notice says so, with a link to it."""
+    def wait_for_answer(self, text: str = WAITING_TEXT) -> None:
+        """A question is open: no silence is counted; the notice says so (``text``: who
+        asks), with a link to it."""
         self._timer.stop()
         self._tick.stop()
         self._waiting = True
-        self.setText(f'{WAITING_TEXT} — <a href="question">Show the question</a>')
-        self.setAccessibleName(f"{WAITING_TEXT}. Show the question")
+        self.setText(f'{text} — <a href="question">Show the question</a>')
+        self.setAccessibleName(f"{text}. Show the question")
         self.show()
 
     def arm(self) -> None:
