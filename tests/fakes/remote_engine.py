@@ -10,7 +10,9 @@ the chat is deleted right after the start instead (the user in between: ``delete
 ``quit``: a keep-running chat and a plain one on ``host``, a turn each; after ``run_for``
 seconds the engine shuts down as the window's Quit does; prints both stream ids, what
 ``kept_at_quit`` said and how long the quit took.
-JSON: ``db``, ``host``, ``cwd``, ``stream_id`` (reattach), ``stop_after``, ``run_for``.
+JSON: ``db``, ``host``, ``cwd``, ``stream_id`` (reattach), ``stop_after``, ``run_for``;
+``changes`` (reattach): also print the files the turn's checkpoints say it changed
+(``changed``) and how many before-states it has (``befores``).
 """
 
 from __future__ import annotations
@@ -72,6 +74,17 @@ async def run(phase: str, cfg: dict[str, Any]) -> dict[str, Any]:
     await asyncio.sleep(float(cfg.get("stop_after", 1.5)))
     engine.stop_stream(sid)
     await _until(lambda: engine.running_stream(chat_id) is None, 30)
+    checked: dict[str, Any] = {}
+    if cfg.get("changes"):  # what the checkpoints say the turn changed, once recorded
+        from tolaria.chats.checkpoints import MARKER_TURN_BEFORE
+
+        def recorded() -> list[Any]:
+            return [c for c in engine.checkpoints.changes(chat_id) if c.turn_id == turn.id]
+
+        await _until(lambda: bool(recorded()), 60)
+        checked = {"changed": sorted(f.path for c in recorded() for f in c.files),
+                   "befores": sum(1 for m in store.markers(chat_id, MARKER_TURN_BEFORE)
+                                  if m.turn_id == turn.id)}
     await engine.shutdown()
     turn = store.turn_by_stream(sid)
     assert turn is not None
@@ -82,7 +95,8 @@ async def run(phase: str, cfg: dict[str, Any]) -> dict[str, Any]:
             "text": "".join(e.text for e in events if isinstance(e, TextDelta)),
             "errors": [e.message for e in events if isinstance(e, Error)],
             "notes": [e.message for e in events if isinstance(e, Diagnostic)],
-            "survivors": [[s.pid, s.name] for s in done[0].survivors] if done else None}
+            "survivors": [[s.pid, s.name] for s in done[0].survivors] if done else None,
+            **checked}
 
 
 async def _quit(engine: Any, store: Any, cfg: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 
 from nonroot import as_other_user, other_user_python, python_env
 from remote.remotehelpers import ENGINE, engine_home
-from remote.sshd import ALIAS, SshServer, kill_remote, remote_processes
+from remote.sshd import ALIAS, SshServer, kill_remote, remote_account, remote_processes
 
 
 def _engine(home: Path, phase: str, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -155,3 +156,37 @@ def test_a_kept_run_the_host_no_longer_has_ends_with_that_said(
         again = _engine(home, "reattach", {**cfg, "stream_id": kept, "stop_after": 0.5})
     assert (again["status"], again["stop_reason"]) == ("failed", "error"), again
     assert any("gone" in e for e in again["errors"]), again["errors"]
+
+
+def test_a_kept_turn_taken_back_keeps_the_checkpoint_of_its_first_start(
+        sshd: SshServer, shared: Path) -> None:
+    """What the agent changed on the host while Tolaria was closed is the turn's change: the
+    turn taken back keeps the before-state of its start (no new snapshot mid-run, which would
+    hide those changes from review and Revert and replace the pre-turn files' ref)."""
+    account = remote_account()
+    repo = shared / "repo"
+    repo.mkdir()
+    (repo / "kept.txt").write_text("there before the turn\n")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    home, cfg = engine_home(sshd, shared)
+    cfg["cwd"] = str(repo)
+
+    def owned_by_the_host_account() -> None:
+        for path in [repo, *repo.rglob("*")]:
+            os.lchown(path, account.pw_uid, account.pw_gid)
+
+    owned_by_the_host_account()
+    out = _engine(home, "quit", {**cfg, "run_for": 1.0})
+    try:
+        assert remote_processes(out["kept"]), "the kept run was stopped by the quit"
+        (repo / "while-away.txt").write_text("written while Tolaria was closed\n")
+        owned_by_the_host_account()
+        again = _engine(home, "reattach", {**cfg, "stream_id": out["kept"],
+                                           "stop_after": 0.5, "changes": True})
+    finally:
+        kill_remote(out["kept"])
+        kill_remote(out["plain"])
+    assert again["reattached"], again
+    assert again["befores"] == 1, again
+    assert "while-away.txt" in again["changed"], again
+    assert "kept.txt" not in again["changed"], again

@@ -210,6 +210,21 @@ class TurnCheckpoints:
                                             cancel=cancel)
         self._store_before(conversation.id, turn_id, self._before[turn_id])
 
+    def resume_before(self, conversation_id: int, turn_id: int) -> bool:
+        """A turn taken back mid-run (a kept remote run reattached: ADR 0032) keeps the
+        before-state stored when it started. A snapshot taken now would hide what the turn
+        changed before, and replace the ref that keeps the pre-turn files. False when the turn
+        had none (not a git folder, the snapshot failed: its notice was said then)."""
+        if turn_id in self._before:
+            return True
+        stored = [m.data for m in self.store.markers(conversation_id, MARKER_TURN_BEFORE)
+                  if m.turn_id == turn_id and isinstance(m.data, dict)]
+        if not stored:
+            return False
+        self._before[turn_id] = ck.Checkpoint(Path(str(stored[-1]["repo"])),
+                                              str(stored[-1]["before"]), ref="")
+        return True
+
     def cancel_before(self, turn_id: int) -> None:
         """Kill the turn's ``before`` snapshot now (from any thread); a snapshot not yet begun
         is skipped."""

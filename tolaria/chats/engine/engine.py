@@ -271,7 +271,13 @@ class TurnEngine(ControlPart, QueuePart, SnapshotPart, ConversationPart, Leaving
             # the snapshot or the spawn reaches the run (it then ends without starting).
             run = self.registry.reserve(stream_id, request.manifest.id, launch.cwd)
         # A folder on a host is snapshotted there (ADR 0035): the same checkpoints.
-        before = self._snapshot_before(launch, turn.id) if turn is not None else None
+        # A run taken back on its host (ADR 0032) keeps the before-state of its first start.
+        before = None
+        if turn is not None and request.target is not None \
+                and request.target.attach_offset is not None:
+            self._resume_before(launch, turn.id)
+        elif turn is not None:
+            before = self._snapshot_before(launch, turn.id)
         task = self.tasks.spawn(self._run(request, run, on_event, before,
                                           turn.id if turn is not None else 0),
                                 name=stream_id)

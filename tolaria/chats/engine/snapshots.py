@@ -37,6 +37,11 @@ class SnapshotPart:
             return None
         return self.checkpoints.before_turn(conversation, turn_id, launch.cwd)
 
+    def _resume_before(self, launch: Launch, turn_id: int) -> None:
+        """A turn reattached mid-run: its stored before-state, no new snapshot."""
+        if self.checkpoints is not None:
+            self.checkpoints.resume_before(launch.conversation_id, turn_id)
+
     def _snapshot_after(self, conversation_id: int, turn_id: int) -> None:
         if self.store is None or self.checkpoints is None:
             return
