@@ -78,13 +78,16 @@ async def run(phase: str, cfg: dict[str, Any]) -> dict[str, Any]:
     if cfg.get("changes"):  # what the checkpoints say the turn changed, once recorded
         from tolaria.chats.checkpoints import MARKER_TURN_BEFORE
 
+        service, turn_id = engine.checkpoints, turn.id
+        assert service is not None
+
         def recorded() -> list[Any]:
-            return [c for c in engine.checkpoints.changes(chat_id) if c.turn_id == turn.id]
+            return [c for c in service.changes(chat_id) if c.turn_id == turn_id]
 
         await _until(lambda: bool(recorded()), 60)
         checked = {"changed": sorted(f.path for c in recorded() for f in c.files),
                    "befores": sum(1 for m in store.markers(chat_id, MARKER_TURN_BEFORE)
-                                  if m.turn_id == turn.id)}
+                                  if m.turn_id == turn_id)}
     await engine.shutdown()
     turn = store.turn_by_stream(sid)
     assert turn is not None
