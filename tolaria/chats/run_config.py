@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tolaria.chats.mentions.forms import find_mentions, render_mentions
-from tolaria.chats.mentions.hosted import HostedMentions, render_on_host
 from tolaria.config.mcp import McpSettings, load_mcp
 from tolaria.config.overrides import (
     AgentOverrides,
@@ -37,6 +36,7 @@ from tolaria.core.process import backend
 from tolaria.core.turns.request import RunRequest
 
 if TYPE_CHECKING:
+    from tolaria.chats.mentions.hosted import HostedMentions
     from tolaria.core.permissions import PermissionCallback
 
 
@@ -75,6 +75,10 @@ class RunOptions:
         folder = cwd or os.getcwd()
         links: tuple[str, ...] = ()
         if hosted is not None:
+            # Here, not at the top: what reads the store only (``tolaria usage``, ``chats``)
+            # must not load the listing and checkpoint code it brings.
+            from tolaria.chats.mentions.hosted import render_on_host
+
             prompt, links = render_on_host(prompt, self.manifest.protocol, folder, hosted)
         else:
             if self.manifest.protocol == "acp":  # each mentioned file as a resource_link too

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tolaria.chats.mentions.forms import render_mentions
-from tolaria.chats.mentions.hosted import listed_for, render_on_host
 from tolaria.core.process import control
 from tolaria.core.store.db import ORIGIN_COMMAND_LINE, Conversation, Store, Turn
 
@@ -139,6 +138,10 @@ class SavedRun:
         full = launch.full_prompt
         links = request.mention_links
         if typed is not None and request.target is not None:  # listed there, nothing read here
+            # Here, not at the top: ``tolaria usage`` and ``chats`` open the store through this
+            # module and must not load the listing and checkpoint code.
+            from tolaria.chats.mentions.hosted import listed_for, render_on_host
+
             there = listed_for(request.target, cwd or "", typed)
             full, links = render_on_host(full, request.manifest.protocol, cwd or "", there)
         elif typed is not None:  # as RunOptions.request does for the window's turns
