@@ -41,12 +41,15 @@ def b64encode(data: bytes) -> str:
 
 
 def run_remote(target: Target, remote: Sequence[str], stdin: bytes = b"", *,
-               timeout: float = CALL_TIMEOUT_S, most: int = MAX_ANSWER) -> bytes:
+               timeout: float = CALL_TIMEOUT_S, most: int = MAX_ANSWER,
+               cancel: CancelFlag | None = None) -> bytes:
     """``remote`` (argv) run on ``target`` with ``stdin``; its stdout. HostError on a non-zero
-    exit (ssh's or the program's last stderr line), a timeout or an answer over ``most``."""
+    exit (ssh's or the program's last stderr line), a timeout or an answer over ``most``;
+    Cancelled (ssh killed) when ``cancel`` is set."""
     proc = _spawn(target, remote)
     try:
-        out, err = _talk(proc, lambda _line: stdin, timeout, most, handshake=False)
+        out, err = _talk(proc, lambda _line: stdin, timeout, most, handshake=False,
+                         cancel=cancel)
     finally:
         _reap(proc)
     if proc.returncode != 0:
