@@ -17,7 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 from chats.test_importing import SESSIONS
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
+from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, save_shot
 
@@ -111,7 +113,18 @@ def test_cancel_kills_the_hosts_command_and_an_unreachable_host_says_one_line(
         qtbot.wait(50)
     assert not sleepers(), "the host's command was killed"
 
-    pick(window.import_from_menu, "gone")
+    # "Other host…": typed under the New chat button, checked like ``--host``, Enter imports.
+    window.import_from_menu.ask_other()
+    entry = window.sidebar.new_host_entry
+    assert entry.isVisible() and entry.label.text() == "Import sessions from:"
+    QTest.keyClicks(entry.edit, "bad host")
+    QTest.keyClick(entry.edit, Qt.Key.Key_Return)
+    assert entry.error.text() and not bar.running, "a bad destination is said, not tried"
+    save_shot(window, tmp_path, "import-from-other-host.png")
+    entry.edit.clear()
+    QTest.keyClicks(entry.edit, "gone")
+    QTest.keyClick(entry.edit, Qt.Key.Key_Return)
+    assert not entry.isVisible() and bar.running
     qtbot.waitUntil(lambda: not bar.running, timeout=30_000)
     said = bar.headline.text()
     assert said.startswith("Import from gone failed: "), said
