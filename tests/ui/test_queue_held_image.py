@@ -100,6 +100,14 @@ def test_switch_holds_the_image_removing_it_lets_it_go_across_a_restart(
         save_shot(drv.window, tmp_path, f"queue-held-image-{name}.png")
     theme.apply_theme("light")
 
+    # "Send now" of the held message: said why; the running turn is not stopped for nothing.
+    running = drv.pane.running_stream
+    bar.send_now_requested.emit(note.message_id)
+    qtbot.waitUntil(lambda: "takes no images" in drv.window.statusBar().currentMessage(),
+                    timeout=5_000)
+    qtbot.wait(200)
+    assert drv.pane.running_stream == running
+
     stop_and_settle(drv, qtbot, monkeypatch)
     assert prompts(drv) == ["busy"], "nothing sent: not the image, not what waits behind it"
     assert queued(drv) == [("see this", 1), ("and this", 0)]

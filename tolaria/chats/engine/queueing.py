@@ -121,6 +121,8 @@ class QueuePart:
             queues.set_paused(conversation_id, change.action == PAUSE)
             done = True
         elif change.action == SEND_NOW:
+            if self._send_now_held(conversation_id, change.message_id):
+                return False  # it cannot go: the running turn is not stopped for nothing
             done = queues.send_next(conversation_id, change.message_id)
         elif change.action == DROP_FILES:
             conversation = self.store.get_conversation(conversation_id) if self.store else None
@@ -163,6 +165,14 @@ class QueuePart:
         self.announce_queue(conversation_id)
         if conversation_id not in self._running:
             self._deliver(conversation_id)
+
+    def _send_now_held(self, conversation_id: int, message_id: int) -> bool:
+        """"Send now" of a message the chat's agent cannot take: said why, True."""
+        queued = [m for m in self.queue_store.get(conversation_id) if m.id == message_id]
+        held = self._held(conversation_id, queued)
+        if held is not None:
+            self.observer.problem_reported(held[1])
+        return held is not None
 
     def _held(self, conversation_id: int,
               messages: Sequence[QueuedMessage]) -> tuple[int, str] | None:

@@ -253,6 +253,7 @@ class HeldNote(QFrame):
     def __init__(self, message: QueuedMessage, why: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("queuedHeld")
+        self.message_id = message.id
         row = QHBoxLayout(self)
         row.setContentsMargins(24, 0, 4, 0)
         row.setSpacing(6)
