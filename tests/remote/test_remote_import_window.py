@@ -20,6 +20,19 @@ from remote.test_remote_import import CLAUDE_SESSION
 CASE = ROOT / "tests" / "ui" / "remote_import_case.py"
 
 
+def _ssh_config(sshd: SshServer, shared: Path, known: Path) -> Path:
+    """An ssh config for ``target`` whose host key is not known yet: ssh asks."""
+    config = shared / "ssh_config"
+    config.write_text(
+        f"Host target\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {REMOTE_USER}\n"
+        f"  IdentityFile {sshd.client_key}\n  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {known}\n  GlobalKnownHostsFile /dev/null\n"
+        "  StrictHostKeyChecking ask\n  LogLevel ERROR\n")
+    for path in (config, known):
+        os.chown(path, sshd.local_uid, sshd.local_gid)
+    return config
+
+
 def test_the_windows_import_from_a_host_makes_chats_on_that_host(sshd: SshServer,
                                                                   shared: Path) -> None:
     there = remote_home()
@@ -30,14 +43,7 @@ def test_the_windows_import_from_a_host_makes_chats_on_that_host(sshd: SshServer
     as_remote("chmod", "o+w", session, cwd=there)  # the case changes it between two imports
     known = shared / "known_hosts"
     known.write_text("")
-    config = shared / "ssh_config"
-    config.write_text(
-        f"Host target\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {REMOTE_USER}\n"
-        f"  IdentityFile {sshd.client_key}\n  IdentitiesOnly yes\n"
-        f"  UserKnownHostsFile {known}\n  GlobalKnownHostsFile /dev/null\n"
-        "  StrictHostKeyChecking ask\n  LogLevel ERROR\n")
-    for path in (config, known):
-        os.chown(path, sshd.local_uid, sshd.local_gid)
+    config = _ssh_config(sshd, shared, known)
     pictures = shared / "shots"
     pictures.mkdir()
     os.chmod(pictures, 0o777)
@@ -65,3 +71,23 @@ def test_the_windows_import_from_a_host_makes_chats_on_that_host(sshd: SshServer
         for picture in pictures.glob("*.png"):
             shutil.copy(picture, ROOT / "docs" / picture.name)
     assert len(list(pictures.glob("*.png"))) == 4
+
+
+def test_cancel_while_ssh_asks_kills_ssh_and_its_question(sshd: SshServer, shared: Path) -> None:
+    known = shared / "known_hosts"
+    known.write_text("")
+    config = _ssh_config(sshd, shared, known)
+    case, out = shared / "case.json", shared / "case-out.json"
+    case.write_text(json.dumps({"host": "target", "ssh_config": str(config), "out": str(out),
+                                "mode": "cancel"}))
+    env = python_env(shared / "home", TOLARIA_IMPORT_CASE=str(case),
+                     QT_QPA_PLATFORM="offscreen")
+    done = as_other_user([other_user_python(), "-m", "pytest", "-x", "-q", "-p",
+                          "no:cacheprovider", "-o", "addopts=", str(CASE)],
+                         env=env, cwd=ROOT, timeout=180)
+    assert done.returncode == 0 and out.exists(), (done.stdout + done.stderr)[-4000:]
+    result = json.loads(out.read_text())
+    assert result["headline"] == "Import from target cancelled: nothing was imported", result
+    assert result["helpers"] == [] and result["new_chats"] == [], result
+    assert not result["dialog_shown"], "the dialog goes with its last question"
+    assert known.read_text() == "", "nothing answered, nothing added"

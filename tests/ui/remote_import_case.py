@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
@@ -32,6 +33,9 @@ def test_case(start_app: Callable[..., AppDriver], qtbot: QtBot, home: Path) -> 
     cfg = json.loads(Path(CASE).read_text())
     (home / "settings.toml").write_text(f'[remote]\nssh_config = "{cfg["ssh_config"]}"\n')
     drv = start_app()
+    if cfg.get("mode") == "cancel":
+        _cancel_while_ssh_asks(drv, qtbot, cfg)
+        return
     window, bar = drv.window, drv.window.import_report
     router = window.ssh_questions
     before = set(window.sidebar.ids())
@@ -77,3 +81,25 @@ def _shots(drv: AppDriver, qtbot: QtBot, where: Path, name: str) -> None:
         qtbot.wait(150)  # the palette change reaches every widget
         save_shot(drv.window, where, f"{name}-{look}.png")
     theme.apply_theme("light")
+
+
+def _cancel_while_ssh_asks(drv: AppDriver, qtbot: QtBot, cfg: dict[str, Any]) -> None:
+    """Cancel while ssh's host-key question is open: ssh killed, its question gone with it,
+    no askpass helper left, nothing imported."""
+    window, bar = drv.window, drv.window.import_report
+    router = window.ssh_questions
+    before = set(window.sidebar.ids())
+    window.import_from_menu.import_from_requested.emit(cfg["host"])
+    qtbot.waitUntil(lambda: router.dialog is not None and router.dialog.isVisible(),
+                    timeout=40_000)
+    assert router.dialog is not None
+    questions = router.dialog.questions
+    bar.cancel_button.click()
+    qtbot.waitUntil(lambda: not bar.running, timeout=10_000)
+    qtbot.waitUntil(lambda: not questions.cards, timeout=20_000)
+    helpers = [p.pid for p in psutil.process_iter(["cmdline"])
+               if "tolaria.core.remote.askpass" in " ".join(p.info["cmdline"] or [])]
+    Path(cfg["out"]).write_text(json.dumps({
+        "headline": bar.headline.text(), "helpers": helpers,
+        "new_chats": sorted(set(window.sidebar.ids()) - before),
+        "dialog_shown": router.dialog.isVisible()}))

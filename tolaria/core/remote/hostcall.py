@@ -10,10 +10,13 @@ authentication, host key), the bootstrap's, or the operation's.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import selectors
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -119,6 +122,15 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
             pipe.close()
 
 
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    """Kill ssh and what it started in its session (``start_new_session``): an askpass helper
+    waiting for the user's answer would keep its question open after ssh alone was killed."""
+    if sys.platform != "win32":
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
+
+
 def _talk(proc: subprocess.Popen[bytes], answer: Any, timeout: float, most: int, *,
           handshake: bool, cancel: CancelFlag | None = None) -> tuple[bytes, bytes]:
     """Read stdout and stderr until both close; with ``handshake`` each first-phase stdout line
@@ -138,7 +150,7 @@ def _talk(proc: subprocess.Popen[bytes], answer: Any, timeout: float, most: int,
         while watch.get_map():
             left = deadline - time.monotonic()
             if cancel is not None and cancel.is_set:
-                proc.kill()
+                _kill_session(proc)  # ssh and the askpass helper it runs for an open question
                 raise Cancelled("cancelled")
             if left <= 0:
                 proc.kill()
