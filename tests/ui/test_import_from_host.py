@@ -81,6 +81,9 @@ def test_a_hosts_session_becomes_a_chat_on_that_host(
     (new,) = set(window.sidebar.ids()) - before
     stored = drv.stored_conversation(new)
     assert stored.host == "box" and stored.agent == "claude"
+    window.open_conversation(new)  # its next turn runs there, resuming the CLI's session
+    assert window.header.agent_picker.host == "box"
+    assert stored.agent_session_id == session_stem(host_home), "the CLI's session, resumed"
     save_shot(window, tmp_path, "import-from-host-done.png")
 
     # The session grows on the host between two imports, its last line half written (the CLI
@@ -131,3 +134,17 @@ def test_cancel_kills_the_hosts_command_and_an_unreachable_host_says_one_line(
     assert "\n" not in said and "Traceback" not in said, said
     assert set(window.sidebar.ids()) == before
     save_shot(window, tmp_path, "import-from-host-failed.png")
+
+    # Quitting while an import from a host runs: cancelled, its command killed, a clean close.
+    pick(window.import_from_menu, "slow")
+    qtbot.waitUntil(lambda: bool(sleepers()), timeout=10_000)
+    drv.close()
+    deadline = time.monotonic() + 5
+    while sleepers() and time.monotonic() < deadline:
+        qtbot.wait(50)
+    assert not sleepers(), "quitting killed the host's command"
+
+
+def session_stem(there: Path) -> str:
+    (session,) = (there / ".claude" / "projects").glob("*/*.jsonl")
+    return session.stem

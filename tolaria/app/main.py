@@ -308,6 +308,7 @@ class Tolaria:
         """Stop every run and wait for their trees to be gone, then close socket and store."""
         self.preferences.close()
         await self.preferences.hosts.aclose()  # no look at a host left running
+        await self.session_import.aclose()  # nor an import from a host
         self.window.hide()
         for view in self.window.fan_out_views.values():
             view.hide()

@@ -51,6 +51,7 @@ class SessionImport:
         #: host): an import from a host may ask ssh's questions (in a dialog). None: BatchMode.
         self.askpass: Callable[[int, str, str], dict[str, str]] | None = None
         self._cancel: Cancel | None = None
+        self._on_host: asyncio.Task[None] | None = None
 
     def start(self, home: Path | None = None) -> bool:
         """Import what the CLIs stored under ``home`` (default: ``~``); False when one runs."""
@@ -67,8 +68,17 @@ class SessionImport:
             return False
         self.running = True
         self._cancel = Cancel()
-        self.tasks.spawn(self._run_on_host(host, self._cancel), name="import-sessions-host")
+        self._on_host = self.tasks.spawn(self._run_on_host(host, self._cancel),
+                                         name="import-sessions-host")
         return True
+
+    async def aclose(self) -> None:
+        """At quit: an import from a host is cancelled (ssh killed) and waited for, so the
+        store is not closed under it."""
+        task = self._on_host
+        self.cancel()
+        if task is not None and not task.done():
+            await asyncio.gather(task, return_exceptions=True)
 
     def cancel(self) -> None:
         """The running import from a host stops: its ssh client is killed (from any thread)."""
