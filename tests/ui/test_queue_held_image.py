@@ -17,9 +17,14 @@ from PySide6.QtTest import QTest
 from pytestqt.qtbot import QtBot
 from ui.uihelpers import AppDriver, StartApp, save_shot
 
+from tolaria.chats.engine.queue_hold import first_held
 from tolaria.core.adapters.attach_spec import AT_PATH, AttachSpec
+from tolaria.core.attachments.model import IMAGE, TEXT, Attachment
+from tolaria.core.store.db import Conversation
+from tolaria.core.store.queue import QueuedMessage, QueueState
 from tolaria.ui import theme
 from tolaria.ui.composer.attachment_chip import READY
+from tolaria.ui.composer.queue_chips import QueuedChips
 
 HELD = "Demo agent (offline) here takes no images: remove the image or switch back"
 
@@ -161,3 +166,26 @@ def test_what_came_before_goes_and_switching_back_sends_the_image(
     turn = drv.app.store.turn_by_stream(stream or "")
     assert turn is not None and len(drv.app.store.attachments(turn.id)) == 1
     assert queued(drv) == [] and bar.held_note is None
+
+
+def test_the_note_names_what_its_button_takes_off(qtbot: QtBot) -> None:
+    """An agent that takes no images: only the images go ("Remove image", other files stay);
+    on a host: all files ("Remove files")."""
+    png = Attachment("shot.png", "a" * 64, 10, "image/png", IMAGE)
+    txt = Attachment("notes.txt", "b" * 64, 5, "text/plain", TEXT)
+    message = QueuedMessage(7, "look", 0.0, (png, txt))
+    bar = QueuedChips()
+    qtbot.addWidget(bar)
+    bar.set_state(QueueState((message,), held=7, held_why=HELD))
+    assert bar.held_note is not None and bar.held_note.remove.text() == "Remove image"
+    on_host = first_held(Conversation(1, "c", "demo", None, 0.0, 0.0, None, host="devbox"),
+                         None, [message])
+    assert on_host is not None
+    bar.set_state(QueueState((message,), held=7, held_why=on_host[1]))
+    assert bar.held_note is not None and bar.held_note.remove.text() == "Remove files"
+    dropped: list[int] = []
+    bar.drop_files_requested.connect(dropped.append)
+    bar.held_note.remove.click()
+    assert dropped == [7]
+    bar.set_state(QueueState((message,)))
+    assert bar.held_note is None

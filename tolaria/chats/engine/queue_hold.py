@@ -18,6 +18,12 @@ from tolaria.core.store.db import Conversation
 from tolaria.core.store.queue import QueuedMessage
 
 
+def holds_all_files(why: str) -> bool:
+    """Whether a hold said ``why`` is lifted by taking off all files (on a host), not only the
+    images (an agent that takes no images)."""
+    return why.startswith("The agent on ")
+
+
 def hold_reason(conversation: Conversation | None, manifest: Manifest | None,
                 message: QueuedMessage) -> str | None:
     """Why ``message`` cannot go to the chat's agent now, as its chip says it; None if it can."""

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tolaria.chats.engine.queue_hold import holds_all_files
 from tolaria.chats.inflight import QueuedMessage, QueueState
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_AT_QUIT
 from tolaria.ui import theme
@@ -264,7 +265,7 @@ class HeldNote(QFrame):
         theme.follow_color(self.label, theme.warning_color)
         row.addWidget(self.label, 1)
         images = sum(a.is_image for a in message.attachments)
-        what = ("image" if images == 1 else "images") if images == len(message.attachments) \
+        what = ("image" if images == 1 else "images") if images and not holds_all_files(why) \
             else ("file" if len(message.attachments) == 1 else "files")
         self.remove = _action(self, "queuedDropFilesButton", f"Remove {what}",
                               f"Send this message without its {what}")
