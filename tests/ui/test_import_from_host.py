@@ -75,6 +75,11 @@ def test_a_hosts_session_becomes_a_chat_on_that_host(
     assert bar.running and bar.headline.text().startswith("Looking on box for the sessions")
     assert bar.cancel_button.isVisible()
     save_shot(window, tmp_path, "import-from-host-looking.png")
+    bar.show_note("Made a git worktree")  # another action's note: under the running import
+    assert bar.running and bar.cancel_button.isVisible()
+    assert bar.details.text() == "Made a git worktree"
+    pick(menu, "slow")  # one import at a time: ignored
+    assert bar.headline.text().startswith("Looking on box")
     qtbot.waitUntil(lambda: not bar.running, timeout=30_000)
     assert bar.headline.text() == "From box: 1 chat imported: 1 from Claude Code"
     assert not bar.cancel_button.isVisible()

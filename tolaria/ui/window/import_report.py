@@ -132,7 +132,12 @@ class ImportReportBar(QFrame):
         self.show()
 
     def show_note(self, text: str) -> None:
-        """A one-line note of another window-wide action (a chat's git worktree)."""
+        """A one-line note of another window-wide action (a chat's git worktree); while an
+        import runs, under its line (the import keeps its state and Cancel)."""
+        if self.running:
+            self.details.setText(text)
+            self.details.show()
+            return
         self.running = False
         self.cancel_button.hide()
         self.headline.setText(text)
