@@ -139,6 +139,8 @@ class Tolaria:
         # So may the listing of a remote chat's folder for ``@`` (ADR 0035).
         shared_source().askpass = self.askpass.env_for
         shared_source().asker = self._asker_of_look
+        # And an import of a host's sessions (File → Import sessions from).
+        self.session_import.askpass = self.askpass.env_for
         # The fan-out form lists the chosen host's agents: a look's answer refreshes it.
         self.preferences.hosts.host_agents_found.connect(
             lambda _host, _found: self.window.jobs.refresh_agents())
@@ -183,6 +185,8 @@ class Tolaria:
         w.fan_out_requested.connect(self._on_window_fan_out_requested)
         w.stop_job_requested.connect(self.fanout.stop_job)
         w.import_requested.connect(self.session_import.start)
+        w.import_from_host_requested.connect(self.session_import.start_on_host)
+        w.import_cancel_requested.connect(self.session_import.cancel)
         w.export_requested.connect(self.chat_export.start)
         w.usage_requested.connect(self._on_window_usage_requested)
         self.bridge.run_finished.connect(self._on_bridge_run_finished)
@@ -304,6 +308,7 @@ class Tolaria:
         """Stop every run and wait for their trees to be gone, then close socket and store."""
         self.preferences.close()
         await self.preferences.hosts.aclose()  # no look at a host left running
+        await self.session_import.aclose()  # nor an import from a host
         self.window.hide()
         for view in self.window.fan_out_views.values():
             view.hide()

@@ -27,6 +27,8 @@ __all__ = ["Launch", "MessageQueues", "QueueChange", "QueueState", "QueuedMessag
 
 #: ``QueueChange.action`` values.
 MOVE, EDIT, SEND_NOW, PAUSE, RESUME = "move", "edit", "send_now", "pause", "resume"
+#: Take the files off a queued message the chat's agent cannot take (issue 26).
+DROP_FILES = "drop_files"
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ class MessageQueues:
 
     def edit(self, conversation_id: int, message_id: int, text: str) -> QueuedMessage | None:
         return self.store.queue_edit(conversation_id, message_id, text)
+
+    def drop_files(self, conversation_id: int, message_id: int,
+                   images_only: bool = True) -> QueuedMessage | None:
+        return self.store.queue_drop_files(conversation_id, message_id, images_only)
 
     def move(self, conversation_id: int, message_id: int, offset: int) -> bool:
         ids = [m.id for m in self.get(conversation_id)]

@@ -53,11 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_remote(args: argparse.Namespace) -> int:
     """The host's session files, fetched into a private folder, imported, the folder removed."""
-    import shutil
-    import tempfile
-
-    from tolaria.chats.importers.remote import fetch_sessions
-    from tolaria.chats.importing import import_sessions
+    from tolaria.chats.host_import import import_from_host
     from tolaria.chats.saved_runs import open_store
     from tolaria.config.remote_hosts import load_target
     from tolaria.core.remote.hostcall import HostError
@@ -73,32 +69,14 @@ def _run_remote(args: argparse.Namespace) -> int:
     except BadDestination as exc:
         print(f"tolaria import: --host: {exc}")
         return 2
-    folder = tempfile.mkdtemp(prefix="tolaria-import-")  # 0700
+    store = open_store()
     try:
-        try:
-            fetched = fetch_sessions(target, list(args.agents or IMPORTERS), folder)
-        except HostError as exc:
-            print(f"tolaria import: {exc}")
-            return 1
-        base = Path(folder)
-
-        def source(path: Path) -> str:
-            try:
-                return f"{args.host}:{fetched.home}/{path.relative_to(base).as_posix()}"
-            except ValueError:
-                return str(path)
-
-        store = open_store()
-        try:
-            report = import_sessions(store, base, args.agents, dry_run=args.dry_run,
-                                     host=args.host, source=source)
-        finally:
-            store.close()
+        report = import_from_host(store, args.host, target, args.agents, dry_run=args.dry_run)
+    except HostError as exc:
+        print(f"tolaria import: {exc}")
+        return 1
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    for rel, size in fetched.left_out:
-        report.skipped.append((Path(f"{args.host}:{fetched.home}/{rel}"),
-                               f"{size >> 20} MB: over the limits of an import from a host"))
+        store.close()
     return _say(args, report)
 
 

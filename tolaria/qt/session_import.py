@@ -10,17 +10,27 @@ those chats are reloaded (``reload``, the controller's ``open_conversation``), w
 new turns to an open view and is ignored by a chat that is not open. A session whose unfinished
 turn the CLI went on with (tolaria/chats/importing.py reopened it) rebuilds an open view around
 that turn, so it shows its new end.
+
+``start_on_host`` imports a host's sessions instead (tolaria/chats/host_import.py): the same
+report, the chats on that host; ssh's questions go to the window's askpass (ADR 0033) and
+``cancel`` kills the ssh client (the report then says it was cancelled).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from tolaria.chats.host_import import import_from_host
 from tolaria.chats.importing import ImportReport, import_sessions
+from tolaria.config.remote_hosts import load_target
+from tolaria.core.checkpoints.gitrun import Cancel
+from tolaria.core.remote.hostcall import Cancelled, HostError
+from tolaria.core.remote.hosts import BadDestination, Target
 from tolaria.core.store.db import Store
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.tasks import TaskSet
@@ -37,6 +47,11 @@ class SessionImport:
         #: Sends a conversation's stored turns to its view again (history_loaded).
         self.reload = reload
         self.running = False
+        #: The window's askpass (``AskpassControl.env_for``: conversation id, ssh command,
+        #: host): an import from a host may ask ssh's questions (in a dialog). None: BatchMode.
+        self.askpass: Callable[[int, str, str], dict[str, str]] | None = None
+        self._cancel: Cancel | None = None
+        self._on_host: asyncio.Task[None] | None = None
 
     def start(self, home: Path | None = None) -> bool:
         """Import what the CLIs stored under ``home`` (default: ``~``); False when one runs."""
@@ -46,6 +61,56 @@ class SessionImport:
         where = home if home is not None else Path(os.path.expanduser("~"))
         self.tasks.spawn(self._run(where), name="import-sessions")
         return True
+
+    def start_on_host(self, host: str) -> bool:
+        """Import what the CLIs stored on ``host``; False when an import runs."""
+        if self.running or not host:
+            return False
+        self.running = True
+        self._cancel = Cancel()
+        self._on_host = self.tasks.spawn(self._run_on_host(host, self._cancel),
+                                         name="import-sessions-host")
+        return True
+
+    async def aclose(self) -> None:
+        """At quit: an import from a host is cancelled (ssh killed) and waited for, so the
+        store is not closed under it."""
+        task = self._on_host
+        self.cancel()
+        if task is not None and not task.done():
+            await asyncio.gather(task, return_exceptions=True)
+
+    def cancel(self) -> None:
+        """The running import from a host stops: its ssh client is killed (from any thread)."""
+        if self._cancel is not None:
+            self._cancel.set()
+
+    async def _run_on_host(self, host: str, cancel: Cancel) -> None:
+        report: ImportReport | None = None
+        known: set[int] = set()
+        error = ""
+        try:
+            target = load_target(host)
+            if self.askpass is not None and target.ssh is not None:
+                env = self.askpass(0, target.ssh_command, host)  # 0: asked in a dialog
+                if env:
+                    target = dataclasses.replace(target, interactive=True, askpass_env=env)
+            known, report = await asyncio.to_thread(self._import_there, host, target, cancel)
+        except Cancelled:
+            error = "cancelled"
+        except (BadDestination, HostError) as exc:
+            error = str(exc)
+        except (OSError, ValueError, sqlite3.Error) as exc:
+            error = f"the import failed: {exc}"
+        finally:
+            self.running = False
+            self._cancel = None
+        self._announce(report, known, error)
+
+    def _import_there(self, host: str, target: Target,
+                      cancel: Cancel) -> tuple[set[int], ImportReport]:
+        known = {c.id for c in self.store.list_conversations()}
+        return known, import_from_host(self.store, host, target, cancel=cancel)
 
     async def _run(self, home: Path) -> None:
         report: ImportReport | None = None
@@ -61,6 +126,9 @@ class SessionImport:
             error = f"the import failed: {exc}"
         finally:
             self.running = False
+        self._announce(report, known, error)
+
+    def _announce(self, report: ImportReport | None, known: set[int], error: str) -> None:
         if report is not None:
             for item in report.imported:
                 conversation = self.store.get_conversation(item.conversation_id)

@@ -31,6 +31,7 @@ class ConversationPart:
     _running: dict[int, str]
     _deleting: set[int]
     restore_queues: Callable[[], list[int]]
+    queue_target_changed: Callable[[int], None]
     forget_checkpoints: Callable[[int], None]
     keep_key: Callable[[int], str]
     reattach_kept: Callable[[], list[str]]
@@ -66,6 +67,7 @@ class ConversationPart:
         self._save(lambda: self.db.update_conversation(conversation_id, agent=agent))
         if before is not None and before.agent != agent:
             self._close_kept(conversation_id)
+            self.queue_target_changed(conversation_id)  # a queued image may wait or go now
 
     def set_cwd(self, conversation_id: int, cwd: str) -> None:
         before = self.db.get_conversation(conversation_id)
@@ -85,6 +87,8 @@ class ConversationPart:
         self._save(lambda: self.db.set_conversation_host(conversation_id, host or None, cwd))
         if before.host != (host or None) or before.cwd != cwd:
             self._close_kept(conversation_id)
+        if before.host != (host or None):
+            self.queue_target_changed(conversation_id)
         return None
 
     def set_keep_running(self, conversation_id: int, keep: bool) -> None:

@@ -17,11 +17,14 @@ starts a second turn in the same process. Stopping is prompt on every agent.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from tolaria.chats.attachments import agent_refusal
 from tolaria.chats.engine.observer import TurnObserver
+from tolaria.chats.engine.queue_hold import first_held
 from tolaria.chats.inflight import (
+    DROP_FILES,
     EDIT,
     MOVE,
     PAUSE,
@@ -118,12 +121,19 @@ class QueuePart:
             queues.set_paused(conversation_id, change.action == PAUSE)
             done = True
         elif change.action == SEND_NOW:
+            if self._send_now_held(conversation_id, change.message_id):
+                return False  # it cannot go: the running turn is not stopped for nothing
             done = queues.send_next(conversation_id, change.message_id)
+        elif change.action == DROP_FILES:
+            conversation = self.store.get_conversation(conversation_id) if self.store else None
+            done = queues.drop_files(conversation_id, change.message_id, images_only=not (
+                conversation is not None and conversation.host)) is not None
         if done:
             self.announce_queue(conversation_id)
             if change.action == SEND_NOW and conversation_id in self._running:
                 self.stop(conversation_id)  # the run's end then delivers the chosen message
-            elif change.action in (SEND_NOW, RESUME) and conversation_id not in self._running:
+            elif (change.action in (SEND_NOW, RESUME, DROP_FILES)
+                  and conversation_id not in self._running):
                 self._deliver(conversation_id)
         return done
 
@@ -140,11 +150,48 @@ class QueuePart:
 
     def announce_queue(self, conversation_id: int) -> None:
         if self.queues is not None:
-            self.observer.queue_changed(conversation_id, self.queues.state(conversation_id))
+            state = self.queues.state(conversation_id)
+            held = self._held(conversation_id, list(state.messages))
+            if held is not None:
+                state = dataclasses.replace(state, held=state.messages[held[0]].id,
+                                            held_why=held[1])
+            self.observer.queue_changed(conversation_id, state)
+
+    def queue_target_changed(self, conversation_id: int) -> None:
+        """The chat's agent or host changed: a queued message may now be held (its chip says
+        why) or let go (delivered at once when nothing runs)."""
+        if self.queues is None or not self.queues.get(conversation_id):
+            return
+        self.announce_queue(conversation_id)
+        if conversation_id not in self._running:
+            self._deliver(conversation_id)
+
+    def _send_now_held(self, conversation_id: int, message_id: int) -> bool:
+        """"Send now" of a message the chat's agent cannot take: said why, True."""
+        queued = [m for m in self.queue_store.get(conversation_id) if m.id == message_id]
+        held = self._held(conversation_id, queued)
+        if held is not None:
+            self.observer.problem_reported(held[1])
+        return held is not None
+
+    def _held(self, conversation_id: int,
+              messages: Sequence[QueuedMessage]) -> tuple[int, str] | None:
+        """The first of ``messages`` the chat's agent cannot take now (queue_hold.py)."""
+        if not any(m.attachments for m in messages) or self.store is None:
+            return None
+        conversation = self.store.get_conversation(conversation_id)
+        manifest = (self.adapters.manifests.get(conversation.agent)
+                    if self.adapters is not None and conversation is not None else None)
+        return first_held(conversation, manifest, messages)
 
     def _deliver(self, conversation_id: int) -> str | None:
         queues = self.queue_store
         messages = queues.deliverable(conversation_id)
+        held = self._held(conversation_id, messages)
+        if held is not None:  # the queue waits at it: what came before goes, nothing half
+            messages = messages[:held[0]]
+            if not messages:
+                self.announce_queue(conversation_id)
         if not messages:
             return None
         # The turn is recorded, the messages leave the queue and the messages_delivered marker

@@ -17,7 +17,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from tolaria.core.remote.hostcall import HostError, run_remote
+from tolaria.core.remote.hostcall import CancelFlag, HostError, run_remote
 from tolaria.core.remote.hosts import Target
 
 #: Per agent: glob patterns under the home folder (as each importer's ``find``).
@@ -83,13 +83,14 @@ class Fetched:
 
 
 def fetch_sessions(target: Target, agents: list[str], into: str, *,
-                   timeout: float = FETCH_TIMEOUT_S) -> Fetched:
+                   timeout: float = FETCH_TIMEOUT_S, cancel: CancelFlag | None = None) -> Fetched:
     """Copy the session files of ``agents`` from ``target``'s home into the folder ``into``
-    (same layout); HostError with one line when the host cannot be read."""
+    (same layout); HostError with one line when the host cannot be read (Cancelled, ssh
+    killed, when ``cancel`` is set)."""
     patterns = [p for agent in agents for p in PATTERNS.get(agent, ())]
     out = run_remote(target, [target.python, "-c", _SNIPPET, json.dumps(patterns),
                               str(MAX_FILE_BYTES), str(MAX_TOTAL_BYTES)],
-                     timeout=timeout, most=MAX_TOTAL_BYTES + (16 << 20))
+                     timeout=timeout, most=MAX_TOTAL_BYTES + (16 << 20), cancel=cancel)
     size_line, _, rest = out.partition(b"\n")
     try:
         size = int(size_line)

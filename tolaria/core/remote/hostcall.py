@@ -10,10 +10,13 @@ authentication, host key), the bootstrap's, or the operation's.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import selectors
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -41,12 +44,15 @@ def b64encode(data: bytes) -> str:
 
 
 def run_remote(target: Target, remote: Sequence[str], stdin: bytes = b"", *,
-               timeout: float = CALL_TIMEOUT_S, most: int = MAX_ANSWER) -> bytes:
+               timeout: float = CALL_TIMEOUT_S, most: int = MAX_ANSWER,
+               cancel: CancelFlag | None = None) -> bytes:
     """``remote`` (argv) run on ``target`` with ``stdin``; its stdout. HostError on a non-zero
-    exit (ssh's or the program's last stderr line), a timeout or an answer over ``most``."""
+    exit (ssh's or the program's last stderr line), a timeout or an answer over ``most``;
+    Cancelled (ssh killed) when ``cancel`` is set."""
     proc = _spawn(target, remote)
     try:
-        out, err = _talk(proc, lambda _line: stdin, timeout, most, handshake=False)
+        out, err = _talk(proc, lambda _line: stdin, timeout, most, handshake=False,
+                         cancel=cancel)
     finally:
         _reap(proc)
     if proc.returncode != 0:
@@ -116,6 +122,15 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
             pipe.close()
 
 
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    """Kill ssh and what it started in its session (``start_new_session``): an askpass helper
+    waiting for the user's answer would keep its question open after ssh alone was killed."""
+    if sys.platform != "win32":
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
+
+
 def _talk(proc: subprocess.Popen[bytes], answer: Any, timeout: float, most: int, *,
           handshake: bool, cancel: CancelFlag | None = None) -> tuple[bytes, bytes]:
     """Read stdout and stderr until both close; with ``handshake`` each first-phase stdout line
@@ -135,7 +150,7 @@ def _talk(proc: subprocess.Popen[bytes], answer: Any, timeout: float, most: int,
         while watch.get_map():
             left = deadline - time.monotonic()
             if cancel is not None and cancel.is_set:
-                proc.kill()
+                _kill_session(proc)  # ssh and the askpass helper it runs for an open question
                 raise Cancelled("cancelled")
             if left <= 0:
                 proc.kill()

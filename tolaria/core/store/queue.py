@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tolaria.core.attachments.model import Attachment
+from tolaria.core.attachments.model import IMAGE, Attachment
 from tolaria.core.store.parts import StorePart
 
 _ATTACH_COLS = "name, sha256, size, mime, kind"
@@ -45,6 +45,10 @@ class QueueState:
     paused: bool = False
     #: PAUSED_BY_USER, PAUSED_AT_QUIT or PAUSED_AFTER_CRASH when paused.
     reason: str | None = None
+    #: The message the chat's agent cannot take now (an image after a switch to an agent that
+    #: takes none), 0 if none: the queue waits at it; ``held_why`` says why to the user.
+    held: int = 0
+    held_why: str = ""
 
 
 class QueueLog(StorePart):
@@ -123,6 +127,22 @@ class QueueLog(StorePart):
                 (text, conversation_id, message_id))
             if cur.rowcount == 0:
                 return None
+        return next((m for m in self.queued(conversation_id) if m.id == message_id), None)
+
+    def queue_drop_files(self, conversation_id: int, message_id: int,
+                         images_only: bool = True) -> QueuedMessage | None:
+        """Take the images (or all files) off a queued message, its text kept; None if not
+        queued."""
+        with self._db_lock, self._tx():
+            if not self._query("SELECT 1 FROM queued_messages WHERE conversation_id = ? AND id = ?",
+                               conversation_id, message_id):
+                return None
+            if images_only:
+                self._conn.execute("DELETE FROM queued_attachments WHERE message_id = ?"
+                                   " AND kind = ?", (message_id, IMAGE))
+            else:
+                self._conn.execute("DELETE FROM queued_attachments WHERE message_id = ?",
+                                   (message_id,))
         return next((m for m in self.queued(conversation_id) if m.id == message_id), None)
 
     def queue_move(self, conversation_id: int, message_id: int, index: int) -> bool:

@@ -16,7 +16,16 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from tolaria.chats.checkpoints import TurnChanges, UndoRequest
-from tolaria.chats.inflight import EDIT, MOVE, PAUSE, RESUME, SEND_NOW, QueueChange, QueueState
+from tolaria.chats.inflight import (
+    DROP_FILES,
+    EDIT,
+    MOVE,
+    PAUSE,
+    RESUME,
+    SEND_NOW,
+    QueueChange,
+    QueueState,
+)
 from tolaria.chats.review import FileReview
 from tolaria.chats.slash import AgentCommand
 from tolaria.config.settings import DEFAULT_WATCHDOG_S
@@ -121,6 +130,7 @@ class ChatPane(QWidget):
         chips.rewrite_requested.connect(lambda mid, text: change(QueueChange(EDIT, mid, text)))
         chips.send_now_requested.connect(lambda mid: change(QueueChange(SEND_NOW, mid)))
         chips.pause_requested.connect(lambda on: change(QueueChange(PAUSE if on else RESUME)))
+        chips.drop_files_requested.connect(lambda mid: change(QueueChange(DROP_FILES, mid)))
         layout.addWidget(self.queued_chips)
         self.attachments = AttachmentTray(self)  # chips, Attach…, paste and drop (ADR 0028)
         self.attachments.attach_requested.connect(

@@ -5,7 +5,9 @@ the user, at quit, or after a crash, so nothing is sent by surprise), with Pause
 is one line of elided text, dragged to reorder; its actions show on hover or keyboard focus:
 move up/down (Alt+Up/Down), "Send now", edit in place (double-click, F2), take back into the composer, remove
 (Delete). The bar follows the controller's ``queue_changed``: a chip disappears the moment its
-message is delivered to the agent.
+message is delivered to the agent. A message the chat's agent cannot take now (an image after a
+switch to an agent that takes none) has a line under its chip saying why, with "Remove image";
+the queue waits at it (chats/engine/queue_hold.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tolaria.chats.engine.queue_hold import holds_all_files
 from tolaria.chats.inflight import QueuedMessage, QueueState
 from tolaria.core.store.queue import PAUSED_AFTER_CRASH, PAUSED_AT_QUIT
 from tolaria.ui import theme
@@ -245,7 +248,35 @@ class QueuedChip(QFrame):
         return False
 
 
+class HeldNote(QFrame):
+    """Under the chip of the message the queue waits at: why it cannot go, and the way out."""
+
+    def __init__(self, message: QueuedMessage, why: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("queuedHeld")
+        self.message_id = message.id
+        row = QHBoxLayout(self)
+        row.setContentsMargins(24, 0, 4, 0)
+        row.setSpacing(6)
+        self.label = QLabel(why, self)
+        self.label.setObjectName("queuedHeldWhy")
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        theme.follow_color(self.label, theme.warning_color)
+        row.addWidget(self.label, 1)
+        images = sum(a.is_image for a in message.attachments)
+        what = ("image" if images == 1 else "images") if images and not holds_all_files(why) \
+            else ("file" if len(message.attachments) == 1 else "files")
+        self.remove = _action(self, "queuedDropFilesButton", f"Remove {what}",
+                              f"Send this message without its {what}")
+        self.remove.setFocusPolicy(Qt.FocusPolicy.TabFocus)
+        row.addWidget(self.remove, 0, Qt.AlignmentFlag.AlignTop)
+        self.setAccessibleName(f"Queued message waits: {why}")
+
+
 class QueuedChips(QWidget):
+    #: Take the files off the message the queue waits at (its text goes): message id.
+    drop_files_requested = Signal(int)
     #: See ``QueuedChip``.
     edit_requested = Signal(int, str)
     #: See ``QueuedChip``.
@@ -279,6 +310,8 @@ class QueuedChips(QWidget):
         head.addWidget(self.pause_button)
         self._layout.addLayout(head)
         self._chips: list[QueuedChip] = []
+        #: The note under the held message's chip (None when nothing is held).
+        self.held_note: HeldNote | None = None
         self._restyle()
         theme.on_palette_change(self, self._restyle)
         self.hide()
@@ -303,6 +336,11 @@ class QueuedChips(QWidget):
             chip.hide()
             chip.deleteLater()
         self._chips = []
+        if self.held_note is not None:
+            self._layout.removeWidget(self.held_note)
+            self.held_note.hide()
+            self.held_note.deleteLater()
+            self.held_note = None
         count = len(state.messages)
         for index, message in enumerate(state.messages):
             chip = QueuedChip(message, index, count, self)
@@ -316,8 +354,14 @@ class QueuedChips(QWidget):
             chip.show()  # now: a child added to a shown widget would be shown a loop turn later
             if message.id == focused:
                 chip.setFocus()  # Alt+Up pressed again moves the same message on
+            if message.id == state.held:
+                self.held_note = HeldNote(message, state.held_why, self)
+                self.held_note.remove.clicked.connect(
+                    lambda _=False, mid=message.id: self.drop_files_requested.emit(mid))
+                self._layout.addWidget(self.held_note)
+                self.held_note.show()
         self.header.setText(self._header_text(state))
-        warn = state.paused and state.reason in _PAUSED_WHY
+        warn = (state.paused and state.reason in _PAUSED_WHY) or bool(state.held)
         theme.follow(self.header, (lambda: f"color: {theme.css(theme.warning_color())};")
                      if warn else str)
         self.pause_button.setText("Resume" if state.paused else "Pause")
@@ -333,6 +377,10 @@ class QueuedChips(QWidget):
     def _header_text(state: QueueState) -> str:
         count = len(state.messages)
         what = f"{count} queued" if count != 1 else "1 queued"
+        held = [m.id for m in state.messages].index(state.held) + 1 \
+            if state.held in [m.id for m in state.messages] else 0
+        if held and not state.paused:
+            return f"{what} · waiting at message {held}: it cannot go to this agent"
         if not state.paused:
             return f"{what} · sent when this turn ends"
         why = _PAUSED_WHY.get(state.reason or "", "not sent when the turn ends")

@@ -40,6 +40,27 @@ def folder_on(host: str, current: Conversation | None, local: str) -> str:
     return (current.cwd or "") if current is not None and current.host == host else ""
 
 
+def fill_host_menu(menu: QMenu, title: str, choices: list[tuple[str, str]], current: str | None,
+                   pick: Callable[[str], None], other: Callable[[], None]) -> None:
+    """``menu`` as the host picker: ``title`` (greyed), the ``choices`` ((destination, text):
+    this computer first when offered, then the hosts; ``current`` checked), "Other host…"."""
+    menu.clear()
+    heading = menu.addAction(title)
+    heading.setEnabled(False)
+    group = QActionGroup(menu)
+    for host, text in choices:
+        action = QAction(text, menu)
+        action.setCheckable(True)
+        action.setChecked(host == current)
+        action.setActionGroup(group)
+        action.triggered.connect(lambda _=False, h=host: pick(h))
+        menu.addAction(action)
+        if not host:
+            menu.addSeparator()
+    menu.addSeparator()
+    menu.addAction("Other host…").triggered.connect(other)
+
+
 class NewChatHostButton(QToolButton):
     """"▾" next to "New chat": a new chat on this computer, a configured or recent host, or a
     typed one."""
@@ -73,25 +94,9 @@ class NewChatHostButton(QToolButton):
         return out
 
     def _fill_menu(self) -> None:
-        menu = self.menu()
-        menu.clear()
-        title = menu.addAction("New chat on")
-        title.setEnabled(False)
         _recent, current = self.hosts_of_chats()
-        group = QActionGroup(menu)
-        for host, text in self.choices():
-            action = QAction(text, menu)
-            action.setCheckable(True)
-            action.setChecked(host == current)  # what the plain "New chat" would use
-            action.setActionGroup(group)
-            action.triggered.connect(
-                lambda _=False, h=host: self.new_chat_on_host_requested.emit(h))
-            menu.addAction(action)
-            if not host:
-                menu.addSeparator()
-        menu.addSeparator()
-        other = menu.addAction("Other host…")
-        other.triggered.connect(self.ask_other)
+        fill_host_menu(self.menu(), "New chat on", self.choices(), current,
+                       self.new_chat_on_host_requested.emit, self.ask_other)
 
     def ask_other(self) -> None:
         """The typed host, under the button; Enter makes the chat, Esc closes."""

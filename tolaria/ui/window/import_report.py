@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from tolaria.chats.importers import IMPORTERS
@@ -61,7 +61,11 @@ def describe(report: ImportReport, home: Path | None = None) -> tuple[str, list[
 
 
 class ImportReportBar(QFrame):
-    """Says an import runs, then its report; closed with ✕."""
+    """Says an import runs, then its report; closed with ✕. An import from a host says where
+    it looks and can be cancelled."""
+
+    #: Cancel the running import from a host (its ssh client is killed).
+    cancel_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -88,6 +92,12 @@ class ImportReportBar(QFrame):
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         column.addWidget(self.details)
         row.addLayout(column, 1)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setObjectName("importReportCancel")
+        self.cancel_button.setToolTip("Stop looking on the host (nothing is imported)")
+        self.cancel_button.clicked.connect(self.cancel_requested)
+        self.cancel_button.hide()
+        row.addWidget(self.cancel_button, 0, Qt.AlignmentFlag.AlignTop)
         self.close_button = QPushButton("✕", self)
         self.close_button.setObjectName("importReportClose")
         self.close_button.setToolTip("Close this report")
@@ -95,10 +105,14 @@ class ImportReportBar(QFrame):
         self.close_button.clicked.connect(self.hide)
         row.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
         self.running = False
+        #: Where the running or last import looked ("" this computer).
+        self.host = ""
         self.hide()
 
     def show_running(self) -> None:
         self.running = True
+        self.host = ""
+        self.cancel_button.hide()
         labels = [importer.label for importer in IMPORTERS.values()]
         self.headline.setText(f"Importing sessions from {', '.join(labels[:-1])} and "
                               f"{labels[-1]}…")
@@ -106,9 +120,26 @@ class ImportReportBar(QFrame):
         self.close_button.hide()
         self.show()
 
+    def show_looking(self, host: str) -> None:
+        """An import from ``host`` runs: where it looks, and Cancel."""
+        self.running = True
+        self.host = host
+        self.headline.setText(f"Looking on {host} for the sessions of its agent CLIs…")
+        self.details.setText("ssh may ask for a passphrase or a host key first.")
+        self.details.show()
+        self.close_button.hide()
+        self.cancel_button.show()
+        self.show()
+
     def show_note(self, text: str) -> None:
-        """A one-line note of another window-wide action (a chat's git worktree)."""
+        """A one-line note of another window-wide action (a chat's git worktree); while an
+        import runs, under its line (the import keeps its state and Cancel)."""
+        if self.running:
+            self.details.setText(text)
+            self.details.show()
+            return
         self.running = False
+        self.cancel_button.hide()
         self.headline.setText(text)
         self.details.hide()
         self.close_button.show()
@@ -117,11 +148,17 @@ class ImportReportBar(QFrame):
     def show_report(self, report: ImportReport | None, error: str = "",
                     home: Path | None = None) -> None:
         self.running = False
+        self.cancel_button.hide()
         lines: list[str] = []
-        if report is None:
-            head = f"Import failed: {error}"
+        if report is None and self.host and error == "cancelled":
+            head = f"Import from {self.host} cancelled: nothing was imported"
+        elif report is None:
+            head = f"Import from {self.host} failed: {error}" if self.host \
+                else f"Import failed: {error}"
         else:
             head, lines = describe(report, home)
+            if self.host:
+                head = f"From {self.host}: {head[0].lower()}{head[1:]}"
         self.headline.setText(head)
         self.details.setText("\n".join(lines))
         self.details.setVisible(bool(lines))

@@ -170,6 +170,7 @@ class MainWindow(HeaderIntents):
         column.addWidget(self.header)
         self.import_report = ImportReportBar(right)
         column.addWidget(self.import_report)
+        self.import_report.cancel_requested.connect(self.import_cancel_requested)
         column.addWidget(self.stack, 1)
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.addWidget(self.sidebar)
@@ -392,6 +393,14 @@ class MainWindow(HeaderIntents):
         if not self.import_report.running:  # one import at a time
             self.import_report.show_running()
             self.import_requested.emit()
+
+    def _on_import_from_requested(self, host: str) -> None:
+        """File → Import sessions from: this computer ("") or a host (one import at a time)."""
+        if not host:
+            self._on_import_action_triggered()
+        elif not self.import_report.running:
+            self.import_report.show_looking(host)
+            self.import_from_host_requested.emit(host)
 
     def _on_export_action_triggered(self) -> None:
         """A save dialog for the current chat (none open: nothing to export)."""

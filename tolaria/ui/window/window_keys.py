@@ -32,6 +32,7 @@ from tolaria.ui.window.actions import (
     keyboard_is_free,
 )
 from tolaria.ui.window.chat_limits import ChatLimitsDialog
+from tolaria.ui.window.host_import import ImportFromMenu
 from tolaria.ui.window.palette import CommandPalette
 
 if TYPE_CHECKING:
@@ -55,6 +56,10 @@ class WindowKeys(QMainWindow):
     new_worktree_chat_requested = Signal(str, str)
     #: Import the sessions the agent CLIs stored themselves (File → Import sessions from CLIs…).
     import_requested = Signal()
+    #: Import the sessions stored on a host (File → Import sessions from → HOST): the host.
+    import_from_host_requested = Signal(str)
+    #: Cancel the running import from a host (its ssh client is killed).
+    import_cancel_requested = Signal()
     #: Export a chat (File → Export…): conversation id, format (html, md, json), file path.
     export_requested = Signal(int, str, str)
     #: Keep a chat's own limits (Run → Chat limits…): conversation id, RunLimits.
@@ -91,6 +96,9 @@ class WindowKeys(QMainWindow):
         raise NotImplementedError
 
     def _on_import_action_triggered(self) -> None:
+        raise NotImplementedError
+
+    def _on_import_from_requested(self, host: str) -> None:
         raise NotImplementedError
 
     def _on_export_action_triggered(self) -> None:
@@ -166,6 +174,10 @@ class WindowKeys(QMainWindow):
             file_menu.addAction(action)
         file_menu.addSeparator()
         file_menu.addAction(self.import_action)
+        self.import_from_menu = ImportFromMenu(self.sidebar.new_host_button.choices,
+                                               self.sidebar.new_host_entry, self)
+        self.import_from_menu.import_from_requested.connect(self._on_import_from_requested)
+        file_menu.addMenu(self.import_from_menu)
         file_menu.addAction(self.export_action)
         file_menu.addSeparator()
         file_menu.addAction(self.preferences_action)
