@@ -79,6 +79,15 @@ def _links(own: bool = True) -> list[int]:
     return found
 
 
+def _mcp_servers(cfg: dict[str, Any]) -> tuple[Any, ...]:
+    """``cfg["mcp"]``: the MCP servers of the run, as McpServer's fields (pairs as lists)."""
+    from tolaria.core.mcp.servers import McpServer
+
+    return tuple(McpServer(**{k: tuple(tuple(x) if isinstance(x, list) else x for x in v)
+                              if isinstance(v, list) else v for k, v in server.items()})
+                 for server in cfg.get("mcp") or ())
+
+
 async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     from tolaria.core.adapters.manifest import Manifest, load_adapters
     from tolaria.core.events import Diagnostic, Done, Error, Event, TextDelta
@@ -103,7 +112,9 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     events: list[Event] = []
     task = asyncio.ensure_future(stream_ai_agent(
         RunRequest(manifest, cfg.get("prompt", "go"), cfg.get("cwd"), cfg.get("env") or {},
-                   permission_mode=cfg.get("permission_mode"), target=target), sid,
+                   permission_mode=cfg.get("permission_mode"), target=target,
+                   mcp_servers=_mcp_servers(cfg), mcp_on_failure=cfg.get("mcp_on_failure",
+                                                                         "continue")), sid,
         events.append, registry=registry, grace_s=float(cfg.get("grace", 0.5))))
     action = cfg.get("action", "finish")
     acted_at = started = 0.0
