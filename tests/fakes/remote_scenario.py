@@ -83,9 +83,12 @@ def _mcp_servers(cfg: dict[str, Any]) -> tuple[Any, ...]:
     """``cfg["mcp"]``: the MCP servers of the run, as McpServer's fields (pairs as lists)."""
     from tolaria.core.mcp.servers import McpServer
 
-    return tuple(McpServer(**{k: tuple(tuple(x) if isinstance(x, list) else x for x in v)
-                              if isinstance(v, list) else v for k, v in server.items()})
-                 for server in cfg.get("mcp") or ())
+    servers = []
+    for server in cfg.get("mcp") or ():
+        fields: dict[str, Any] = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v)
+                                  if isinstance(v, list) else v for k, v in server.items()}
+        servers.append(McpServer(**fields))
+    return tuple(servers)
 
 
 async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
