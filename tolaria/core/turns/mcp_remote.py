@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tolaria.core.events import Diagnostic, EventCallback
-from tolaria.core.mcp.forms import McpLaunch, launch
+from tolaria.core.mcp.forms import McpLaunch, launch, plan
 from tolaria.core.mcp.servers import NOTE, STDIO
 from tolaria.core.remote.supervisor import FILES
 from tolaria.core.turns.mcp_setup import McpSetup, plan_and_say, run_folder
@@ -66,3 +66,11 @@ def _for_host(rendered: McpLaunch) -> tuple[McpLaunch, dict[str, str]]:
     return (McpLaunch(args=tuple(a.replace(local, FILES) for a in rendered.args),
                       env={k: v.replace(local, FILES) for k, v in rendered.env.items()}),
             files)
+
+
+def planned_quietly(request: RunRequest, env: Mapping[str, str]) -> McpSetup:
+    """A kept run taken back on its host: its servers run there since its start; only the plan
+    (tool cards name their server), nothing said again, nothing refused, nothing sent."""
+    if not request.mcp_servers:
+        return McpSetup()
+    return McpSetup(plan=plan(request.manifest, request.mcp_servers, env, check_commands=False))

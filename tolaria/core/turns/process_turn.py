@@ -38,7 +38,7 @@ from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessR
 from tolaria.core.programs import locate
 from tolaria.core.remote.launch import RemoteLaunch, link_note
 from tolaria.core.turns import mcp_setup
-from tolaria.core.turns.mcp_remote import prepare_remote
+from tolaria.core.turns.mcp_remote import planned_quietly, prepare_remote
 from tolaria.core.turns.request import RunRequest
 from tolaria.core.turns.spawn import ExitProtocol, build_env, spawn_agent
 
@@ -164,8 +164,8 @@ class ProcessTurn:
         target = self.request.target
         if target is None:
             mcp = mcp_setup.prepare(self.request, env, sid, mode, self.emit, sid)
-        else:  # a kept run taken back (attach) has its servers already
-            mcp = (mcp_setup.McpSetup() if target.attach_offset is not None
+        else:  # a kept run taken back (attach) has its servers already: only named
+            mcp = (planned_quietly(self.request, env) if target.attach_offset is not None
                    else prepare_remote(self.request, env, sid, mode, self.emit, target.label))
         if isinstance(mcp, str):
             return self._fail(mcp)
