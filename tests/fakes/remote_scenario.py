@@ -103,6 +103,12 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
                         protocol=cfg.get("protocol", "claude-stream-json"), command=command)
     if cfg.get("agent"):  # a real CLI, through Tolaria's own adapter for it
         manifest = load_adapters().get(cfg["agent"])
+    if cfg.get("mcp_form"):  # the fake agent given MCP servers in that form (it ignores them)
+        from dataclasses import replace
+
+        from tolaria.core.adapters.mcp_spec import McpSpec
+
+        manifest = replace(manifest, mcp=McpSpec(form=cfg["mcp_form"]))
     settings: dict[str, Any] = {"ssh_config": cfg.get("ssh_config"),
                                 "heartbeat_s": float(cfg.get("heartbeat_s", 3.0))}
     for key in ("python", "cache_dir", "keep_running", "keep_s", "buffer_bytes", "reconnect_s",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 from e2e.fake_model import FakeModelServer
 from remote.remoteclis import remote_bin, remote_env
 from remote.remotehelpers import run_local
-from remote.sshd import SshServer
+from remote.sshd import SshServer, kill_remote, remote_processes
 
 from tolaria.core.stream_id import new_stream_id
 
@@ -128,16 +129,57 @@ def test_the_private_files_on_the_host_are_private_and_go_when_the_link_dies(
 
     looker = threading.Thread(target=look)
     looker.start()
-    out = run_local(sshd, shared, sid, timeout=TURN_S + 60, agent="claude",
-                    permission_mode="full", prompt="E2E-MCP-SLEEP: call the probe", env=env,
-                    cwd=str(shared), cache_dir=str(cache), heartbeat_s=10.0,
-                    mcp=[_probe("PROBE_MARKER")], action="disconnect", wait_file=str(marker),
-                    wait_s=TURN_S, settle=0.5)
-    looker.join(TURN_S)
+    try:
+        out = run_local(sshd, shared, sid, timeout=TURN_S + 60, agent="claude",
+                        permission_mode="full", prompt="E2E-MCP-SLEEP: call the probe", env=env,
+                        cwd=str(shared), cache_dir=str(cache), heartbeat_s=10.0,
+                        mcp=[_probe("PROBE_MARKER")], action="disconnect",
+                        wait_file=str(marker), wait_s=TURN_S, settle=0.5, keep_remote=True)
+        looker.join(TURN_S)
+        deadline = out["acted_at"] + 5.0  # the supervisor there ends it all by itself
+        while (remote_processes(sid) or _left_files(cache)) and time.time() < deadline:
+            time.sleep(0.05)
+        left = remote_processes(sid)
+    finally:
+        kill_remote(sid)
     assert seen.get("folder") == 0o700, (seen, out)
     assert seen["files"] == {"claude-mcp.json": 0o600}, seen
     config = seen["config"]["mcpServers"]["probe"]  # type: ignore[index]
     assert config["env"]["TOLARIA_TEST_MCP_MARKER"] == str(marker), config  # expanded here
     assert config["env"]["TOLARIA_STREAM_ID"] == sid, config
-    assert out["remote_left"] == [], out
+    assert left == [], f"left on the host 5 s after the link died: {left}"
     assert _left_files(cache) == [], "the run's private files outlived the dead link"
+
+
+def test_the_private_files_go_when_the_supervisor_is_killed_there(
+        sshd: SshServer, shared: Path) -> None:
+    """kill -9 of the supervisor on the host: its watcher ends the tree and removes the run's
+    files (the fake agent takes a Claude-form file it ignores)."""
+    sid, cache, pidfile = new_stream_id(), shared / "cache", shared / "pids"
+    out: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: out.update(run_local(
+        sshd, shared, sid, mode="daemon", action="wait", heartbeat_s=30.0, cache_dir=str(cache),
+        env={"FAKE_PIDFILE": str(pidfile)}, mcp_form="claude-json",
+        mcp=[_probe("FAKE_PIDFILE")])))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    folders = list(cache.rglob("*.files"))
+    assert len(folders) == 1 and (folders[0] / "claude-mcp.json").exists(), folders
+    marked = remote_processes(sid)
+    [supervisor] = {_ppid(pid) for pid in marked} - set(marked)
+    account = sshd.account
+    subprocess.run(["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}",
+                    "--clear-groups", "kill", "-9", str(supervisor)], check=True)
+    killed = time.monotonic()
+    while folders[0].exists() and time.monotonic() - killed < 5.0:
+        time.sleep(0.02)
+    thread.join(60)
+    assert not thread.is_alive(), "the local run hung"
+    assert not folders[0].exists(), "the run's files outlived the killed supervisor"
+    assert out["remote_left"] == [], out
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
