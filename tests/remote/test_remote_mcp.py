@@ -183,3 +183,39 @@ def test_the_private_files_go_when_the_supervisor_is_killed_there(
 
 def _ppid(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("agent", ["qwen", "opencode"])
+def test_the_settings_forms_reach_a_real_cli_on_the_host(
+        agent: str, sshd: SshServer, shared: Path, model_server: FakeModelServer) -> None:
+    """Qwen: a settings file the supervisor writes there (named by an env variable); opencode:
+    its config content in the env. (Gemini CLI 0.61 takes a system defaults file only when it
+    and every folder above it belong to root: not for a user's run, here or on a host.)"""
+    cli, bin_folder = remote_bin(agent)
+    if agent == "qwen":  # its tool search off, as in tests/e2e/test_real_mcp.py
+        (shared / "qwen-home" / ".qwen").mkdir(parents=True)
+        (shared / "qwen-home" / ".qwen" / "settings.json").write_text(
+            json.dumps({"tools": {"toolSearch": {"enabled": False}}}))
+    env = remote_env(cli, bin_folder, shared / f"{agent}-home", model_server.url)
+    marker = shared / "marker.jsonl"
+    env["PROBE_MARKER"] = str(marker)
+    work = shared / "work"
+    work.mkdir()
+    work.chmod(0o777)
+    sid = new_stream_id()
+    cache = Path(sshd.account.pw_dir) / ".cache" / f"tolaria-mcp-test-{sid}"
+    try:
+        out = run_local(sshd, shared, sid, timeout=TURN_S + 60, agent=agent,
+                        permission_mode="full", prompt="E2E-MCP-MARK: call the probe", env=env,
+                        cwd=str(work), cache_dir=str(cache), heartbeat_s=10.0,
+                        mcp=[_probe("PROBE_MARKER")])
+        left_files = _left_files(cache)
+    finally:
+        subprocess.run(["rm", "-rf", str(cache)], check=False)
+    lines = [json.loads(x) for x in marker.read_text().splitlines()] if marker.exists() else []
+    assert lines, f"the probe's tool never ran on the host: {out}"
+    assert lines[0]["stream_id"] == sid and lines[0]["server"] == "probe", lines
+    assert out["stop_reason"] == "end_turn", out
+    assert out["survivors"] == [] and out["remote_left"] == [], out
+    assert left_files == [], "the run's private files outlived it on the host"
