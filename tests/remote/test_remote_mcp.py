@@ -219,3 +219,28 @@ def test_the_settings_forms_reach_a_real_cli_on_the_host(
     assert out["stop_reason"] == "end_turn", out
     assert out["survivors"] == [] and out["remote_left"] == [], out
     assert left_files == [], "the run's private files outlived it on the host"
+
+
+def test_an_acp_agent_on_the_host_gets_the_servers_in_session_new(
+        sshd: SshServer, shared: Path) -> None:
+    """stdio in ``mcpServers`` with the run's marker; an http server the agent's capabilities
+    do not take is said, with the host."""
+    log = shared / "acplog"
+    log.mkdir()
+    log.chmod(0o777)
+    sid = new_stream_id()
+    out = run_local(sshd, shared, sid, protocol="acp", mcp_form="acp", mode="acp",
+                    command=["python3", str(Path(PROBE).parent / "fake_acp_agent.py"), "normal"],
+                    env={"FAKE_LOG": str(log), "PROBE_MARKER": str(shared / "marker")},
+                    mcp=[_probe("PROBE_MARKER"),
+                         {"name": "web", "transport": "http", "url": "https://example.invalid/m"}])
+    assert out["stop_reason"] == "end_turn", out
+    records = [json.loads(x) for x in (log / "acp.jsonl").read_text().splitlines()]
+    [given] = [r["mcpServers"] for r in records if r["method"] == "session/new"]
+    assert [s["name"] for s in given] == ["probe"], given
+    env = {e["name"]: e["value"] for e in given[0]["env"]}
+    assert env["TOLARIA_TEST_MCP_MARKER"] == str(shared / "marker"), env  # expanded here
+    assert env["TOLARIA_STREAM_ID"] == sid, env
+    said = [n for n in out["notes"] if "'web'" in n]
+    assert said and said[0].startswith("MCP server 'web' is not passed to remote acp on "), said
+    assert out["remote_left"] == [], out
