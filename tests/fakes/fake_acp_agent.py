@@ -163,6 +163,8 @@ def handle(message: dict[str, Any]) -> None:
             record = {"pid": os.getpid(), "method": method}
             if method == "session/prompt":  # what the client sent (attachments' blocks too)
                 record["prompt"] = params.get("prompt")
+            if method == "session/new":  # the MCP servers it was given
+                record["mcpServers"] = params.get("mcpServers")
             fh.write(json.dumps(record) + "\n")
     if method is None:  # an answer to one of our requests
         with _answered:

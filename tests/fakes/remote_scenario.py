@@ -79,6 +79,18 @@ def _links(own: bool = True) -> list[int]:
     return found
 
 
+def _mcp_servers(cfg: dict[str, Any]) -> tuple[Any, ...]:
+    """``cfg["mcp"]``: the MCP servers of the run, as McpServer's fields (pairs as lists)."""
+    from tolaria.core.mcp.servers import McpServer
+
+    servers = []
+    for server in cfg.get("mcp") or ():
+        fields: dict[str, Any] = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v)
+                                  if isinstance(v, list) else v for k, v in server.items()}
+        servers.append(McpServer(**fields))
+    return tuple(servers)
+
+
 async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     from tolaria.core.adapters.manifest import Manifest, load_adapters
     from tolaria.core.events import Diagnostic, Done, Error, Event, TextDelta
@@ -91,6 +103,12 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
                         protocol=cfg.get("protocol", "claude-stream-json"), command=command)
     if cfg.get("agent"):  # a real CLI, through Tolaria's own adapter for it
         manifest = load_adapters().get(cfg["agent"])
+    if cfg.get("mcp_form"):  # the fake agent given MCP servers in that form (it ignores them)
+        from dataclasses import replace
+
+        from tolaria.core.adapters.mcp_spec import McpSpec
+
+        manifest = replace(manifest, mcp=McpSpec(form=cfg["mcp_form"]))
     settings: dict[str, Any] = {"ssh_config": cfg.get("ssh_config"),
                                 "heartbeat_s": float(cfg.get("heartbeat_s", 3.0))}
     for key in ("python", "cache_dir", "keep_running", "keep_s", "buffer_bytes", "reconnect_s",
@@ -103,7 +121,9 @@ async def scenario(cfg: dict[str, Any]) -> dict[str, Any]:
     events: list[Event] = []
     task = asyncio.ensure_future(stream_ai_agent(
         RunRequest(manifest, cfg.get("prompt", "go"), cfg.get("cwd"), cfg.get("env") or {},
-                   permission_mode=cfg.get("permission_mode"), target=target), sid,
+                   permission_mode=cfg.get("permission_mode"), target=target,
+                   mcp_servers=_mcp_servers(cfg), mcp_on_failure=cfg.get("mcp_on_failure",
+                                                                         "continue")), sid,
         events.append, registry=registry, grace_s=float(cfg.get("grace", 0.5))))
     action = cfg.get("action", "finish")
     acted_at = started = 0.0

@@ -91,3 +91,34 @@ def test_a_saved_chat_keeps_the_folder_on_the_host(sshd: SshServer, shared: Path
     assert chats[0]["cwd"] == str(folder)
     assert not (home / "data" / "checkpoints").exists() or not any(
         (home / "data" / "checkpoints").iterdir())
+
+
+def test_mcp_servers_on_a_host_are_said_by_tolaria_run(sshd: SshServer, shared: Path) -> None:
+    """A server the agent on the host does not get is said on stderr and in ``--json``;
+    ``on_failure = "refuse"`` refuses the run on the host with one line (ADR 0019)."""
+    home = shared / "home"
+    servers = ('[mcp.servers.notes]\ncommand = "python3"\n'
+               '[mcp.servers.gh]\ntransport = "http"\nurl = "https://example.invalid/mcp"\n'
+               'headers = { Authorization = "Bearer ${TOLARIA_TEST_UNSET_TOKEN}" }\n'
+               'agents = ["claude"]\n')
+    _settings(home, servers)
+    run = _run(sshd, home, "--agent", "demo", "--no-save", "hello")
+    out, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err
+    assert (f"[MCP server 'notes' is not passed to Demo agent (offline) on {ALIAS}: Demo agent "
+            "(offline) cannot be given MCP servers by Tolaria") in err, err
+    assert "'gh'" not in err  # meant for Claude only
+    run = _run(sshd, home, "--agent", "demo", "--no-save", "--json", "hello")
+    out, err = run.communicate(timeout=60)
+    notes = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert any(e["kind"] == "diagnostic" and "'notes' is not passed to Demo agent (offline) on " in
+               e["message"] for e in notes), out
+    _settings(home, '[mcp]\non_failure = "refuse"\n' + servers)
+    sid = new_stream_id()
+    run = _run(sshd, home, "--agent", "claude", "--no-save", "--stream-id", sid, "hello")
+    out, err = run.communicate(timeout=60)
+    assert run.returncode != 0, (out, err)
+    assert (f"MCP server 'gh' is not passed to Claude Code on {ALIAS}: "
+            "${TOLARIA_TEST_UNSET_TOKEN} is not set") in err, err
+    assert "The run is refused" in err, err
+    assert remote_processes(sid) == []

@@ -56,20 +56,26 @@ class RemoteLaunch:
         return self.folder
 
     def prepare(self, agent_id: str, argv: Sequence[str], cwd: str | None,
-                env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+                env: Mapping[str, str], files: Mapping[str, str] | None = None,
+                exact: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """The link's argv and environment for the agent's ``argv`` run in ``cwd`` there.
 
         Only what Tolaria adds to the environment goes to the host (the laptop's PATH, HOME or
-        DISPLAY mean nothing there), then the host's own per-host environment.
+        DISPLAY mean nothing there), then the host's own per-host environment. ``exact``: goes
+        as it is, even where it equals the local value (the MCP servers' values); ``files``: the
+        run's private files the supervisor writes there (ADR 0019, "On a host").
         """
         target = self.target
         extra = {k: v for k, v in env.items() if os.environ.get(k) != v and k != "PWD"}
+        extra.update(exact or {})
         extra.update(target.env)
         remote = [target.programs.get(agent_id) or argv[0], *argv[1:]]
         spec = {"label": target.label, "report": self.report_path,
                 "transport": target.argv(bootstrap.remote_argv(target.python, target.cache_dir)),
                 "argv": remote, "cwd": cwd, "env": extra, "stream_id": self.stream_id,
                 "heartbeat_s": target.heartbeat_s, "grace_s": self.grace_s}
+        if files:
+            spec["files"] = dict(files)
         if target.keep_running or target.attach_offset is not None:
             spec.update(keep_for_s=target.keep_s, buffer_bytes=target.buffer_bytes,
                         reconnect_s=target.reconnect_s)

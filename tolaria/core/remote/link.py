@@ -157,7 +157,7 @@ class Link:
                                          "offset": self.offset})
         else:
             keys = ("argv", "cwd", "env", "stream_id", "heartbeat_s", "grace_s", "keep_for_s",
-                    "buffer_bytes")
+                    "buffer_bytes", "files")
             start: dict[str, Any] = {key: self.spec[key] for key in keys if key in self.spec}
             self._release(proto.START, start)
         if not self.spec.get("attach"):  # reattached after a restart: the turn's prompt

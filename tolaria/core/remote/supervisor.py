@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -38,6 +39,8 @@ from typing import Callable
 
 VERSION = "1"
 MARKER = "TOLARIA_STREAM_ID"
+#: In the START's argv and env: the folder of its ``files`` (the run's MCP configs; ADR 0019).
+FILES = "{tolaria-run-files}"
 
 HEADER = struct.Struct(">cI")
 MAX_FRAME = 1 << 24
@@ -333,6 +336,9 @@ class Supervisor:
             if not os.path.isdir(cwd):
                 return f"working folder {cwd} does not exist on this host"
             env["PWD"] = cwd
+        problem = run_files(spec, stream_id, argv, env)
+        if problem is not None:
+            return problem
         program = _resolve(argv[0], env)
         if program is None:
             return (f"{argv[0]} is not installed on this host (not found on PATH or through "
@@ -729,6 +735,36 @@ def socket_path(stream_id: str) -> str | None:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "runs", stream_id + ".sock")
 
 
+_WRITTEN: list[str] = []  # run_files' folders: removed by main() when the run ends
+
+
+def run_files(spec: dict[str, object], stream_id: str, argv: list[str],
+              env: dict[str, str]) -> str | None:
+    """The START's ``files`` (name -> text) written in the run's private folder (0700, files
+    0600; next to the kept runs' sockets), its path put for FILES in ``argv`` and ``env``."""
+    files = spec.get("files") or {}
+    path = socket_path(stream_id)
+    if not files:
+        return None
+    if path is None:
+        return f"not a stream id: {stream_id[:80]!r}"
+    folder = path[:-len(".sock")] + ".files"
+    try:
+        os.makedirs(os.path.dirname(folder), 0o700, exist_ok=True)
+        os.mkdir(folder, 0o700)
+        _WRITTEN.append(folder)
+        for name, text in files.items():  # type: ignore[attr-defined]
+            fd = os.open(os.path.join(folder, os.path.basename(str(name))),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(str(text))
+    except OSError as exc:
+        return f"cannot write the run's files in {folder}: {exc.strerror or exc}"
+    argv[:] = [a.replace(FILES, folder) for a in argv]
+    env.update({k: v.replace(FILES, folder) for k, v in env.items() if FILES in v})
+    return None
+
+
 def _in_folder(path: str, act: Callable[[str], None]) -> None:
     """``act`` on the socket's name from inside its folder: a socket path is capped at ~100
     bytes, a cache folder is not."""
@@ -910,6 +946,9 @@ def watch(child: int, news: int) -> int:
         return _exit_code(status) & 0xFF
     tree = Tree(run[1], int(run[2]))
     survivors = end_tree(tree, 1.0, _reap_all)
+    sock = socket_path(run[1])  # the run's files (run_files) go with it
+    if sock is not None:
+        shutil.rmtree(sock[:-len(".sock")] + ".files", ignore_errors=True)
     how = (f"killed (signal {os.WTERMSIG(status)})" if os.WIFSIGNALED(status)
            else f"ended unexpectedly (exit code {os.WEXITSTATUS(status)})")
     payload = json.dumps({"exit_code": None, "survivors": survivors, "stopped": False,
@@ -942,6 +981,8 @@ def main() -> int:
                                        "python": list(sys.version_info[:3]),
                                        "platform": sys.platform}).encode())
     code = supervisor.run()
+    for folder in _WRITTEN:
+        shutil.rmtree(folder, ignore_errors=True)
     _tell(news_w, b"end\n")
     return code
 

@@ -29,6 +29,9 @@ class McpSetup:
     plan: McpPlan = field(default_factory=McpPlan)
     marker: dict[str, str] = field(default_factory=dict)
     launched: McpLaunch = field(default_factory=McpLaunch)
+    #: A run on a host: the private files (name -> text) the supervisor writes there
+    #: (``mcp_remote``); the launch's args and env name their folder as ``FILES``.
+    files: dict[str, str] = field(default_factory=dict)
 
     def close(self) -> None:
         self.launched.close()
@@ -45,11 +48,25 @@ def prepare(request: RunRequest, env: Mapping[str, str], stream_id: str, mode: s
     """The setup of the process whose environment is ``env`` (its marker: ``stream_id``'s),
     or the error that refuses the run. Left-out servers are said on ``run_stream_id``."""
     manifest = request.manifest
+    setup = plan_and_say(request, env, manifest.name, emit, run_stream_id, check_commands=True)
+    if isinstance(setup, str) or not setup.plan.passed:
+        return setup
+    try:
+        setup.launched = launch(manifest, setup.plan.passed, setup.marker, mode=mode,
+                                folder=Path(run_folder(stream_id)), environ=env)
+    except OSError as exc:
+        return f"cannot write the MCP configuration for {manifest.name}: {exc}"
+    return setup
+
+
+def plan_and_say(request: RunRequest, env: Mapping[str, str], agent: str, emit: EventCallback,
+             run_stream_id: str, *, check_commands: bool) -> McpSetup | str:
+    """The plan, its notes said; or the refusal (``on_failure = "refuse"``, a broken server)."""
     setup = McpSetup(marker=marker_of(env))
     if not request.mcp_servers:
         return setup
-    setup.plan = plan(manifest, request.mcp_servers, env)
-    notes = setup.plan.notes(manifest.name)
+    setup.plan = plan(request.manifest, request.mcp_servers, env, check_commands=check_commands)
+    notes = setup.plan.notes(agent)
     if setup.plan.broken and request.mcp_on_failure == REFUSE:
         broken = [n for n, (name, _) in zip(notes, setup.plan.left_out, strict=True)
                   if name in setup.plan.broken]
@@ -57,9 +74,4 @@ def prepare(request: RunRequest, env: Mapping[str, str], stream_id: str, mode: s
                 "\"refuse\"; use \"continue\" to run without such servers)")
     for note in notes:
         emit(Diagnostic(run_stream_id, source=NOTE, message=note + "; the run goes on without it"))
-    try:
-        setup.launched = launch(manifest, setup.plan.passed, setup.marker, mode=mode,
-                                folder=Path(run_folder(stream_id)), environ=env)
-    except OSError as exc:
-        return f"cannot write the MCP configuration for {manifest.name}: {exc}"
     return setup

@@ -38,6 +38,7 @@ from tolaria.core.process.registry import FINISHING, RUNNING, STOPPING, ProcessR
 from tolaria.core.programs import locate
 from tolaria.core.remote.launch import RemoteLaunch, link_note
 from tolaria.core.turns import mcp_setup
+from tolaria.core.turns.mcp_remote import planned_quietly, prepare_remote
 from tolaria.core.turns.request import RunRequest
 from tolaria.core.turns.spawn import ExitProtocol, build_env, spawn_agent
 
@@ -160,9 +161,12 @@ class ProcessTurn:
                               f"(known: {', '.join(PERMISSION_MODES)})")
         env = build_env(manifest, sid, {**manifest.permission_env.get(mode, {}),
                                         **self.request.env})
-        remote = self.request.target is not None
-        mcp = (mcp_setup.McpSetup() if remote
-               else mcp_setup.prepare(self.request, env, sid, mode, self.emit, sid))
+        target = self.request.target
+        if target is None:
+            mcp = mcp_setup.prepare(self.request, env, sid, mode, self.emit, sid)
+        else:  # a kept run taken back (attach) has its servers already: only named
+            mcp = (planned_quietly(self.request, env) if target.attach_offset is not None
+                   else prepare_remote(self.request, env, sid, mode, self.emit, target.label))
         if isinstance(mcp, str):
             return self._fail(mcp)
         self.mcp = mcp
@@ -173,7 +177,8 @@ class ProcessTurn:
             env.update(mcp.launched.env)
             if self.request.target is not None:
                 self._remote = RemoteLaunch(self.request.target, sid, self.grace_s)
-                argv, env = self._remote.prepare(manifest.id, argv, cwd or None, env)
+                argv, env = self._remote.prepare(manifest.id, argv, cwd or None, env,
+                                                 files=mcp.files, exact=mcp.launched.env)
                 cwd = self._remote.local_cwd
             else:
                 found = await self._find_program(argv[0], env)

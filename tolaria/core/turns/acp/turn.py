@@ -165,10 +165,11 @@ class AcpTurn(ProcessTurn):
         entries, left_out = acp_servers(
             self.mcp.plan.passed, self.mcp.marker,
             http=bool(getattr(mcp_caps, "http", False)), sse=bool(getattr(mcp_caps, "sse", False)))
+        target = self.request.target
+        agent = self.manifest.name + (f" on {target.label}" if target is not None else "")
         for name, why in left_out:
             self.emit(Diagnostic(self.run.stream_id, source=NOTE,
-                                 message=f"MCP server {name!r} is not passed to "
-                                         f"{self.manifest.name}: {why}"))
+                                 message=f"MCP server {name!r} is not passed to {agent}: {why}"))
         out: list[Any] = []
         for entry in entries:
             kind = entry.get("type")
