@@ -726,7 +726,16 @@ def socket_path(stream_id: str) -> str | None:
     if not stream_id.startswith(prefix) or not suffix or len(stream_id) > 80 or not all(
             c.isascii() and (c.isalnum() or c == "-") for c in suffix):
         return None
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "runs", stream_id + ".sock")
+    return os.path.join(_cache_folder(), "runs", stream_id + ".sock")
+
+
+def _cache_folder() -> str:
+    """The folder the supervisor is cached in: the bundle's (a module's path in the zip goes
+    through the zip file, which is no folder)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    while not os.path.isdir(here) and os.path.dirname(here) != here:
+        here = os.path.dirname(here)
+    return here
 
 
 def _in_folder(path: str, act: Callable[[str], None]) -> None:
