@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tolaria.core.remote import bootstrap, supervisor
-from tolaria.core.remote.supervisor import ATTACH, ATTACHED, FAILED, READY, STDERR, STDOUT, Keep
+from tolaria.core.remote.supervisor import ATTACH, ATTACHED, FAILED, READY, STDERR, STDOUT
+from tolaria.core.remote.supervisor.keep import Keep, socket_path
 from tolaria.core.stream_id import new_stream_id
 
 
@@ -95,7 +96,7 @@ def test_attach_refuses_a_bad_stream_id() -> None:
                 "ai-agent-stream-ünï"):
         answer = _attach(bad)
         assert "not a stream id" in str(answer["message"]), answer
-        assert supervisor.socket_path(bad) is None
+        assert socket_path(bad) is None
 
 
 def test_attach_to_a_run_the_host_does_not_have_says_it_is_gone() -> None:

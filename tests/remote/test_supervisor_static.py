@@ -1,6 +1,6 @@
 """The supervisor runs on the host's own Python (stdlib only, Python >= 3.8:
-test_host_programs_static.py): one file, shipped in the wheel as the very bytes that are
-hashed, and its frames. These checks need no sshd."""
+test_host_programs_static.py): a package, brought to the host as one deterministic zip built
+from the files the wheel ships, and its frames. These checks need no sshd."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import pytest
 
 from tolaria.core.remote import bootstrap, bundle, supervisor
 
-SOURCE = Path(supervisor.__file__)
-#: Where each file of the bundle comes from in the package.
-SHIPPED_AS = {f"{bundle.NAME}.py": SOURCE.name}
+PACKAGE = Path(supervisor.__file__).parent
 
 
 def test_the_hash_is_of_the_bundle_built_from_the_shipped_files() -> None:
@@ -35,8 +33,10 @@ def test_the_bundle_holds_the_shipped_files_and_runs_them() -> None:
         shipped = {name: zf.read(name) for name in names if name != "__main__.py"}
         assert {info.date_time for info in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
     assert shipped == bundle.sources()
-    for name in shipped:  # the files as they are in the package folder, byte for byte
-        assert shipped[name] == (SOURCE.parent / SHIPPED_AS[name]).read_bytes()
+    assert shipped == {f"{bundle.NAME}/{path.name}": path.read_bytes()  # byte for byte
+                       for path in PACKAGE.glob("*.py")}
+    assert {"__init__.py", "__main__.py", "frames.py", "loop.py", "main.py"} <= {
+        name.rsplit("/", 1)[-1] for name in shipped}
 
 
 def test_frames_survive_any_split() -> None:

@@ -1,6 +1,6 @@
 """The supervisor as one content-addressed unit for the host (ADR 0026, Layout).
 
-Its source files are put in a deterministic zip: in name order, each with the same fixed
+The supervisor/ package's files are put in a deterministic zip: in name order, each with the same fixed
 timestamp, mode and system, stored uncompressed (no zlib version in the bytes), with a
 ``__main__.py`` that runs it. The bytes depend on the wheel's files alone, so the hash the
 bootstrap checks is the same wherever the same wheel is installed, and building twice gives the
@@ -22,8 +22,14 @@ _HERE = Path(__file__).resolve().parent
 
 
 def sources() -> dict[str, bytes]:
-    """What the bundle holds besides its ``__main__.py``: name in the zip -> the file's bytes."""
-    return {f"{NAME}.py": (_HERE / "supervisor.py").read_bytes()}
+    """What the bundle holds besides its ``__main__.py``: name in the zip -> the file's bytes
+    (every module of the supervisor/ package, under ``NAME/``)."""
+    return {f"{NAME}/{path.name}": path.read_bytes() for path in package_files()}
+
+
+def package_files() -> list[Path]:
+    """The supervisor package's files that go to the host, in name order."""
+    return sorted((_HERE / "supervisor").glob("*.py"))
 
 
 def build(files: dict[str, bytes]) -> bytes:
