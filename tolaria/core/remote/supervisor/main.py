@@ -14,7 +14,8 @@ assert sys.platform != "win32", "the supervisor runs on POSIX hosts (its frames:
 
 from .ending import end_tree  # noqa: E402
 from .frames import GONE, READY, VERSION, frame  # noqa: E402
-from .loop import Supervisor, _exit_code, _ignore, _tell  # noqa: E402
+from .loop import Supervisor  # noqa: E402
+from .plumbing import _exit_code, _ignore, _tell  # noqa: E402
 from .procs import Tree, _become_subreaper  # noqa: E402
 
 
