@@ -46,6 +46,8 @@ def test_a_damaged_cached_supervisor_is_replaced(sshd: SshServer, shared: Path) 
     run_local(sshd, shared, new_stream_id(), mode="normal", cache_dir=str(cache))
     [cached] = cache.glob("supervisor-*.pyz")
     cached.write_text("raise SystemExit('tampered')\n")
+    # A file of the one-file layout, even under the bundle's hash, is not used.
+    cached.with_suffix(".py").write_text("raise SystemExit('old layout')\n")
     result = run_local(sshd, shared, new_stream_id(), mode="normal", cache_dir=str(cache))
     assert result["stop_reason"] == "end_turn", result
     assert b"tampered" not in cached.read_bytes()

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from typing import Callable
 
 # POSIX only: the imports follow the assert, so that mypy --platform win32 skips them too.
 assert sys.platform != "win32", "the supervisor runs on POSIX hosts (its frames: any)"

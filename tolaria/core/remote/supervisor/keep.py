@@ -9,7 +9,7 @@ import os
 import socket
 import sys
 from collections import deque
-from collections.abc import Callable
+from typing import Callable
 
 # POSIX only: the imports follow the assert, so that mypy --platform win32 skips them too.
 assert sys.platform != "win32", "the supervisor runs on POSIX hosts (its frames: any)"
