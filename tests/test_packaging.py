@@ -56,6 +56,15 @@ def test_wheel_ships_data_and_runs_from_a_fresh_venv(tmp_path: Path) -> None:
     where = subprocess.run([str(py), "-c", "import tolaria; print(tolaria.__file__)"],
                            capture_output=True, text=True, cwd=outside, env=env, check=True)
     assert where.stdout.startswith(str(venv)), where.stdout
+    # The supervisor's bundle is built from the installed files alone: the same bytes, the
+    # same hash the bootstrap checks, as here.
+    from tolaria.core.remote import bootstrap
+
+    installed = subprocess.run(
+        [str(py), "-c", "from tolaria.core.remote import bootstrap; "
+                        "print(bootstrap.supervisor_hash())"],
+        capture_output=True, text=True, cwd=outside, env=env, check=True)
+    assert installed.stdout.strip() == bootstrap.supervisor_hash()
     run = subprocess.run([str(venv / "bin" / "tolaria"), "run", "--agent", "demo", "hello"],
                          capture_output=True, text=True, cwd=outside, env=env, timeout=60)
     assert run.returncode == 0, run.stderr

@@ -5,8 +5,9 @@ version, looks for ``supervisor-HASH.pyz`` in the cache folder (the supervisor's
 bundle.py) and checks its SHA-256; when it is missing or damaged it prints ``TOLARIA-NEED``,
 reads exactly SIZE bytes from stdin (the link sends the file there, on the same connection: no
 second ssh), checks them, writes the file atomically, and runs it (a ``.pyz`` with runpy, a
-single-file program such as hostgit's ``NAME-HASH.py`` as its code). Problems are one ``TOLARIA-ERROR <message>`` line. The code is plain
-enough to parse on any Python 3, so that an old one says it is too old instead of a syntax error.
+single-file program such as hostgit's ``NAME-HASH.py`` as its code). Problems are one
+``TOLARIA-ERROR <message>`` line. The code is plain enough to parse on any Python 3, so that an
+old one says it is too old instead of a syntax error.
 """
 
 from __future__ import annotations
