@@ -113,3 +113,14 @@ def test_the_bundle_runs_on_the_oldest_python_it_supports() -> None:
         assert "not a stream id" in str(_attach(bad, python)["message"])
     answer = _attach(new_stream_id(), python)
     assert answer.get("gone") is True, answer
+
+
+def test_the_bundle_tells_a_windows_host_it_is_not_supported(tmp_path: Path) -> None:
+    program = tmp_path / "supervisor.pyz"
+    program.write_bytes(bootstrap.supervisor_bytes())
+    run_as_windows = ("import runpy, sys; sys.platform = 'win32'; "
+                      "runpy.run_path(sys.argv[1], run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", run_as_windows, str(program)],
+                          capture_output=True, timeout=30, check=False)
+    assert (done.returncode, done.stdout) == (7, b"TOLARIA-ERROR Windows hosts are not supported "
+                                                 b"yet (use WSL: exec:wsl -d Ubuntu --)\n")

@@ -27,6 +27,8 @@ is killed on the host, the watcher ends the tree and says so.
 
 from __future__ import annotations
 
+import sys
+
 from .frames import (
     ATTACH,
     ATTACHED,
@@ -52,3 +54,11 @@ from .frames import (
 __all__ = ["ATTACH", "ATTACHED", "FAILED", "GONE", "HEADER", "HEARTBEAT", "MARKER", "MAX_FRAME",
            "READY", "SIGNAL", "START", "STDERR", "STDIN", "STDIN_EOF", "STDOUT", "STOP", "VERSION",
            "FrameReader", "frame"]
+
+# -- the frames above are shared with Tolaria's side (link.py, on any platform); the rest of the
+# package is the supervisor proper, which needs POSIX signals, sessions and groups.
+if sys.platform == "win32" and __name__ == "tolaria_supervisor":  # the bundle, on the host
+    sys.stdout.write("TOLARIA-ERROR Windows hosts are not supported yet (use WSL: "
+                     "exec:wsl -d Ubuntu --)\n")
+    sys.exit(7)
+assert sys.platform != "win32", "the supervisor runs on POSIX hosts (the frames above: any)"

@@ -1,13 +1,10 @@
-"""``python3 -m`` the package, or the bundle's ``__main__.py``: run the supervisor."""
+"""``python3 -m`` the package, or the bundle's ``__main__.py``: run the supervisor (a Windows
+host is told it is not supported by the package's ``__init__``)."""
 
 from __future__ import annotations
 
 import sys
 
-if sys.platform == "win32" and __name__ == "__main__":
-    sys.stdout.write("TOLARIA-ERROR Windows hosts are not supported yet (use WSL: "
-                     "exec:wsl -d Ubuntu --)\n")
-    sys.exit(7)
 # POSIX only: the imports follow the assert, so that mypy --platform win32 skips them too.
 assert sys.platform != "win32", "the supervisor runs on POSIX hosts (its frames: any)"
 
