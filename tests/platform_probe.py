@@ -129,7 +129,10 @@ def window_probe(shot: str | None) -> dict[str, object]:
 #: Programs for a POSIX host, each run only as its own process (ADR 0026): the remote
 #: supervisor and the local link that speaks its frames. Runs are refused on Windows (ADR 0014),
 #: so the window never imports them there; on Windows they refuse to load, with one reason.
-POSIX_PROGRAMS = {"tolaria.core.remote.supervisor", "tolaria.core.remote.link"}
+POSIX_PROGRAMS = {"tolaria.core.remote.link", "tolaria.core.remote.supervisor",
+                  *(f"tolaria.core.remote.supervisor.{path.stem}"
+                    for path in (PACKAGE / "core/remote/supervisor").glob("*.py")
+                    if path.stem not in ("__init__", "frames"))}  # frames: any platform
 
 
 def main(platform: str, window: bool = False, shot: str | None = None) -> int:

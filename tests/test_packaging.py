@@ -30,10 +30,12 @@ def test_wheel_ships_data_and_runs_from_a_fresh_venv(tmp_path: Path) -> None:
                    for p in (ROOT / top).rglob("*") if p.is_file()}
         assert in_repo and in_repo <= shipped, f"{top}/ missing from the wheel"
     assert "tolaria/demo_agent.py" in names
-    # The remote supervisor is brought to hosts from the installed package, checked by its
-    # hash: the wheel must ship the very bytes (ADR 0026).
-    shipped_supervisor = zipfile.ZipFile(wheel).read("tolaria/core/remote/supervisor.py")
-    assert shipped_supervisor == (ROOT / "tolaria/core/remote/supervisor.py").read_bytes()
+    # The remote supervisor is brought to hosts from the installed package as a bundle of its
+    # files, checked by its hash: the wheel must ship the very bytes (ADR 0026).
+    package = ROOT / "tolaria/core/remote/supervisor"
+    for path in package.glob("*.py"):
+        data = zipfile.ZipFile(wheel).read(f"tolaria/core/remote/supervisor/{path.name}")
+        assert data == path.read_bytes()
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
@@ -54,6 +56,15 @@ def test_wheel_ships_data_and_runs_from_a_fresh_venv(tmp_path: Path) -> None:
     where = subprocess.run([str(py), "-c", "import tolaria; print(tolaria.__file__)"],
                            capture_output=True, text=True, cwd=outside, env=env, check=True)
     assert where.stdout.startswith(str(venv)), where.stdout
+    # The supervisor's bundle is built from the installed files alone: the same bytes, the
+    # same hash the bootstrap checks, as here.
+    from tolaria.core.remote import bootstrap
+
+    installed = subprocess.run(
+        [str(py), "-c", "from tolaria.core.remote import bootstrap; "
+                        "print(bootstrap.supervisor_hash())"],
+        capture_output=True, text=True, cwd=outside, env=env, check=True)
+    assert installed.stdout.strip() == bootstrap.supervisor_hash()
     run = subprocess.run([str(venv / "bin" / "tolaria"), "run", "--agent", "demo", "hello"],
                          capture_output=True, text=True, cwd=outside, env=env, timeout=60)
     assert run.returncode == 0, run.stderr

@@ -37,7 +37,7 @@ def test_names_never_reach_the_shell_script() -> None:
 def test_the_probe_finds_programs_as_the_supervisor_does(tmp_path: Path) -> None:
     """The probe's resolver and the supervisor's (``_resolve``, what a run there uses) agree:
     on PATH, only through the login shell, by path, and not at all."""
-    from tolaria.core.remote import supervisor
+    from tolaria.core.remote.supervisor import plumbing
 
     on_path, in_login = tmp_path / "bin", tmp_path / "login"
     for folder, name in ((on_path, "agent-a"), (in_login, "agent-b")):
@@ -50,6 +50,6 @@ def test_the_probe_finds_programs_as_the_supervisor_does(tmp_path: Path) -> None
         {"id": name, "program": name, "version": [name], "same": True} for name in names]})
     probed = {a["id"]: a["path"] for a in answer["agents"]}
     base = {**os.environ, **env}
-    assert probed == {name: supervisor._resolve(name, dict(base)) for name in names}
+    assert probed == {name: plumbing._resolve(name, dict(base)) for name in names}
     assert probed["agent-b"] == str(in_login / "agent-b")
     assert [a["version"] for a in answer["agents"]][:3] == ["1.0"] * 3

@@ -25,6 +25,7 @@ def test_the_bootstrap_brings_hostgit_by_its_hash(tmp_path: Path) -> None:
     assert argv[3:5] == [hashlib.sha256(SOURCE.read_bytes()).hexdigest(),
                          str(len(SOURCE.read_bytes()))]
     assert '"hostgit-"' in argv[2] and '"supervisor-"' not in argv[2]
+    assert '"hostgit-" + H + ".py"' in argv[2]  # one file, not the supervisor's bundle
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")

@@ -32,7 +32,7 @@ def test_runs_to_the_end_and_uploads_once(sshd: SshServer, shared: Path) -> None
     assert result["stop_reason"] == "end_turn", result
     assert result["text"] == "Hello from fake" + "Finished."
     assert result["survivors"] == []
-    cached = list((shared / "cache").glob("supervisor-*.py"))
+    cached = list((shared / "cache").glob("supervisor-*.pyz"))
     assert len(cached) == 1
     first = cached[0].stat().st_mtime_ns
     again = run_local(sshd, shared, new_stream_id(), mode="normal",
@@ -44,11 +44,13 @@ def test_runs_to_the_end_and_uploads_once(sshd: SshServer, shared: Path) -> None
 def test_a_damaged_cached_supervisor_is_replaced(sshd: SshServer, shared: Path) -> None:
     cache = shared / "cache"
     run_local(sshd, shared, new_stream_id(), mode="normal", cache_dir=str(cache))
-    [cached] = cache.glob("supervisor-*.py")
+    [cached] = cache.glob("supervisor-*.pyz")
     cached.write_text("raise SystemExit('tampered')\n")
+    # A file of the one-file layout, even under the bundle's hash, is not used.
+    cached.with_suffix(".py").write_text("raise SystemExit('old layout')\n")
     result = run_local(sshd, shared, new_stream_id(), mode="normal", cache_dir=str(cache))
     assert result["stop_reason"] == "end_turn", result
-    assert "tampered" not in cached.read_text()
+    assert b"tampered" not in cached.read_bytes()
 
 
 @pytest.mark.parametrize("mode", ZOO)

@@ -8,19 +8,19 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from tolaria.core.remote import supervisor as proto
 from tolaria.core.stream_id import new_stream_id
 
-SUPERVISOR = Path(proto.__file__)
+#: The supervisor package run as a program (the host runs it the same way, from its bundle).
+SUPERVISOR = [sys.executable, "-m", proto.__name__]
 
 
 def test_stdin_sent_with_start_in_one_write_reaches_the_agent() -> None:
     start: dict[str, object] = {"argv": ["cat"], "cwd": None, "env": {}, "stream_id": new_stream_id(),
              "heartbeat_s": 10.0, "grace_s": 0.5}
     prompt = b'{"type":"user","message":{"content":"hello"}}\n'
-    proc = subprocess.Popen([sys.executable, str(SUPERVISOR)], stdin=subprocess.PIPE,
+    proc = subprocess.Popen(SUPERVISOR, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     try:

@@ -1,25 +1,42 @@
 """The supervisor runs on the host's own Python (stdlib only, Python >= 3.8:
-test_host_programs_static.py): one file, shipped in the wheel as the very bytes that are
-hashed, and its frames. These checks need no sshd."""
+test_host_programs_static.py): a package, brought to the host as one deterministic zip built
+from the files the wheel ships, and its frames. These checks need no sshd."""
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from tolaria.core.remote import bootstrap, supervisor
+from tolaria.core.remote import bootstrap, bundle, supervisor
 
-SOURCE = Path(supervisor.__file__)
+PACKAGE = Path(supervisor.__file__).parent
 
 
-def test_the_hash_is_of_the_shipped_bytes() -> None:
+def test_the_hash_is_of_the_bundle_built_from_the_shipped_files() -> None:
     import hashlib
 
-    assert bootstrap.supervisor_hash() == hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    fresh = bundle.build({name: data for name, data in bundle.sources().items()})
+    assert bootstrap.supervisor_bytes() == fresh == bundle.build(bundle.sources())
+    assert bootstrap.supervisor_hash() == hashlib.sha256(fresh).hexdigest()
     argv = bootstrap.remote_argv("python3")
     assert argv[:2] == ["python3", "-c"]
-    assert argv[3:5] == [bootstrap.supervisor_hash(), str(len(SOURCE.read_bytes()))]
+    assert argv[3:5] == [bootstrap.supervisor_hash(), str(len(fresh))]
+
+
+def test_the_bundle_holds_the_shipped_files_and_runs_them() -> None:
+    with zipfile.ZipFile(io.BytesIO(bootstrap.supervisor_bytes())) as zf:
+        names = zf.namelist()
+        assert names == sorted(names) and "__main__.py" in names
+        shipped = {name: zf.read(name) for name in names if name != "__main__.py"}
+        assert {info.date_time for info in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+    assert shipped == bundle.sources()
+    assert shipped == {f"{bundle.NAME}/{path.name}": path.read_bytes()  # byte for byte
+                       for path in PACKAGE.glob("*.py")}
+    assert {"__init__.py", "__main__.py", "frames.py", "loop.py", "main.py"} <= {
+        name.rsplit("/", 1)[-1] for name in shipped}
 
 
 def test_frames_survive_any_split() -> None:

@@ -1,11 +1,13 @@
 """Bringing the supervisor to a host: content-addressed, checked, copied once per version.
 
 The host runs ``python3 -c BOOTSTRAP HASH SIZE [CACHE_DIR]``. The bootstrap checks the Python
-version, looks for ``supervisor-HASH.py`` in the cache folder and checks its SHA-256; when it is
-missing or damaged it prints ``TOLARIA-NEED``, reads exactly SIZE bytes from stdin (the link
-sends the file there, on the same connection: no second ssh), checks them, writes the file
-atomically, and runs it. Problems are one ``TOLARIA-ERROR <message>`` line. The code is plain
-enough to parse on any Python 3, so that an old one says it is too old instead of a syntax error.
+version, looks for ``supervisor-HASH.pyz`` in the cache folder (the supervisor's bundle:
+bundle.py) and checks its SHA-256; when it is missing or damaged it prints ``TOLARIA-NEED``,
+reads exactly SIZE bytes from stdin (the link sends the file there, on the same connection: no
+second ssh), checks them, writes the file atomically, and runs it (a ``.pyz`` with runpy, a
+single-file program such as hostgit's ``NAME-HASH.py`` as its code). Problems are one
+``TOLARIA-ERROR <message>`` line. The code is plain enough to parse on any Python 3, so that an
+old one says it is too old instead of a syntax error.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
+
+from tolaria.core.remote import bundle
 
 NEED = b"TOLARIA-NEED"
 ERROR = b"TOLARIA-ERROR "
@@ -30,7 +34,7 @@ d = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
     "tolaria", "remote")
 d = os.path.expanduser(d)
-f = os.path.join(d, "supervisor-" + H + ".py")
+f = os.path.join(d, "supervisor-" + H + ".pyz")
 def ok(p):
     try:
         with open(p, "rb") as h:
@@ -61,17 +65,21 @@ if not ok(f):
         say("TOLARIA-ERROR cannot write Tolaria's cache folder %%s on this host: %%s"
             %% (d, e.strerror or e)); sys.exit(6)
 sys.argv = [f]
-g = {"__name__": "__main__", "__file__": f}
-with open(f, "rb") as h:
-    code = compile(h.read(), f, "exec")
-exec(code, g)
+if f.endswith(".pyz"):
+    import runpy
+    runpy.run_path(f, run_name="__main__")
+else:
+    g = {"__name__": "__main__", "__file__": f}
+    with open(f, "rb") as h:
+        code = compile(h.read(), f, "exec")
+    exec(code, g)
 """ % (*MIN_PYTHON, *MIN_PYTHON)  # noqa: UP031  (a template full of braces)
 
 
 @functools.cache
 def supervisor_bytes() -> bytes:
-    """The supervisor's source as shipped in the wheel."""
-    return (Path(__file__).resolve().parent / "supervisor.py").read_bytes()
+    """The supervisor's bundle, built from its source files as shipped in the wheel."""
+    return bundle.build(bundle.sources())
 
 
 def supervisor_hash() -> str:
@@ -93,7 +101,7 @@ def program_bytes(name: str) -> bytes:
 def program_argv(name: str, python: str, cache_dir: str | None = None) -> list[str]:
     """The bootstrap for ``name``'s program: cached as ``NAME-HASH.py`` next to the supervisor."""
     data = program_bytes(name)
-    code = BOOTSTRAP.replace('"supervisor-"', f'"{name}-"').replace(
+    code = BOOTSTRAP.replace('"supervisor-"', f'"{name}-"').replace('".pyz"', '".py"').replace(
         "the supervisor arrived", f"Tolaria's {name} arrived")
     return [python, "-c", code, hashlib.sha256(data).hexdigest(), str(len(data)),
             cache_dir or ""]
