@@ -127,10 +127,10 @@ def window_probe(shot: str | None) -> dict[str, object]:
 
 
 #: Programs for a POSIX host, each run only as its own process (ADR 0026): the remote
-#: supervisor and the local link that speaks its frames. Runs are refused on Windows (ADR 0014),
-#: so the window never imports them there; on Windows they refuse to load, with one reason.
-POSIX_PROGRAMS = {"tolaria.core.remote.link", "tolaria.core.remote.supervisor",
-                  *(f"tolaria.core.remote.supervisor.{path.stem}"
+#: supervisor's modules. Runs are refused on Windows (ADR 0014), so the window never starts
+#: them there; on Windows they refuse to load, with one reason. The supervisor package itself
+#: loads anywhere: it is only its frames, which the local link and the MCP forms use.
+POSIX_PROGRAMS = {*(f"tolaria.core.remote.supervisor.{path.stem}"
                     for path in (PACKAGE / "core/remote/supervisor").glob("*.py")
                     if path.stem not in ("__init__", "frames"))}  # frames: any platform
 

@@ -56,10 +56,10 @@ __all__ = ["ATTACH", "ATTACHED", "FAILED", "FILES", "GONE", "HEADER", "HEARTBEAT
            "READY", "SIGNAL", "START", "STDERR", "STDIN", "STDIN_EOF", "STDOUT", "STOP", "VERSION",
            "FrameReader", "frame"]
 
-# -- the frames above are shared with Tolaria's side (link.py, on any platform); the rest of the
-# package is the supervisor proper, which needs POSIX signals, sessions and groups.
+# -- the frames above are shared with Tolaria's side (link.py, the MCP forms: on any platform);
+# the rest of the package is the supervisor proper, which needs POSIX signals, sessions and
+# groups: each of its modules asserts it.
 if sys.platform == "win32" and __name__ == "tolaria_supervisor":  # the bundle, on the host
     sys.stdout.write("TOLARIA-ERROR Windows hosts are not supported yet (use WSL: "
                      "exec:wsl -d Ubuntu --)\n")
     sys.exit(7)
-assert sys.platform != "win32", "the supervisor runs on POSIX hosts (the frames above: any)"
