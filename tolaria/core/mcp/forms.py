@@ -190,9 +190,12 @@ def _gemini_home(out: McpLaunch, home_env: str, servers: Sequence[McpServer],
     (``home_env`` names it; private_home says why not a system settings layer)."""
     assert out.folder is not None
     real = private_home.real_home(environ, home_env)
-    base = _json_file(str(real / private_home.GEMINI_DIR / private_home.SETTINGS))
-    entries = {s.name: _gemini_entry(s, marker, trusted) for s in servers}
-    merged = {**base, "mcpServers": {**entries, **(base.get("mcpServers") or {})}}
+    base = private_home.user_settings(real)
+    merged = None
+    if base is not None:
+        entries = {s.name: _gemini_entry(s, marker, trusted) for s in servers}
+        own = base.get("mcpServers")
+        merged = {**base, "mcpServers": {**entries, **(own if isinstance(own, dict) else {})}}
     home = private_home.build(out.folder, real, merged)
     out.home = (home, real)
     out.env[home_env] = str(home)

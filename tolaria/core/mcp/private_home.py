@@ -6,7 +6,8 @@ honour for every user is ``GEMINI_CLI_HOME``: the folder whose ``.gemini`` it us
 ``~/.gemini``. Tolaria points it at ``<run folder>/home``, whose ``.gemini`` holds
 
 * ``settings.json``: the user's own settings (read, never written) with Tolaria's servers
-  added (a server of the user's own of the same name wins, as before);
+  added (a server of the user's own of the same name wins, as before); a file of theirs that
+  is no JSON object is linked instead (Gemini reports it, and gets no servers of Tolaria's);
 * a symlink to every other entry of the real ``~/.gemini`` (credentials, sessions, memory,
   commands, extensions...), so Gemini reads and writes the user's files in place; and
   symlinks to the files Gemini may create there (credentials after a login, the installation
@@ -50,7 +51,51 @@ def real_home(environ: Mapping[str, str], home_env: str) -> Path:
     return Path.home()
 
 
-def build(folder: Path, real: Path, settings: dict[str, Any]) -> Path:
+def user_settings(real: Path) -> dict[str, Any] | None:
+    """The user's ``~/.gemini/settings.json`` as Gemini reads it (comments allowed): {} when
+    there is none, None when it cannot be read as a JSON object (then it is linked as it is,
+    and Gemini says what is wrong with it, as without Tolaria)."""
+    path = real / GEMINI_DIR / SETTINGS
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        data = json.loads(strip_comments(text)) if text.strip() else {}
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def strip_comments(text: str) -> str:
+    """``text`` without ``//`` and ``/* */`` comments outside strings (strip-json-comments,
+    which Gemini CLI reads its settings with)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            out.append(" ")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def build(folder: Path, real: Path, settings: dict[str, Any] | None) -> Path:
     """The private home under ``folder`` (0700) for a user whose home is ``real``; returns it."""
     home = folder / HOME
     home.mkdir(mode=0o700)
@@ -60,11 +105,14 @@ def build(folder: Path, real: Path, settings: dict[str, Any]) -> Path:
     names = set(CREATED_FILES)
     with contextlib.suppress(OSError):
         names.update(p.name for p in theirs.iterdir())
-    names.discard(SETTINGS)
+    if settings is not None:
+        names.discard(SETTINGS)
     for name in sorted(names):
         (own / name).symlink_to(theirs / name)
     for name in OTHER_ENTRIES:
         (home / name).symlink_to(real / name)
+    if settings is None:
+        return home
     fd = os.open(own / SETTINGS, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                  | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
