@@ -65,8 +65,8 @@ def test_the_private_home_has_the_users_settings_and_entries(tmp_path: Path) -> 
 
 def test_what_gemini_writes_lands_in_the_users_folder(tmp_path: Path) -> None:
     """In place through a link, a new file through a link to a missing name, a file replaced
-    by renaming over its link and a new folder moved back at the end; an entry the user made
-    meanwhile wins; the settings copy is not written back."""
+    by renaming over its link and a new folder moved back at the end (merged into one made
+    meanwhile, where the user's entry of a name wins); the settings copy is not written back."""
     home = user_home(tmp_path)
     theirs = home / ".gemini"
     out = render(tmp_path, {"HOME": str(home)})
@@ -80,14 +80,17 @@ def test_what_gemini_writes_lands_in_the_users_folder(tmp_path: Path) -> None:
     (mine / "history" / "proj" / "h.txt").write_text("ls")
     (mine / "commands").mkdir()
     (mine / "commands" / "gemini-made.toml").write_text("x")
-    (theirs / "commands").mkdir()  # ... while the user made their own
+    (mine / "commands" / "same.toml").write_text("gemini's")
+    (theirs / "commands").mkdir()  # ... while the user made their own (or another run did)
+    (theirs / "commands" / "same.toml").write_text("the user's")
     (mine / "settings.json").write_text('{"changed": true}')
     out.close()
     assert (theirs / "tmp" / "proj" / "chats" / "session-1.json").read_text() == "{}"
     assert (theirs / "installation_id").read_text() == "id-1"
     assert json.loads((theirs / "oauth_creds.json").read_text()) == {"token": "new"}
     assert (theirs / "history" / "proj" / "h.txt").read_text() == "ls"
-    assert list((theirs / "commands").iterdir()) == []
+    assert (theirs / "commands" / "gemini-made.toml").read_text() == "x"
+    assert (theirs / "commands" / "same.toml").read_text() == "the user's"
     assert (theirs / "settings.json").read_bytes() == SETTINGS
     assert not (tmp_path / "run.files").exists()
 

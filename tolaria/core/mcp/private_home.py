@@ -122,7 +122,9 @@ def build(folder: Path, real: Path, settings: dict[str, Any] | None) -> Path:
 
 def sync_back(home: Path, real: Path) -> None:
     """Move what Gemini created in the private ``.gemini`` (not a link, not the settings) into
-    the real one, where no entry of that name appeared meanwhile (best effort)."""
+    the real one (best effort): a new entry is moved, a new folder's content merged into one
+    that appeared there meanwhile (another run's); an entry of the user's of the same name
+    wins, except one of the files Gemini itself replaces by renaming (CREATED_FILES)."""
     own = home / GEMINI_DIR
     theirs = real / GEMINI_DIR
     try:
@@ -132,12 +134,20 @@ def sync_back(home: Path, real: Path) -> None:
     for entry in entries:
         if entry.name == SETTINGS or entry.is_symlink():
             continue
-        target = theirs / entry.name
         with contextlib.suppress(OSError, shutil.Error):
-            if target.is_symlink() or (target.exists() and target.name not in CREATED_FILES):
-                continue  # the user's own entry (or another run's) wins
             theirs.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if target.exists() and not entry.is_dir():
+            target = theirs / entry.name
+            if entry.name in CREATED_FILES and entry.is_file() and not target.is_dir():
                 os.replace(entry, target)  # Gemini replaced a file it owns by renaming
-            elif not target.exists():
-                shutil.move(str(entry), str(target))
+            else:
+                _merge(entry, target)
+
+
+def _merge(entry: Path, target: Path) -> None:
+    if not target.exists() and not target.is_symlink():
+        shutil.move(str(entry), str(target))
+    elif entry.is_dir() and not entry.is_symlink() and target.is_dir() \
+            and not target.is_symlink():
+        for child in list(entry.iterdir()):
+            with contextlib.suppress(OSError, shutil.Error):
+                _merge(child, target / child.name)
