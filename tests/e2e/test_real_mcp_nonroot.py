@@ -1,11 +1,13 @@
-"""Gemini CLI gets Tolaria's MCP servers when Tolaria runs as a normal user (ADR 0019).
+"""Gemini CLI and Qwen Code get Tolaria's MCP servers when Tolaria runs as a normal user
+(ADR 0019).
 
 Gemini CLI 0.61 skips a system (defaults) settings file not owned by root, so a form that only
 works as root passes no server to any real user; the rest of the suite runs as root. Here the
 whole turn (Tolaria and the real CLI, against the loopback fake model) runs as the non-root
 test user (tests/nonroot.py): the probe's tool must be called, the user's own
 ~/.gemini/settings.json must still apply and stay byte for byte as it was, and the private home
-must be gone after the run.
+must be gone after the run. Qwen Code (a system defaults file, which it takes from anyone) is
+checked the same way.
 """
 
 from __future__ import annotations
@@ -30,19 +32,26 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 HERE = Path(__file__).resolve().parent
 PROBE = HERE.parent / "fakes" / "mcp_probe_server.py"
 DRIVER = HERE / "mcp_nonroot_driver.py"
-#: The user's own setting the run must still honour: Gemini offers the model no such tool.
-EXCLUDED_TOOL = "google_web_search"
+#: The user's own setting the run must still honour: the CLI offers the model no such tool.
+EXCLUDED_TOOL = {"gemini": "google_web_search", "qwen": "web_fetch"}
+#: The user's own settings file, under HOME.
+SETTINGS = {"gemini": ".gemini/settings.json", "qwen": ".qwen/settings.json"}
+
+
+@pytest.fixture(params=["gemini", "qwen"])
+def agent(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture
-def user_folder() -> Iterator[Path]:
+def user_folder(agent: str) -> Iterator[Path]:
     """A folder of the test user's (its HOME, Tolaria's data, the work folder) that root's
-    0700 /root cannot hide from them; with a copy of the pinned Gemini CLI they can run."""
+    0700 /root cannot hide from them; with a copy of the pinned CLI they can run."""
     if os.getuid() != 0:
         pytest.skip("run as root: the test hands the turn to the non-root test user")
-    cli = installed_cli("gemini")
+    cli = installed_cli(agent)
     base = Path(os.environ.get("TOLARIA_NONROOT_BASE", "/var/tmp"))
-    folder = Path(subprocess.run(["mktemp", "-d", str(base / "tolaria-gemini-XXXXXX")],
+    folder = Path(subprocess.run(["mktemp", "-d", str(base / f"tolaria-{agent}-XXXXXX")],
                                  capture_output=True, text=True, check=True).stdout.strip())
     try:
         os.chmod(folder, 0o755)
@@ -68,14 +77,18 @@ def _chown_tree(top: Path) -> None:
             os.lchown(name, uid, gid)
 
 
-def _run_as_user(folder: Path, model: FakeModelServer) -> tuple[list[dict[str, Any]], bytes]:
+def _run_as_user(agent: str, folder: Path,
+                 model: FakeModelServer) -> tuple[list[dict[str, Any]], bytes]:
     user = folder / "user"
     home, data, work = user / "home", user / "tolaria", user / "work"
-    cli = installed_cli("gemini")
-    env = run_env(cli, home, model.url)  # the user's own ~/.gemini/settings.json
-    settings = home / ".gemini" / "settings.json"
-    own = json.loads(settings.read_text())
-    own["tools"] = {"exclude": [EXCLUDED_TOOL]}
+    cli = installed_cli(agent)
+    env = run_env(cli, home, model.url)  # Gemini: the user's own ~/.gemini/settings.json
+    settings = home / SETTINGS[agent]
+    settings.parent.mkdir(exist_ok=True)
+    own = json.loads(settings.read_text()) if settings.exists() else {}
+    # Qwen defers MCP tools behind its tool search, which the scripted model does not use.
+    own["tools"] = {"exclude": [EXCLUDED_TOOL[agent]], **(
+        {"toolSearch": {"enabled": False}} if agent == "qwen" else {})}
     settings.write_text(json.dumps(own, indent=3) + "\n")
     before = settings.read_bytes()
     env["PATH"] = env["PATH"].replace(str(bin_dir(cli)), str(folder / "cli" / "node_modules"
@@ -85,7 +98,7 @@ def _run_as_user(folder: Path, model: FakeModelServer) -> tuple[list[dict[str, A
     _chown_tree(user)
     python = other_user_python()
     pythonpath = python_env(user)["PYTHONPATH"]
-    spec = {"agent": "gemini", "prompt": "E2E-MCP-MARK: call the probe", "cwd": str(work),
+    spec = {"agent": agent, "prompt": "E2E-MCP-MARK: call the probe", "cwd": str(work),
             "env": {**env, **QUIET_ENV},
             "server": {"name": "probe", "command": python, "args": [str(PROBE)],
                        "env": {"TOLARIA_TEST_MCP_MARKER": str(user / "marker.jsonl"),
@@ -97,30 +110,45 @@ def _run_as_user(folder: Path, model: FakeModelServer) -> tuple[list[dict[str, A
     return lines, before
 
 
-def test_gemini_as_a_normal_user_calls_the_servers_tool(user_folder: Path,
-                                                        model_server: FakeModelServer) -> None:
+def _offered(bodies: list[dict[str, Any]]) -> set[str]:
+    """The tool names offered the model (Gemini: functionDeclarations; Qwen: OpenAI tools)."""
+    names: set[str] = set()
+    for body in bodies:
+        for tool in body.get("tools", []):
+            names.update(str(t.get("name")) for t in tool.get("functionDeclarations", []))
+            if isinstance(tool.get("function"), dict):
+                names.add(str(tool["function"].get("name")))
+    return names
+
+
+def test_a_normal_users_cli_calls_the_servers_tool(agent: str, user_folder: Path,
+                                                   model_server: FakeModelServer) -> None:
+    """Gemini CLI through its private home, Qwen Code through its system defaults file."""
     since = len(model_server.seen)
-    settings = user_folder / "user" / "home" / ".gemini" / "settings.json"
-    lines, before = _run_as_user(user_folder, model_server)
+    settings = user_folder / "user" / "home" / SETTINGS[agent]
+    lines, before = _run_as_user(agent, user_folder, model_server)
     explain = "\n".join(json.dumps(line)[:300] for line in lines[-25:])
     assert lines[-1] == {"done": "end_turn"}, explain
     marker = user_folder / "user" / "marker.jsonl"
-    assert marker.exists(), f"Gemini run by {USER!r} never called the probe's tool\n{explain}"
+    assert marker.exists(), f"{agent} run by {USER!r} never called the probe's tool\n{explain}"
     found = json.loads(marker.read_text().splitlines()[0])
     assert found["stream_id"] == lines[0]["stream_id"]
     assert any(line.get("type") == "ToolStart" and line.get("server") == "probe"
                and line.get("name") == f"probe · {MCP_TOOL}" for line in lines), explain
     assert not any("Security Warning" in str(line.get("message")) for line in lines), explain
     # The user's own settings still applied (their excluded tool is not offered) ...
-    offered = {tool.get("name") for seen in model_server.seen[since:]
-               for group in seen.body.get("tools", [])
-               for tool in group.get("functionDeclarations", [])}
-    assert any(name and MCP_TOOL in name for name in offered), offered
-    assert EXCLUDED_TOOL not in offered, offered
-    assert "read_file" in offered, offered  # (the tool list is Gemini's usual one)
+    offered = _offered([seen.body for seen in model_server.seen[since:]])
+    assert any(MCP_TOOL in name for name in offered), offered
+    assert EXCLUDED_TOOL[agent] not in offered, offered
+    assert "read_file" in offered, offered  # (the tool list is the CLI's usual one)
     # ... and left as they were, byte for byte; the private home is gone.
-    assert settings.read_bytes() == before
+    if agent == "gemini":
+        assert settings.read_bytes() == before
+    else:  # Qwen Code itself stamps its settings version into the file on load
+        after = json.loads(settings.read_text())
+        assert {k: v for k, v in after.items() if k != "$version"} == json.loads(before)
     assert not Path(lines[0]["folder"]).exists(), "the private home outlived the run"
     assert not marker_pids(lines[0]["stream_id"])
     # Gemini's own session record went into the user's real ~/.gemini, not the private home.
-    assert any((user_folder / "user" / "home" / ".gemini" / "tmp").rglob("*.json*"))
+    if agent == "gemini":
+        assert any((user_folder / "user" / "home" / ".gemini" / "tmp").rglob("*.json*"))
