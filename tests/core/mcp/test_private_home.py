@@ -11,6 +11,8 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from tolaria.core.adapters.manifest import load_adapters
 from tolaria.core.mcp.forms import McpLaunch, launch, plan
 from tolaria.core.mcp.private_home import strip_comments
@@ -139,3 +141,21 @@ def test_broken_user_settings_are_linked_as_they_are(tmp_path: Path) -> None:
     assert (mine / "settings.json").read_text() == '{"general": '
     out.close()
     assert (home / ".gemini" / "settings.json").read_text() == '{"general": '
+
+
+def test_without_symlinks_gemini_gets_the_settings_file_form(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows without the right to make symlinks: the system defaults file, as on a host."""
+    home = user_home(tmp_path)
+
+    def refused(self: Path, target: object, target_is_directory: bool = False) -> None:
+        raise OSError(1314, "A required privilege is not held by the client")
+
+    monkeypatch.setattr(Path, "symlink_to", refused)
+    out = render(tmp_path, {"HOME": str(home)})
+    assert set(out.env) == {"GEMINI_CLI_SYSTEM_DEFAULTS_PATH"}
+    data = json.loads(Path(out.env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"]).read_text())
+    assert "probe" in data["mcpServers"]
+    assert [p.name for p in (tmp_path / "run.files").iterdir()] == ["settings.json"]
+    out.close()
+    assert not (tmp_path / "run.files").exists()

@@ -170,8 +170,9 @@ def launch(manifest: Manifest, servers: Sequence[McpServer], marker: Mapping[str
             out.args = (f"--mcp-config={path}",)
             if trusted:
                 out.args += (f"--allowedTools={','.join('mcp__' + s.name for s in servers)}",)
-        elif form == GEMINI_SETTINGS and manifest.mcp.home_env and not on_host:
-            _gemini_home(out, manifest.mcp.home_env, servers, marker, trusted, environ)
+        elif form == GEMINI_SETTINGS and manifest.mcp.home_env and not on_host and _gemini_home(
+                out, manifest.mcp.home_env, servers, marker, trusted, environ):
+            pass
         elif form == GEMINI_SETTINGS:
             variable = manifest.mcp.settings_env
             base = _json_file(environ.get(variable, ""))
@@ -185,9 +186,10 @@ def launch(manifest: Manifest, servers: Sequence[McpServer], marker: Mapping[str
 
 
 def _gemini_home(out: McpLaunch, home_env: str, servers: Sequence[McpServer],
-                 marker: Mapping[str, str], trusted: bool, environ: Mapping[str, str]) -> None:
+                 marker: Mapping[str, str], trusted: bool, environ: Mapping[str, str]) -> bool:
     """Gemini CLI: a private home whose settings.json is the user's plus Tolaria's servers
-    (``home_env`` names it; private_home says why not a system settings layer)."""
+    (``home_env`` names it; private_home says why not a system settings layer). False where
+    no symlink can be made (Windows without the right): the settings file form is used."""
     assert out.folder is not None
     real = private_home.real_home(environ, home_env)
     base = private_home.user_settings(real)
@@ -196,9 +198,16 @@ def _gemini_home(out: McpLaunch, home_env: str, servers: Sequence[McpServer],
         entries = {s.name: _gemini_entry(s, marker, trusted) for s in servers}
         own = base.get("mcpServers")
         merged = {**base, "mcpServers": {**entries, **(own if isinstance(own, dict) else {})}}
-    home = private_home.build(out.folder, real, merged)
+    try:
+        home = private_home.build(out.folder, real, merged)
+    except (OSError, NotImplementedError):
+        if not private_home.links_refused(out.folder):
+            raise
+        shutil.rmtree(out.folder / private_home.HOME, ignore_errors=True)
+        return False
     out.home = (home, real)
     out.env[home_env] = str(home)
+    return True
 
 
 def _private_folder(folder: Path) -> Path:

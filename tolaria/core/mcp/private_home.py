@@ -95,6 +95,17 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
+def links_refused(folder: Path) -> bool:
+    """True when no symlink can be made in ``folder`` (Windows without the right to)."""
+    probe = folder / "link-probe"
+    try:
+        probe.symlink_to(folder)
+    except (OSError, NotImplementedError):
+        return True
+    probe.unlink()
+    return False
+
+
 def build(folder: Path, real: Path, settings: dict[str, Any] | None) -> Path:
     """The private home under ``folder`` (0700) for a user whose home is ``real``; returns it."""
     home = folder / HOME
