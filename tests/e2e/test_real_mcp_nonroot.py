@@ -46,7 +46,7 @@ def agent(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def user_folder(agent: str) -> Iterator[Path]:
     """A folder of the test user's (its HOME, Tolaria's data, the work folder) that root's
-    0700 /root cannot hide from them; with a copy of the pinned CLI they can run."""
+    0700 home cannot hide from them; with a copy of the pinned CLI they can run."""
     if os.getuid() != 0:
         pytest.skip("run as root: the test hands the turn to the non-root test user")
     cli = installed_cli(agent)
