@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import socket
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from e2e.clis import cache_root, run_env
+from e2e.clis import run_env
 from e2e.e2ehelpers import TURN_S, installed_cli, manifest
 from e2e.fake_model import MCP_TOOL, FakeModelServer
 from helpers import Collector, async_test, marker_pids, pid_gone, wait_until
@@ -124,22 +121,13 @@ async def test_mcp_tool_runs_through_the_agent(agent: str, model_server: FakeMod
     await assert_the_tool_runs_through(McpTurn(agent, model_server, tmp_path))
 
 
-@pytest.fixture
-def home_outside_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Gemini CLI refuses a settings file under a folder others can write to (/tmp, where the
-    tests' TOLARIA_HOME lives): this test's Tolaria home is in the user's cache instead."""
-    home = Path(tempfile.mkdtemp(prefix="mcp-home-", dir=cache_root()))
-    monkeypatch.setenv("TOLARIA_HOME", str(home))
-    yield home
-    shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.mark.usefixtures("home_outside_tmp")
 @pytest.mark.parametrize("agent", ["gemini", "qwen", "opencode"])
 @async_test
 async def test_settings_file_forms_pass_the_server(agent: str, model_server: FakeModelServer,
                                                    tmp_path: Path) -> None:
-    """Gemini and Qwen: a system-defaults settings file; opencode: its config content."""
+    """Gemini: a private home; Qwen: a system-defaults settings file; opencode: its config
+    content. Tolaria's data folder stays under /tmp (where the tests keep it): Gemini's checks
+    of a system settings file's folders do not apply to its home."""
     await assert_the_tool_runs_through(McpTurn(agent, model_server, tmp_path))
 
 

@@ -215,6 +215,8 @@ def manifest_data(manifest: Manifest) -> dict[str, Any]:
         data["mcp"] = {"form": manifest.mcp.form, "transports": list(manifest.mcp.transports)}
         if manifest.mcp.settings_env:
             data["mcp"]["settings_env"] = manifest.mcp.settings_env
+        if manifest.mcp.home_env:
+            data["mcp"]["home_env"] = manifest.mcp.home_env
     spec = manifest.attachments  # ADR 0028
     if spec != AttachSpec():
         table: dict[str, Any] = {"images": spec.images, "files": spec.files}

@@ -137,16 +137,23 @@ def test_codex_overrides_parse_as_toml_and_keep_secrets_off_the_command_line(
     assert out.env[header_var] == "Bearer t"
 
 
-def test_gemini_settings_file_keeps_the_defaults_it_replaces(tmp_path: Path) -> None:
-    gemini = adapter("gemini")
+@pytest.mark.parametrize(("agent", "variable", "on_host"), [
+    ("qwen", "QWEN_CODE_SYSTEM_DEFAULTS_PATH", False),
+    # Gemini locally: a private home (test_private_home.py); on a host this file is sent.
+    ("gemini", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH", True)])
+def test_gemini_settings_file_keeps_the_defaults_it_replaces(tmp_path: Path, agent: str,
+                                                             variable: str, on_host: bool) -> None:
+    gemini = adapter(agent)
     theirs = tmp_path / "system-defaults.json"
     theirs.write_text(json.dumps({"general": {"vimMode": True},
                                   "mcpServers": {"git": {"command": "their-git"}}}))
-    environ = {**ENV, "GEMINI_CLI_SYSTEM_DEFAULTS_PATH": str(theirs)}
+    environ = {**ENV, variable: str(theirs)}
     servers = (stdio(), stdio("other"), McpServer("h", transport=HTTP, url="http://127.0.0.1/m"))
     passed = plan(gemini, servers, environ).passed
-    out = launch(gemini, passed, MARKER, mode="full", folder=tmp_path / "g", environ=environ)
-    data = json.loads(Path(out.env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"]).read_text())
+    out = launch(gemini, passed, MARKER, mode="full", folder=tmp_path / "g", environ=environ,
+                 on_host=on_host)
+    assert set(out.env) == {variable}
+    data = json.loads(Path(out.env[variable]).read_text())
     assert data["general"] == {"vimMode": True}
     assert data["mcpServers"]["git"] == {"command": "their-git"}  # theirs wins a name clash
     assert data["mcpServers"]["other"]["env"]["TOLARIA_STREAM_ID"] == MARKER["TOLARIA_STREAM_ID"]
@@ -185,6 +192,8 @@ def test_acp_entries_follow_the_agents_capabilities() -> None:
     ({"form": "yaml"}, "mcp.form"), ({"transports": ["ftp"]}, "mcp.transports"),
     ({"form": "gemini-settings"}, "mcp.settings_env"), ({"colour": 1}, "mcp.colour"),
     ({"form": "claude-json", "settings_env": "X"}, "mcp.settings_env"),
+    ({"form": "claude-json", "home_env": "X"}, "mcp.home_env"),
+    ({"form": "gemini-settings", "settings_env": "X", "home_env": "no such"}, "mcp.home_env"),
 ])
 def test_a_broken_mcp_table_names_its_key(table: dict[str, object], key: str) -> None:
     data = {"id": "x", "protocol": "lines", "command": ["x"], "mcp": table}

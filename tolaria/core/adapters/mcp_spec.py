@@ -7,6 +7,9 @@ form = "claude-json"             # or codex-config, gemini-settings, opencode-co
 transports = ["stdio", "http", "sse"]
 settings_env = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"   # gemini-settings only: the variable that
                                                    # points the CLI at Tolaria's settings file
+home_env = "GEMINI_CLI_HOME"     # gemini-settings, optional: the variable naming the CLI's home;
+                                 # a private one (the user's entries linked) is used instead of
+                                 # settings_env, which only a run on a host then uses
 ```
 
 A manifest without the table takes none: Preferences says so for each server ("not passed:
@@ -29,7 +32,7 @@ OPENCODE_CONFIG = "opencode-config"
 ACP_FORM = "acp"
 FORMS = (NONE, CLAUDE_JSON, CODEX_CONFIG, GEMINI_SETTINGS, OPENCODE_CONFIG, ACP_FORM)
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_KEYS = {"form", "transports", "settings_env"}
+_KEYS = {"form", "transports", "settings_env", "home_env"}
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class McpSpec:
     transports: tuple[str, ...] = (STDIO,)
     #: ``gemini-settings``: the environment variable naming the settings file Tolaria writes.
     settings_env: str = ""
+    #: ``gemini-settings``, optional: the variable naming the CLI's home (a private home, the
+    #: user's entries linked, then carries the servers; Gemini CLI: GEMINI_CLI_HOME).
+    home_env: str = ""
 
     @property
     def takes_servers(self) -> bool:
@@ -67,5 +73,11 @@ def parse_mcp_spec(value: object, fail: Callable[[str, str], Exception]) -> McpS
                                            "the CLI at a settings file")
     elif settings_env:
         raise fail("mcp.settings_env", f"only used with form = \"{GEMINI_SETTINGS}\"")
+    home_env = value.get("home_env", "")
+    if home_env and form != GEMINI_SETTINGS:
+        raise fail("mcp.home_env", f"only used with form = \"{GEMINI_SETTINGS}\"")
+    if home_env and (not isinstance(home_env, str) or not _ENV_NAME_RE.fullmatch(home_env)):
+        raise fail("mcp.home_env", "must name the environment variable that points the CLI "
+                                   "at its home folder")
     return McpSpec(form=str(form), transports=tuple(dict.fromkeys(transports)),
-                   settings_env=str(settings_env))
+                   settings_env=str(settings_env), home_env=str(home_env))

@@ -33,6 +33,7 @@ from tolaria.core.adapters.mcp_spec import (
     NONE,
     OPENCODE_CONFIG,
 )
+from tolaria.core.mcp import private_home
 from tolaria.core.mcp.servers import HTTP, SSE, STDIO, McpConfigError, McpServer, expand
 from tolaria.core.process.treefind import ENV_MARKER, OWNER_MARKER
 from tolaria.support import paths
@@ -128,18 +129,26 @@ class McpLaunch:
     args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     folder: Path | None = None
+    #: Gemini's private home and the user's real home: what Gemini created in the first is
+    #: moved into the second before the folder goes (private_home.sync_back).
+    home: tuple[Path, Path] | None = None
 
     def close(self) -> None:
+        if self.home is not None:
+            private_home.sync_back(*self.home)
+            self.home = None
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
 
 
 def launch(manifest: Manifest, servers: Sequence[McpServer], marker: Mapping[str, str], *,
-           mode: str, folder: Path, environ: Mapping[str, str]) -> McpLaunch:
+           mode: str, folder: Path, environ: Mapping[str, str],
+           on_host: bool = False) -> McpLaunch:
     """Render ``servers`` (passed by ``plan``) for ``manifest``'s agent. ``folder``: where a
     private file goes (created 0700 here when one is needed; removed by ``close``);
-    ``environ``: the agent's environment (a settings file of the user's it names is kept)."""
+    ``environ``: the agent's environment (a settings file of the user's it names is kept);
+    ``on_host``: for a run on a host (files only: no private home of links to this machine)."""
     form = manifest.mcp.form
     if not servers or form in (NONE, ACP_FORM):
         return McpLaunch()
@@ -161,6 +170,9 @@ def launch(manifest: Manifest, servers: Sequence[McpServer], marker: Mapping[str
             out.args = (f"--mcp-config={path}",)
             if trusted:
                 out.args += (f"--allowedTools={','.join('mcp__' + s.name for s in servers)}",)
+        elif form == GEMINI_SETTINGS and manifest.mcp.home_env and not on_host and _gemini_home(
+                out, manifest.mcp.home_env, servers, marker, trusted, environ):
+            pass
         elif form == GEMINI_SETTINGS:
             variable = manifest.mcp.settings_env
             base = _json_file(environ.get(variable, ""))
@@ -171,6 +183,31 @@ def launch(manifest: Manifest, servers: Sequence[McpServer], marker: Mapping[str
         out.close()
         raise
     return out
+
+
+def _gemini_home(out: McpLaunch, home_env: str, servers: Sequence[McpServer],
+                 marker: Mapping[str, str], trusted: bool, environ: Mapping[str, str]) -> bool:
+    """Gemini CLI: a private home whose settings.json is the user's plus Tolaria's servers
+    (``home_env`` names it; private_home says why not a system settings layer). False where
+    no symlink can be made (Windows without the right): the settings file form is used."""
+    assert out.folder is not None
+    real = private_home.real_home(environ, home_env)
+    base = private_home.user_settings(real)
+    merged = None
+    if base is not None:
+        entries = {s.name: _gemini_entry(s, marker, trusted) for s in servers}
+        own = base.get("mcpServers")
+        merged = {**base, "mcpServers": {**entries, **(own if isinstance(own, dict) else {})}}
+    try:
+        home = private_home.build(out.folder, real, merged)
+    except (OSError, NotImplementedError):
+        if not private_home.links_refused(out.folder):
+            raise
+        shutil.rmtree(out.folder / private_home.HOME, ignore_errors=True)
+        return False
+    out.home = (home, real)
+    out.env[home_env] = str(home)
+    return True
 
 
 def _private_folder(folder: Path) -> Path:

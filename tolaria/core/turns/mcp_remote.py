@@ -45,7 +45,7 @@ def prepare_remote(request: RunRequest, env: Mapping[str, str], stream_id: str, 
     local = {k: v for k, v in env.items() if k != manifest.mcp.settings_env}
     try:
         rendered = launch(manifest, setup.plan.passed, setup.marker, mode=mode,
-                          folder=Path(run_folder(stream_id)), environ=local)
+                          folder=Path(run_folder(stream_id)), environ=local, on_host=True)
     except OSError as exc:
         return f"cannot write the MCP configuration for {manifest.name}: {exc}"
     try:
