@@ -17,7 +17,24 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QPushButton, QWidget
 
+from tolaria.ui import theme
+from tolaria.ui.settings.dialog import preferences_css
+
 STOPPED = "Every running agent and the processes it started are stopped."
+
+
+def quit_css() -> str:
+    """Preferences' look (rounded buttons, the default one in the accent colour), the question
+    in bold and its explanation muted, as Claude desktop and Zed ask before quitting."""
+    c = theme.css
+    accent = c(theme.accent())
+    return (preferences_css()
+            + f" QMessageBox {{ background: {c(theme.base())}; }}"
+            + " QLabel#qt_msgbox_label { font-weight: 600; }"
+            + f" QLabel#qt_msgbox_informativelabel {{ color: {c(theme.muted_text())}; }}"
+            + " QPushButton { min-width: 72px; padding: 5px 14px; }"
+            + f" QPushButton:default {{ background: {accent}; border-color: {accent};"
+            + " color: #ffffff; font-weight: 600; }")
 
 
 def running_sentence(running: int) -> str:
@@ -73,6 +90,7 @@ class QuitPrompt:
             return
         box = QMessageBox(QMessageBox.Icon.NoIcon, "Quit Tolaria", "", parent=self._parent)
         box.setObjectName("quitDialog")
+        theme.follow(box, quit_css)
         box.setInformativeText(STOPPED)
         quit_button = box.addButton("Stop and Quit", QMessageBox.ButtonRole.AcceptRole)
         quit_button.setObjectName("quitConfirmButton")
