@@ -7,10 +7,30 @@ OpenSSH before 8.4 (no ``SSH_ASKPASS_REQUIRE``) keeps BatchMode, said once in th
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 from PySide6.QtCore import QObject
 
 from tolaria.core.remote.askpass_desk import AskpassDesk, SshQuestion, ssh_problem
+from tolaria.core.remote.hosts import Target
 from tolaria.qt.bridge import Bridge
+
+#: ``AskpassControl.env_for``: conversation id (0: asked in a dialog), ssh command, host.
+EnvFor = Callable[[int, str, str], dict[str, str]]
+
+
+def asking(target: Target, env_for: EnvFor | None, conversation_id: int,
+           host: str) -> tuple[Target, bool]:
+    """``target`` with the window's askpass where ssh can be asked (a look, a listing, an
+    import from a host), and whether it may now wait for the user's answer (the caller's
+    time limit then waits as long as the question)."""
+    if env_for is None or target.ssh is None:
+        return target, False
+    env = env_for(conversation_id, target.ssh_command, host)
+    if not env:
+        return target, False
+    return dataclasses.replace(target, interactive=True, askpass_env=env), True
 
 
 class AskpassControl(QObject):

@@ -17,6 +17,7 @@ from tolaria.core.adapters.manifest import Manifest
 from tolaria.core.remote.askpass_desk import DEFAULT_TIMEOUT_S
 from tolaria.core.remote.discover import DISCOVERY_TIMEOUT_S, HostAgents, discover
 from tolaria.core.remote.hosts import BadDestination
+from tolaria.qt.askpass_control import EnvFor, asking
 from tolaria.qt.tasks import TaskSet
 
 
@@ -36,7 +37,7 @@ class HostAgentsControl(QObject):
         self._closed = False
         #: The window's askpass (``AskpassControl.env_for``: conversation id, ssh command,
         #: host): a look may ask ssh's questions too (ADR 0033). None: BatchMode (a refusal).
-        self.askpass: Callable[[int, str, str], dict[str, str]] | None = None
+        self.askpass: EnvFor | None = None
         #: Which chat asks for a look at a host: the chat shown when it is on that host, else
         #: 0 (the question then opens in a dialog).
         self.asker: Callable[[str], int] = lambda _host: 0
@@ -63,13 +64,9 @@ class HostAgentsControl(QObject):
         except BadDestination as exc:
             found = HostAgents(host, error=str(exc))
         else:
-            timeout = DISCOVERY_TIMEOUT_S
-            askpass = (self.askpass(self.asker(host), target.ssh_command, host)
-                       if self.askpass is not None and target.ssh is not None else {})
-            if askpass:
-                # ssh may wait for the user's answer: the look waits as long as the question.
-                target = dataclasses.replace(target, interactive=True, askpass_env=askpass)
-                timeout += DEFAULT_TIMEOUT_S
+            target, asks = asking(target, self.askpass, self.asker(host), host)
+            # ssh may wait for the user's answer: the look waits as long as the question.
+            timeout = DISCOVERY_TIMEOUT_S + (DEFAULT_TIMEOUT_S if asks else 0)
             found = dataclasses.replace(
                 await discover(target, list(self.manifests()), timeout=timeout), host=host)
         if self._closed:

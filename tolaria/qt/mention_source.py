@@ -15,7 +15,6 @@ connection); its one-line reason is ``failed``'s.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -31,6 +30,7 @@ from tolaria.core.remote.askpass_desk import DEFAULT_TIMEOUT_S
 from tolaria.core.remote.hostcall import Cancelled, HostError
 from tolaria.core.remote.hostfiles import LIST_TIMEOUT_S
 from tolaria.core.remote.hosts import BadDestination, Target
+from tolaria.qt.askpass_control import EnvFor, asking
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class MentionSource(QObject):
         self._failed_at: dict[str, float] = {}
         #: The window's askpass (``AskpassControl.env_for``: conversation id, ssh command,
         #: host). None: BatchMode (ssh refuses its questions, its reason is shown).
-        self.askpass: Callable[[int, str, str], dict[str, str]] | None = None
+        self.askpass: EnvFor | None = None
         #: Which chat asks (its card shows ssh's question), by host; 0: a dialog.
         self.asker: Callable[[str], int] = lambda _host: 0
 
@@ -119,13 +119,9 @@ class MentionSource(QObject):
             target = load_target(host)
         except BadDestination as exc:
             return str(exc)
-        timeout = LIST_TIMEOUT_S
-        if self.askpass is not None and target.ssh is not None:
-            env = self.askpass(self.asker(host), target.ssh_command, host)
-            if env:  # ssh may wait for the user's answer: the listing waits as long
-                target = dataclasses.replace(target, interactive=True, askpass_env=env)
-                timeout += DEFAULT_TIMEOUT_S
-        return target, timeout
+        target, asks = asking(target, self.askpass, self.asker(host), host)
+        # ssh may wait for the user's answer: the listing waits as long.
+        return target, LIST_TIMEOUT_S + (DEFAULT_TIMEOUT_S if asks else 0)
 
     def _list_hosted(self, where: str, reach: tuple[Target, float] | str,
                      cancel: Cancel) -> None:

@@ -19,7 +19,6 @@ report, the chats on that host; ssh's questions go to the window's askpass (ADR 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import sqlite3
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from tolaria.core.checkpoints.gitrun import Cancel
 from tolaria.core.remote.hostcall import Cancelled, HostError
 from tolaria.core.remote.hosts import BadDestination, Target
 from tolaria.core.store.db import Store
+from tolaria.qt.askpass_control import EnvFor, asking
 from tolaria.qt.bridge import Bridge
 from tolaria.qt.tasks import TaskSet
 
@@ -49,7 +49,7 @@ class SessionImport:
         self.running = False
         #: The window's askpass (``AskpassControl.env_for``: conversation id, ssh command,
         #: host): an import from a host may ask ssh's questions (in a dialog). None: BatchMode.
-        self.askpass: Callable[[int, str, str], dict[str, str]] | None = None
+        self.askpass: EnvFor | None = None
         self._cancel: Cancel | None = None
         self._on_host: asyncio.Task[None] | None = None
 
@@ -91,10 +91,7 @@ class SessionImport:
         error = ""
         try:
             target = load_target(host)
-            if self.askpass is not None and target.ssh is not None:
-                env = self.askpass(0, target.ssh_command, host)  # 0: asked in a dialog
-                if env:
-                    target = dataclasses.replace(target, interactive=True, askpass_env=env)
+            target, _asks = asking(target, self.askpass, 0, host)  # 0: asked in a dialog
             known, report = await asyncio.to_thread(self._import_there, host, target, cancel)
         except Cancelled:
             error = "cancelled"
